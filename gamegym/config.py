@@ -1,0 +1,286 @@
+"""Session configuration: one dataclass per concern, validated when built, JSON round trip.
+
+`GymConfig.from_dict` rejects unknown keys (suggesting the closest known one) and values out of
+range, naming the field.  `GymConfig.check_resume` refuses changes to fields fixed at creation.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
+           "GymConfig", "LEARNERS", "REPLAYS"]
+
+LEARNERS = ("alphazero",)
+REPLAYS = ("window",)
+
+
+class ConfigError(ValueError):
+    """A configuration value or key is not acceptable; the message names the field."""
+
+
+def _check(condition: bool, name: str, message: str) -> None:
+    if not condition:
+        raise ConfigError(f"config field '{name}' {message}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _int_in(obj: Any, name: str, low: int, high: int | None = None) -> None:
+    value = getattr(obj, name)
+    _check(_is_int(value), f"{_section(obj)}{name}", f"must be an integer, got {value!r}")
+    _check(value >= low and (high is None or value <= high), f"{_section(obj)}{name}",
+           f"must be in [{low}, {high if high is not None else '∞'}], got {value}")
+
+
+def _float_in(obj: Any, name: str, low: float, high: float | None = None,
+              low_open: bool = False) -> None:
+    value = getattr(obj, name)
+    _check(_is_number(value), f"{_section(obj)}{name}", f"must be a number, got {value!r}")
+    ok = value > low if low_open else value >= low
+    _check(ok and (high is None or value <= high), f"{_section(obj)}{name}",
+           f"must be in {'(' if low_open else '['}{low}, {high if high is not None else '∞'}], "
+           f"got {value}")
+
+
+def _bool(obj: Any, name: str) -> None:
+    value = getattr(obj, name)
+    _check(isinstance(value, bool), f"{_section(obj)}{name}", f"must be true or false, got {value!r}")
+
+
+def _choice(obj: Any, name: str, choices: tuple) -> None:
+    value = getattr(obj, name)
+    _check(value in choices, f"{_section(obj)}{name}", f"must be one of {list(choices)}, got {value!r}")
+
+
+def _section(obj: Any) -> str:
+    return getattr(obj, "_section", "")
+
+
+@dataclass
+class NetworkConfig:
+    """Shape of the network built for a new session (fixed for the session's life)."""
+
+    _section = "network."
+    kind: str = "auto"         # "auto" (by board shape), "dense" or "residual"
+    width: int = 64            # units per dense layer / filters per conv layer
+    blocks: int = 2            # dense layers / residual blocks
+    l2: float = 1e-4           # L2 weight regularisation
+
+    def validate(self) -> None:
+        _choice(self, "kind", ("auto", "dense", "residual"))
+        _int_in(self, "width", 1, 4096)
+        _int_in(self, "blocks", 1, 64)
+        _float_in(self, "l2", 0.0, 1.0)
+
+
+@dataclass
+class PredictConfig:
+    """The batching Predictor."""
+
+    _section = "predict."
+    batchsize: int = 64            # largest batch of positions per network call
+    batch_timeout_ms: float = 2.0  # how long to wait for more requests before running a batch
+    use_gpu: bool = True           # use a GPU when TensorFlow sees one
+    gpu_memorylimit: int = 0       # MiB of GPU memory for the predictor; 0 = grow as needed
+
+    def validate(self) -> None:
+        _int_in(self, "batchsize", 1, 65536)
+        _float_in(self, "batch_timeout_ms", 0.0, 10_000.0)
+        _bool(self, "use_gpu")
+        _int_in(self, "gpu_memorylimit", 0)
+
+
+@dataclass
+class SelfplayConfig:
+    """Selfplayer processes and their search."""
+
+    _section = "selfplay."
+    selfplayprocesses: int = 2      # number of Selfplayer processes
+    searchthreadcount: int = 8      # search threads sharing one tree per Selfplayer
+    searchcount: int = 100          # searches (MCTS simulations) per move
+    exploration_const: float = 1.5  # PUCT exploration constant c_puct
+    virtualloss: float = 1.0        # visits of value -1 added on a path while its leaf is evaluated
+    temperature: float = 1.0        # move choice ~ visits^(1/temperature) in the opening
+    temperature_drop_move: int = 8  # from this move on, play the most visited move (temperature 0)
+    dirichlet_alpha: float = 0.5    # Dirichlet noise concentration at the root
+    dirichlet_fraction: float = 0.25  # weight of the noise in the root priors (0 = off)
+    max_moves: int = 200            # a game reaching this many moves is truncated
+    gamelog_dump_threshold: int = 10  # finished games kept in memory before a sample file is written
+    evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off)
+
+    def validate(self) -> None:
+        _int_in(self, "selfplayprocesses", 1, 256)
+        _int_in(self, "searchthreadcount", 1, 1024)
+        _int_in(self, "searchcount", 1, 1_000_000)
+        _float_in(self, "exploration_const", 0.0, 100.0, low_open=True)
+        _float_in(self, "virtualloss", 0.0, 100.0)
+        _float_in(self, "temperature", 0.0, 100.0)
+        _int_in(self, "temperature_drop_move", 0)
+        _float_in(self, "dirichlet_alpha", 0.0, 100.0, low_open=True)
+        _float_in(self, "dirichlet_fraction", 0.0, 1.0)
+        _int_in(self, "max_moves", 1)
+        _int_in(self, "gamelog_dump_threshold", 1, 100_000)
+        _int_in(self, "evaluation_cache", 0)
+
+
+@dataclass
+class TrainConfig:
+    """The Trainer: which samples, which learner, how long."""
+
+    _section = "train."
+    learner: str = "alphazero"      # learner mode (see gamegym.learners)
+    replay: str = "window"          # replay mode: "window" = all recent samples, uniformly
+    epochs: int = 4                 # passes over the sample window per iteration
+    batchsize: int = 64             # training minibatch size
+    learning_rate: float = 1e-3     # Adam learning rate
+    min_samplecount: int = 500      # samples needed (after the validation split) to train at all
+    max_samplecount: int = 20_000   # at most this many of the newest samples per iteration
+    max_sampleage: int = 4          # samples of iterations at most this far behind are used
+    min_new_samples: int = 500      # new samples needed since the last iteration to train again
+    validation_split: float = 0.1   # fraction of the window held out to report val_loss
+    augment_symmetries: bool = True  # add the symmetric images of each sample
+    num_updates_per_train_iter: int = 0  # >0: that many sampled minibatches instead of epochs
+    value_loss_weight: float = 1.0  # weight of the value MSE against the policy cross-entropy
+    keep_models: int = 0            # keep only the newest N model files (0 = keep all)
+
+    def validate(self) -> None:
+        _choice(self, "learner", LEARNERS)
+        _choice(self, "replay", REPLAYS)
+        _int_in(self, "epochs", 1, 10_000)
+        _int_in(self, "batchsize", 1, 65536)
+        _float_in(self, "learning_rate", 0.0, 10.0, low_open=True)
+        _int_in(self, "min_samplecount", 1)
+        _int_in(self, "max_samplecount", 1)
+        _check(self.max_samplecount >= self.min_samplecount, "train.max_samplecount",
+               f"({self.max_samplecount}) must be >= train.min_samplecount ({self.min_samplecount})")
+        _int_in(self, "max_sampleage", 0)
+        _int_in(self, "min_new_samples", 0)
+        _float_in(self, "validation_split", 0.0, 0.9)
+        _bool(self, "augment_symmetries")
+        _int_in(self, "num_updates_per_train_iter", 0)
+        _float_in(self, "value_loss_weight", 0.0, 1000.0)
+        _int_in(self, "keep_models", 0)
+
+
+SECTIONS = {"network": NetworkConfig, "predict": PredictConfig, "selfplay": SelfplayConfig,
+            "train": TrainConfig}
+
+
+@dataclass
+class GymConfig:
+    """Everything a session needs; stored as the session's config.json."""
+
+    game: str = ""                 # the game as "package.module:Class"
+    game_args: dict = field(default_factory=dict)  # keyword arguments for the game class
+    seed: int = 0                  # master seed; each process derives its own from it
+    debug_single_process: bool = False  # run every role in the main process (for debuggers)
+    status_interval: float = 5.0   # seconds between status lines (0 = none)
+    log_level: str = "INFO"        # level of the per-process logs
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    predict: PredictConfig = field(default_factory=PredictConfig)
+    selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    # fields a resumed session may not change: they would make models or samples meaningless
+    FIXED = ("game", "game_args", "network", "train.learner")
+
+    def __post_init__(self) -> None:
+        for name, section_cls in SECTIONS.items():  # sections may be given as plain dicts
+            section = getattr(self, name)
+            if isinstance(section, dict):
+                _reject_unknown(section, _field_names(section_cls), f"{name}.")
+                setattr(self, name, section_cls(**section))
+        self.validate()
+
+    def validate(self) -> None:
+        _check(isinstance(self.game, str) and ":" in self.game, "game",
+               f"must look like 'package.module:ClassName', got {self.game!r}")
+        _check(isinstance(self.game_args, dict), "game_args",
+               f"must be a JSON object, got {self.game_args!r}")
+        _int_in(self, "seed", 0, 2**32 - 1)
+        _bool(self, "debug_single_process")
+        _float_in(self, "status_interval", 0.0, 3600.0)
+        _choice(self, "log_level", ("DEBUG", "INFO", "WARNING", "ERROR"))
+        for name, cls in SECTIONS.items():
+            section = getattr(self, name)
+            _check(isinstance(section, cls), name, f"must be a {cls.__name__}")
+            section.validate()
+
+    # ----- JSON round trip -----------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "GymConfig":
+        if not isinstance(data, dict):
+            raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
+        _reject_unknown(data, _field_names(cls), "")
+        for name in SECTIONS:
+            if not isinstance(data.get(name, {}), dict):
+                raise ConfigError(f"config field '{name}' must be a JSON object")
+        return cls(**data)
+
+    @classmethod
+    def from_json_file(cls, path: Path) -> "GymConfig":
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot read config file {path}: {error}") from error
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"config file {path} is not valid JSON: {error}") from error
+        return cls.from_dict(data)
+
+    def updated(self, overrides: dict) -> "GymConfig":
+        """A copy with nested overrides applied, e.g. {"selfplay": {"searchcount": 50}}."""
+        data = self.to_dict()
+        for key, value in overrides.items():
+            if key in SECTIONS and isinstance(value, dict) and isinstance(data.get(key), dict):
+                data[key].update(value)
+            else:
+                data[key] = value
+        return GymConfig.from_dict(data)
+
+    def check_resume(self, stored: "GymConfig") -> None:
+        """Refuse a config for resuming that changes a field fixed at session creation."""
+        new, old = self.to_dict(), stored.to_dict()
+        for path in self.FIXED:
+            a, b = _get_path(new, path), _get_path(old, path)
+            if a != b:
+                raise ConfigError(f"config field '{path}' cannot change on resume "
+                                  f"(session has {b!r}, new config has {a!r}); "
+                                  "start a new session instead")
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]
+
+
+def _reject_unknown(data: dict, known: list[str], prefix: str) -> None:
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean '{prefix}{close[0]}'?" if close else \
+                f"; known fields: {', '.join(known)}"
+            raise ConfigError(f"unknown config field '{prefix}{key}'{hint}")
+
+
+def _get_path(data: dict, path: str) -> Any:
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data

@@ -1,0 +1,99 @@
+"""Crash-safe file publication: write to a temporary name, flush, fsync, rename into place."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+TMP_MARK = ".tmp"
+
+
+def temporary_path(path: Path) -> Path:
+    """A hidden temporary name in the same folder (so the rename is atomic), same extension."""
+    return path.with_name(f".{path.stem}.{os.getpid()}{TMP_MARK}{path.suffix}")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Publish `data` at `path` so a reader sees either the old file or the whole new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_path(path)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, obj) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def atomic_publish(tmp: Path, path: Path) -> None:
+    """Rename a fully written temporary file (made by a library writer) into place."""
+    with open(tmp, "rb+") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def append_jsonl(path: Path, obj) -> None:
+    """Append one JSON line (a torn last line is skipped by read_jsonl)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(obj, sort_keys=True) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    if not Path(path).exists():
+        return rows
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows
+
+
+def remove_leftovers(folder: Path) -> int:
+    """Delete temporary files left by writers that died; returns how many."""
+    count = 0
+    if not folder.is_dir():
+        return 0
+    for tmp in folder.rglob(f".*{TMP_MARK}*"):
+        tmp.unlink(missing_ok=True)
+        count += 1
+    return count
+
+
+def quarantine(path: Path, quarantine_dir: Path) -> Path:
+    """Move a damaged file aside (never delete user data)."""
+    quarantine_dir.mkdir(parents=True, exist_ok=True)
+    target = quarantine_dir / f"{int(time.time())}-{path.parent.name}-{path.name}"
+    shutil.move(str(path), target)
+    log.warning("moved damaged file %s to %s", path, target)
+    return target
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

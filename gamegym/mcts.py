@@ -1,0 +1,287 @@
+"""Threaded PUCT search with virtual loss over a GameGraph (no TensorFlow here).
+
+A *search* is one simulation: select a path by PUCT, evaluate its leaf, back the value up.
+`searchthreadcount` threads share one tree under one lock.  A thread that reaches a new leaf marks
+it pending, applies virtual loss along its path, and blocks; when every live thread is blocked the
+pending leaves go to the evaluator as ONE batch (one message to the Predictor).  A thread whose path
+ends at a leaf another thread is evaluating waits on the tree's condition, never in a sleep loop.
+With one thread the search is exactly the sequential search (`reference_search` in the tests).
+
+Values are negamax: every node's statistics are from the view of the player to move there.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Callable, Hashable, Sequence
+
+import numpy as np
+
+from gamegym.graph import GameGraph
+
+__all__ = ["Node", "SearchParams", "Search", "Evaluator", "uniform_evaluator", "visit_policy",
+           "choose_action"]
+
+# evaluator(vertices) -> (probs float32 [B, A] over action ids, values float32 [B] mover's view)
+Evaluator = Callable[[Sequence[Hashable]], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """What the search needs from the self-play config."""
+
+    searchcount: int = 100          # searches per move
+    threads: int = 1                # search threads sharing the tree
+    exploration_const: float = 1.5  # c_puct
+    virtualloss: float = 1.0        # loss visits added along a path while its leaf is evaluated
+    dirichlet_alpha: float = 0.5    # root noise concentration
+    dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
+
+    @classmethod
+    def from_selfplay(cls, cfg, noise: bool = True) -> "SearchParams":
+        return cls(searchcount=cfg.searchcount, threads=cfg.searchthreadcount,
+                   exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
+                   dirichlet_alpha=cfg.dirichlet_alpha,
+                   dirichlet_fraction=cfg.dirichlet_fraction if noise else 0.0)
+
+
+class Node:
+    """A vertex in the search tree with the statistics of its outgoing edges (mover's view)."""
+
+    __slots__ = ("vertex", "child_vertices", "actions", "children", "priors", "raw_priors",
+                 "visits", "values", "total", "state", "value")
+
+    NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
+
+    def __init__(self, vertex: Hashable):
+        self.vertex = vertex
+        self.child_vertices: tuple = ()
+        self.actions: tuple = ()
+        self.children: list = []          # Node or None per child
+        self.priors: list = []            # P(s, a) per child
+        self.raw_priors: list | None = None  # priors before root noise
+        self.visits: list = []            # N(s, a) per child, virtual visits included
+        self.values: list = []            # W(s, a) per child, sum of values from this node's view
+        self.total = 0                    # sum of visits
+        self.state = Node.NEW
+        self.value = 0.0                  # network value (or final score) from the mover's view
+
+    def mean_value(self) -> float:
+        """Search value of this node from its mover's view."""
+        return sum(self.values) / self.total if self.total else self.value
+
+
+def uniform_evaluator(action_space_size: int) -> Evaluator:
+    """A stub evaluator: uniform priors and value 0 (for the search ceiling and tests)."""
+    def evaluate(vertices):
+        n = len(vertices)
+        return (np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
+                np.zeros(n, np.float32))
+    return evaluate
+
+
+class Search:
+    """Runs searches from a root node; one instance per Selfplayer (reused across moves)."""
+
+    def __init__(self, graph: GameGraph, evaluate: Evaluator, params: SearchParams):
+        self.graph = graph
+        self.evaluate = evaluate
+        self.params = params
+        self._cond = threading.Condition()
+        self.searches_done = 0   # total searches run (for throughput figures)
+        self.evaluations = 0     # leaves sent to the evaluator
+        self._queue: list[Node] = []  # opened leaves waiting to be sent to the evaluator
+        self._virtualloss = 0.0
+
+    # ----- public ---------------------------------------------------------------------------
+    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None) -> Node:
+        """Run `searchcount` searches from `root` (expanded first, noised if configured)."""
+        count = self.params.searchcount if searchcount is None else searchcount
+        if root.state == Node.NEW:
+            self._open(root)
+            batch, self._queue = self._queue, []
+            if batch:
+                self._flush(batch)
+        if root.state == Node.TERMINAL:
+            return root
+        self._add_noise(root, rng)
+        self._remaining = count
+        threads = min(self.params.threads, count)
+        # virtual loss only matters between threads; one thread is the plain sequential search
+        self._virtualloss = self.params.virtualloss if threads > 1 else 0.0
+        self._active = threads
+        self._blocked = 0
+        self._error: BaseException | None = None
+        if threads == 1:
+            self._worker(root)
+        else:
+            workers = [threading.Thread(target=self._worker, args=(root,), daemon=True)
+                       for _ in range(threads)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        if self._error is not None:
+            raise self._error
+        return root
+
+    # ----- the worker -----------------------------------------------------------------------
+    def _worker(self, root: Node) -> None:
+        cond = self._cond
+        with cond:
+            try:
+                while self._remaining > 0 and self._error is None:
+                    self._remaining -= 1
+                    path, leaf = self._select(root)
+                    if leaf.state == Node.NEW:
+                        self._open(leaf)
+                    if leaf.state == Node.PENDING:
+                        self._wait_for(leaf)
+                    self._backup(path, leaf.value)
+                    self.searches_done += 1
+            except BaseException as error:  # surfaced by run(); wake everyone
+                self._error = error
+                self._remaining = 0
+                cond.notify_all()
+            finally:
+                self._active -= 1
+                if self._active and self._blocked == self._active and self._queue:
+                    self._flush_queue()
+
+    def _wait_for(self, leaf: Node) -> None:
+        """Block until `leaf` is evaluated; the last thread to block sends the batch."""
+        self._blocked += 1
+        try:
+            if self._blocked == self._active:
+                self._flush_queue()
+            while leaf.state == Node.PENDING and self._error is None:
+                self._cond.wait()
+        finally:
+            self._blocked -= 1
+        if self._error is not None:
+            raise self._error
+
+    def _flush_queue(self) -> None:
+        batch, self._queue = self._queue, []
+        if not batch:
+            return
+        self._cond.release()
+        try:
+            probs, values = self.evaluate([node.vertex for node in batch])
+        except BaseException as error:
+            self._cond.acquire()
+            self._error = error
+            self._cond.notify_all()
+            raise
+        self._cond.acquire()
+        self._apply(batch, probs, values)
+        self._cond.notify_all()
+
+    def _flush(self, batch: list[Node]) -> None:
+        """Evaluate nodes directly (root expansion, outside the worker threads)."""
+        probs, values = self.evaluate([node.vertex for node in batch])
+        self._apply(batch, probs, values)
+
+    def _apply(self, batch: list[Node], probs: np.ndarray, values: np.ndarray) -> None:
+        self.evaluations += len(batch)
+        for node, row, value in zip(batch, probs, values):
+            p = [float(row[a]) for a in node.actions]
+            s = sum(p)
+            node.priors = [x / s for x in p] if s > 0 else [1.0 / len(p)] * len(p)
+            node.value = float(value)
+            node.state = Node.EXPANDED
+
+    # ----- tree operations (called with the lock held) --------------------------------------
+    def _open(self, node: Node) -> None:
+        """First visit of a node: read its children; terminal nodes get their final score."""
+        graph = self.graph
+        vertex = node.vertex
+        children = graph.children_at(vertex)
+        if not children:
+            node.state = Node.TERMINAL
+            node.value = float(graph.score_at(vertex))
+            return
+        n = len(children)
+        node.child_vertices = children
+        node.actions = graph.actions_at(vertex)
+        node.children = [None] * n
+        node.visits = [0] * n
+        node.values = [0.0] * n
+        node.state = Node.PENDING
+        self._queue.append(node)
+
+    def _select(self, root: Node) -> tuple[list, Node]:
+        """Walk down by PUCT, applying virtual loss; returns the path and the leaf."""
+        c = self.params.exploration_const
+        vl = self._virtualloss
+        path = []
+        node = root
+        sqrt = math.sqrt
+        while node.state == Node.EXPANDED:
+            visits, values, priors = node.visits, node.values, node.priors
+            scale = c * sqrt(node.total + 1)
+            best, best_score = 0, -1e30
+            for i in range(len(priors)):
+                n = visits[i]
+                score = (values[i] / n if n else 0.0) + scale * priors[i] / (1 + n)
+                if score > best_score:
+                    best, best_score = i, score
+            if vl:
+                visits[best] += vl
+                values[best] -= vl
+                node.total += vl
+            path.append((node, best))
+            child = node.children[best]
+            if child is None:
+                child = node.children[best] = Node(node.child_vertices[best])
+            node = child
+        return path, node
+
+    def _backup(self, path: list, value: float) -> None:
+        """Add the leaf value (leaf mover's view) along the path, removing virtual loss."""
+        vl = self._virtualloss
+        for node, i in reversed(path):
+            value = -value
+            if vl:
+                node.visits[i] += 1 - vl
+                node.values[i] += value + vl
+                node.total += 1 - vl
+            else:
+                node.visits[i] += 1
+                node.values[i] += value
+                node.total += 1
+
+    def _add_noise(self, root: Node, rng: np.random.Generator) -> None:
+        fraction = self.params.dirichlet_fraction
+        if root.raw_priors is not None:
+            root.priors = root.raw_priors
+            root.raw_priors = None
+        if fraction <= 0 or len(root.priors) < 2:
+            return
+        noise = rng.dirichlet([self.params.dirichlet_alpha] * len(root.priors))
+        root.raw_priors = root.priors
+        root.priors = [(1 - fraction) * p + fraction * float(x)
+                       for p, x in zip(root.priors, noise)]
+
+
+def visit_policy(root: Node, action_space_size: int) -> np.ndarray:
+    """float32 [A]: the root's visit counts over action ids, normalised."""
+    pi = np.zeros(action_space_size, np.float32)
+    total = sum(root.visits)
+    if total <= 0:
+        pi[list(root.actions)] = 1.0 / max(1, len(root.actions))
+        return pi
+    for a, n in zip(root.actions, root.visits):
+        pi[a] = n / total
+    return pi
+
+
+def choose_action(root: Node, temperature: float, rng: np.random.Generator) -> int:
+    """Index of the chosen child: visits^(1/T) sampling, or the most visited when T == 0."""
+    visits = np.asarray(root.visits, dtype=np.float64)
+    if temperature <= 0 or visits.sum() <= 0:
+        best = np.flatnonzero(visits == visits.max())
+        return int(best[0]) if len(best) == 1 else int(rng.choice(best))
+    weights = visits ** (1.0 / temperature)
+    return int(rng.choice(len(visits), p=weights / weights.sum()))

@@ -1,0 +1,136 @@
+"""Watching a running gym: throughput figures, psutil resources, the status line, plots."""
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict, deque
+from pathlib import Path
+
+import psutil
+
+from gamegym.fileio import append_jsonl
+
+log = logging.getLogger("gamegym.monitor")
+
+
+def role_of(name: str) -> str:
+    """'selfplayer3' -> 'selfplayer'."""
+    return name.rstrip("0123456789")
+
+
+class Monitor:
+    """Aggregates the processes' Reports into rates over a sliding window of seconds."""
+
+    def __init__(self, window: float = 20.0):
+        self.window = window
+        self.events: deque = deque()          # (time, role, figures)
+        self.totals: dict = defaultdict(float)
+        self.iteration = -1
+        self.last_losses: dict = {}
+        self.processes: dict[str, psutil.Process] = {}
+        self.started = time.monotonic()
+
+    def add(self, report) -> None:
+        now = time.monotonic()
+        figures = dict(report.figures)
+        if report.role == "trainer":
+            self.iteration = int(figures.get("iteration", self.iteration))
+            self.last_losses = figures.get("losses", {})
+            return
+        if report.role == "predictor" and "iteration" in figures:
+            self.iteration = max(self.iteration, int(figures["iteration"]))
+        self.events.append((now, role_of(report.role), figures))
+        for key, value in figures.items():
+            if isinstance(value, (int, float)) and key not in ("seconds", "iteration"):
+                self.totals[f"{role_of(report.role)}.{key}"] += value
+        while self.events and now - self.events[0][0] > self.window:
+            self.events.popleft()
+
+    def rates(self) -> dict:
+        """Per-second rates over the window: searches, positions, games, samples, mean batch."""
+        sums: dict = defaultdict(float)
+        for _, role, figures in self.events:
+            for key, value in figures.items():
+                if isinstance(value, (int, float)):
+                    sums[f"{role}.{key}"] += value
+        span = min(self.window, max(1e-9, time.monotonic() - self.started))
+        batches = sums.get("predictor.batches", 0.0)
+        return {
+            "searches_per_s": sums.get("selfplayer.searches", 0.0) / span,
+            "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
+            "games_per_s": sums.get("selfplayer.games", 0.0) / span,
+            "samples_per_s": sums.get("selfplayer.samples", 0.0) / span,
+            "mean_batch": sums.get("predictor.positions", 0.0) / batches if batches else 0.0,
+        }
+
+    def watch(self, name: str, pid: int) -> None:
+        try:
+            process = psutil.Process(pid)
+            process.cpu_percent(None)  # prime the counter
+            self.processes[name] = process
+        except psutil.Error:
+            pass
+
+    def resources(self) -> dict:
+        """CPU % and resident MiB per role (summed over its processes), the gym included."""
+        usage: dict = defaultdict(lambda: {"cpu_percent": 0.0, "rss_mib": 0.0})
+        for name, process in list(self.processes.items()):
+            try:
+                with process.oneshot():
+                    cpu = process.cpu_percent(None)
+                    rss = process.memory_info().rss / 2**20
+            except psutil.Error:
+                self.processes.pop(name, None)
+                continue
+            role = role_of(name)
+            usage[role]["cpu_percent"] += cpu
+            usage[role]["rss_mib"] += rss
+        return {role: {k: round(v, 1) for k, v in figures.items()} for role, figures in usage.items()}
+
+    def status(self) -> dict:
+        return {"time": time.time(), "iteration": self.iteration,
+                "games": int(self.totals.get("selfplayer.games", 0)),
+                "samples": int(self.totals.get("selfplayer.samples", 0)),
+                "last_losses": self.last_losses, **{k: round(v, 2) for k, v in self.rates().items()},
+                "resources": self.resources()}
+
+    def status_line(self, status: dict | None = None) -> str:
+        s = status or self.status()
+        loss = s["last_losses"].get("loss")
+        res = " ".join(f"{role} {r['cpu_percent']:.0f}%/{r['rss_mib']:.0f}M"
+                       for role, r in sorted(s["resources"].items()))
+        return (f"it {s['iteration']} | games {s['games']} | samples/s {s['samples_per_s']:.1f} | "
+                f"searches/s {s['searches_per_s']:.0f} | batch {s['mean_batch']:.1f} | "
+                f"loss {'-' if loss is None else f'{loss:.3f}'} | {res}")
+
+    def record(self, monitoring_dir: Path, status: dict) -> None:
+        append_jsonl(monitoring_dir / "status.jsonl", status)
+
+
+def plot_training(session) -> Path | None:
+    """plots/loss.png: the losses of every iteration (last epoch), from train/*.json."""
+    reports = session.train_reports()
+    if not reports:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from gamegym.fileio import temporary_path
+    from os import replace
+    keys = sorted({k for r in reports for k in r.get("losses", {})})
+    figure, axis = plt.subplots(figsize=(6, 4), dpi=80)
+    for key in keys:
+        points = [(r["iteration"], r["losses"][key]) for r in reports if key in r.get("losses", {})]
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=key)
+    axis.set_xlabel("iteration")
+    axis.set_ylabel("loss")
+    axis.set_title("training loss per iteration")
+    axis.legend(fontsize="small")
+    axis.grid(alpha=0.3)
+    path = session.plots_dir / "loss.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_path(path)
+    figure.savefig(tmp, format="png")
+    plt.close(figure)
+    replace(tmp, path)
+    return path

@@ -1,0 +1,84 @@
+"""What every child process does at its entry point: logging, signals, watching the parent."""
+from __future__ import annotations
+
+import functools
+import logging
+import logging.handlers
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+log = logging.getLogger("gamegym")
+
+
+def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logging.Logger:
+    """Log to logs/<role>.log (rotated), one file per process role."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_gamegym", False):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(level)
+    if logs_dir is not None:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        handler = logging.handlers.RotatingFileHandler(
+            logs_dir / f"{role}.log", maxBytes=5_000_000, backupCount=3, encoding="utf-8")
+        handler.setFormatter(logging.Formatter(
+            f"%(asctime)s %(levelname)s {role}[%(process)d] %(name)s: %(message)s"))
+        handler._gamegym = True
+        root.addHandler(handler)
+    return logging.getLogger(f"gamegym.{role}")
+
+
+def watch_parent(on_death) -> None:
+    """Call `on_death()` in a daemon thread as soon as the parent process is gone."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watcher():
+        from multiprocessing.connection import wait
+        wait([parent.sentinel])
+        on_death()
+
+    threading.Thread(target=watcher, name="parent-watch", daemon=True).start()
+
+
+def child_entry(role: str):
+    """Decorator for a process entry point `fn(session_path, config, ..., stop_event)`.
+
+    Sets up the per-role log, ignores SIGINT (the gym coordinates shutdown), exits when the
+    parent dies, and logs start, any traceback, and an 'exiting' line.
+    """
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(logs_dir, level, name, *args, **kwargs):
+            logger = setup_logging(logs_dir, name or role, level)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            stop_event = kwargs.get("stop_event")
+
+            def parent_died():
+                logger.error("gym process died; stopping")
+                if stop_event is not None:
+                    stop_event.set()
+                timer = threading.Timer(8.0, lambda: os._exit(3))
+                timer.daemon = True
+                timer.start()
+
+            watch_parent(parent_died)
+            logger.info("%s starting (pid %d)", name or role, os.getpid())
+            code = 0
+            try:
+                fn(*args, **kwargs)
+            except BaseException:
+                logger.exception("%s failed", name or role)
+                code = 1
+            finally:
+                logger.info("%s exiting", name or role)
+                logging.shutdown()
+            sys.exit(code)
+        return run
+    return wrap

@@ -1,0 +1,197 @@
+"""Sample files: finished self-play games on disk, tagged by the model iteration that played them.
+
+A sample is one training position.  A sample file holds the samples of one or more whole games,
+as a compressed ``.npz`` (zip members carry CRC32, so a truncated or flipped file fails to load):
+
+  x           float32 [N, *input_shape]  numpify(vertex) of each position, mover's view
+  pi          float32 [N, A]             search policy over action ids (visit counts, sums to 1)
+  z           float32 [N]                value target from the mover's view: the game result, or
+                                         for a truncated game the root value of its last position
+  action      int32   [N]                action id played at the position
+  root_value  float32 [N]                search value of the position, mover's view
+  legal       bool    [N, A]             legal action ids at the position
+  game        int32   [N]                game index within the file (unique per load)
+  step        int32   [N]                move number within the game
+  result      float32 [G]                final score per game from the first mover's view
+  truncated   bool    [G]                True when the game was cut at max_moves (not a loss/draw)
+
+Games are kept whole so sequence learners (MuZero unrolls, DQN transitions) can rebuild them:
+position i+1 of a game is the child of position i reached by action[i], seen by the opponent.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gamegym.fileio import atomic_write_bytes, quarantine
+
+__all__ = ["GameRecord", "SampleBatch", "write_sample_file", "read_sample_file", "load_samples",
+           "sample_iterations", "count_samples"]
+
+log = logging.getLogger(__name__)
+FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step")
+
+
+@dataclass
+class GameRecord:
+    """One finished self-play game, built move by move by a Selfplayer."""
+
+    x: list = field(default_factory=list)           # numpify arrays, one per position
+    pi: list = field(default_factory=list)          # float32 [A] per position
+    action: list = field(default_factory=list)      # int per position
+    root_value: list = field(default_factory=list)  # float per position
+    legal: list = field(default_factory=list)       # bool [A] per position
+    result: float = 0.0       # final score from the first mover's view (0 when truncated)
+    truncated: bool = False
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def value_targets(self) -> np.ndarray:
+        """z per position from that position's mover's view (negamax alternation)."""
+        n = len(self.x)
+        if self.truncated:
+            # a cut game is neither lost nor drawn: bootstrap from the search value at the cut
+            last = self.root_value[-1] if n else 0.0
+            return np.array([last * (-1) ** (n - 1 - i) for i in range(n)], dtype=np.float32)
+        return np.array([self.result * (-1) ** i for i in range(n)], dtype=np.float32)
+
+
+@dataclass
+class SampleBatch:
+    """Arrays of many samples, concatenated (shapes as in the module docstring)."""
+
+    x: np.ndarray
+    pi: np.ndarray
+    z: np.ndarray
+    action: np.ndarray
+    root_value: np.ndarray
+    legal: np.ndarray
+    game: np.ndarray
+    step: np.ndarray
+    iteration: np.ndarray      # int32 [N] model iteration that played each sample
+    truncated: np.ndarray      # bool [N] the sample's game was truncated
+
+    def __len__(self) -> int:
+        return len(self.z)
+
+    def take(self, index: np.ndarray) -> "SampleBatch":
+        return SampleBatch(**{k: v[index] for k, v in vars(self).items()})
+
+
+def records_to_arrays(records: list[GameRecord]) -> dict[str, np.ndarray]:
+    """The npz members for a list of finished games."""
+    records = [r for r in records if len(r)]
+    arrays = {
+        "x": np.stack([x for r in records for x in r.x]).astype(np.float32),
+        "pi": np.stack([p for r in records for p in r.pi]).astype(np.float32),
+        "z": np.concatenate([r.value_targets() for r in records]).astype(np.float32),
+        "action": np.array([a for r in records for a in r.action], dtype=np.int32),
+        "root_value": np.array([v for r in records for v in r.root_value], dtype=np.float32),
+        "legal": np.stack([m for r in records for m in r.legal]).astype(bool),
+        "game": np.concatenate([np.full(len(r), g, np.int32) for g, r in enumerate(records)]),
+        "step": np.concatenate([np.arange(len(r), dtype=np.int32) for r in records]),
+        "result": np.array([r.result for r in records], dtype=np.float32),
+        "truncated": np.array([r.truncated for r in records], dtype=bool),
+    }
+    return arrays
+
+
+def write_sample_file(path: Path, records: list[GameRecord]) -> int:
+    """Atomically write finished games to `path` (.npz); returns the number of samples."""
+    records = [r for r in records if len(r)]
+    if not records:
+        return 0
+    arrays = records_to_arrays(records)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    atomic_write_bytes(Path(path), buffer.getvalue())
+    return len(arrays["z"])
+
+
+def read_sample_file(path: Path) -> dict[str, np.ndarray]:
+    """Load and verify one sample file; raises ValueError when it is damaged or inconsistent."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
+        raise ValueError(f"damaged sample file {path}: {error}") from error
+    missing = [k for k in FIELDS + ("result", "truncated") if k not in arrays]
+    if missing:
+        raise ValueError(f"sample file {path} lacks {missing}")
+    n = len(arrays["z"])
+    if any(len(arrays[k]) != n for k in FIELDS):
+        raise ValueError(f"sample file {path} has members of different lengths")
+    return arrays
+
+
+def sample_iterations(samples_dir: Path) -> list[int]:
+    """Iterations that have a sample folder, ascending."""
+    if not samples_dir.is_dir():
+        return []
+    return sorted(int(p.name) for p in samples_dir.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def sample_files(samples_dir: Path, iteration: int) -> list[Path]:
+    folder = samples_dir / str(iteration)
+    return sorted(folder.glob("*.npz")) if folder.is_dir() else []
+
+
+def count_samples(samples_dir: Path, min_iteration: int = 0) -> int:
+    """Number of samples in files of iterations >= min_iteration (reads only the z member)."""
+    total = 0
+    for it in sample_iterations(samples_dir):
+        if it < min_iteration:
+            continue
+        for path in sample_files(samples_dir, it):
+            try:
+                with np.load(path, allow_pickle=False) as data:
+                    total += int(data["z"].shape[0])
+            except Exception:  # damaged files are quarantined when loaded for training
+                continue
+    return total
+
+
+def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
+                 quarantine_dir: Path | None = None) -> SampleBatch | None:
+    """The newest samples of iterations >= min_iteration, at most max_count (newest files first).
+
+    A damaged file is moved to `quarantine_dir` (when given) with a warning, and skipped.
+    """
+    chunks: list[dict] = []
+    total = 0
+    games = 0  # game ids are made unique across files
+    for it in reversed(sample_iterations(samples_dir)):
+        if it < min_iteration or total >= max_count:
+            break
+        for path in reversed(sample_files(samples_dir, it)):
+            if total >= max_count:
+                break
+            try:
+                arrays = read_sample_file(path)
+            except ValueError as error:
+                log.warning("%s", error)
+                if quarantine_dir is not None:
+                    quarantine(path, quarantine_dir)
+                continue
+            n = len(arrays["z"])
+            game_truncated = arrays["truncated"][arrays["game"]]
+            chunk = {k: arrays[k] for k in FIELDS}
+            chunk["game"] = arrays["game"] + games
+            games += len(arrays["result"])
+            chunk["iteration"] = np.full(n, it, np.int32)
+            chunk["truncated"] = game_truncated
+            chunks.append(chunk)
+            total += n
+    if not chunks:
+        return None
+    batch = SampleBatch(**{k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]})
+    if len(batch) > max_count:
+        batch = batch.take(np.arange(max_count))
+    return batch
+

@@ -1,0 +1,168 @@
+"""The gym's process supervisor: spawn, watch, restart Selfplayers, stop everything cleanly."""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import time
+from dataclasses import dataclass, field
+
+from gamegym.fileio import append_jsonl
+
+log = logging.getLogger("gamegym.supervisor")
+
+JOIN_SELFPLAYERS_S = 20.0   # a Selfplayer finishes its move and flushes its games
+JOIN_TRAINER_S = 10.0       # a Trainer mid-iteration is cut (nothing half-published)
+JOIN_PREDICTOR_S = 5.0
+
+
+@dataclass
+class Child:
+    name: str
+    target: object
+    args: tuple
+    process: multiprocessing.Process | None = None
+    restarts: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+class Supervisor:
+    """Runs the processes of one GameGym.resume()."""
+
+    def __init__(self, gym, max_seconds: float | None, max_iterations: int | None):
+        self.gym = gym
+        self.session = gym.session
+        self.config = gym.config
+        self.max_seconds = max_seconds
+        self.max_iterations = max_iterations
+        self.ctx = multiprocessing.get_context("spawn")
+        self.stop_event = self.ctx.Event()
+        self.reports = self.ctx.Queue()
+        self.children: dict[str, Child] = {}
+        self.failure = ""
+
+    # ----- start ----------------------------------------------------------------------------
+    def _spawn(self, child: Child) -> None:
+        child.process = self.ctx.Process(
+            target=child.target, name=child.name,
+            args=(self.session.logs_dir, self.config.log_level, child.name, *child.args),
+            kwargs={"stop_event": self.stop_event}, daemon=False)
+        child.process.start()
+        self.gym.monitor.watch(child.name, child.process.pid)
+        log.info("started %s (pid %d)", child.name, child.process.pid)
+
+    def start(self) -> None:
+        from gamegym.gym import derive_seed
+        from gamegym.predictor import predictor_main
+        from gamegym.selfplay import selfplayer_main
+        from gamegym.trainer import trainer_main
+        path, cfg = str(self.session.path), self.config
+        count = cfg.selfplay.selfplayprocesses
+        pipes = [self.ctx.Pipe(duplex=True) for _ in range(count)]
+        control_in, control_out = self.ctx.Pipe(duplex=False)
+        self.children["predictor"] = Child(
+            "predictor", predictor_main, (path, cfg, [p[0] for p in pipes], control_in, self.reports))
+        self.children["trainer"] = Child(
+            "trainer", trainer_main, (path, cfg, control_out, self.reports, derive_seed(cfg.seed, 2)))
+        for i in range(count):
+            self.children[f"selfplayer{i}"] = Child(
+                f"selfplayer{i}", selfplayer_main,
+                (path, cfg, i, pipes[i][1], self.reports, derive_seed(cfg.seed, 1, i, 0)),
+                extra={"index": i})
+        for child in self.children.values():
+            self._spawn(child)
+
+    # ----- watch ----------------------------------------------------------------------------
+    def run(self) -> int:
+        gym = self.gym
+        self.start()
+        started = time.monotonic()
+        first_iteration = self.session.current_iteration()
+        last_status = time.monotonic()
+        interval = self.config.status_interval
+        try:
+            while not gym.stop_requested.is_set():
+                self._drain(timeout=0.5)
+                self._check_children()
+                if self.max_seconds is not None and time.monotonic() - started >= self.max_seconds:
+                    gym.request_stop(f"time limit of {self.max_seconds:g} s reached")
+                if self.max_iterations is not None and \
+                        self.session.current_iteration() - first_iteration >= self.max_iterations:
+                    gym.request_stop(f"{self.max_iterations} new iterations trained")
+                if interval and time.monotonic() - last_status >= interval:
+                    last_status = time.monotonic()
+                    status = gym.monitor.status()
+                    append_jsonl(self.session.monitoring_dir / "status.jsonl", status)
+                    print(f"[gamegym] {gym.monitor.status_line(status)}", flush=True)
+        finally:
+            self.shutdown()
+        if self.failure:
+            print(f"[gamegym] stopped with an error: {self.failure}", flush=True)
+            log.error("stopped with an error: %s", self.failure)
+            return 1
+        log.info("stopped cleanly at iteration %d", self.session.current_iteration())
+        return 0
+
+    def _drain(self, timeout: float) -> None:
+        try:
+            report = self.reports.get(timeout=timeout)
+        except queue.Empty:
+            return
+        self.gym.monitor.add(report)
+        while True:
+            try:
+                self.gym.monitor.add(self.reports.get_nowait())
+            except queue.Empty:
+                return
+
+    def _check_children(self) -> None:
+        for child in list(self.children.values()):
+            process = child.process
+            if process is None or process.is_alive():
+                continue
+            code = process.exitcode
+            if child.name.startswith("selfplayer") and child.restarts < MAX_SELFPLAYER_RESTARTS:
+                child.restarts += 1
+                log.warning("%s died (exit code %s); restart %d of %d", child.name, code,
+                            child.restarts, MAX_SELFPLAYER_RESTARTS)
+                print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
+                from gamegym.gym import derive_seed
+                args = list(child.args)
+                args[-1] = derive_seed(self.config.seed, 1, child.extra["index"], child.restarts)
+                child.args = tuple(args)
+                self._spawn(child)
+                continue
+            what = "too many restarts" if child.name.startswith("selfplayer") else \
+                f"exit code {code}"
+            self.failure = (f"{child.name} died ({what}); see "
+                            f"{self.session.logs_dir / (child.name + '.log')}")
+            self.gym.request_stop(self.failure)
+            return
+
+    # ----- stop -----------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Selfplayers flush and exit first, then the Trainer, then the Predictor."""
+        self.stop_event.set()
+        groups = [([c for n, c in self.children.items() if n.startswith("selfplayer")],
+                   JOIN_SELFPLAYERS_S),
+                  ([self.children.get("trainer")], JOIN_TRAINER_S),
+                  ([self.children.get("predictor")], JOIN_PREDICTOR_S)]
+        for group, limit in groups:
+            self._join(group, 1.0 if self.gym.force else limit)
+        self._drain(timeout=0.1)
+
+    def _join(self, group: list, limit: float) -> None:
+        deadline = time.monotonic() + limit
+        for child in group:
+            if child is None or child.process is None:
+                continue
+            while child.process.is_alive() and time.monotonic() < deadline:
+                self._drain(timeout=0.05)  # keep the report queue flowing so children can exit
+                child.process.join(timeout=0.2)
+            if child.process.is_alive():
+                log.warning("%s did not stop in %.0f s; terminating it", child.name, limit)
+                child.process.terminate()
+                child.process.join(timeout=3.0)
+                if child.process.is_alive():
+                    child.process.kill()
+                    child.process.join(timeout=3.0)

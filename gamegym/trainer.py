@@ -1,0 +1,162 @@
+"""The Trainer: sample window -> learner -> next model iteration.
+
+It waits until the window holds `min_samplecount` samples and the current model has played
+`min_new_samples` of them, trains one iteration, publishes models/<it+1>.keras, writes
+train/<it+1>.json and the loss plot, and tells the Predictor to reload.  Reports go to listeners
+(the gym's monitor, the log); the Trainer itself neither prints nor plots inline.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from gamegym.graph import load_game
+from gamegym.messages import Reload, Report
+from gamegym.process import child_entry
+from gamegym.samples import load_samples, sample_files, sample_iterations
+
+log = logging.getLogger("gamegym.trainer")
+
+
+class SampleCounter:
+    """Counts samples per iteration from the file headers; published files never change."""
+
+    def __init__(self, samples_dir: Path):
+        self.samples_dir = Path(samples_dir)
+        self._known: dict[Path, int] = {}
+
+    def per_iteration(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for it in sample_iterations(self.samples_dir):
+            total = 0
+            for path in sample_files(self.samples_dir, it):
+                n = self._known.get(path)
+                if n is None:
+                    n = self._count(path)
+                    if n is None:
+                        continue
+                    self._known[path] = n
+                total += n
+            counts[it] = total
+        return counts
+
+    @staticmethod
+    def _count(path: Path) -> int | None:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return int(data["z"].shape[0])
+        except Exception:  # damaged: the loader quarantines it
+            return None
+
+
+class Trainer:
+    """Trains model iterations from the session's samples with one Learner."""
+
+    def __init__(self, session, config, graph, learner, model, rng: np.random.Generator,
+                 listeners: list[Callable[[dict], None]] | None = None):
+        self.session = session
+        self.config = config
+        self.graph = graph
+        self.learner = learner
+        self.model = model
+        self.rng = rng
+        self.listeners = listeners or []
+        self.counter = SampleCounter(session.samples_dir)
+
+    def window_start(self, iteration: int) -> int:
+        return max(0, iteration - self.config.train.max_sampleage)
+
+    def ready(self) -> tuple[bool, str]:
+        """Whether enough samples are there to train, and why not."""
+        cfg = self.config.train
+        iteration = self.session.current_iteration()
+        counts = self.counter.per_iteration()
+        window = sum(n for it, n in counts.items() if it >= self.window_start(iteration))
+        usable = int(min(window, cfg.max_samplecount) * (1 - cfg.validation_split))
+        new = counts.get(iteration, 0)
+        if usable < cfg.min_samplecount:
+            return False, f"{usable}/{cfg.min_samplecount} samples in the window"
+        if new < cfg.min_new_samples:
+            return False, f"{new}/{cfg.min_new_samples} samples from iteration {iteration}"
+        return True, f"{window} samples in the window"
+
+    def train_once(self) -> int:
+        """Train one iteration on the current window and publish it; returns the new iteration."""
+        cfg = self.config.train
+        iteration = self.session.current_iteration()
+        batch = load_samples(self.session.samples_dir, self.window_start(iteration),
+                             cfg.max_samplecount, self.session.quarantine_dir)
+        if batch is None:
+            raise RuntimeError("no readable samples in the window")
+        start = time.time()
+        result = self.learner.train_iteration(self.model, batch, cfg, self.rng, graph=self.graph)
+        new_iteration = iteration + 1
+        self.session.publish_model(self.model, new_iteration, keep=cfg.keep_models)
+        report = {
+            "iteration": new_iteration, "time": time.time(), "seconds": time.time() - start,
+            "samples": len(batch), "window": [self.window_start(iteration), iteration],
+            "learner": cfg.learner, "history": result.history,
+            "losses": {k: v[-1] for k, v in result.history.items() if v},
+        }
+        self.session.write_train_report(new_iteration, report)
+        log.info("iteration %d trained on %d samples in %.1f s: %s", new_iteration, len(batch),
+                 report["seconds"], _format_losses(report["losses"]))
+        for listener in self.listeners:
+            listener(report)
+        return new_iteration
+
+    def run(self, stop_event, max_iterations: int | None = None, check_every: float = 2.0) -> int:
+        """Train whenever ready until stopped; returns the number of iterations trained."""
+        trained = 0
+        last_reason = ""
+        while not stop_event.is_set() and (max_iterations is None or trained < max_iterations):
+            ok, reason = self.ready()
+            if not ok:
+                if reason != last_reason:
+                    log.info("waiting: %s", reason)
+                    last_reason = reason
+                stop_event.wait(check_every)
+                continue
+            self.train_once()
+            trained += 1
+        return trained
+
+
+def _format_losses(losses: dict) -> str:
+    return ", ".join(f"{k} {v:.4f}" for k, v in sorted(losses.items()))
+
+
+def build_trainer(session, config, rng, listeners=None) -> Trainer:
+    """A Trainer on the session's current model (TensorFlow is imported here)."""
+    from gamegym.learners import get_learner
+    from gamegym.predictor import load_model
+    graph = load_game(config.game, config.game_args)
+    learner = get_learner(config.train.learner)
+    iteration = max(0, session.current_iteration())
+    model = load_model(session.model_path(iteration))
+    learner.compile(model, config.train)
+    return Trainer(session, config, graph, learner, model, rng, listeners)
+
+
+@child_entry("trainer")
+def trainer_main(session_path, config, control, reports, seed, *, stop_event):
+    from gamegym.monitor import plot_training
+    from gamegym.predictor import configure_tensorflow
+    from gamegym.session import Session
+    session = Session(session_path)
+    configure_tensorflow(config.predict.use_gpu, 0, threads=0)
+
+    def publish(report: dict) -> None:
+        control.send(Reload(report["iteration"]))
+        reports.put(Report("trainer", os.getpid(), {"iteration": report["iteration"],
+                                                    "losses": report["losses"],
+                                                    "samples": report["samples"]}))
+        plot_training(session)
+
+    trainer = build_trainer(session, config, np.random.default_rng(seed), [publish])
+    trainer.run(stop_event)

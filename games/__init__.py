@@ -1,0 +1,1 @@
+"""Bundled games: Santorini, tic-tac-toe and Connect Four as GameGraphs."""

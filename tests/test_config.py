@@ -1,0 +1,64 @@
+"""Config validation, JSON round trip and the fields a resume may not change."""
+import json
+
+import pytest
+
+from gamegym.config import ConfigError, GymConfig
+
+GAME = "games.tictactoe:TicTacToe"
+
+
+def test_json_round_trip(tmp_path):
+    config = GymConfig(game=GAME, seed=3, selfplay={"searchcount": 17}, train={"epochs": 2})
+    path = tmp_path / "config.json"
+    path.write_text(config.to_json())
+    again = GymConfig.from_json_file(path)
+    assert again == config
+    assert again.selfplay.searchcount == 17 and again.train.epochs == 2
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"game": GAME, "selfplay": {"serchcount": 3}},
+     "unknown config field 'selfplay.serchcount'; did you mean 'selfplay.searchcount'?"),
+    ({"game": GAME, "trian": {}}, "unknown config field 'trian'; did you mean 'train'?"),
+    ({"game": GAME, "selfplay": {"searchcount": 0}},
+     "config field 'selfplay.searchcount' must be in [1, 1000000], got 0"),
+    ({"game": GAME, "train": {"validation_split": 0.95}},
+     "config field 'train.validation_split' must be in [0.0, 0.9], got 0.95"),
+    ({"game": GAME, "train": {"learner": "alphago"}},
+     "config field 'train.learner' must be one of ['alphazero'], got 'alphago'"),
+    ({"game": GAME, "selfplay": {"searchthreadcount": "8"}},
+     "config field 'selfplay.searchthreadcount' must be an integer, got '8'"),
+    ({"game": "tictactoe"}, "config field 'game' must look like 'package.module:ClassName'"),
+    ({"game": GAME, "train": {"min_samplecount": 10, "max_samplecount": 5}},
+     "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)"),
+])
+def test_bad_values_name_the_field(data, message):
+    with pytest.raises(ConfigError) as error:
+        GymConfig.from_dict(data)
+    assert message in str(error.value)
+
+
+def test_unreadable_config_file(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="is not valid JSON"):
+        GymConfig.from_json_file(path)
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        GymConfig.from_json_file(tmp_path / "missing.json")
+
+
+def test_resume_refuses_fixed_fields_and_accepts_others():
+    stored = GymConfig(game=GAME)
+    stored.check_resume(stored.updated({"selfplay": {"searchcount": 10}}))  # allowed
+    with pytest.raises(ConfigError, match="'network' cannot change on resume"):
+        stored.updated({"network": {"width": 128}}).check_resume(stored)
+    with pytest.raises(ConfigError, match="'game' cannot change on resume"):
+        stored.updated({"game": "games.connectfour:ConnectFour"}).check_resume(stored)
+
+
+def test_updated_keeps_other_fields():
+    config = GymConfig(game=GAME, selfplay={"searchcount": 5, "max_moves": 30})
+    changed = config.updated({"selfplay": {"searchcount": 9}})
+    assert changed.selfplay.searchcount == 9 and changed.selfplay.max_moves == 30
+    assert json.loads(changed.to_json())["selfplay"]["searchcount"] == 9

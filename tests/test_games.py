@@ -1,0 +1,361 @@
+"""The bundled games: known positions with exact outcomes, a slow reference for Santorini's rules,
+and the GameGraph contract (symmetries, numpify) on random playouts."""
+from __future__ import annotations
+
+from itertools import permutations
+
+import numpy as np
+import pytest
+
+from games.connectfour import ConnectFour
+from games.santorini import Santorini
+from games.tictactoe import TicTacToe
+
+ALL_GAMES = [
+    pytest.param(TicTacToe, {}, id="tictactoe"),
+    pytest.param(ConnectFour, {}, id="connectfour-6x7"),
+    pytest.param(ConnectFour, {"rows": 4, "columns": 4}, id="connectfour-4x4"),
+    pytest.param(ConnectFour, {"rows": 5, "columns": 4}, id="connectfour-5x4"),
+    pytest.param(Santorini, {}, id="santorini-3x1"),
+    pytest.param(Santorini, {"dimension": 3, "units_per_player": 2}, id="santorini-3x2"),
+    pytest.param(Santorini, {"dimension": 4, "units_per_player": 1}, id="santorini-4x1"),
+    pytest.param(Santorini, {"dimension": 5, "units_per_player": 2}, id="santorini-5x2"),
+]
+
+
+def play(game, actions):
+    """The vertices from the root along a list of action ids (root first)."""
+    vertices = [game.roots[0]]
+    for action in actions:
+        vertices.append(game.child_by_action(vertices[-1], action))
+    return vertices
+
+
+def playout_vertices(game, rng, games):
+    """Every vertex visited by `games` uniformly random playouts from the root."""
+    for _ in range(games):
+        vertex = game.roots[0]
+        while True:
+            yield vertex
+            children = game.children_at(vertex)
+            if not children:
+                break
+            vertex = children[rng.integers(len(children))]
+
+
+def assert_won_by_last_move(game, actions):
+    """Every vertex along the line is open to play except the last, which is lost for its mover."""
+    vertices = play(game, actions)
+    for vertex in vertices[:-1]:
+        assert game.score_at(vertex) == 0.0
+        assert not game.terminal_at(vertex)
+    assert game.score_at(vertices[-1]) == -1.0
+    assert game.expansion(vertices[-1]) == ((), ())
+    assert game.terminal_at(vertices[-1])
+
+
+# ----- tic-tac-toe ----------------------------------------------------------------------------
+@pytest.mark.parametrize("actions", [
+    [0, 3, 1, 4, 2],        # X: top row
+    [3, 0, 4, 1, 8, 2],     # O: top row
+    [6, 0, 7, 1, 8],        # X: bottom row
+    [0, 1, 3, 2, 6],        # X: left column
+    [1, 0, 4, 3, 2, 6],     # O: left column
+    [2, 0, 5, 1, 8],        # X: right column
+    [0, 1, 4, 2, 8],        # X: main diagonal
+    [2, 0, 4, 1, 6],        # X: anti-diagonal
+])
+def test_tictactoe_lines_win(actions):
+    assert_won_by_last_move(TicTacToe(), actions)
+
+
+def test_tictactoe_full_board_is_a_draw():
+    game = TicTacToe()
+    vertices = play(game, [0, 1, 2, 4, 3, 5, 7, 6, 8])   # X O X / X O O / O X X
+    assert all(game.children_at(v) for v in vertices[:-1])
+    last = vertices[-1]
+    assert 0 not in last
+    assert game.score_at(last) == 0.0 and game.terminal_at(last)
+    assert game.render(last).splitlines() == ["XOX", "XOO", "OXX", "draw"]
+
+
+def test_tictactoe_action_id_is_row_times_3_plus_column():
+    game = TicTacToe()
+    root = game.roots[0]
+    assert game.actions_at(root) == tuple(range(9))
+    child = game.child_by_action(root, 1 * 3 + 2)       # X in row 1, column 2
+    assert child == (0, 0, 0, 0, 0, -1, 0, 0, 0)         # seen by O: X is the opponent
+    grandchild = game.child_by_action(child, 2 * 3 + 0)  # O in row 2, column 0
+    assert grandchild == (0, 0, 0, 0, 0, 1, -1, 0, 0)
+    assert game.actions_at(grandchild) == (0, 1, 2, 3, 4, 7, 8)
+    assert game.render(grandchild).splitlines() == ["...", "..X", "O..", "X to move"]
+
+
+# ----- Connect Four ---------------------------------------------------------------------------
+SIZES = [(6, 7), (4, 4), (4, 5), (5, 4)]
+
+
+@pytest.mark.parametrize("rows, columns", SIZES)
+@pytest.mark.parametrize("actions", [
+    [0, 0, 1, 1, 2, 2, 3],                    # X: horizontal, bottom row
+    [1, 0, 1, 0, 2, 0, 3, 0],                 # O: vertical in column 0
+    [0, 1, 0, 1, 0, 1, 0],                    # X: vertical in column 0
+    [0, 1, 1, 2, 2, 3, 2, 3, 3, 0, 3],        # X: diagonal rising to the right
+    [3, 2, 2, 1, 1, 0, 1, 0, 0, 3, 0],        # X: diagonal rising to the left
+])
+def test_connectfour_four_in_a_row_wins(rows, columns, actions):
+    assert_won_by_last_move(ConnectFour(rows, columns), actions)
+
+
+def test_connectfour_win_filling_the_board_is_a_win_not_a_draw():
+    game = ConnectFour(4, 4)
+    actions = [0, 1, 0, 2, 3, 2, 1, 1, 2, 1, 3, 2, 0, 0, 3, 3]   # O completes the top row
+    assert_won_by_last_move(game, actions)
+    assert game.render(play(game, actions)[-1]).splitlines() == [
+        "O O O O", "X O X X", "X X O X", "X O O X", "0 1 2 3", "O has won"]
+
+
+def test_connectfour_gravity_and_action_id_is_column():
+    game = ConnectFour()
+    root = game.roots[0]
+    assert game.actions_at(root) == tuple(range(7))
+    first, second = play(game, [2, 2])[1:]
+    bottom, above = 5 * 7 + 2, 4 * 7 + 2
+    assert first[bottom] == -1 and sum(map(abs, first)) == 1
+    assert second[bottom] == 1 and second[above] == -1 and sum(map(abs, second)) == 2
+
+
+def test_connectfour_full_column_is_not_legal():
+    game = ConnectFour(4, 4)
+    vertex = play(game, [0, 0, 0, 0])[-1]
+    assert game.actions_at(vertex) == (1, 2, 3)
+    assert vertex[0::4] == (-1, 1, -1, 1)   # column 0 from the top, seen by X
+
+
+def test_connectfour_full_board_is_a_draw():
+    game = ConnectFour(4, 4)
+    vertices = play(game, [1, 2, 3, 3, 0, 0, 3, 3, 0, 0, 2, 1, 1, 2, 1, 2])
+    assert all(game.score_at(v) == 0.0 and game.children_at(v) for v in vertices[:-1])
+    assert 0 not in vertices[-1]
+    assert game.score_at(vertices[-1]) == 0.0 and game.terminal_at(vertices[-1])
+    assert game.render(vertices[-1]).splitlines() == [
+        "O X O O", "X X O X", "O O X O", "X X O X", "0 1 2 3", "draw"]
+
+
+@pytest.mark.parametrize("kwargs", [{"rows": 3}, {"columns": 3}, {"rows": 4.0}, {"columns": True}])
+def test_connectfour_rejects_small_boards(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        ConnectFour(**kwargs)
+
+
+# ----- Santorini: a slow reference written from the rules -------------------------------------
+DIRECTIONS = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))
+
+
+def reference_santorini(game, vertex):
+    """{action id: child} by the rules, slowly, in board coordinates."""
+    dim, units = game.dimension, game.units_per_player
+    heights, mine, theirs = vertex
+    placements = list(permutations(range(dim * dim), units))
+    if any(heights[cell] == 3 for cell in theirs):
+        return {}
+    if not mine:
+        return {i: (heights, theirs, cells) for i, cells in enumerate(placements)
+                if not set(cells) & set(theirs)}
+
+    def step(cell, direction):
+        row, column = cell // dim + direction[0], cell % dim + direction[1]
+        return row * dim + column if 0 <= row < dim and 0 <= column < dim else None
+
+    result = {}
+    for w, src in enumerate(mine):
+        for m, direction in enumerate(DIRECTIONS):
+            dest = step(src, direction)
+            if dest is None or dest in mine or dest in theirs:
+                continue
+            if heights[dest] == 4 or heights[dest] > heights[src] + 1:
+                continue
+            moved = tuple(dest if i == w else cell for i, cell in enumerate(mine))
+            first = len(placements) + (w * 8 + m) * 8
+            if heights[dest] == 3:
+                result[first + 7 - m] = (heights, theirs, moved)
+                continue
+            for b, build_direction in enumerate(DIRECTIONS):
+                cell = step(dest, build_direction)
+                if cell is None or cell in moved or cell in theirs or heights[cell] == 4:
+                    continue
+                built = tuple(h + (i == cell) for i, h in enumerate(heights))
+                result[first + b] = (built, theirs, moved)
+    return result
+
+
+@pytest.mark.parametrize("dimension, units", [(3, 1), (3, 2), (4, 2), (5, 1), (5, 2)])
+def test_santorini_matches_the_reference(dimension, units):
+    game = Santorini(dimension, units)
+    rng = np.random.default_rng(dimension * 10 + units)
+    for vertex in playout_vertices(game, rng, games=15):
+        children, actions = game.expansion(vertex)
+        assert list(actions) == sorted(actions)
+        assert dict(zip(actions, children)) == reference_santorini(game, vertex)
+        lost = not children and (bool(vertex[1]) or any(vertex[0][c] == 3 for c in vertex[2]))
+        assert game.score_at(vertex) == (-1.0 if lost else 0.0)
+
+
+def santorini_vertex(rows, mine, theirs):
+    """A 3x3 vertex from rows of levels."""
+    return tuple(h for row in rows for h in row), tuple(mine), tuple(theirs)
+
+
+def destinations(game, vertex):
+    return {child[2][0] for child in game.children_at(vertex)}
+
+
+def test_santorini_climbing_from_level_2_to_3_wins_without_a_build():
+    game = Santorini()
+    vertex = santorini_vertex([[2, 3, 0], [0, 0, 0], [0, 0, 0]], [0], [8])
+    east = 4
+    win = game.child_by_action(vertex, 9 + (0 * 8 + east) * 8 + (7 - east))
+    assert win == (vertex[0], (8,), (1,))
+    assert game.score_at(vertex) == 0.0
+    assert game.score_at(win) == -1.0 and game.terminal_at(win)
+    assert "B has won" in game.render(win)
+
+
+def test_santorini_a_worker_on_level_3_ends_the_game():
+    game = Santorini()
+    vertex = santorini_vertex([[0, 0, 0], [0, 3, 0], [0, 0, 0]], [0], [4])
+    assert game.expansion(vertex) == ((), ()) and game.score_at(vertex) == -1.0
+
+
+def test_santorini_trapped_player_loses():
+    game = Santorini()
+    # my worker in the corner: level 2 and a dome around it, the opponent on the centre
+    vertex = santorini_vertex([[0, 2, 0], [4, 1, 0], [0, 0, 0]], [0], [4])
+    assert game.expansion(vertex) == ((), ())
+    assert game.score_at(vertex) == -1.0 and game.terminal_at(vertex)
+    # the same board with the opponent elsewhere: the centre is open
+    free = santorini_vertex([[0, 2, 0], [4, 1, 0], [0, 0, 0]], [0], [8])
+    assert destinations(game, free) == {4} and game.score_at(free) == 0.0
+
+
+def test_santorini_trapped_by_own_worker_loses():
+    game = Santorini(3, 2)
+    vertex = santorini_vertex([[0, 0, 4], [4, 4, 4], [0, 2, 0]], [0, 1], [6, 8])
+    assert game.expansion(vertex) == ((), ()) and game.score_at(vertex) == -1.0
+
+
+def test_santorini_cannot_climb_two_levels_but_may_drop_any():
+    game = Santorini()
+    low = santorini_vertex([[0, 2, 1], [1, 0, 0], [0, 0, 0]], [0], [8])
+    assert destinations(game, low) == {3, 4}
+    high = santorini_vertex([[0, 0, 0], [3, 2, 0], [0, 0, 0]], [4], [8])
+    assert destinations(game, high) == {0, 1, 2, 3, 5, 6, 7}
+    north, south, west = 1, 6, 3
+    dropped = game.child_by_action(high, 9 + north * 8 + south)   # down two, build behind
+    assert dropped == ((0, 0, 0, 3, 3, 0, 0, 0, 0), (8,), (1,))
+    assert game.child_by_action(high, 9 + west * 8 + 7 - west) == (high[0], (8,), (3,))  # wins
+
+
+def test_santorini_domes_block_moves_and_builds():
+    game = Santorini()
+    vertex = santorini_vertex([[0, 4, 0], [0, 0, 0], [0, 0, 0]], [0], [8])
+    assert destinations(game, vertex) == {3, 4}
+    for child in game.children_at(vertex):
+        assert child[0][1] == 4
+    builds_from_centre = {child[0].index(1) for child in game.children_at(vertex)
+                          if child[2] == (4,)}
+    assert builds_from_centre == {0, 2, 3, 5, 6, 7}   # not the dome (1), the worker (8), itself
+
+
+def test_santorini_build_on_vacated_cell_and_dome_on_level_3():
+    game = Santorini()
+    vertex = santorini_vertex([[3, 0, 0], [0, 0, 0], [0, 0, 0]], [1], [8])
+    south, north_west = 6, 0
+    child = game.child_by_action(vertex, 9 + (0 * 8 + south) * 8 + (7 - south))
+    assert child == ((3, 1, 0, 0, 0, 0, 0, 0, 0), (8,), (4,))       # built where it stood
+    child = game.child_by_action(vertex, 9 + (0 * 8 + south) * 8 + north_west)
+    assert child == ((4, 0, 0, 0, 0, 0, 0, 0, 0), (8,), (4,))       # level 3 gets a dome
+    assert "##" in game.render(child)
+
+
+def test_santorini_placement_phase_action_ids():
+    game = Santorini()
+    assert game.action_space_size == game.outdegree_max == 9 + 64
+    root = game.roots[0]
+    assert root == ((0,) * 9, (), ())
+    assert game.actions_at(root) == tuple(range(9))
+    first = game.child_by_action(root, 0)
+    assert first == ((0,) * 9, (), (0,))
+    assert game.actions_at(first) == (1, 2, 3, 4, 5, 6, 7, 8)
+    second = game.child_by_action(first, 4)
+    assert second == ((0,) * 9, (0,), (4,))
+    # the corner worker moves east (4) or south (6) and builds anywhere around but the centre
+    assert game.actions_at(second) == tuple(9 + (0 * 8 + m) * 8 + b
+                                            for m, b in [(4, 3), (4, 4), (4, 5), (4, 7),
+                                                         (6, 1), (6, 2), (6, 6), (6, 7)])
+    assert "player 2 to move (placement)" in game.render(first)
+    assert "player 1 to move" in game.render(second)
+
+
+def test_santorini_placement_with_two_units_is_ordered():
+    game = Santorini(3, 2)
+    pairs = list(permutations(range(9), 2))
+    assert game.action_space_size == 72 + 128
+    assert game.actions_at(game.roots[0]) == tuple(range(72))
+    first = game.child_by_action(game.roots[0], pairs.index((5, 2)))
+    assert first == ((0,) * 9, (), (5, 2))
+    actions = game.actions_at(first)
+    assert len(actions) == 7 * 6
+    assert all(not {2, 5} & set(pairs[a]) for a in actions)
+    second = game.child_by_action(first, pairs.index((0, 8)))
+    assert second == ((0,) * 9, (5, 2), (0, 8))
+
+
+@pytest.mark.parametrize("kwargs", [{"dimension": 6}, {"dimension": 2}, {"dimension": 4.0},
+                                    {"units_per_player": 3}, {"units_per_player": 0}])
+def test_santorini_rejects_bad_arguments(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        Santorini(**kwargs)
+
+
+# ----- the GameGraph contract on random playouts ---------------------------------------------
+@pytest.mark.parametrize("cls, kwargs", ALL_GAMES)
+def test_symmetries_map_legal_moves_to_legal_moves(cls, kwargs):
+    game = cls(**kwargs)
+    rng = np.random.default_rng(7)
+    perms = [game.transform_actions(k) for k in range(game.symmetry_count)]
+    for perm in perms:
+        assert sorted(perm.tolist()) == list(range(game.action_space_size))
+    assert perms[0].tolist() == list(range(game.action_space_size))
+    for vertex in playout_vertices(game, rng, games=6):
+        children, actions = game.expansion(vertex)
+        assert game.transform(vertex, 0) == vertex
+        for k, perm in enumerate(perms):
+            image = game.transform(vertex, k)
+            image_children, image_actions = game.expansion(image)
+            mapped = {int(perm[a]): game.transform(child, k) for a, child in zip(actions, children)}
+            assert mapped == dict(zip(image_actions, image_children))
+            assert game.score_at(image) == game.score_at(vertex)
+
+
+@pytest.mark.parametrize("cls, kwargs", ALL_GAMES)
+def test_contract_and_numpify_round_trip(cls, kwargs):
+    game = cls(**kwargs)
+    rng = np.random.default_rng(11)
+    shape = game.numpify(game.roots[0]).shape
+    for vertex in playout_vertices(game, rng, games=8):
+        children, actions = game.expansion(vertex)
+        assert len(children) == len(actions) <= game.outdegree_max
+        assert len(set(actions)) == len(actions)
+        assert all(0 <= a < game.action_space_size for a in actions)
+        score = game.score_at(vertex)
+        assert score in (-1.0, 0.0)   # in these games only the player who just moved can win
+        if score == -1.0:
+            assert not children
+        if not children and cls is Santorini:
+            assert score == -1.0      # Santorini has no draws
+        array = game.numpify(vertex)
+        assert array.shape == shape and array.dtype == np.float32
+        assert game.unnumpify(array) == vertex
+        hash(vertex)
+        assert isinstance(game.render(vertex), str)

@@ -1,0 +1,74 @@
+"""The session folder: lock, model registry, atomic files."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gamegym.config import GymConfig
+from gamegym.fileio import atomic_write_json, remove_leftovers, temporary_path
+from gamegym.session import Session, SessionError, SessionLockedError
+
+
+def make_session(tmp_path):
+    session = Session(tmp_path / "s")
+    session.create(GymConfig(game="games.tictactoe:TicTacToe"))
+    return session
+
+
+def test_create_makes_the_layout(tmp_path):
+    session = make_session(tmp_path)
+    for name in ("models", "samples", "train", "monitoring", "plots", "logs"):
+        assert (session.path / name).is_dir()
+    assert session.load_config().game == "games.tictactoe:TicTacToe"
+    with pytest.raises(SessionError, match="already exists"):
+        session.create(GymConfig(game="games.tictactoe:TicTacToe"))
+
+
+def test_missing_or_foreign_folder(tmp_path):
+    with pytest.raises(SessionError, match="no session folder"):
+        Session(tmp_path / "nothing").load_config()
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(SessionError, match="is not a gamegym session"):
+        Session(tmp_path / "plain").load_config()
+
+
+def test_second_lock_names_the_holder_and_stale_lock_is_taken_over(tmp_path):
+    session = make_session(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys,time; from gamegym.session import Session; s=Session(sys.argv[1]); "
+        "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"), str(session.path)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(SessionLockedError, match=f"in use by gym process {holder.pid}"):
+            Session(session.path).acquire_lock()
+    finally:
+        holder.kill()  # SIGKILL: the lock file stays behind
+        holder.wait()
+    assert session.lock_path.exists()
+    other = Session(session.path)
+    other.acquire_lock()  # stale: taken over
+    assert json.loads(session.lock_path.read_text())["pid"] == os.getpid()
+    other.release_lock()
+    assert not session.lock_path.exists()
+
+
+def test_atomic_json_and_leftovers(tmp_path):
+    path = tmp_path / "a" / "x.json"
+    atomic_write_json(path, {"k": 1})
+    assert json.loads(path.read_text()) == {"k": 1}
+    leftover = temporary_path(path)
+    leftover.write_text("half")
+    assert remove_leftovers(tmp_path) == 1
+    assert not leftover.exists() and path.exists()
+
+
+def test_current_iteration_falls_back_to_newest_model_file(tmp_path):
+    session = make_session(tmp_path)
+    assert session.current_iteration() == -1
+    (session.models_dir / "0.keras").write_bytes(b"x")
+    (session.models_dir / "3.keras").write_bytes(b"x")
+    (session.models_dir / "current.json").write_text("{broken")
+    assert session.current_iteration() == 3
