@@ -24,10 +24,11 @@ def _json_arg(text: str) -> dict:
 def cmd_new(args) -> int:
     from gamegym.gym import GameGym
     from gamegym.graph import load_game
-    config = GymConfig.from_json_file(args.config) if args.config else None
     graph = load_game(args.game, args.game_args)
-    if config is not None:
-        config = config.updated({"game": args.game, "game_args": graph.game_args})
+    config = None
+    if args.config:
+        config = GymConfig.from_json_file(args.config, fill={"game": args.game,
+                                                             "game_args": graph.game_args})
     if Path(args.session, "config.json").exists():
         raise SessionError(f"session {args.session} already exists; use 'gamegym resume'")
     gym = GameGym(args.session, graph=graph, config=config, initial_model=args.initial_model)
@@ -40,7 +41,10 @@ def cmd_resume(args) -> int:
     from gamegym.gym import GameGym
     config = None
     if args.config:
-        config = GymConfig.from_json_file(args.config)
+        from gamegym.session import Session
+        stored = Session(args.session).load_config()
+        config = GymConfig.from_json_file(args.config, fill={"game": stored.game,
+                                                             "game_args": stored.game_args})
     gym = GameGym(args.session, config=config)
     return gym.resume(max_seconds=args.max_seconds, max_iterations=args.max_iterations)
 

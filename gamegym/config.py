@@ -107,7 +107,8 @@ class SelfplayConfig:
 
     _section = "selfplay."
     selfplayprocesses: int = 2      # number of Selfplayer processes
-    searchthreadcount: int = 8      # search threads sharing one tree per Selfplayer
+    searchthreadcount: int = 8      # concurrent searches (virtual loss) sharing one tree
+    search_os_threads: bool = False  # run them on OS threads; False: one thread drives them all
     searchcount: int = 100          # searches (MCTS simulations) per move
     exploration_const: float = 1.5  # PUCT exploration constant c_puct
     virtualloss: float = 1.0        # visits of value -1 added on a path while its leaf is evaluated
@@ -123,6 +124,7 @@ class SelfplayConfig:
         _int_in(self, "selfplayprocesses", 1, 256)
         _int_in(self, "searchthreadcount", 1, 1024)
         _int_in(self, "searchcount", 1, 1_000_000)
+        _bool(self, "search_os_threads")
         _float_in(self, "exploration_const", 0.0, 100.0, low_open=True)
         _float_in(self, "virtualloss", 0.0, 100.0)
         _float_in(self, "temperature", 0.0, 100.0)
@@ -235,7 +237,8 @@ class GymConfig:
         return cls(**data)
 
     @classmethod
-    def from_json_file(cls, path: Path) -> "GymConfig":
+    def from_json_file(cls, path: Path, fill: dict | None = None) -> "GymConfig":
+        """Read a config file; keys missing from it are taken from `fill` (e.g. the game)."""
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as error:
@@ -244,6 +247,8 @@ class GymConfig:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             raise ConfigError(f"config file {path} is not valid JSON: {error}") from error
+        if isinstance(data, dict) and fill:
+            data = {**fill, **data}
         return cls.from_dict(data)
 
     def updated(self, overrides: dict) -> "GymConfig":

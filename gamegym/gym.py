@@ -25,7 +25,6 @@ from gamegym.session import Session, SessionError
 __all__ = ["GameGym", "GymError"]
 
 log = logging.getLogger("gamegym.gym")
-MAX_SELFPLAYER_RESTARTS = 5
 
 
 class GymError(RuntimeError):

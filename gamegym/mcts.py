@@ -1,11 +1,18 @@
-"""Threaded PUCT search with virtual loss over a GameGraph (no TensorFlow here).
+"""PUCT search with virtual loss over a GameGraph (no TensorFlow here).
 
 A *search* is one simulation: select a path by PUCT, evaluate its leaf, back the value up.
-`searchthreadcount` threads share one tree under one lock.  A thread that reaches a new leaf marks
-it pending, applies virtual loss along its path, and blocks; when every live thread is blocked the
-pending leaves go to the evaluator as ONE batch (one message to the Predictor).  A thread whose path
-ends at a leaf another thread is evaluating waits on the tree's condition, never in a sleep loop.
-With one thread the search is exactly the sequential search (`reference_search` in the tests).
+`searchthreadcount` concurrent searches share one tree.  A search that reaches a new leaf marks it
+pending and keeps virtual loss on its path, so the others take different paths; the pending leaves
+of all concurrent searches go to the evaluator as ONE batch (one message to the Predictor).  A
+search whose path ends at a leaf another search is evaluating waits for that answer.
+
+Two drivers run the same tree code:
+- by default one thread drives all concurrent searches (select up to N leaves, one batch, back up);
+- with `os_threads=True` N OS threads share the tree under one lock; the last thread to block
+  sends the batch and the others wait on the tree's condition (never in a sleep loop).
+Under CPython's GIL the threads cost a context switch per search and give no parallelism, so the
+single driver is several times faster (see `gamegym bench` and the README).  With one concurrent
+search both are exactly the sequential search (`reference_search` in the tests).
 
 Values are negamax: every node's statistics are from the view of the player to move there.
 """
@@ -37,13 +44,15 @@ class SearchParams:
     virtualloss: float = 1.0        # loss visits added along a path while its leaf is evaluated
     dirichlet_alpha: float = 0.5    # root noise concentration
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
+    os_threads: bool = False        # run the concurrent searches on OS threads (see Search)
 
     @classmethod
     def from_selfplay(cls, cfg, noise: bool = True) -> "SearchParams":
         return cls(searchcount=cfg.searchcount, threads=cfg.searchthreadcount,
                    exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
                    dirichlet_alpha=cfg.dirichlet_alpha,
-                   dirichlet_fraction=cfg.dirichlet_fraction if noise else 0.0)
+                   dirichlet_fraction=cfg.dirichlet_fraction if noise else 0.0,
+                   os_threads=cfg.search_os_threads)
 
 
 class Node:
@@ -93,6 +102,7 @@ class Search:
         self.evaluations = 0     # leaves sent to the evaluator
         self._queue: list[Node] = []  # opened leaves waiting to be sent to the evaluator
         self._virtualloss = 0.0
+        self._flushing = False
 
     # ----- public ---------------------------------------------------------------------------
     def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None) -> Node:
@@ -113,7 +123,9 @@ class Search:
         self._active = threads
         self._blocked = 0
         self._error: BaseException | None = None
-        if threads == 1:
+        if not self.params.os_threads:
+            self._collect(root, threads)
+        elif threads == 1:
             self._worker(root)
         else:
             workers = [threading.Thread(target=self._worker, args=(root,), daemon=True)
@@ -126,7 +138,31 @@ class Search:
             raise self._error
         return root
 
-    # ----- the worker -----------------------------------------------------------------------
+    # ----- the searches --------------------------------------------------------------------
+    def _collect(self, root: Node, slots: int) -> None:
+        """`slots` concurrent searches driven by this thread: select up to `slots` leaves under
+        virtual loss, evaluate them in one batch, back them all up.  The same tree code as the
+        OS threads, without their switching cost under the GIL (see `SearchParams.os_threads`).
+        """
+        while self._remaining > 0:
+            waiting = []
+            while len(waiting) < slots and self._remaining > 0:
+                self._remaining -= 1
+                path, leaf = self._select(root)
+                if leaf.state == Node.NEW:
+                    self._open(leaf)
+                if leaf.state == Node.PENDING:
+                    waiting.append((path, leaf))
+                else:
+                    self._backup(path, leaf.value)
+                    self.searches_done += 1
+            batch, self._queue = self._queue, []
+            if batch:
+                self._flush(batch)
+            for path, leaf in waiting:
+                self._backup(path, leaf.value)
+                self.searches_done += 1
+
     def _worker(self, root: Node) -> None:
         cond = self._cond
         with cond:
@@ -146,15 +182,14 @@ class Search:
                 cond.notify_all()
             finally:
                 self._active -= 1
-                if self._active and self._blocked == self._active and self._queue:
-                    self._flush_queue()
+                if self._active:
+                    self._maybe_flush()
 
     def _wait_for(self, leaf: Node) -> None:
         """Block until `leaf` is evaluated; the last thread to block sends the batch."""
         self._blocked += 1
         try:
-            if self._blocked == self._active:
-                self._flush_queue()
+            self._maybe_flush()
             while leaf.state == Node.PENDING and self._error is None:
                 self._cond.wait()
         finally:
@@ -162,21 +197,27 @@ class Search:
         if self._error is not None:
             raise self._error
 
-    def _flush_queue(self) -> None:
-        batch, self._queue = self._queue, []
-        if not batch:
-            return
-        self._cond.release()
+    def _maybe_flush(self) -> None:
+        """Send the queued leaves when every live thread is blocked (one batch in flight)."""
+        if self._flushing:
+            return  # the flushing thread looks at the queue again when its answer is in
+        self._flushing = True
         try:
-            probs, values = self.evaluate([node.vertex for node in batch])
-        except BaseException as error:
-            self._cond.acquire()
-            self._error = error
-            self._cond.notify_all()
-            raise
-        self._cond.acquire()
-        self._apply(batch, probs, values)
-        self._cond.notify_all()
+            while self._queue and self._blocked >= self._active and self._error is None:
+                batch, self._queue = self._queue, []
+                self._cond.release()
+                try:
+                    probs, values = self.evaluate([node.vertex for node in batch])
+                except BaseException as error:
+                    self._cond.acquire()
+                    self._error = error
+                    self._cond.notify_all()
+                    raise
+                self._cond.acquire()
+                self._apply(batch, probs, values)
+                self._cond.notify_all()
+        finally:
+            self._flushing = False
 
     def _flush(self, batch: list[Node]) -> None:
         """Evaluate nodes directly (root expansion, outside the worker threads)."""

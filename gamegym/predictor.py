@@ -109,10 +109,12 @@ class Predictor:
         self.load(max(0, self.session.current_iteration()))
         timeout = self.config.batch_timeout_ms / 1000.0
         live = list(self.clients)
-        while not stop_event.is_set() and live:
+        while live:
             ready = wait(live + [self.control], timeout=1.0)
             if not ready:
                 self._report(force=False)
+                if stop_event.is_set():
+                    return  # stopping, and a whole second without a request: Selfplayers are done
                 continue
             pending: list[tuple[Connection, EvalRequest]] = []
             if self.control in ready:

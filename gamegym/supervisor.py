@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue
 import time
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ log = logging.getLogger("gamegym.supervisor")
 JOIN_SELFPLAYERS_S = 20.0   # a Selfplayer finishes its move and flushes its games
 JOIN_TRAINER_S = 10.0       # a Trainer mid-iteration is cut (nothing half-published)
 JOIN_PREDICTOR_S = 5.0
+MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot, then the gym stops with an error
 
 
 @dataclass
@@ -29,8 +31,10 @@ class Child:
 class Supervisor:
     """Runs the processes of one GameGym.resume()."""
 
-    def __init__(self, gym, max_seconds: float | None, max_iterations: int | None):
+    def __init__(self, gym, max_seconds: float | None, max_iterations: int | None,
+                 roles: tuple = ("predictor", "trainer", "selfplayer")):
         self.gym = gym
+        self.roles = roles
         self.session = gym.session
         self.config = gym.config
         self.max_seconds = max_seconds
@@ -69,6 +73,10 @@ class Supervisor:
                 f"selfplayer{i}", selfplayer_main,
                 (path, cfg, i, pipes[i][1], self.reports, derive_seed(cfg.seed, 1, i, 0)),
                 extra={"index": i})
+        self.gym.monitor.watch("gym", os.getpid())
+        for name in list(self.children):
+            if name.rstrip("0123456789") not in self.roles:
+                del self.children[name]
         for child in self.children.values():
             self._spawn(child)
 

@@ -9,9 +9,11 @@ from games.tictactoe import TicTacToe
 from gamegym.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator, visit_policy
 
 
-def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0):
+def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0,
+                os_threads=False):
     evaluate = evaluate or uniform_evaluator(graph.action_space_size)
-    search = Search(graph, evaluate, SearchParams(searchcount=searchcount, threads=threads))
+    search = Search(graph, evaluate, SearchParams(searchcount=searchcount, threads=threads,
+                                                  os_threads=os_threads))
     root = search.run(Node(vertex), np.random.default_rng(seed))
     return root.actions[choose_action(root, 0.0, np.random.default_rng(seed))], root
 
@@ -28,15 +30,18 @@ FORK_FOR_ME = (1, 0, 0,
                0, 0, 1)     # a position where only some moves keep the draw
 
 
-@pytest.mark.parametrize("threads", [1, 4])
-def test_finds_a_forced_win(threads):
-    action, _ = best_action(TicTacToe(), WIN_IN_ONE, threads=threads)
+MODES = [(1, False), (4, False), (4, True)]  # (concurrent searches, on OS threads)
+
+
+@pytest.mark.parametrize("threads,os_threads", MODES)
+def test_finds_a_forced_win(threads, os_threads):
+    action, _ = best_action(TicTacToe(), WIN_IN_ONE, threads=threads, os_threads=os_threads)
     assert action == 2
 
 
-@pytest.mark.parametrize("threads", [1, 4])
-def test_blocks_a_forced_loss(threads):
-    action, _ = best_action(TicTacToe(), MUST_BLOCK, threads=threads)
+@pytest.mark.parametrize("threads,os_threads", MODES)
+def test_blocks_a_forced_loss(threads, os_threads):
+    action, _ = best_action(TicTacToe(), MUST_BLOCK, threads=threads, os_threads=os_threads)
     assert action == 2
 
 
@@ -136,18 +141,21 @@ def pseudo_network(graph):
 
 
 @pytest.mark.parametrize("make_graph", [TicTacToe, lambda: ConnectFour(rows=5, columns=5)])
-def test_one_thread_equals_the_sequential_reference(make_graph):
+@pytest.mark.parametrize("os_threads", [False, True])
+def test_one_thread_equals_the_sequential_reference(make_graph, os_threads):
     graph = make_graph()
     evaluate = pseudo_network(graph)
     vertex = graph.roots[0]
-    search = Search(graph, evaluate, SearchParams(searchcount=300, threads=1, virtualloss=3.0))
+    search = Search(graph, evaluate, SearchParams(searchcount=300, threads=1, virtualloss=3.0,
+                                                  os_threads=os_threads))
     root = search.run(Node(vertex), np.random.default_rng(0), searchcount=299)
     expected = reference_search(graph, evaluate, vertex, 299, SearchParams().exploration_const)
     assert root.visits == expected
 
 
 @pytest.mark.parametrize("threads", [2, 8, 32])
-def test_threaded_search_counts_every_search_and_batches(threads):
+@pytest.mark.parametrize("os_threads", [False, True])
+def test_threaded_search_counts_every_search_and_batches(threads, os_threads):
     graph = TicTacToe()
     calls = []
     uniform = uniform_evaluator(9)
@@ -156,9 +164,11 @@ def test_threaded_search_counts_every_search_and_batches(threads):
         calls.append(len(vertices))
         return uniform(vertices)
 
-    search = Search(graph, evaluate, SearchParams(searchcount=500, threads=threads))
+    search = Search(graph, evaluate, SearchParams(searchcount=500, threads=threads,
+                                                  os_threads=os_threads))
     root = search.run(Node(graph.roots[0]), np.random.default_rng(1))
     assert sum(root.visits) == 500           # virtual loss fully removed
+    assert all(v >= 0 for v in root.visits)
     assert search.searches_done == 500
     assert max(calls) > 1                     # leaves of several threads went in one batch
     assert max(calls) <= threads

@@ -1,0 +1,134 @@
+"""Fault tests with real processes: SIGKILL, a second gym, dead workers, orphans."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from gamegym.samples import read_sample_file
+
+pytestmark = pytest.mark.slow
+
+SMALL = {
+    "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 4, "searchcount": 16,
+                 "gamelog_dump_threshold": 3},
+    "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+    "status_interval": 1.0,
+}
+
+
+def cli(*args):
+    return [sys.executable, "-m", "gamegym.cli", *args]
+
+
+@pytest.fixture
+def session(tmp_path):
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps(SMALL))
+    path = tmp_path / "ttt"
+    done = subprocess.run(cli("new", str(path), "--game", "games.tictactoe:TicTacToe",
+                              "--config", str(config)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def start_gym(session):
+    return subprocess.Popen(cli("resume", str(session)), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_line(process, needle, timeout=120):
+    deadline = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if needle(line):
+            return lines
+    raise AssertionError("never saw the expected line:\n" + "".join(lines))
+
+
+def playing(line):
+    return re.search(r"\| games [1-9]", line) is not None
+
+
+def children_of(process):
+    return psutil.Process(process.pid).children(recursive=True)
+
+
+def wait_gone(processes, timeout):
+    gone, alive = psutil.wait_procs(processes, timeout=timeout)
+    return alive
+
+
+def test_second_gym_fails_at_once_naming_the_first(session):
+    first = start_gym(session)
+    try:
+        wait_for_line(first, playing)
+        started = time.monotonic()
+        second = subprocess.run(cli("resume", str(session)), capture_output=True, text=True,
+                                timeout=60, stdin=subprocess.DEVNULL)
+        assert time.monotonic() - started < 30
+        assert second.returncode == 2
+        assert f"in use by gym process {first.pid}" in second.stderr
+        assert first.poll() is None  # the running gym is untouched
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=30) == 0
+
+
+def test_sigkill_of_the_gym_leaves_no_orphans_and_resume_continues(session):
+    gym = start_gym(session)
+    wait_for_line(gym, lambda line: "it 1 " in line or "it 2 " in line, timeout=180)
+    children = children_of(gym)
+    assert len(children) >= 4
+    gym.kill()
+    gym.wait()
+    assert not wait_gone(children, timeout=10), "children outlived the gym by 10 s"
+    assert (session / "session.lock").exists()          # stale lock left behind ...
+    before = json.loads((session / "models" / "current.json").read_text())["iteration"]
+    for path in (session / "samples").glob("*/*.npz"):  # ... every visible file loads
+        read_sample_file(path)
+    files_before = set((session / "samples").glob("*/*.npz"))
+    done = subprocess.run(cli("resume", str(session), "--max-iterations", "1"),
+                          capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr  # ... and does not block the resume
+    after = json.loads((session / "models" / "current.json").read_text())["iteration"]
+    assert after == before + 1
+    assert files_before <= set((session / "samples").glob("*/*.npz"))  # nothing lost
+    report = json.loads((session / "train" / f"{after}.json").read_text())
+    assert report["window"][1] == before
+
+
+def test_dead_selfplayer_is_restarted_and_dead_predictor_stops_the_gym(session):
+    gym = start_gym(session)
+    try:
+        wait_for_line(gym, playing)
+        selfplayer = find_role(session, "selfplayer0")
+        os.kill(selfplayer, signal.SIGKILL)
+        wait_for_line(gym, lambda line: "selfplayer0 died" in line and "restarting" in line, 30)
+        wait_for_line(gym, playing, 60)
+        predictor = find_role(session, "predictor")
+        os.kill(predictor, signal.SIGKILL)
+        lines = wait_for_line(gym, lambda line: "stopped with an error" in line, 60)
+        assert any("predictor died" in line for line in lines)
+        assert gym.wait(timeout=60) == 1
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    assert not (session / "session.lock").exists()
+
+
+def find_role(session, role):
+    """The pid in the newest 'starting' line of a role's log."""
+    text = (session / "logs" / f"{role}.log").read_text()
+    line = [l for l in text.splitlines() if " starting (pid " in l][-1]
+    return int(line.split("(pid ")[1].rstrip(")"))

@@ -1,0 +1,96 @@
+"""A dummy run of the real thing: real processes, a temporary session, resume, console exit."""
+import json
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SMALL = {
+    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
+                 "gamelog_dump_threshold": 5},
+    "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+    "status_interval": 2.0,
+}
+
+
+def gamegym(*args, timeout=240, **kwargs):
+    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
+
+
+@pytest.fixture
+def session(tmp_path):
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps(SMALL))
+    path = tmp_path / "ttt"
+    done = gamegym("new", str(path), "--game", "games.tictactoe:TicTacToe", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def test_new_resume_files_and_resume_again(session):
+    done = gamegym("resume", str(session), "--max-iterations", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 new iterations trained" in done.stdout
+    current = json.loads((session / "models" / "current.json").read_text())
+    assert current["iteration"] >= 2
+    for it in range(current["iteration"] + 1):
+        assert (session / "models" / f"{it}.keras").is_file()
+    for it in (1, 2):
+        report = json.loads((session / "train" / f"{it}.json").read_text())
+        assert report["iteration"] == it and report["samples"] >= 54
+        assert np.isfinite(report["losses"]["loss"])
+    files = sorted((session / "samples").glob("*/*.npz"))
+    assert files and (session / "samples" / "0").is_dir()
+    with np.load(files[0]) as data:
+        assert data["x"].shape[1:] == (3, 3, 2) and data["pi"].shape[1] == 9
+        assert np.allclose(data["pi"].sum(axis=1), 1.0, atol=1e-5)
+    assert (session / "plots" / "loss.png").stat().st_size > 1000
+    for role in ("gym", "predictor", "trainer", "selfplayer0"):
+        log = (session / "logs" / f"{role}.log").read_text()
+        assert "starting" in log or role == "gym"
+        assert "Traceback" not in log, log
+    assert not (session / "session.lock").exists()
+
+    status = json.loads(gamegym("status", str(session), "--json").stdout)
+    assert status["iteration"] == current["iteration"] and status["samples"] > 0
+    assert status["running"] is False
+
+    again = gamegym("resume", str(session), "--max-iterations", "1")
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = json.loads((session / "models" / "current.json").read_text())["iteration"]
+    assert after >= current["iteration"] + 1
+
+
+def test_exit_on_the_console_stops_everything(session):
+    gym = subprocess.Popen([sys.executable, "-m", "gamegym.cli", "resume", str(session)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    try:
+        lines = []
+        for line in gym.stdout:  # wait until games have been played
+            lines.append(line)
+            if re.search(r"\| games [1-9]", line):
+                break
+        children = psutil.Process(gym.pid).children(recursive=True)
+        assert len(children) >= 3
+        started = time.monotonic()
+        gym.stdin.write("status\nexit\n")
+        gym.stdin.flush()
+        code = gym.wait(timeout=15)
+        elapsed = time.monotonic() - started
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    output = "".join(lines) + gym.stdout.read()
+    assert code == 0, output
+    assert elapsed < 15
+    assert "'exit' typed on the console" in output
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    assert list((session / "samples").glob("*/*.npz")), "finished games were flushed"

@@ -1,0 +1,69 @@
+"""Sample files: round trip, value targets, damaged files quarantined."""
+import numpy as np
+import pytest
+
+from gamegym.samples import GameRecord, load_samples, read_sample_file, write_sample_file
+
+
+def game(length, result=1.0, truncated=False, size=4, seed=0):
+    rng = np.random.default_rng(seed)
+    record = GameRecord(result=result, truncated=truncated)
+    for step in range(length):
+        record.x.append(np.full((2, 2), step, np.float32))
+        pi = rng.dirichlet(np.ones(size)).astype(np.float32)
+        record.pi.append(pi)
+        record.action.append(int(np.argmax(pi)))
+        record.root_value.append(0.1 * step)
+        record.legal.append(np.ones(size, bool))
+    return record
+
+
+def test_value_targets_alternate_from_the_movers_view():
+    assert game(4, result=1.0).value_targets().tolist() == [1, -1, 1, -1]
+    assert game(3, result=-1.0).value_targets().tolist() == [-1, 1, -1]
+    assert game(3, result=0.0).value_targets().tolist() == [0, 0, 0]
+
+
+def test_truncated_game_bootstraps_from_the_last_search_value():
+    z = game(3, truncated=True).value_targets()  # root values 0.0, 0.1, 0.2
+    assert np.allclose(z, [0.2, -0.2, 0.2])
+
+
+def test_round_trip_and_window(tmp_path):
+    samples = tmp_path / "samples"
+    write_sample_file(samples / "0" / "a.npz", [game(3), game(2, result=-1.0)])
+    write_sample_file(samples / "1" / "b.npz", [game(4)])
+    data = read_sample_file(samples / "0" / "a.npz")
+    assert data["x"].shape == (5, 2, 2) and data["x"].dtype == np.float32
+    assert data["game"].tolist() == [0, 0, 0, 1, 1] and data["step"].tolist() == [0, 1, 2, 0, 1]
+    assert data["result"].tolist() == [1.0, -1.0]
+    batch = load_samples(samples, min_iteration=0, max_count=100)
+    assert len(batch) == 9
+    assert sorted(set(batch.iteration.tolist())) == [0, 1]
+    assert len(set(batch.game.tolist())) == 3           # game ids unique across files
+    newest = load_samples(samples, min_iteration=1, max_count=100)
+    assert len(newest) == 4 and set(newest.iteration.tolist()) == {1}
+    capped = load_samples(samples, min_iteration=0, max_count=4)
+    assert len(capped) == 4 and set(capped.iteration.tolist()) == {1}   # newest first
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_damaged_file_is_quarantined_and_the_rest_loads(tmp_path, damage):
+    samples = tmp_path / "samples"
+    write_sample_file(samples / "0" / "good.npz", [game(3)])
+    bad = samples / "0" / "bad.npz"
+    write_sample_file(bad, [game(50, size=64, seed=1)])
+    raw = bytearray(bad.read_bytes())
+    if damage == "truncate":
+        bad.write_bytes(bytes(raw[: len(raw) // 2]))
+    else:
+        middle = len(raw) // 2
+        raw[middle:middle + 8] = bytes(b ^ 0xFF for b in raw[middle:middle + 8])
+        bad.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="damaged sample file"):
+        read_sample_file(bad)
+    quarantine = tmp_path / "quarantine"
+    batch = load_samples(samples, 0, 1000, quarantine_dir=quarantine)
+    assert len(batch) == 3
+    assert not bad.exists()
+    assert [p.name.endswith("bad.npz") for p in quarantine.iterdir()] == [True]
