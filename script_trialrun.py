@@ -10,23 +10,15 @@ import sys
 from pathlib import Path
 
 from gamegym import GameGym, GymConfig
-from games.tictactoe import TicTacToe
+from gamegym.presets import PRESETS, initial_model_path
 
 SESSION = Path(__file__).resolve().parent / "sessions" / "trialrun"
-INITIAL_MODEL = Path(__file__).resolve().parent / "initialmodels" / "tictactoe.keras"
+PRESET = PRESETS["tictactoe"]
 
 
 def trial_config() -> GymConfig:
-    """Defaults that learn within minutes on two cores."""
-    return GymConfig(
-        game="games.tictactoe:TicTacToe",
-        selfplay={"selfplayprocesses": 1, "searchthreadcount": 8, "searchcount": 64,
-                  "temperature_drop_move": 4, "gamelog_dump_threshold": 20,
-                  "dirichlet_alpha": 1.0},
-        train={"min_samplecount": 400, "min_new_samples": 400, "max_samplecount": 8000,
-               "max_sampleage": 6, "epochs": 4, "batchsize": 64},
-        status_interval=10.0,
-    )
+    """The tic-tac-toe preset: learns within minutes on two cores."""
+    return GymConfig(**PRESET, status_interval=10.0)
 
 
 def main() -> int:
@@ -40,9 +32,9 @@ def main() -> int:
         gym = GameGym(args.session)
     else:
         print(f"starting {args.session}")
-        initial = INITIAL_MODEL if INITIAL_MODEL.exists() else None
-        gym = GameGym(args.session, graph=TicTacToe(), config=trial_config(),
-                      initial_model=initial)
+        config = trial_config()
+        gym = GameGym(args.session, config=config,
+                      initial_model=initial_model_path(config.game, config.game_args))
     seconds = args.minutes * 60 if args.minutes else None
     return gym.resume(max_seconds=seconds, max_iterations=args.iterations)
 

@@ -19,6 +19,7 @@ import psutil
 
 from gamegym.config import GymConfig
 from gamegym.graph import load_game
+from gamegym.presets import initial_model_path, preset_for
 from gamegym.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.selfplay import play_game
 
@@ -47,7 +48,7 @@ def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0) -> dic
     from gamegym.predictor import ModelEvaluator
     evaluator = ModelEvaluator(model)
     x1 = graph.numpify(graph.roots[0])
-    figures = {}
+    figures = {"path": "numpy" if evaluator.numpy is not None else "tensorflow"}
     for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
         x = np.repeat(x1[None], size, axis=0)
         evaluator(x)  # trace
@@ -134,18 +135,21 @@ def _wait_until_playing(supervisor, timeout: float) -> None:
 
 
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
-              searchcount: int, batchsize: int = 64) -> dict:
+              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0) -> dict:
     """All figures of one bench run (see the module docstring)."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
+    found = preset_for(game, graph.game_args)
     config = GymConfig(game=game, game_args=graph.game_args, status_interval=0.0,
+                       network=found[1]["network"] if found else {},
                        selfplay={"selfplayprocesses": selfplayers, "searchthreadcount": threads,
                                  "searchcount": searchcount},
-                       predict={"batchsize": batchsize})
+                       predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms})
     ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0))
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
-        gym = GameGym(path, config=config)
+        gym = GameGym(path, config=config,
+                      initial_model=initial_model_path(game, graph.game_args))
         e2e = end_to_end(path, config, seconds)
         from gamegym.predictor import load_model
         model = load_model(gym.session.model_path(0))
@@ -161,13 +165,15 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         "mean_batch": round(e2e["mean_batch"], 2),
         "predictor_busy_fraction": round(e2e["predictor_busy"], 3),
         "ceiling_searches_per_s_per_core": round(ceiling["searches_per_s"], 1),
-        "network_evals_per_s": {k: round(v) for k, v in network.items()},
+        "network_evals_per_s": {k: round(v) for k, v in network.items() if k != "path"},
+        "network_path": network["path"],
         "efficiency": round(efficiency, 3),
         "cpu_by_role": e2e["cpu_by_role"],
         "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
                                                 1)},
         "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
                    "searchcount": searchcount, "batchsize": batchsize,
+                   "batch_timeout_ms": batch_timeout_ms,
                    "cores": psutil.cpu_count(logical=True)},
     }
 
@@ -180,7 +186,7 @@ def print_report(figures: dict) -> None:
     print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} searches/s "
           "on one core (uniform evaluator)")
     nets = ", ".join(f"batch {k}: {v}" for k, v in figures["network_evals_per_s"].items())
-    print(f"  network ceiling     {nets} evals/s")
+    print(f"  network ceiling     {nets} evals/s ({figures['network_path']})")
     print(f"  end to end          {figures['searches_per_s']:>10.0f} searches/s, "
           f"{figures['positions_per_s']:.1f} positions/s, {figures['games_per_s']:.2f} games/s, "
           f"mean batch {figures['mean_batch']:.1f}")
@@ -193,7 +199,7 @@ def print_report(figures: dict) -> None:
 
 def cmd_bench(args) -> int:
     figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
-                        args.searchcount, args.batchsize)
+                        args.searchcount, args.batchsize, args.batch_timeout_ms)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
@@ -211,5 +217,6 @@ def add_commands(sub) -> None:
     p.add_argument("--threads", type=int, default=8)
     p.add_argument("--searchcount", type=int, default=100)
     p.add_argument("--batchsize", type=int, default=64)
+    p.add_argument("--batch-timeout-ms", type=float, default=2.0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_bench)

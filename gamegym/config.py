@@ -92,12 +92,14 @@ class PredictConfig:
     batchsize: int = 64            # largest batch of positions per network call
     batch_timeout_ms: float = 2.0  # how long to wait for more requests before running a batch
     use_gpu: bool = True           # use a GPU when TensorFlow sees one
+    numpy_fastpath: bool = True    # evaluate small dense models with NumPy instead of TensorFlow
     gpu_memorylimit: int = 0       # MiB of GPU memory for the predictor; 0 = grow as needed
 
     def validate(self) -> None:
         _int_in(self, "batchsize", 1, 65536)
         _float_in(self, "batch_timeout_ms", 0.0, 10_000.0)
         _bool(self, "use_gpu")
+        _bool(self, "numpy_fastpath")
         _int_in(self, "gpu_memorylimit", 0)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gamegym.numpynet import NumpyDenseModel
 from gamegym.messages import EvalRequest, EvalResponse, Reload, Report, Stop
 from gamegym.process import child_entry
 
@@ -54,14 +55,25 @@ def load_model(path: Path):
 
 
 class ModelEvaluator:
-    """Evaluates batches with a Keras policy/value model (softmax policy, value in [-1, 1])."""
+    """Evaluates batches with a Keras policy/value model (softmax policy, value in [-1, 1]).
 
-    def __init__(self, model, iteration: int = 0):
+    Small dense models run through the NumPy fast path (`gamegym.numpynet`) unless `fast` is
+    False; everything else through one traced TensorFlow function.
+    """
+
+    FAST_PATH_MAX_PARAMS = 2_000_000
+
+    def __init__(self, model, iteration: int = 0, fast: bool = True):
         import tensorflow as tf
         self.iteration = iteration
         self.model = model
         shape = model.inputs[0].shape[1:]
         self.input_shape = tuple(int(d) for d in shape)
+        self.numpy = None
+        if fast and model.count_params() <= self.FAST_PATH_MAX_PARAMS:
+            self.numpy = NumpyDenseModel.from_keras(model)
+        if self.numpy is not None:
+            return
 
         @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
                      reduce_retracing=True)
@@ -79,6 +91,10 @@ class ModelEvaluator:
         if x.shape[1:] != self.input_shape:
             raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's input "
                              f"shape {self.input_shape}")
+        if self.numpy is not None:
+            logits, values = self.numpy(x)
+            logits = np.exp(logits - logits.max(axis=1, keepdims=True))
+            return logits / logits.sum(axis=1, keepdims=True), values
         probs, values = self._predict(x)
         return probs.numpy(), values.numpy()
 
@@ -91,7 +107,7 @@ class Predictor:
         self.session = session
         self.config = config.predict
         self.clients = list(clients)
-        self.control = control
+        self.controls = [control]
         self.reports = reports
         self.evaluator: ModelEvaluator | None = None
         self._batches = 0
@@ -102,7 +118,7 @@ class Predictor:
     def load(self, iteration: int) -> None:
         path = self.session.model_path(iteration)
         self.evaluator = None  # drop the old model and its traced function before loading
-        self.evaluator = ModelEvaluator(load_model(path), iteration)
+        self.evaluator = ModelEvaluator(load_model(path), iteration, fast=self.config.numpy_fastpath)
         log.info("loaded model iteration %d from %s", iteration, path)
 
     def serve(self, stop_event) -> None:
@@ -110,17 +126,17 @@ class Predictor:
         timeout = self.config.batch_timeout_ms / 1000.0
         live = list(self.clients)
         while live:
-            ready = wait(live + [self.control], timeout=1.0)
+            ready = wait(live + self.controls, timeout=1.0)
             if not ready:
                 self._report(force=False)
                 if stop_event.is_set():
                     return  # stopping, and a whole second without a request: Selfplayers are done
                 continue
             pending: list[tuple[Connection, EvalRequest]] = []
-            if self.control in ready:
-                if self._handle_control():
+            for control in [c for c in ready if c in self.controls]:
+                ready.remove(control)
+                if self._handle_control(control):
                     return
-                ready.remove(self.control)
             self._receive(ready, pending, live)
             waiting = {id(c) for c, _ in pending}
             count = sum(len(r.x) for _, r in pending)
@@ -151,11 +167,13 @@ class Predictor:
             if isinstance(message, EvalRequest):
                 pending.append((conn, message))
 
-    def _handle_control(self) -> bool:
+    def _handle_control(self, control: Connection) -> bool:
+        """Act on a control message; True when told to stop."""
         try:
-            message = self.control.recv()
+            message = control.recv()
         except (EOFError, OSError):
-            return True
+            self.controls.remove(control)  # the Trainer is gone; the gym decides what follows
+            return False
         if isinstance(message, Reload):
             if self.evaluator is None or message.iteration != self.evaluator.iteration:
                 self.load(message.iteration)

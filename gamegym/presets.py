@@ -1,0 +1,52 @@
+"""Presets of the bundled games: starter networks (initialmodels/) and session settings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+INITIAL_MODELS = Path(__file__).resolve().parent.parent / "initialmodels"
+
+# name -> game spec, game arguments, network config, config overrides that learn well on 2 cores
+PRESETS = {
+    "tictactoe": {
+        "game": "games.tictactoe:TicTacToe", "game_args": {},
+        "network": {"kind": "dense", "width": 64, "blocks": 2},
+        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 8, "searchcount": 64,
+                     "temperature_drop_move": 4, "gamelog_dump_threshold": 20,
+                     "dirichlet_alpha": 1.0},
+        "train": {"min_samplecount": 400, "min_new_samples": 400, "max_samplecount": 8000,
+                  "max_sampleage": 6, "epochs": 4, "batchsize": 64},
+    },
+    "connectfour": {
+        "game": "games.connectfour:ConnectFour", "game_args": {"rows": 6, "columns": 7},
+        "network": {"kind": "residual", "width": 32, "blocks": 3},
+        "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 16, "searchcount": 100,
+                     "temperature_drop_move": 10, "dirichlet_alpha": 1.0},
+        "train": {"min_samplecount": 2000, "min_new_samples": 2000, "max_samplecount": 40000,
+                  "max_sampleage": 8, "epochs": 2, "batchsize": 128},
+    },
+    "santorini-3-1": {
+        "game": "games.santorini:Santorini", "game_args": {"dimension": 3, "units_per_player": 1},
+        "network": {"kind": "dense", "width": 128, "blocks": 2},
+        "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 16, "searchcount": 100,
+                     "temperature_drop_move": 6, "dirichlet_alpha": 0.8},
+        "train": {"min_samplecount": 1000, "min_new_samples": 1000, "max_samplecount": 20000,
+                  "max_sampleage": 6, "epochs": 3, "batchsize": 64},
+    },
+}
+
+
+def preset_for(game: str, game_args: dict) -> tuple[str, dict] | None:
+    """(name, preset) of the bundled preset for this game and arguments, or None."""
+    for name, preset in PRESETS.items():
+        if preset["game"] == game and preset["game_args"] == dict(game_args):
+            return name, preset
+    return None
+
+
+def initial_model_path(game: str, game_args: dict) -> Path | None:
+    """The bundled starter model for this game, when there is one on disk."""
+    found = preset_for(game, game_args)
+    if found is None:
+        return None
+    path = INITIAL_MODELS / f"{found[0]}.keras"
+    return path if path.is_file() else None

@@ -1,0 +1,124 @@
+"""The batching Predictor and its NumPy fast path return what a direct model call returns."""
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+
+from games.connectfour import ConnectFour
+from games.santorini import Santorini
+from gamegym.config import GymConfig
+from gamegym.messages import EvalRequest, EvalResponse, Reload
+from gamegym.networks import build_network
+from gamegym.numpynet import NumpyDenseModel
+from gamegym.predictor import ModelEvaluator, predictor_main
+from gamegym.session import Session
+
+
+def direct(model, x):
+    logits, value = model(x, training=False)
+    logits = logits.numpy()
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return probs / probs.sum(axis=1, keepdims=True), value.numpy().reshape(-1)
+
+
+def positions(graph, n, seed=0):
+    rng = np.random.default_rng(seed)
+    out, vertex = [], graph.roots[0]
+    while len(out) < n:
+        children = graph.children_at(vertex)
+        if not children:
+            vertex = graph.roots[0]
+            continue
+        out.append(graph.numpify(vertex))
+        vertex = children[rng.integers(len(children))]
+    return np.stack(out)
+
+
+def test_numpy_fast_path_matches_keras():
+    graph = Santorini(3, 1)
+    model = build_network(graph.numpify(graph.roots[0]).shape, graph.action_space_size,
+                          "dense", width=48, blocks=3, seed=1)
+    x = positions(graph, 40)
+    fast = NumpyDenseModel.from_keras(model)
+    assert fast is not None
+    logits, value = fast(x)
+    ref_logits, ref_value = model(x, training=False)
+    assert np.allclose(logits, ref_logits.numpy(), atol=1e-5)
+    assert np.allclose(value, ref_value.numpy().reshape(-1), atol=1e-5)
+    for fast_path in (True, False):
+        probs, values = ModelEvaluator(model, fast=fast_path)(x)
+        ref_probs, ref_values = direct(model, x)
+        assert np.allclose(probs, ref_probs, atol=1e-5) and np.allclose(values, ref_values,
+                                                                        atol=1e-5)
+
+
+def test_conv_models_stay_on_tensorflow():
+    graph = ConnectFour()
+    model = build_network(graph.numpify(graph.roots[0]).shape, 7, "residual", 8, 1, seed=0)
+    assert NumpyDenseModel.from_keras(model) is None
+    evaluator = ModelEvaluator(model)
+    assert evaluator.numpy is None
+    x = positions(graph, 10)
+    probs, values = evaluator(x)
+    ref_probs, ref_values = direct(model, x)
+    assert np.allclose(probs, ref_probs, atol=1e-5) and np.allclose(values, ref_values, atol=1e-5)
+    with pytest.raises(ValueError, match="do not fit the model's input shape"):
+        evaluator(np.zeros((1, 3, 3, 2), np.float32))
+
+
+@pytest.mark.slow
+def test_predictor_process_batches_clients_and_reloads(tmp_path):
+    graph = Santorini(3, 1)
+    shape = graph.numpify(graph.roots[0]).shape
+    session = Session(tmp_path / "s")
+    config = GymConfig(game="games.santorini:Santorini", game_args={"dimension": 3,
+                                                                    "units_per_player": 1})
+    session.create(config)
+    models = [build_network(shape, 73, "dense", 32, 2, seed=s) for s in (1, 2)]
+    session.publish_model(models[0], 0)
+    ctx = multiprocessing.get_context("spawn")
+    pipes = [ctx.Pipe() for _ in range(3)]
+    control_in, control_out = ctx.Pipe(duplex=False)
+    stop, reports = ctx.Event(), ctx.Queue()
+    process = ctx.Process(target=predictor_main, args=(
+        session.logs_dir, "INFO", "predictor", str(session.path), config,
+        [p[0] for p in pipes], control_in, reports), kwargs={"stop_event": stop})
+    process.start()
+    try:
+        xs = [positions(graph, n, seed=n) for n in (5, 9, 3)]
+        answers = [None] * 3
+
+        def ask(i):
+            pipes[i][1].send(EvalRequest(i + 10, xs[i]))
+            assert pipes[i][1].poll(120)
+            answers[i] = pipes[i][1].recv()
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i, answer in enumerate(answers):
+            assert isinstance(answer, EvalResponse) and answer.request_id == i + 10
+            assert answer.iteration == 0
+            probs, values = direct(models[0], xs[i])
+            assert np.allclose(answer.probs, probs, atol=1e-5)
+            assert np.allclose(answer.values, values, atol=1e-5)
+        session.publish_model(models[1], 1)
+        control_out.send(Reload(1))
+        for _ in range(50):  # the reload is applied before the next batch it sees
+            pipes[0][1].send(EvalRequest(99, xs[0]))
+            assert pipes[0][1].poll(60)
+            answer = pipes[0][1].recv()
+            if answer.iteration == 1:
+                break
+        assert answer.iteration == 1
+        probs, values = direct(models[1], xs[0])
+        assert np.allclose(answer.probs, probs, atol=1e-5)
+    finally:
+        stop.set()
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+    assert process.exitcode == 0
