@@ -51,29 +51,19 @@ def cmd_resume(args) -> int:
 
 def session_status(path: str) -> dict:
     """What `gamegym status` shows: iteration, samples, games, last losses, lock holder."""
-    from gamegym.samples import sample_iterations
+    from gamegym.samples import SampleCounter
     from gamegym.session import Session
-    from gamegym.trainer import SampleCounter
-    import numpy as np
     session = Session(path)
     config = session.load_config()
     counts = SampleCounter(session.samples_dir).per_iteration()
-    games = 0
-    for it in sample_iterations(session.samples_dir):
-        for file in (session.samples_dir / str(it)).glob("*.npz"):
-            try:
-                with np.load(file) as data:
-                    games += int(len(data["result"]))
-            except Exception:
-                continue
     reports = session.train_reports()
     holder = session.lock_holder() if session.lock_path.exists() else None
     return {
         "session": str(session.path), "game": config.game, "game_args": config.game_args,
         "learner": config.train.learner, "iteration": session.current_iteration(),
-        "models": session.model_iterations(), "samples": sum(counts.values()),
-        "samples_per_iteration": {str(k): v for k, v in sorted(counts.items())},
-        "games": games, "last_losses": reports[-1]["losses"] if reports else {},
+        "models": session.model_iterations(), "samples": sum(n for n, _ in counts.values()),
+        "samples_per_iteration": {str(k): n for k, (n, _) in sorted(counts.items())},
+        "games": sum(g for _, g in counts.values()), "last_losses": reports[-1]["losses"] if reports else {},
         "running": holder is not None, "running_pid": holder["pid"] if holder else None,
     }
 
@@ -129,22 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_check)
 
-    for extra in _extra_commands():
-        extra(sub)
+    from gamegym import bench, evaluation
+    bench.add_commands(sub)
+    evaluation.add_commands(sub)
     return parser
-
-
-def _extra_commands():
-    """Commands defined in other modules (bench, evaluate, play) when present."""
-    found = []
-    for module_name in ("gamegym.bench", "gamegym.arena"):
-        try:
-            module = __import__(module_name, fromlist=["add_commands"])
-        except ImportError:
-            continue
-        if hasattr(module, "add_commands"):
-            found.append(module.add_commands)
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
+           "EvaluateConfig",
            "GymConfig", "LEARNERS", "REPLAYS"]
 
 LEARNERS = ("alphazero",)
@@ -177,8 +178,30 @@ class TrainConfig:
         _int_in(self, "keep_models", 0)
 
 
+@dataclass
+class EvaluateConfig:
+    """The optional Evaluator: the newest iteration against earlier ones and baselines."""
+
+    _section = "evaluate."
+    every: int = 0                   # evaluate every N-th iteration (0 = no Evaluator process)
+    games: int = 20                  # games per opponent (half of them as first player)
+    opponents: list = field(default_factory=lambda: ["random", "alphabeta:2", "previous"])
+    searchcount: int = 50            # searches per move of the model players
+
+    def validate(self) -> None:
+        _int_in(self, "every", 0)
+        _int_in(self, "games", 1, 10_000)
+        _int_in(self, "searchcount", 1, 100_000)
+        _check(isinstance(self.opponents, list) and all(
+            isinstance(o, str) and (o in ("random", "solver", "previous") or
+                                    o.startswith("alphabeta:") and o[10:].isdigit())
+            for o in self.opponents), "evaluate.opponents",
+            "must be a list of 'random', 'solver', 'previous' or 'alphabeta:DEPTH', "
+            f"got {self.opponents!r}")
+
+
 SECTIONS = {"network": NetworkConfig, "predict": PredictConfig, "selfplay": SelfplayConfig,
-            "train": TrainConfig}
+            "train": TrainConfig, "evaluate": EvaluateConfig}
 
 
 @dataclass
@@ -195,6 +218,7 @@ class GymConfig:
     predict: PredictConfig = field(default_factory=PredictConfig)
     selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
 
     # fields a resumed session may not change: they would make models or samples meaningless
     FIXED = ("game", "game_args", "network", "train.learner")

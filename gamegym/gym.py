@@ -99,7 +99,7 @@ class GameGym:
             _setup_main_logging(self.session, self.config.log_level)
             if removed:
                 log.info("removed %d temporary files left by an earlier run", removed)
-            start_iteration = self.session.current_iteration()
+            start_iteration = self.session.recover_models()
             log.info("resuming %s at iteration %d", self.session.path, start_iteration)
             if self.config.debug_single_process:
                 from gamegym.debugrun import run_single_process

@@ -27,12 +27,16 @@ class Monitor:
         self.totals: dict = defaultdict(float)
         self.iteration = -1
         self.last_losses: dict = {}
+        self.rating: tuple = (None, None)   # (iteration, Elo) of the latest evaluation
         self.processes: dict[str, psutil.Process] = {}
         self.started = time.monotonic()
 
     def add(self, report) -> None:
         now = time.monotonic()
         figures = dict(report.figures)
+        if report.role == "evaluator":
+            self.rating = (figures.get("rated_iteration"), figures.get("rating"))
+            return
         if report.role == "trainer":
             self.iteration = int(figures.get("iteration", self.iteration))
             self.last_losses = figures.get("losses", {})
@@ -91,17 +95,20 @@ class Monitor:
         return {"time": time.time(), "iteration": self.iteration,
                 "games": int(self.totals.get("selfplayer.games", 0)),
                 "samples": int(self.totals.get("selfplayer.samples", 0)),
-                "last_losses": self.last_losses, **{k: round(v, 2) for k, v in self.rates().items()},
+                "last_losses": self.last_losses, "rating": self.rating[1],
+                "rated_iteration": self.rating[0], **{k: round(v, 2) for k, v in self.rates().items()},
                 "resources": self.resources()}
 
     def status_line(self, status: dict | None = None) -> str:
         s = status or self.status()
         loss = s["last_losses"].get("loss")
+        rating = "" if s.get("rating") is None else \
+            f"Elo {s['rating']:.0f} (it {s['rated_iteration']}) | "
         res = " ".join(f"{role} {r['cpu_percent']:.0f}%/{r['rss_mib']:.0f}M"
                        for role, r in sorted(s["resources"].items()))
         return (f"it {s['iteration']} | games {s['games']} | samples/s {s['samples_per_s']:.1f} | "
                 f"searches/s {s['searches_per_s']:.0f} | batch {s['mean_batch']:.1f} | "
-                f"loss {'-' if loss is None else f'{loss:.3f}'} | {res}")
+                f"loss {'-' if loss is None else f'{loss:.3f}'} | {rating}{res}")
 
     def record(self, monitoring_dir: Path, status: dict) -> None:
         append_jsonl(monitoring_dir / "status.jsonl", status)

@@ -30,8 +30,8 @@ import numpy as np
 
 from gamegym.fileio import atomic_write_bytes, quarantine
 
-__all__ = ["GameRecord", "SampleBatch", "write_sample_file", "read_sample_file", "load_samples",
-           "sample_iterations", "count_samples"]
+__all__ = ["GameRecord", "SampleBatch", "SampleCounter", "write_sample_file", "read_sample_file",
+           "load_samples", "sample_iterations", "sample_files"]
 
 log = logging.getLogger(__name__)
 FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step")
@@ -138,23 +138,48 @@ def sample_iterations(samples_dir: Path) -> list[int]:
 
 
 def sample_files(samples_dir: Path, iteration: int) -> list[Path]:
+    """Published sample files of one iteration (hidden temporary files excluded)."""
     folder = samples_dir / str(iteration)
-    return sorted(folder.glob("*.npz")) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.npz") if not p.name.startswith("."))
 
 
-def count_samples(samples_dir: Path, min_iteration: int = 0) -> int:
-    """Number of samples in files of iterations >= min_iteration (reads only the z member)."""
-    total = 0
-    for it in sample_iterations(samples_dir):
-        if it < min_iteration:
-            continue
-        for path in sample_files(samples_dir, it):
-            try:
-                with np.load(path, allow_pickle=False) as data:
-                    total += int(data["z"].shape[0])
-            except Exception:  # damaged files are quarantined when loaded for training
-                continue
-    return total
+class SampleCounter:
+    """Counts samples and games per iteration from the files; published files never change,
+    so each file is opened once."""
+
+    def __init__(self, samples_dir: Path):
+        self.samples_dir = Path(samples_dir)
+        self._known: dict[Path, tuple[int, int]] = {}
+
+    def per_iteration(self) -> dict[int, tuple[int, int]]:
+        """iteration -> (samples, games)."""
+        counts: dict[int, tuple[int, int]] = {}
+        for it in sample_iterations(self.samples_dir):
+            samples = games = 0
+            for path in sample_files(self.samples_dir, it):
+                known = self._known.get(path)
+                if known is None:
+                    known = self._count(path)
+                    if known is None:
+                        continue
+                    self._known[path] = known
+                samples += known[0]
+                games += known[1]
+            counts[it] = (samples, games)
+        return counts
+
+    def samples_per_iteration(self) -> dict[int, int]:
+        return {it: n for it, (n, _) in self.per_iteration().items()}
+
+    @staticmethod
+    def _count(path: Path) -> tuple[int, int] | None:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return int(data["z"].shape[0]), int(data["result"].shape[0])
+        except Exception:  # damaged: load_samples quarantines it
+            return None
 
 
 def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
@@ -175,6 +200,8 @@ def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
             try:
                 arrays = read_sample_file(path)
             except ValueError as error:
+                if not path.exists():
+                    continue  # removed meanwhile (pruned by hand): nothing to quarantine
                 log.warning("%s", error)
                 if quarantine_dir is not None:
                     quarantine(path, quarantine_dir)

@@ -13,12 +13,13 @@ import json
 import logging
 import os
 import time
+import zipfile
 from pathlib import Path
 
 import psutil
 
 from gamegym.config import ConfigError, GymConfig
-from gamegym.fileio import atomic_write_json, remove_leftovers, temporary_path
+from gamegym.fileio import atomic_write_json, quarantine, remove_leftovers, temporary_path
 
 __all__ = ["Session", "SessionError", "SessionLockedError"]
 
@@ -170,6 +171,34 @@ class Session:
             log.warning("models/current.json unreadable (%s); using newest file %s", error,
                         found[-1])
             return found[-1]
+
+    def model_is_sound(self, iteration: int) -> bool:
+        """True when the model file is a complete zip archive with intact members (CRC)."""
+        try:
+            with zipfile.ZipFile(self.model_path(iteration)) as archive:
+                return archive.testzip() is None and "config.json" in archive.namelist()
+        except (OSError, zipfile.BadZipFile, EOFError, ValueError):
+            return False
+
+    def recover_models(self) -> int:
+        """Quarantine damaged model files from the newest down; point current.json at the newest
+        sound one.  Returns the current iteration afterwards (-1 when none is left)."""
+        current = self.current_iteration()
+        for iteration in sorted((i for i in self.model_iterations() if i <= max(current, 0)),
+                                reverse=True):
+            if self.model_is_sound(iteration):
+                if iteration != current:
+                    log.warning("model iteration %d is damaged or missing; continuing from %d",
+                                current, iteration)
+                    atomic_write_json(self.models_dir / "current.json",
+                                      {"iteration": iteration, "file": f"{iteration}.keras",
+                                       "time": time.time()})
+                return iteration
+            quarantine(self.model_path(iteration), self.quarantine_dir)
+        if current >= 0:
+            raise SessionError(f"no sound model file in {self.models_dir}; damaged ones were "
+                               f"moved to {self.quarantine_dir}")
+        return -1
 
     def model_iterations(self) -> list[int]:
         if not self.models_dir.is_dir():

@@ -32,7 +32,7 @@ class Supervisor:
     """Runs the processes of one GameGym.resume()."""
 
     def __init__(self, gym, max_seconds: float | None, max_iterations: int | None,
-                 roles: tuple = ("predictor", "trainer", "selfplayer")):
+                 roles: tuple = ("predictor", "trainer", "selfplayer", "evaluator")):
         self.gym = gym
         self.roles = roles
         self.session = gym.session
@@ -68,6 +68,10 @@ class Supervisor:
             "predictor", predictor_main, (path, cfg, [p[0] for p in pipes], control_in, self.reports))
         self.children["trainer"] = Child(
             "trainer", trainer_main, (path, cfg, control_out, self.reports, derive_seed(cfg.seed, 2)))
+        if cfg.evaluate.every:
+            from gamegym.evaluation import evaluator_main
+            self.children["evaluator"] = Child(
+                "evaluator", evaluator_main, (path, cfg, self.reports, derive_seed(cfg.seed, 3)))
         for i in range(count):
             self.children[f"selfplayer{i}"] = Child(
                 f"selfplayer{i}", selfplayer_main,
@@ -153,7 +157,8 @@ class Supervisor:
         self.stop_event.set()
         groups = [([c for n, c in self.children.items() if n.startswith("selfplayer")],
                    JOIN_SELFPLAYERS_S),
-                  ([self.children.get("trainer")], JOIN_TRAINER_S),
+                  ([self.children.get("trainer"), self.children.get("evaluator")],
+                   JOIN_TRAINER_S),
                   ([self.children.get("predictor")], JOIN_PREDICTOR_S)]
         for group, limit in groups:
             self._join(group, 1.0 if self.gym.force else limit)

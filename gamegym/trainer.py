@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -18,40 +17,9 @@ import numpy as np
 from gamegym.graph import load_game
 from gamegym.messages import Reload, Report
 from gamegym.process import child_entry
-from gamegym.samples import load_samples, sample_files, sample_iterations
+from gamegym.samples import SampleCounter, load_samples
 
 log = logging.getLogger("gamegym.trainer")
-
-
-class SampleCounter:
-    """Counts samples per iteration from the file headers; published files never change."""
-
-    def __init__(self, samples_dir: Path):
-        self.samples_dir = Path(samples_dir)
-        self._known: dict[Path, int] = {}
-
-    def per_iteration(self) -> dict[int, int]:
-        counts: dict[int, int] = {}
-        for it in sample_iterations(self.samples_dir):
-            total = 0
-            for path in sample_files(self.samples_dir, it):
-                n = self._known.get(path)
-                if n is None:
-                    n = self._count(path)
-                    if n is None:
-                        continue
-                    self._known[path] = n
-                total += n
-            counts[it] = total
-        return counts
-
-    @staticmethod
-    def _count(path: Path) -> int | None:
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return int(data["z"].shape[0])
-        except Exception:  # damaged: the loader quarantines it
-            return None
 
 
 class Trainer:
@@ -75,7 +43,7 @@ class Trainer:
         """Whether enough samples are there to train, and why not."""
         cfg = self.config.train
         iteration = self.session.current_iteration()
-        counts = self.counter.per_iteration()
+        counts = self.counter.samples_per_iteration()
         window = sum(n for it, n in counts.items() if it >= self.window_start(iteration))
         usable = int(min(window, cfg.max_samplecount) * (1 - cfg.validation_split))
         new = counts.get(iteration, 0)

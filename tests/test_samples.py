@@ -67,3 +67,15 @@ def test_damaged_file_is_quarantined_and_the_rest_loads(tmp_path, damage):
     assert len(batch) == 3
     assert not bad.exists()
     assert [p.name.endswith("bad.npz") for p in quarantine.iterdir()] == [True]
+
+
+def test_temporary_files_of_a_writer_are_not_samples(tmp_path):
+    from gamegym.fileio import temporary_path
+    from gamegym.samples import SampleCounter, sample_files
+    samples = tmp_path / "samples"
+    write_sample_file(samples / "0" / "a.npz", [game(3)])
+    temporary_path(samples / "0" / "b.npz").write_bytes(b"half-written")
+    assert [p.name for p in sample_files(samples, 0)] == ["a.npz"]
+    assert SampleCounter(samples).per_iteration() == {0: (3, 1)}
+    assert len(load_samples(samples, 0, 100, quarantine_dir=tmp_path / "q")) == 3
+    assert not (tmp_path / "q").exists()

@@ -72,3 +72,23 @@ def test_current_iteration_falls_back_to_newest_model_file(tmp_path):
     (session.models_dir / "3.keras").write_bytes(b"x")
     (session.models_dir / "current.json").write_text("{broken")
     assert session.current_iteration() == 3
+
+
+def test_damaged_newest_model_is_quarantined_and_the_previous_one_used(tmp_path):
+    import zipfile
+    session = make_session(tmp_path)
+    for it in (0, 1, 2):
+        with zipfile.ZipFile(session.model_path(it), "w") as archive:
+            archive.writestr("config.json", "{}" * 500)
+            archive.writestr("model.weights.h5", bytes(range(256)) * 40)
+        atomic_write_json(session.models_dir / "current.json", {"iteration": it})
+    data = session.model_path(2).read_bytes()
+    session.model_path(2).write_bytes(data[: len(data) // 2])            # truncated
+    raw = bytearray(session.model_path(1).read_bytes())
+    raw[200:210] = bytes(b ^ 0xFF for b in raw[200:210])                 # flipped bytes
+    session.model_path(1).write_bytes(bytes(raw))
+    assert session.recover_models() == 0
+    assert session.current_iteration() == 0
+    assert sorted(p.name.split("-")[-1] for p in session.quarantine_dir.iterdir()) == \
+        ["1.keras", "2.keras"]
+    assert session.model_iterations() == [0]

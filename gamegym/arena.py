@@ -1,0 +1,172 @@
+"""Matches and ratings: model iterations against each other and against the reference players.
+
+Players: `MCTSPlayer` (a model iteration with search), `HumanPlayer` (the console) and, from
+gamegym.players, random, alpha-beta and the exact solver.  A match alternates who starts and
+counts wins, draws and losses from the first player's view.  Ratings are Elo numbers fitted to
+all results (Bradley-Terry maximum likelihood), with the random player anchored at 0.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import numpy as np
+
+from gamegym.graph import GameGraph
+from gamegym.mcts import Node, Search, SearchParams, choose_action
+from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
+
+__all__ = ["MCTSPlayer", "HumanPlayer", "MatchResult", "play_match", "run_match", "make_player",
+           "fit_ratings"]
+
+
+class MCTSPlayer(Player):
+    """Search with a model's evaluations; plays the most visited move (no noise)."""
+
+    def __init__(self, evaluate, searchcount: int = 100, threads: int = 8):
+        self.params = SearchParams(searchcount=searchcount, threads=threads)
+        self.evaluate = evaluate
+
+    def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
+        root = Search(graph, self.evaluate, self.params).run(Node(vertex), rng)
+        return int(root.actions[choose_action(root, 0.0, rng)])
+
+    @classmethod
+    def from_session(cls, session, graph: GameGraph, iteration: int | None = None,
+                     searchcount: int = 100, threads: int = 8) -> "MCTSPlayer":
+        from gamegym.debugrun import DirectEvaluator
+        from gamegym.predictor import ModelEvaluator, configure_tensorflow, load_model
+        configure_tensorflow(use_gpu=False)
+        iteration = session.current_iteration() if iteration is None else iteration
+        if iteration not in session.model_iterations():
+            raise ValueError(f"session {session.path} has no model iteration {iteration} "
+                             f"(it has {session.model_iterations()})")
+        model = load_model(session.model_path(iteration))
+        return cls(DirectEvaluator(graph, ModelEvaluator(model, iteration)), searchcount, threads)
+
+
+class HumanPlayer(Player):
+    """A person at the console: shows the board, lists the legal moves, reads a number."""
+
+    def __init__(self, read: Callable[[str], str] = input, write: Callable[[str], None] = print):
+        self.read, self.write = read, write
+
+    def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
+        actions = graph.actions_at(vertex)
+        children = graph.children_at(vertex)
+        self.write(graph.render(vertex))
+        self.write("your moves: " + ", ".join(
+            f"[{i}] {describe_move(graph, vertex, a, c)}" for i, (a, c) in
+            enumerate(zip(actions, children))))
+        while True:
+            answer = self.read(f"move number 0-{len(actions) - 1}: ").strip()
+            if answer.isdigit() and int(answer) < len(actions):
+                return int(actions[int(answer)])
+            self.write(f"'{answer}' is not a move number between 0 and {len(actions) - 1}; "
+                       "try again")
+
+
+def describe_move(graph: GameGraph, vertex, action: int, child) -> str:
+    describe = getattr(graph, "describe_action", None)
+    return describe(vertex, action) if describe else f"action {action}"
+
+
+@dataclass
+class MatchResult:
+    """Results from the first-named player's view."""
+
+    player: str
+    opponent: str
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "games": self.games, "score": round(self.score, 4)}
+
+
+def play_match(graph: GameGraph, first: Player, second: Player, rng: np.random.Generator,
+               max_moves: int = 1000) -> float:
+    """One game from the graph's first root; the final score from the first mover's view
+    (0 when cut at max_moves)."""
+    vertex, players, move = graph.roots[0], (first, second), 0
+    while graph.children_at(vertex):
+        if move >= max_moves:
+            return 0.0
+        vertex = players[move % 2].move(graph, vertex, rng)
+        move += 1
+    score = float(graph.score_at(vertex))
+    return score if move % 2 == 0 else -score
+
+
+def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
+              rng: np.random.Generator, names: tuple[str, str] = ("player", "opponent"),
+              max_moves: int = 1000) -> MatchResult:
+    """`games` games, alternating who starts; results from `player`'s view."""
+    result = MatchResult(*names)
+    for game in range(games):
+        if game % 2 == 0:
+            score = play_match(graph, player, opponent, rng, max_moves)
+        else:
+            score = -play_match(graph, opponent, player, rng, max_moves)
+        if score > 0:
+            result.wins += 1
+        elif score < 0:
+            result.losses += 1
+        else:
+            result.draws += 1
+    return result
+
+
+def make_player(spec: str, session=None, graph: GameGraph | None = None,
+                searchcount: int = 100) -> Player:
+    """A player from 'random', 'alphabeta:D', 'solver' or 'iteration:K' (needs a session)."""
+    name, _, arg = spec.partition(":")
+    if name == "random" and not arg:
+        return RandomPlayer()
+    if name == "alphabeta" and arg.isdigit() and int(arg) >= 1:
+        return AlphaBetaPlayer(int(arg))
+    if name == "solver" and not arg:
+        return SolverPlayer()
+    if name == "iteration" and arg.isdigit() and session is not None:
+        return MCTSPlayer.from_session(session, graph, int(arg), searchcount)
+    raise ValueError(f"unknown player {spec!r}; use random, alphabeta:DEPTH, solver or "
+                     "iteration:K")
+
+
+def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) -> dict:
+    """Elo ratings from match results (dicts with player, opponent, wins, draws, losses):
+    Bradley-Terry maximum likelihood by gradient ascent, `anchor` fixed at 0."""
+    names = sorted({r["player"] for r in results} | {r["opponent"] for r in results})
+    if not names:
+        return {}
+    index = {n: i for i, n in enumerate(names)}
+    pairs = [(index[r["player"]], index[r["opponent"]], r["wins"] + 0.5 * r["draws"],
+              r["wins"] + r["draws"] + r["losses"]) for r in results]
+    strength = np.zeros(len(names))
+    prior = 1e-2  # a weak pull toward 0 keeps unbeaten players finite
+    for _ in range(steps):
+        grad = -prior * strength
+        for i, j, score, games in pairs:
+            expected = games / (1.0 + math.exp(strength[j] - strength[i]))
+            grad[i] += score - expected
+            grad[j] -= score - expected
+        strength += 0.5 * grad / max(1.0, max(p[3] for p in pairs))
+    if anchor in index:
+        strength -= strength[index[anchor]]
+    scale = 400.0 / math.log(10.0)
+    return {n: round(float(strength[index[n]] * scale), 1) for n in names}
+
+
+def timestamp() -> float:
+    return time.time()

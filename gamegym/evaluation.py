@@ -1,0 +1,167 @@
+"""Evaluating a session: the optional Evaluator process, `gamegym evaluate` and `gamegym play`.
+
+Results go to evaluation/results.jsonl (one match per line), ratings to evaluation/ratings.json
+and plots/rating.png.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+
+import numpy as np
+
+from gamegym.arena import MCTSPlayer, fit_ratings, make_player, run_match
+from gamegym.fileio import append_jsonl, atomic_write_json, read_jsonl, temporary_path
+from gamegym.graph import load_game
+from gamegym.messages import Report
+from gamegym.process import child_entry
+
+log = logging.getLogger("gamegym.evaluation")
+
+
+def iteration_name(iteration: int) -> str:
+    return f"iteration:{iteration}"
+
+
+def evaluate_iteration(session, config, graph, iteration: int, rng: np.random.Generator) -> dict:
+    """Play `iteration` against the configured opponents; record results; return ratings."""
+    cfg = config.evaluate
+    player = MCTSPlayer.from_session(session, graph, iteration, cfg.searchcount)
+    for spec in cfg.opponents:
+        if spec == "previous":
+            earlier = [i for i in session.model_iterations() if i < iteration]
+            if not earlier:
+                continue
+            opponent_name = iteration_name(earlier[-1])
+        else:
+            opponent_name = spec
+        opponent = make_player(opponent_name, session, graph, cfg.searchcount)
+        started = time.time()
+        result = run_match(graph, player, opponent, cfg.games, rng,
+                           names=(iteration_name(iteration), opponent_name),
+                           max_moves=config.selfplay.max_moves)
+        record = {**result.to_dict(), "iteration": iteration, "time": time.time(),
+                  "seconds": round(time.time() - started, 2)}
+        append_jsonl(session.evaluation_dir / "results.jsonl", record)
+        log.info("%s vs %s: +%d =%d -%d", result.player, opponent_name, result.wins,
+                 result.draws, result.losses)
+    return update_ratings(session)
+
+
+def update_ratings(session) -> dict:
+    results = read_jsonl(session.evaluation_dir / "results.jsonl")
+    ratings = fit_ratings(results)
+    atomic_write_json(session.evaluation_dir / "ratings.json", ratings)
+    plot_ratings(session, ratings)
+    return ratings
+
+
+def plot_ratings(session, ratings: dict) -> None:
+    points = sorted((int(n.split(":")[1]), r) for n, r in ratings.items()
+                    if n.startswith("iteration:"))
+    if not points:
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, axis = plt.subplots(figsize=(6, 4), dpi=80)
+    axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label="model")
+    for name, rating in sorted(ratings.items()):
+        if not name.startswith("iteration:"):
+            axis.axhline(rating, linestyle="--", linewidth=0.8, color="gray")
+            axis.annotate(name, (points[0][0], rating), fontsize="small", color="gray")
+    axis.set_xlabel("iteration")
+    axis.set_ylabel("Elo (random = 0)")
+    axis.set_title("rating over iterations")
+    axis.grid(alpha=0.3)
+    path = session.plots_dir / "rating.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_path(path)
+    figure.savefig(tmp, format="png")
+    plt.close(figure)
+    os.replace(tmp, path)
+
+
+@child_entry("evaluator")
+def evaluator_main(session_path, config, reports, seed, *, stop_event):
+    from gamegym.session import Session
+    session = Session(session_path)
+    graph = load_game(config.game, config.game_args)
+    rng = np.random.default_rng(seed)
+    done = {r["iteration"] for r in read_jsonl(session.evaluation_dir / "results.jsonl")}
+    while not stop_event.is_set():
+        iteration = session.current_iteration()
+        if iteration > 0 and iteration % config.evaluate.every == 0 and iteration not in done:
+            ratings = evaluate_iteration(session, config, graph, iteration, rng)
+            done.add(iteration)
+            reports.put(Report("evaluator", os.getpid(), {
+                "rating": ratings.get(iteration_name(iteration)), "rated_iteration": iteration}))
+        stop_event.wait(2.0)
+
+
+# ----- command line ---------------------------------------------------------------------------
+def cmd_evaluate(args) -> int:
+    from gamegym.session import Session
+    session = Session(args.session)
+    config = session.load_config()
+    graph = load_game(config.game, config.game_args)
+    iteration = session.current_iteration() if args.iteration is None else args.iteration
+    player = MCTSPlayer.from_session(session, graph, iteration, args.searchcount)
+    opponent = make_player(args.against, session, graph, args.searchcount)
+    result = run_match(graph, player, opponent, args.games, np.random.default_rng(args.seed),
+                       names=(iteration_name(iteration), args.against),
+                       max_moves=config.selfplay.max_moves)
+    record = {**result.to_dict(), "iteration": iteration, "time": time.time()}
+    if args.json:
+        print(json.dumps(record, sort_keys=True))
+    else:
+        print(f"{result.player} vs {result.opponent}: {result.wins} wins, {result.draws} draws, "
+              f"{result.losses} losses in {result.games} games (score {result.score:.2f})")
+    return 0
+
+
+def cmd_play(args) -> int:
+    from gamegym.arena import HumanPlayer, play_match
+    from gamegym.session import Session
+    session = Session(args.session)
+    config = session.load_config()
+    graph = load_game(config.game, config.game_args)
+    model = MCTSPlayer.from_session(session, graph, args.iteration, args.searchcount)
+    human = HumanPlayer()
+    rng = np.random.default_rng(args.seed)
+    human_first = not args.second
+    print(f"you play {'first' if human_first else 'second'} against iteration "
+          f"{session.current_iteration() if args.iteration is None else args.iteration}")
+    try:
+        score = play_match(graph, human, model, rng) if human_first else \
+            -play_match(graph, model, human, rng)
+    except (EOFError, KeyboardInterrupt):
+        print("\ngame abandoned")
+        return 1
+    print("you won!" if score > 0 else "you lost." if score < 0 else "a draw.")
+    return 0
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("evaluate", help="play a model iteration against an opponent")
+    p.add_argument("session")
+    p.add_argument("--against", default="random",
+                   help="random | alphabeta:DEPTH | solver | iteration:K")
+    p.add_argument("--iteration", type=int, help="model iteration (default: the newest)")
+    p.add_argument("--games", type=int, default=20)
+    p.add_argument("--searchcount", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_evaluate)
+
+    p = sub.add_parser("play", help="play against a model iteration at the console")
+    p.add_argument("session")
+    p.add_argument("--iteration", type=int)
+    side = p.add_mutually_exclusive_group()
+    side.add_argument("--first", action="store_true", help="you move first (default)")
+    side.add_argument("--second", action="store_true", help="the model moves first")
+    p.add_argument("--searchcount", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_play)
