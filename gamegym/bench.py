@@ -198,6 +198,9 @@ def print_report(figures: dict) -> None:
 
 
 def cmd_bench(args) -> int:
+    if args.learning:
+        from gamegym.learnbench import cmd_learning
+        return cmd_learning(args)
     figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
                         args.searchcount, args.batchsize, args.batch_timeout_ms)
     if args.json:
@@ -211,7 +214,7 @@ def add_commands(sub) -> None:
     from gamegym.cli import _json_arg
     p = sub.add_parser("bench", help="measure self-play throughput (searches/s, efficiency)")
     p.add_argument("--game", default="games.santorini:Santorini")
-    p.add_argument("--game-args", type=_json_arg, default={"dimension": 3, "units_per_player": 1})
+    p.add_argument("--game-args", type=_json_arg, default={})
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--selfplayers", type=int, default=2)
     p.add_argument("--threads", type=int, default=8)
@@ -219,4 +222,13 @@ def add_commands(sub) -> None:
     p.add_argument("--batchsize", type=int, default=64)
     p.add_argument("--batch-timeout-ms", type=float, default=2.0)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--learning", metavar="MODULE:CLASS",
+                   help="instead: train this bundled game from scratch and print its curve")
+    p.add_argument("--minutes", type=float, default=10.0, help="(--learning) training time")
+    p.add_argument("--interval", type=float, default=2.0,
+                   help="(--learning) minutes between evaluations")
+    p.add_argument("--eval-games", type=int, default=20, help="(--learning) games per point")
+    p.add_argument("--eval-searchcount", type=int, default=100)
+    p.add_argument("--plot", type=Path, default=Path("learning.png"),
+                   help="(--learning) where to write the curve")
     p.set_defaults(run=cmd_bench)

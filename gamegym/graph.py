@@ -68,6 +68,7 @@ class GameGraph(ABC):
         graph = super().__new__(cls)
         try:  # remember the constructor arguments, so a session can rebuild the game
             bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+            bound.apply_defaults()
             graph._game_args = dict(list(bound.arguments.items())[1:])
         except TypeError:
             graph._game_args = dict(kwargs)
