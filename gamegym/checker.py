@@ -1,194 +1,358 @@
 """`gamegym check`: random playouts that test a GameGraph against its contract.
 
-Each violation names the vertex that broke it, so a user who gets their game wrong learns it
-here, not an hour into training.
+`check_graph` plays random games from the roots (root i % len(roots) for game i) and checks the
+contract at every vertex it visits; each violation names the vertex that broke it, so a user who
+gets their game wrong learns it here, not an hour into training.  Kinds (short stable ids):
+
+  no-roots              roots is empty
+  unhashable            hash(vertex) fails (the game stops there)
+  exception             a graph method raised (the game stops there)
+  score-out-of-range    score_at is not a real number in [-1, 1]
+  score-at-nonterminal  score_at is -1 or +1 at a vertex that has children
+  children-at-terminal  terminal_at is True but the vertex has children
+  terminal-mismatch     terminal_at is False but the vertex has no children
+  numpify-type          numpify is not a float32 numpy array
+  numpify-shape         numpify's shape differs from the first vertex's
+  unnumpify             unnumpify(numpify(v)) != v
+  duplicate-action      two children of a vertex share an action id
+  action-out-of-range   an action id is not an int in [0, action_space_size)
+  outdegree             more children than outdegree_max
+  action-count          different numbers of children and action ids (the game stops there)
+  open-after-expand     open_at is still True after expand_at
+  expand-not-open       expand_at on a vertex that is not open did not raise
+  nondeterministic      expansion called twice differs, or differs from children_at/actions_at
+  symmetry              a transform does not map children to children and action ids to action
+                        ids, changes the score, or transform 0 is not the identity
+  too-long              a game went on for more than max_moves plies (a cycle?)
+
+Reports are deduplicated by kind: one Violation per kind with the first vertex, the total count
+and a few more examples.  A graph without `unnumpify` gets a note, not a violation.
 """
 from __future__ import annotations
 
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TextIO
 
 import numpy as np
 
 from gamegym.graph import GameGraph, GameSpecError, load_game
 
-__all__ = ["Violation", "check_graph", "run_check"]
+__all__ = ["Violation", "GraphChecker", "check_graph", "run_check"]
 
 EXAMPLES_PER_KIND = 3
 
 
 @dataclass
 class Violation:
-    kind: str        # a short stable id, e.g. "score-out-of-range"
-    message: str
-    vertex: str      # repr of the vertex that broke the contract
+    """One kind of broken rule, with the first vertex that broke it."""
+
+    kind: str                  # a short stable id, e.g. "score-out-of-range"
+    message: str               # what went wrong at the first vertex
+    vertex: str                # repr of the first vertex that broke the contract
+    count: int = 1             # how many times the kind was seen in all games
+    examples: list = field(default_factory=list)  # (vertex repr, message) of the next few
+    subject: Any = field(default=None, repr=False, compare=False)  # the first vertex itself
 
 
-class _Report:
-    def __init__(self):
-        self.violations: list[Violation] = []
-        self.counts: dict[str, int] = {}
+class _Abort(Exception):
+    """Stop the current game: the graph cannot be walked on from this vertex."""
+
+
+class GraphChecker:
+    """Plays random games on a graph and collects contract violations and notes."""
+
+    def __init__(self, graph: GameGraph, seed: int = 0, max_moves: int = 1000):
+        self.graph = graph
+        self.rng = np.random.default_rng(seed)
+        self.max_moves = max_moves
+        self.violations: dict[str, Violation] = {}
         self.notes: list[str] = []
-        self.positions = 0
+        self.games_played = 0
+        self.positions = 0          # vertices checked, repeats included
+        self._shape: Optional[tuple] = None
+        self._roundtrip = True      # False once unnumpify turned out not to be implemented
 
-    def add(self, kind: str, message: str, vertex) -> None:
-        self.counts[kind] = self.counts.get(kind, 0) + 1
-        if self.counts[kind] <= EXAMPLES_PER_KIND:
-            self.violations.append(Violation(kind, message, repr(vertex)))
+    # ----- recording -----------------------------------------------------------------------
+    def report(self, kind: str, message: str, vertex: Any) -> None:
+        text = _short_repr(vertex)
+        found = self.violations.get(kind)
+        if found is None:
+            self.violations[kind] = Violation(kind, message, text, subject=vertex)
+            return
+        found.count += 1
+        if len(found.examples) < EXAMPLES_PER_KIND - 1:
+            found.examples.append((text, message))
 
+    def call(self, what: str, vertex: Any, function: Callable, *args: Any) -> Any:
+        """Call a graph method; an exception is reported and stops the game."""
+        try:
+            return function(*args)
+        except Exception as error:  # noqa: BLE001 - any failure of the graph is a finding
+            self.report("exception", f"{what} raised {type(error).__name__}: {error}", vertex)
+            raise _Abort from error
 
-def check_graph(graph: GameGraph, games: int = 20, seed: int = 0, max_moves: int = 1000,
-                report: _Report | None = None) -> list[Violation]:
-    """Play `games` random games from the roots and return every contract violation found."""
-    report = report or _Report()
-    rng = np.random.default_rng(seed)
-    try:
-        roots = tuple(graph.roots)
-    except Exception as error:
-        report.add("exception", f"roots raised {type(error).__name__}: {error}", None)
-        return report.violations
-    if not roots:
-        report.add("no-roots", "roots is empty", None)
-        return report.violations
-    reference = {"shape": None}
-    _check_identity_transform(graph, report)
-    for game in range(games):
-        vertex = roots[game % len(roots)]
-        for move in range(max_moves + 1):
-            try:
-                children = _check_vertex(graph, vertex, reference, report)
-            except Exception as error:
-                report.add("exception", f"{type(error).__name__}: {error}", vertex)
-                break
-            report.positions += 1
-            if not children:
-                break
-            if move == max_moves:
-                report.add("too-long", f"game not over after {max_moves} moves (a cycle?)",
-                           vertex)
-                break
-            vertex = children[int(rng.integers(len(children)))]
-    return report.violations
+    # ----- the games -----------------------------------------------------------------------
+    def run(self, games: int) -> list[Violation]:
+        """Play the games; the violations found, one per kind, in the order first seen."""
+        try:
+            roots = tuple(self.call("roots", None, lambda: self.graph.roots))
+        except _Abort:
+            roots = ()
+        else:
+            if not roots:
+                self.report("no-roots", "roots is empty", None)
+        for game in range(games if roots else 0):
+            self.play(roots[game % len(roots)])
+            self.games_played += 1
+        return list(self.violations.values())
 
+    def play(self, vertex: Any) -> None:
+        """One random game from `vertex`, checking every vertex on the way."""
+        try:
+            for _ in range(self.max_moves + 1):
+                children = self.check_vertex(vertex)
+                if not children:
+                    return
+                vertex = children[int(self.rng.integers(len(children)))]
+            self.report("too-long", f"game not over after {self.max_moves} moves (a cycle?)",
+                        vertex)
+        except _Abort:
+            return
 
-def _check_identity_transform(graph, report) -> None:
-    perm = np.asarray(graph.transform_actions(0))
-    if perm.shape != (graph.action_space_size,) or (perm != np.arange(len(perm))).any():
-        report.add("symmetry", "transform_actions(0) is not the identity", None)
+    # ----- the checks at one vertex --------------------------------------------------------
+    def check_vertex(self, vertex: Any) -> tuple:
+        """Check everything at one vertex; returns its children (empty: the game is over)."""
+        self.positions += 1
+        try:
+            hash(vertex)
+        except Exception as error:  # noqa: BLE001
+            self.report("unhashable", f"vertex is not hashable: {error}", vertex)
+            raise _Abort from error
+        expansion = self._check_expansion(vertex)
+        self._check_open_expand(vertex)
+        children, actions = self._check_children(vertex, expansion)
+        self._check_score(vertex, children)
+        self._check_numpify(vertex)
+        if self._check_actions(vertex, children, actions):
+            self._check_symmetries(vertex, children, actions)
+        return children
 
+    def _check_expansion(self, vertex: Any) -> tuple:
+        graph = self.graph
+        first = _as_pair(self.call("expansion", vertex, graph.expansion, vertex))
+        second = _as_pair(self.call("expansion", vertex, graph.expansion, vertex))
+        if len(first[0]) != len(first[1]):
+            self.report("action-count", f"expansion gave {len(first[0])} children but "
+                        f"{len(first[1])} action ids", vertex)
+            raise _Abort
+        if first != second:
+            self.report("nondeterministic", "expanding the vertex twice gave different children "
+                        "or actions", vertex)
+        return first
 
-def _check_vertex(graph: GameGraph, vertex, reference: dict, report: _Report) -> tuple:
-    try:
-        hash(vertex)
-    except TypeError:
-        report.add("unhashable", "vertex is not hashable", vertex)
-        raise
-    if graph.open_at(vertex):
-        graph.expand_at(vertex)
-        if graph.open_at(vertex):
-            report.add("open-after-expand", "open_at is still True after expand_at", vertex)
-    else:
+    def _check_open_expand(self, vertex: Any) -> None:
+        graph = self.graph
+        if self.call("open_at", vertex, graph.open_at, vertex):
+            self.call("expand_at", vertex, graph.expand_at, vertex)
+            if self.call("open_at", vertex, graph.open_at, vertex):
+                self.report("open-after-expand", "open_at is still True after expand_at", vertex)
+            return
         try:
             graph.expand_at(vertex)
-            report.add("expand-not-open", "expand_at on a vertex that is not open did not raise",
-                       vertex)
-        except Exception:
-            pass
-    children = tuple(graph.children_at(vertex))
-    actions = tuple(graph.actions_at(vertex))
-    terminal = graph.terminal_at(vertex)
-    score = graph.score_at(vertex)
-    if terminal and children:
-        report.add("children-at-terminal", f"terminal vertex has {len(children)} children", vertex)
-    if not terminal and not children:
-        report.add("terminal-mismatch", "vertex has no children but terminal_at is False", vertex)
-    if not isinstance(score, (int, float, np.floating, np.integer)) or not -1 <= score <= 1:
-        report.add("score-out-of-range", f"score {score!r} is not in [-1, 1]", vertex)
-    elif abs(score) == 1 and children:
-        report.add("score-at-nonterminal", f"score {score} (won/lost) at a vertex with children",
-                   vertex)
-    _check_actions(graph, vertex, children, actions, report)
-    _check_numpify(graph, vertex, reference, report)
-    if children:
-        _check_deterministic(graph, vertex, children, actions, report)
-        _check_symmetries(graph, vertex, children, actions, report)
-    return children
+        except Exception:  # noqa: BLE001 - the expected outcome
+            return
+        self.report("expand-not-open", "expand_at on a vertex that is not open did not raise",
+                    vertex)
 
+    def _check_children(self, vertex: Any, expansion: tuple) -> tuple:
+        graph = self.graph
+        children = tuple(self.call("children_at", vertex, graph.children_at, vertex))
+        actions = tuple(self.call("actions_at", vertex, graph.actions_at, vertex))
+        if len(children) != len(actions):
+            self.report("action-count", f"children_at has {len(children)} children but "
+                        f"actions_at has {len(actions)} action ids", vertex)
+            raise _Abort
+        if (children, actions) != expansion:
+            self.report("nondeterministic", "children_at / actions_at differ from expansion",
+                        vertex)
+        terminal = self.call("terminal_at", vertex, graph.terminal_at, vertex)
+        if terminal and children:
+            self.report("children-at-terminal", f"terminal vertex has {len(children)} children",
+                        vertex)
+        elif not terminal and not children:
+            self.report("terminal-mismatch", "vertex has no children but terminal_at is False",
+                        vertex)
+        return children, actions
 
-def _check_actions(graph, vertex, children, actions, report) -> None:
-    if len(actions) != len(children):
-        report.add("action-count", f"{len(children)} children but {len(actions)} action ids",
-                   vertex)
-    if len(children) > graph.outdegree_max:
-        report.add("outdegree", f"{len(children)} children > outdegree_max "
-                   f"{graph.outdegree_max}", vertex)
-    if len(set(actions)) != len(actions):
-        report.add("duplicate-action", f"duplicate action ids {sorted(actions)}", vertex)
-    bad = [a for a in actions if not 0 <= a < graph.action_space_size]
-    if bad:
-        report.add("action-out-of-range", f"action ids {bad} outside [0, "
-                   f"{graph.action_space_size})", vertex)
+    def _check_score(self, vertex: Any, children: tuple) -> None:
+        score = self.call("score_at", vertex, self.graph.score_at, vertex)
+        if not _is_real(score) or not -1.0 <= float(score) <= 1.0:
+            self.report("score-out-of-range", f"score {score!r} is not in [-1, 1]", vertex)
+        elif children and abs(float(score)) == 1.0:
+            self.report("score-at-nonterminal", f"score {float(score):g} (won/lost) at a vertex "
+                        f"with {len(children)} children", vertex)
 
+    def _check_numpify(self, vertex: Any) -> None:
+        array = self.call("numpify", vertex, self.graph.numpify, vertex)
+        if not isinstance(array, np.ndarray) or array.dtype != np.float32:
+            self.report("numpify-type", f"numpify gave {type(array).__name__} "
+                        f"{getattr(array, 'dtype', '')}, not a float32 ndarray", vertex)
+            return
+        if self._shape is None:
+            self._shape = array.shape
+        elif array.shape != self._shape:
+            self.report("numpify-shape", f"numpify shape {array.shape} differs from "
+                        f"{self._shape} at the first vertex", vertex)
+        if self._roundtrip:
+            self._check_roundtrip(vertex, array)
 
-def _check_numpify(graph, vertex, reference, report) -> None:
-    x = graph.numpify(vertex)
-    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
-        report.add("numpify-type", f"numpify gave {type(x).__name__} "
-                   f"{getattr(x, 'dtype', '')}, not a float32 ndarray", vertex)
-        return
-    if reference["shape"] is None:
-        reference["shape"] = x.shape
-    elif x.shape != reference["shape"]:
-        report.add("numpify-shape", f"numpify shape {x.shape} differs from {reference['shape']}",
-                   vertex)
-    try:
-        back = graph.unnumpify(x)
-    except NotImplementedError:
-        return
-    if back != vertex:
-        report.add("unnumpify", f"unnumpify(numpify(v)) gave {back!r}", vertex)
+    def _check_roundtrip(self, vertex: Any, array: np.ndarray) -> None:
+        try:
+            back = self.graph.unnumpify(array.copy())
+        except NotImplementedError:
+            self._roundtrip = False
+            self.notes.append("unnumpify is not implemented: the numpify round trip is not "
+                              "checked")
+            return
+        except Exception as error:  # noqa: BLE001
+            self.report("exception", f"unnumpify raised {type(error).__name__}: {error}", vertex)
+            raise _Abort from error
+        if back != vertex:
+            self.report("unnumpify", f"unnumpify(numpify(v)) gave {_short_repr(back)}", vertex)
 
+    def _check_actions(self, vertex: Any, children: tuple, actions: tuple) -> bool:
+        """Action id rules; True if the action ids are good enough to check symmetries."""
+        graph = self.graph
+        size = self.call("action_space_size", vertex, lambda: graph.action_space_size)
+        limit = self.call("outdegree_max", vertex, lambda: graph.outdegree_max)
+        if len(children) > limit:
+            self.report("outdegree", f"{len(children)} children > outdegree_max {limit}", vertex)
+        bad = [a for a in actions if not _is_int(a) or not 0 <= a < size]
+        if bad:
+            self.report("action-out-of-range", f"action ids {bad[:5]} outside [0, {size})",
+                        vertex)
+            return False
+        if len(set(actions)) != len(actions):
+            repeated = sorted({a for a in actions if actions.count(a) > 1})
+            self.report("duplicate-action", f"action ids {repeated[:5]} are used by more than "
+                        "one child", vertex)
+            return False
+        return True
 
-def _check_deterministic(graph, vertex, children, actions, report) -> None:
-    again, again_actions = graph.expansion(vertex)
-    if tuple(again) != children or tuple(int(a) for a in again_actions) != actions:
-        report.add("nondeterministic", "expanding the vertex twice gave different children or "
-                   "actions", vertex)
+    def _check_symmetries(self, vertex: Any, children: tuple, actions: tuple) -> None:
+        count = self.call("symmetry_count", vertex, lambda: self.graph.symmetry_count)
+        for k in range(count):
+            problem = self.call(f"symmetry {k}", vertex, self._symmetry_problem, vertex,
+                                children, actions, k)
+            if problem:
+                self.report("symmetry", f"symmetry {k}: {problem}", vertex)
+                return
 
-
-def _check_symmetries(graph, vertex, children, actions, report) -> None:
-    for k in range(1, graph.symmetry_count):
+    def _symmetry_problem(self, vertex: Any, children: tuple, actions: tuple, k: int) -> str:
+        """What symmetry k gets wrong at this vertex ('' if nothing)."""
+        graph = self.graph
         image = graph.transform(vertex, k)
         perm = np.asarray(graph.transform_actions(k))
-        expected = {graph.transform(c, k): int(perm[a]) for c, a in zip(children, actions)}
-        got = dict(zip(graph.children_at(image), graph.actions_at(image)))
-        if set(expected) != set(got):
-            report.add("symmetry", f"symmetry {k} does not map the children to the children of "
-                       "the image", vertex)
-        elif any(got[c] != a for c, a in expected.items()):
-            report.add("symmetry", f"transform_actions({k}) does not map the action ids to "
-                       "those of the image", vertex)
+        size = graph.action_space_size
+        if perm.shape != (size,) or sorted(perm.tolist()) != list(range(size)):
+            return f"transform_actions is not a permutation of range({size})"
+        if k == 0 and (image != vertex or perm.tolist() != list(range(size))):
+            return "transform 0 is not the identity"
+        if graph.score_at(image) != graph.score_at(vertex):
+            return f"the image scores {graph.score_at(image)}, the vertex {graph.score_at(vertex)}"
+        mapped = {graph.transform(child, k): int(perm[a]) for child, a in zip(children, actions)}
+        image_actions = dict(zip(graph.children_at(image), graph.actions_at(image)))
+        if set(mapped) != set(image_actions):
+            return (f"the images of the {len(children)} children are not the "
+                    f"{len(image_actions)} children of the image {_short_repr(image)}")
+        for child, action in mapped.items():
+            if image_actions[child] != action:
+                return (f"transform_actions maps an action id to {action} but the image child "
+                        f"{_short_repr(child)} has action id {image_actions[child]}")
+        return ""
 
 
-def run_check(spec: str, game_args: dict | None, games: int, seed: int, out=sys.stdout) -> int:
-    """Load a game, check it, print a report; 0 when clean, 1 on violations, 2 if unloadable."""
+def _as_pair(expansion: Any) -> tuple:
+    children, actions = expansion
+    return tuple(children), tuple(actions)
+
+
+def _is_real(x: Any) -> bool:
+    return (isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+            and math.isfinite(float(x)))
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _short_repr(vertex: Any, limit: int = 300) -> str:
+    try:
+        text = repr(vertex)
+    except Exception as error:  # noqa: BLE001
+        return f"<repr failed: {error}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def check_graph(graph: GameGraph, games: int = 20, seed: int = 0,
+                max_moves: int = 1000) -> list[Violation]:
+    """Play `games` random games (seeded) and return the violations found, one per kind."""
+    return GraphChecker(graph, seed=seed, max_moves=max_moves).run(games)
+
+
+# ----- the command line report -------------------------------------------------------------
+def run_check(spec: str, game_args: Optional[dict], games: int, seed: int,
+              out: TextIO = sys.stdout) -> int:
+    """Load a game, check it and print a report; 0 when clean, 1 on violations, 2 if the game
+    cannot be loaded."""
     try:
         graph = load_game(spec, game_args)
     except GameSpecError as error:
         print(f"gamegym check: error: {error}", file=out)
         return 2
-    report = _Report()
-    check_graph(graph, games, seed, report=report)
-    print(f"checked {spec} {graph.game_args}: {games} random games, {report.positions} "
-          f"positions, action space {graph.action_space_size}, "
-          f"{graph.symmetry_count} symmetries", file=out)
-    if not report.violations:
+    except Exception as error:  # noqa: BLE001 - e.g. a ValueError from the game's constructor
+        print(f"gamegym check: error: cannot build {spec} with arguments {game_args}: "
+              f"{type(error).__name__}: {error}", file=out)
+        return 2
+    checker = GraphChecker(graph, seed=seed)
+    violations = checker.run(games)
+    _print_report(checker, violations, spec, seed, out)
+    return 1 if violations else 0
+
+
+def _print_report(checker: GraphChecker, violations: list, spec: str, seed: int,
+                  out: TextIO) -> None:
+    graph = checker.graph
+    print(f"checked {spec} {graph.game_args}: {checker.games_played} random games "
+          f"(seed {seed}), {checker.positions} positions, action space "
+          f"{graph.action_space_size}, {graph.symmetry_count} symmetries", file=out)
+    for note in checker.notes:
+        print(f"note: {note}", file=out)
+    if not violations:
         print("no contract violations found", file=out)
-        return 0
-    for kind, count in sorted(report.counts.items()):
-        examples = [v for v in report.violations if v.kind == kind]
-        print(f"\n{kind}: {count} time(s)", file=out)
-        for violation in examples:
-            print(f"  {violation.message}\n    at vertex {violation.vertex}", file=out)
-    print(f"\n{sum(report.counts.values())} violation(s) of the GameGraph contract", file=out)
-    return 1
+        return
+    for v in violations:
+        print(f"\n{v.kind}: {v.count} time(s)\n  {v.message}\n    at vertex {v.vertex}",
+              file=out)
+        picture = _render(graph, v.subject)
+        if picture:
+            print("    " + picture.replace("\n", "\n    "), file=out)
+        for text, message in v.examples:
+            print(f"  {message}\n    at vertex {text}", file=out)
+    total = sum(v.count for v in violations)
+    print(f"\n{total} violation(s) of the GameGraph contract, {len(violations)} kind(s)",
+          file=out)
+
+
+def _render(graph: GameGraph, vertex: Any, max_lines: int = 15, max_chars: int = 600) -> str:
+    """graph.render(vertex) when it works and is short (and says more than repr), else ''."""
+    if vertex is None:
+        return ""
+    try:
+        text = str(graph.render(vertex))
+    except Exception:  # noqa: BLE001
+        return ""
+    short = text.count("\n") < max_lines and len(text) <= max_chars
+    return text if short and text != repr(vertex) else ""

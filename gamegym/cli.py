@@ -39,10 +39,10 @@ def cmd_new(args) -> int:
 
 def cmd_resume(args) -> int:
     from gamegym.gym import GameGym
+    from gamegym.session import Session
+    stored = Session(args.session).load_config()  # a clear error for a missing/foreign folder
     config = None
     if args.config:
-        from gamegym.session import Session
-        stored = Session(args.session).load_config()
         config = GymConfig.from_json_file(args.config, fill={"game": stored.game,
                                                              "game_args": stored.game_args})
     gym = GameGym(args.session, config=config)

@@ -72,6 +72,8 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args))
+        curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
+                                with_optimal), "minutes": 0.0})  # the untrained start
         runner = threading.Thread(target=gym.resume, kwargs={
             "max_seconds": minutes * 60, "console": False}, daemon=True)
         started = time.monotonic()

@@ -143,8 +143,14 @@ class Search:
         """`slots` concurrent searches driven by this thread: select up to `slots` leaves under
         virtual loss, evaluate them in one batch, back them all up.  The same tree code as the
         OS threads, without their switching cost under the GIL (see `SearchParams.os_threads`).
+
+        When the evaluator can `submit` a batch and answer it later (the Predictor client), the
+        next batch is selected while the previous one is being evaluated, so the Selfplayer does
+        not sit idle during the round trip; the leaves in flight keep their virtual loss.
         """
-        while self._remaining > 0:
+        submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
+        in_flight = None  # (batch, waiting searches, answer) sent and not yet backed up
+        while self._remaining > 0 or in_flight is not None:
             waiting = []
             while len(waiting) < slots and self._remaining > 0:
                 self._remaining -= 1
@@ -157,11 +163,25 @@ class Search:
                     self._backup(path, leaf.value)
                     self.searches_done += 1
             batch, self._queue = self._queue, []
-            if batch:
-                self._flush(batch)
-            for path, leaf in waiting:
-                self._backup(path, leaf.value)
-                self.searches_done += 1
+            if submit is None:
+                if batch:
+                    self._flush(batch)
+                self._back_up_all(waiting)
+                continue
+            answer = submit([node.vertex for node in batch]) if batch else None
+            if in_flight is not None:
+                self._complete(*in_flight)
+            in_flight = (batch, waiting, answer) if batch or waiting else None
+
+    def _complete(self, batch: list, waiting: list, answer) -> None:
+        if answer is not None:
+            self._apply(batch, *answer())
+        self._back_up_all(waiting)
+
+    def _back_up_all(self, waiting: list) -> None:
+        for path, leaf in waiting:
+            self._backup(path, leaf.value)
+            self.searches_done += 1
 
     def _worker(self, root: Node) -> None:
         cond = self._cond

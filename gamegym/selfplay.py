@@ -44,6 +44,11 @@ class PredictorClient:
         self.cache_hits = 0
 
     def __call__(self, vertices: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        return self.submit(vertices)()
+
+    def submit(self, vertices: Sequence) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+        """Send the cache misses now; the returned function waits for and returns the answer
+        (probs [B, A], values [B]).  Answers must be collected in the order submitted."""
         n = len(vertices)
         probs = np.empty((n, self.graph.action_space_size), np.float32)
         values = np.empty(n, np.float32)
@@ -56,9 +61,12 @@ class PredictorClient:
             else:
                 probs[i], values[i] = hit
         self.cache_hits += n - len(misses)
-        if misses:
-            x = np.stack([self.graph.numpify(vertices[i]) for i in misses])
-            response = self._ask(x)
+        if not misses:
+            return lambda: (probs, values)
+        request_id = self._send(np.stack([self.graph.numpify(vertices[i]) for i in misses]))
+
+        def collect() -> tuple[np.ndarray, np.ndarray]:
+            response = self._receive(request_id)
             if response.iteration != self.iteration:
                 cache.clear()
                 self.iteration = response.iteration
@@ -68,20 +76,26 @@ class PredictorClient:
                     if len(cache) >= self.cache_size:
                         del cache[next(iter(cache))]
                     cache[vertices[i]] = (response.probs[j], float(response.values[j]))
-        return probs, values
+            return probs, values
 
-    def _ask(self, x: np.ndarray) -> EvalResponse:
+        return collect
+
+    def _send(self, x: np.ndarray) -> int:
         self._next_id += 1
         self.requests += 1
         self.conn.send(EvalRequest(self._next_id, x))
+        return self._next_id
+
+    def _receive(self, request_id: int) -> EvalResponse:
         deadline = time.monotonic() + self.timeout
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not self.conn.poll(left):
                 raise PredictorTimeout(f"no answer from the Predictor within {self.timeout:.0f} s")
             response = self.conn.recv()
-            if isinstance(response, EvalResponse) and response.request_id == self._next_id:
+            if isinstance(response, EvalResponse) and response.request_id == request_id:
                 return response
+            # an answer to an earlier request (before a restart): skip it
 
 
 def play_game(graph: GameGraph, search: Search, cfg, rng: np.random.Generator,

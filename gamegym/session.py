@@ -81,7 +81,8 @@ class Session:
 
     def load_config(self) -> GymConfig:
         if not self.path.is_dir():
-            raise SessionError(f"no session folder at {self.path}")
+            raise SessionError(f"no session folder at {self.path} "
+                               "(create one with 'gamegym new')")
         if not self.exists():
             raise SessionError(f"{self.path} is not a gamegym session (no config.json)")
         try:

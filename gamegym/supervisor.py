@@ -56,6 +56,10 @@ class Supervisor:
         log.info("started %s (pid %d)", child.name, child.process.pid)
 
     def start(self) -> None:
+        # one BLAS thread per process: the processes already share the cores, and idle BLAS
+        # threads spinning in the Predictor take CPU from the Selfplayers
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, "1")
         from gamegym.gym import derive_seed
         from gamegym.predictor import predictor_main
         from gamegym.selfplay import selfplayer_main

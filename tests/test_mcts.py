@@ -185,3 +185,42 @@ def test_dirichlet_noise_is_seeded():
     other = Search(graph, pseudo_network(graph), params).run(
         Node(graph.roots[0]), np.random.default_rng(8)).visits
     assert other != visits[0]
+
+
+class AsyncUniform:
+    """An evaluator that answers later (like the Predictor client): submit now, collect later."""
+
+    def __init__(self, size):
+        self.uniform = uniform_evaluator(size)
+        self.outstanding = 0
+        self.max_outstanding = 0
+
+    def __call__(self, vertices):
+        return self.submit(vertices)()
+
+    def submit(self, vertices):
+        self.outstanding += 1
+        self.max_outstanding = max(self.max_outstanding, self.outstanding)
+
+        def collect():
+            self.outstanding -= 1
+            return self.uniform(vertices)
+        return collect
+
+
+@pytest.mark.parametrize("vertex,expected", [(WIN_IN_ONE, 2), (MUST_BLOCK, 2)])
+def test_pipelined_batches_keep_results(vertex, expected):
+    graph = TicTacToe()
+    evaluate = AsyncUniform(9)
+    action, root = best_action(graph, vertex, threads=8, evaluate=evaluate)
+    assert action == expected
+    assert sum(root.visits) == 400 and all(v >= 0 for v in root.visits)
+    assert evaluate.outstanding == 0
+
+
+def test_next_batch_is_selected_while_one_is_in_flight():
+    graph = TicTacToe()
+    evaluate = AsyncUniform(9)
+    _, root = best_action(graph, graph.roots[0], searchcount=300, threads=8, evaluate=evaluate)
+    assert sum(root.visits) == 300 and all(v >= 0 for v in root.visits)
+    assert evaluate.max_outstanding == 2 and evaluate.outstanding == 0

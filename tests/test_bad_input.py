@@ -1,0 +1,105 @@
+"""Bad input gets a clear error naming the problem, and leaves no half-made session."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gamegym.samples import read_sample_file, sample_files
+
+
+def gamegym(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+                          text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=cwd)
+
+
+@pytest.mark.parametrize("game,message", [
+    ("games.nosuchgame:Game", "cannot import module 'games.nosuchgame'"),
+    ("games.tictactoe:NoSuchClass", "module 'games.tictactoe' has no class 'NoSuchClass'"),
+    ("numpy:ndarray", "'numpy:ndarray' is not a gamegym.GameGraph subclass"),
+    ("tictactoe", "must look like 'package.module:ClassName'"),
+])
+def test_new_with_a_bad_game(tmp_path, game, message):
+    done = gamegym("new", str(tmp_path / "s"), "--game", game)
+    assert done.returncode == 2 and message in done.stderr
+    assert not (tmp_path / "s" / "config.json").exists()
+
+
+def test_new_with_bad_game_arguments_and_bad_config(tmp_path):
+    done = gamegym("new", str(tmp_path / "s"), "--game", "games.santorini:Santorini",
+                   "--game-args", '{"dimension": 9}')
+    assert done.returncode == 2 and "dimension" in done.stderr
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"selfplay": {"searchcont": 5}}))
+    done = gamegym("new", str(tmp_path / "s"), "--game", "games.tictactoe:TicTacToe",
+                   "--config", str(config))
+    assert done.returncode == 2
+    assert "unknown config field 'selfplay.searchcont'; did you mean 'selfplay.searchcount'?" \
+        in done.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_resume_of_a_missing_or_foreign_folder(tmp_path):
+    done = gamegym("resume", str(tmp_path / "missing"))
+    assert done.returncode == 2 and "no session folder at" in done.stderr
+    (tmp_path / "plain").mkdir()
+    done = gamegym("status", str(tmp_path / "plain"))
+    assert done.returncode == 2 and "is not a gamegym session (no config.json)" in done.stderr
+
+
+@pytest.mark.slow
+def test_model_that_does_not_fit_the_game_and_session_of_another_game(tmp_path):
+    from games.connectfour import ConnectFour
+    from games.tictactoe import TicTacToe
+    from gamegym import GameGym, GymError
+    from gamegym.presets import INITIAL_MODELS
+    with pytest.raises(GymError, match=r"model input shape \(6, 7, 2\) does not match numpify "
+                                       r"shape \(3, 3, 2\) of TicTacToe"):
+        GameGym(tmp_path / "a", graph=TicTacToe(),
+                initial_model=INITIAL_MODELS / "connectfour.keras")
+    assert not (tmp_path / "a" / "config.json").exists()
+    GameGym(tmp_path / "b", graph=TicTacToe())
+    with pytest.raises(GymError, match="is for game games.tictactoe:TicTacToe, not "
+                                       "games.connectfour:ConnectFour"):
+        GameGym(tmp_path / "b", graph=ConnectFour())
+    done = gamegym("new", str(tmp_path / "b"), "--game", "games.tictactoe:TicTacToe")
+    assert done.returncode == 2 and "already exists" in done.stderr
+
+
+WRITER = """
+import sys, numpy as np
+from pathlib import Path
+from gamegym.samples import GameRecord, write_sample_file
+folder, i = Path(sys.argv[1]), 0
+rng = np.random.default_rng(0)
+print("ready", flush=True)
+while True:
+    record = GameRecord(result=1.0)
+    for step in range(200):
+        record.x.append(rng.random((6, 7, 2), dtype=np.float32))
+        record.pi.append(np.full(7, 1 / 7, np.float32))
+        record.action.append(0)
+        record.root_value.append(0.0)
+        record.legal.append(np.ones(7, bool))
+    write_sample_file(folder / "0" / f"w-{i:06d}.npz", [record])
+    i += 1
+"""
+
+
+def test_sigkill_of_a_writer_at_random_moments_leaves_only_whole_files(tmp_path):
+    rng = random.Random(0)
+    for _ in range(8):
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)],
+                                  stdout=subprocess.PIPE, text=True)
+        assert writer.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.6))
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+    files = sample_files(tmp_path, 0)
+    assert len(files) >= 5
+    for path in files:
+        assert len(read_sample_file(path)["z"]) == 200
