@@ -73,6 +73,7 @@ class ModelEvaluator:
         if fast and model.count_params() <= self.FAST_PATH_MAX_PARAMS:
             self.numpy = NumpyDenseModel.from_keras(model)
         if self.numpy is not None:
+            self.model = None  # the weights live in the NumPy copy
             return
 
         @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
@@ -86,6 +87,22 @@ class ModelEvaluator:
             return tf.nn.softmax(logits, axis=-1), tf.reshape(value, [-1])
 
         self._predict = predict
+
+    def update(self, model, iteration: int) -> bool:
+        """Take the weights of a new iteration of the same network, keeping the traced function
+        (a new trace per reload would grow memory).  False when the shapes differ."""
+        if self.numpy is not None:
+            fast = NumpyDenseModel.from_keras(model)
+            if fast is None:
+                return False
+            self.numpy, self.iteration = fast, iteration
+            return True
+        new = model.get_weights()
+        if [w.shape for w in new] != [w.shape for w in self.model.get_weights()]:
+            return False
+        self.model.set_weights(new)
+        self.iteration = iteration
+        return True
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if x.shape[1:] != self.input_shape:
@@ -117,8 +134,11 @@ class Predictor:
 
     def load(self, iteration: int) -> None:
         path = self.session.model_path(iteration)
-        self.evaluator = None  # drop the old model and its traced function before loading
-        self.evaluator = ModelEvaluator(load_model(path), iteration, fast=self.config.numpy_fastpath)
+        import keras
+        keras.backend.clear_session()  # Keras' global name state would grow with every reload
+        model = load_model(path)
+        if self.evaluator is None or not self.evaluator.update(model, iteration):
+            self.evaluator = ModelEvaluator(model, iteration, fast=self.config.numpy_fastpath)
         log.info("loaded model iteration %d from %s", iteration, path)
 
     def serve(self, stop_event) -> None:

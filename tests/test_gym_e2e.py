@@ -94,3 +94,15 @@ def test_exit_on_the_console_stops_everything(session):
     assert "'exit' typed on the console" in output
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
     assert list((session / "samples").glob("*/*.npz")), "finished games were flushed"
+
+
+def test_debug_single_process_trains_in_one_process(tmp_path):
+    from gamegym import GameGym, GymConfig
+    config = GymConfig(game="games.tictactoe:TicTacToe", debug_single_process=True,
+                       network={"kind": "dense", "width": 16, "blocks": 1}, **SMALL)
+    gym = GameGym(tmp_path / "debug", config=config)
+    assert gym.resume(max_iterations=1, console=False) == 0
+    assert gym.session.current_iteration() == 1
+    assert (tmp_path / "debug" / "train" / "1.json").is_file()
+    assert list((tmp_path / "debug" / "samples" / "0").glob("debug-*.npz"))
+    assert not (tmp_path / "debug" / "session.lock").exists()

@@ -122,3 +122,35 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
         if process.is_alive():
             process.kill()
     assert process.exitcode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fast", [True, False])
+def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
+    import psutil
+    from gamegym.predictor import Predictor
+    graph = Santorini(3, 1) if fast else ConnectFour()
+    shape = graph.numpify(graph.roots[0]).shape
+    kind = "dense" if fast else "residual"
+    session = Session(tmp_path / "s")
+    config = GymConfig(game="games.santorini:Santorini", predict={"numpy_fastpath": fast})
+    session.create(config)
+    models = [build_network(shape, graph.action_space_size, kind, 16, 1, seed=s) for s in (1, 2)]
+    for iteration, model in enumerate(models):
+        session.publish_model(model, iteration)
+    predictor = Predictor(session, config, [], None)
+    x = positions(graph, 16)
+    process = psutil.Process()
+    rss = []
+    for cycle in range(40):
+        predictor.load(cycle % 2)
+        for _ in range(20):
+            probs, values = predictor.evaluator(x)
+        rss.append(process.memory_info().rss)
+        if cycle in (0, 1, 39):
+            expected = direct(models[cycle % 2], x)
+            assert np.allclose(probs, expected[0], atol=1e-5)
+            assert predictor.evaluator.iteration == cycle % 2
+    assert (predictor.evaluator.numpy is not None) == fast
+    growth = (rss[-1] - rss[9]) / 2**20
+    assert growth < 8, f"memory grew {growth:.1f} MiB over 30 reloads"
