@@ -137,7 +137,7 @@ def make_player(spec: str, session=None, graph: GameGraph | None = None,
     if name == "alphabeta" and arg.isdigit() and int(arg) >= 1:
         return AlphaBetaPlayer(int(arg))
     if name == "solver" and not arg:
-        return SolverPlayer()
+        return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
     if name == "iteration" and arg.isdigit() and session is not None:
         return MCTSPlayer.from_session(session, graph, int(arg), searchcount)
     raise ValueError(f"unknown player {spec!r}; use random, alphabeta:DEPTH, solver or "

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from gamegym.arena import MCTSPlayer, fit_ratings, make_player, run_match
-from gamegym.fileio import append_jsonl, atomic_write_json, read_jsonl, temporary_path
+from gamegym.fileio import append_jsonl, atomic_write_json, read_jsonl
 from gamegym.graph import load_game
 from gamegym.messages import Report
 from gamegym.process import child_entry
@@ -63,10 +63,8 @@ def plot_ratings(session, ratings: dict) -> None:
                     if n.startswith("iteration:"))
     if not points:
         return
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    figure, axis = plt.subplots(figsize=(6, 4), dpi=80)
+    from gamegym.monitor import new_figure, save_figure
+    figure, axis = new_figure()
     axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label="model")
     for name, rating in sorted(ratings.items()):
         if not name.startswith("iteration:"):
@@ -76,12 +74,7 @@ def plot_ratings(session, ratings: dict) -> None:
     axis.set_ylabel("Elo (random = 0)")
     axis.set_title("rating over iterations")
     axis.grid(alpha=0.3)
-    path = session.plots_dir / "rating.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(path)
-    figure.savefig(tmp, format="png")
-    plt.close(figure)
-    os.replace(tmp, path)
+    save_figure(figure, session.plots_dir / "rating.png")
 
 
 @child_entry("evaluator")

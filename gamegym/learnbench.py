@@ -101,11 +101,9 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
 
 
 def plot_curve(figures: dict, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from gamegym.monitor import new_figure, save_figure
     curve = figures["curve"]
-    figure, axis = plt.subplots(figsize=(6, 3.5), dpi=80)
+    figure, axis = new_figure((6, 3.5))
     minutes = [p["minutes"] for p in curve]
     axis.plot(minutes, [p["score"] for p in curve], marker="o",
               label=f"score vs {figures['opponent']}")
@@ -117,10 +115,8 @@ def plot_curve(figures: dict, path: Path) -> None:
     axis.set_title(f"{figures['game'].split(':')[1]} {figures['game_args'] or ''}")
     axis.grid(alpha=0.3)
     axis.legend(fontsize="small")
-    path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def cmd_learning(args) -> int:

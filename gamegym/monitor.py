@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import defaultdict, deque
 from pathlib import Path
@@ -119,13 +120,8 @@ def plot_training(session) -> Path | None:
     reports = session.train_reports()
     if not reports:
         return None
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from gamegym.fileio import temporary_path
-    from os import replace
     keys = sorted({k for r in reports for k in r.get("losses", {})})
-    figure, axis = plt.subplots(figsize=(6, 4), dpi=80)
+    figure, axis = new_figure()
     for key in keys:
         points = [(r["iteration"], r["losses"][key]) for r in reports if key in r.get("losses", {})]
         axis.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=key)
@@ -134,10 +130,24 @@ def plot_training(session) -> Path | None:
     axis.set_title("training loss per iteration")
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
-    path = session.plots_dir / "loss.png"
+    return save_figure(figure, session.plots_dir / "loss.png")
+
+
+def new_figure(size: tuple = (6, 4)):
+    """A matplotlib figure and axis on the non-interactive backend."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt.subplots(figsize=size, dpi=80)
+
+
+def save_figure(figure, path: Path) -> Path:
+    """Write a figure as PNG atomically (readers never see half a picture) and close it."""
+    import matplotlib.pyplot as plt
+    from gamegym.fileio import temporary_path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_path(path)
     figure.savefig(tmp, format="png")
     plt.close(figure)
-    replace(tmp, path)
+    os.replace(tmp, path)
     return path
