@@ -8,7 +8,6 @@ all results (Bradley-Terry maximum likelihood), with the random player anchored 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -167,6 +166,3 @@ def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) 
     scale = 400.0 / math.log(10.0)
     return {n: round(float(strength[index[n]] * scale), 1) for n in names}
 
-
-def timestamp() -> float:
-    return time.time()

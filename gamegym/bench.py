@@ -8,9 +8,7 @@
 from __future__ import annotations
 
 import json
-import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 

@@ -6,21 +6,18 @@
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
-import queue
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 
-from gamegym.config import ConfigError, GymConfig
-from gamegym.graph import GameGraph, GameSpecError, game_spec, load_game
+from gamegym.config import GymConfig
+from gamegym.graph import GameGraph, game_spec, load_game
 from gamegym.monitor import Monitor
-from gamegym.session import Session, SessionError
+from gamegym.session import Session
 
 __all__ = ["GameGym", "GymError"]
 
@@ -101,13 +98,12 @@ class GameGym:
                 log.info("removed %d temporary files left by an earlier run", removed)
             start_iteration = self.session.recover_models()
             log.info("resuming %s at iteration %d", self.session.path, start_iteration)
-            if self.config.debug_single_process:
-                from gamegym.debugrun import run_single_process
-                return run_single_process(self, max_seconds, max_iterations)
-            from gamegym.supervisor import Supervisor
-            supervisor = Supervisor(self, max_seconds, max_iterations)
             with _signals(self), _console(self, console):
-                return supervisor.run()
+                if self.config.debug_single_process:
+                    from gamegym.debugrun import run_single_process
+                    return run_single_process(self, max_seconds, max_iterations)
+                from gamegym.supervisor import Supervisor
+                return Supervisor(self, max_seconds, max_iterations).run()
         finally:
             self.session.release_lock()
 

@@ -32,13 +32,6 @@ class Reload:
 
 
 @dataclass
-class Stop:
-    """Ask a process to finish cleanly."""
-
-    reason: str = ""
-
-
-@dataclass
 class Report:
     """Figures a process reports to the gym's monitor (role, pid, counters since last report)."""
 

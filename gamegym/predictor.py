@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.numpynet import NumpyDenseModel
-from gamegym.messages import EvalRequest, EvalResponse, Reload, Report, Stop
+from gamegym.messages import EvalRequest, EvalResponse, Reload, Report
 from gamegym.process import child_entry
 
 log = logging.getLogger("gamegym.predictor")
@@ -155,8 +155,7 @@ class Predictor:
             pending: list[tuple[Connection, EvalRequest]] = []
             for control in [c for c in ready if c in self.controls]:
                 ready.remove(control)
-                if self._handle_control(control):
-                    return
+                self._handle_control(control)
             self._receive(ready, pending, live)
             waiting = {id(c) for c, _ in pending}
             count = sum(len(r.x) for _, r in pending)
@@ -187,19 +186,15 @@ class Predictor:
             if isinstance(message, EvalRequest):
                 pending.append((conn, message))
 
-    def _handle_control(self, control: Connection) -> bool:
-        """Act on a control message; True when told to stop."""
+    def _handle_control(self, control: Connection) -> None:
+        """Act on a control message (a Reload from the Trainer)."""
         try:
             message = control.recv()
         except (EOFError, OSError):
             self.controls.remove(control)  # the Trainer is gone; the gym decides what follows
-            return False
-        if isinstance(message, Reload):
-            if self.evaluator is None or message.iteration != self.evaluator.iteration:
-                self.load(message.iteration)
-        elif isinstance(message, Stop):
-            return True
-        return False
+            return
+        if isinstance(message, Reload) and message.iteration != self.evaluator.iteration:
+            self.load(message.iteration)
 
     def _evaluate(self, pending) -> None:
         start = time.perf_counter()
