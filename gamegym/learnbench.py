@@ -74,6 +74,7 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
                       initial_model=initial_model_path(game, graph.game_args))
         curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
                                 with_optimal), "minutes": 0.0})  # the untrained start
+        show(curve[-1], opponent)
         runner = threading.Thread(target=gym.resume, kwargs={
             "max_seconds": minutes * 60, "console": False}, daemon=True)
         started = time.monotonic()
@@ -86,10 +87,7 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
             point = measure(gym.session, graph, opponent, games, searchcount, rng, with_optimal)
             point["minutes"] = round(elapsed, 2)
             curve.append(point)
-            print(f"[bench] {point['minutes']:.1f} min, iteration {point['iteration']}: "
-                  f"+{point['wins']} ={point['draws']} -{point['losses']} vs {opponent}"
-                  + (f", optimal moves {point['optimal_move_rate']:.1%}"
-                     if with_optimal else ""), flush=True)
+            show(point, opponent)
     final = dict(curve[-1]) if curve else {}
     final["opponent"] = opponent
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
@@ -98,6 +96,13 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
         plot_curve(figures, plot_path)
         figures["plot"] = str(plot_path)
     return figures
+
+
+def show(point: dict, opponent: str) -> None:
+    optimal = point.get("optimal_move_rate")
+    print(f"[bench] {point['minutes']:.1f} min, iteration {point['iteration']}: "
+          f"+{point['wins']} ={point['draws']} -{point['losses']} vs {opponent}"
+          + ("" if optimal is None else f", optimal moves {optimal:.1%}"), flush=True)
 
 
 def plot_curve(figures: dict, path: Path) -> None:
