@@ -1,75 +1,109 @@
 """Keras model builders: a policy head (logits over action ids) and a value head (tanh).
 
+Outputs, in this order:
+  policy  float32 [B, A]  logits over action ids, no softmax: callers mask the illegal actions
+  value   float32 [B, 1]  tanh, the position's value from the mover's view
+
 Models use only built-in Keras layers, so `keras.models.load_model(path, compile=False)` needs no
-custom objects.  Outputs are named "policy" and "value", in that order.
+custom objects.  L2 weight decay lives in the layers' kernel regularizers (`model.losses`).
+A seed makes the initial weights reproducible without touching any global random state.
 """
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Mapping
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
-__all__ = ["build_network", "network_for_game"]
+__all__ = ["build_network", "network_for_game", "NETWORK_OPTIONS"]
+
+# network options and their defaults (gamegym.config.NetworkConfig holds the same fields)
+NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4}
 
 
 def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense",
                   width: int = 64, blocks: int = 2, l2: float = 1e-4,
                   seed: int | None = None) -> keras.Model:
-    """A two-headed policy/value network for positions of `input_shape`."""
-    if seed is not None:
-        keras.utils.set_random_seed(seed)
-    regularizer = keras.regularizers.L2(l2) if l2 else None
-    inputs = keras.Input(shape=tuple(input_shape), name="position")
-    if kind == "dense":
-        torso = _dense_torso(inputs, width, blocks, regularizer)
-    elif kind == "residual":
-        if len(input_shape) != 3:
-            raise ValueError(f"a residual network needs (rows, columns, planes) input, "
-                             f"got {tuple(input_shape)}")
-        torso = _residual_torso(inputs, width, blocks, regularizer)
-    else:
+    """A two-headed policy/value network for positions of `input_shape`.
+
+    kind "dense": flatten + `blocks` dense layers of `width` units (swish).
+    kind "residual": 3x3 conv stem + `blocks` residual blocks (conv-BN-relu, conv-BN, add, relu)
+    of `width` filters, then a 1x1 conv to 4 planes shared by both heads.
+    """
+    input_shape = tuple(int(d) for d in input_shape)
+    if kind not in ("dense", "residual"):
         raise ValueError(f"unknown network kind {kind!r}; use 'dense' or 'residual'")
-    policy = layers.Dense(action_space_size, kernel_regularizer=regularizer,
-                          name="policy")(torso)
-    hidden = layers.Dense(max(8, width // 2), activation="swish", kernel_regularizer=regularizer,
-                          name="value_hidden")(torso)
-    value = layers.Dense(1, activation="tanh", kernel_regularizer=regularizer, name="value")(hidden)
+    if kind == "residual" and len(input_shape) != 3:
+        raise ValueError(f"a residual network needs (rows, columns, planes) input, "
+                         f"got {input_shape}")
+    seeds = itertools.count(seed) if seed is not None else itertools.repeat(None)
+    regularizer = keras.regularizers.L2(l2) if l2 else None
+
+    def weights() -> dict:
+        """Keyword arguments of a layer with a kernel: its initializer and regularizer."""
+        return {"kernel_initializer": keras.initializers.GlorotUniform(seed=next(seeds)),
+                "kernel_regularizer": regularizer}
+
+    inputs = keras.Input(shape=input_shape, name="position")
+    if kind == "dense":
+        torso = _dense_torso(inputs, width, blocks, weights)
+    else:
+        torso = _residual_torso(inputs, width, blocks, weights)
+    policy = layers.Dense(action_space_size, name="policy", **weights())(torso)
+    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden",
+                          **weights())(torso)
+    value = layers.Dense(1, activation="tanh", name="value", **weights())(hidden)
     return keras.Model(inputs, [policy, value], name=f"{kind}_{width}x{blocks}")
 
 
-def _dense_torso(inputs, width, blocks, regularizer):
+def _dense_torso(inputs, width, blocks, weights):
     x = layers.Flatten()(inputs)
     for i in range(blocks):
-        x = layers.Dense(width, activation="swish", kernel_regularizer=regularizer,
-                         name=f"dense_{i}")(x)
+        x = layers.Dense(width, activation="swish", name=f"dense_{i}", **weights())(x)
     return x
 
 
-def _residual_torso(inputs, width, blocks, regularizer):
-    def conv(x, name):
-        x = layers.Conv2D(width, 3, padding="same", use_bias=False,
-                          kernel_regularizer=regularizer, name=name)(x)
+def _residual_torso(inputs, width, blocks, weights):
+    def conv_bn(x, name):
+        x = layers.Conv2D(width, 3, padding="same", use_bias=False, name=name, **weights())(x)
         return layers.BatchNormalization(name=f"{name}_bn")(x)
 
-    x = layers.Activation("relu")(conv(inputs, "stem"))
+    x = layers.Activation("relu")(conv_bn(inputs, "stem"))
     for i in range(blocks):
-        y = layers.Activation("relu")(conv(x, f"block{i}_a"))
-        y = conv(y, f"block{i}_b")
+        y = layers.Activation("relu")(conv_bn(x, f"block{i}_a"))
+        y = conv_bn(y, f"block{i}_b")
         x = layers.Activation("relu")(layers.Add()([x, y]))
-    x = layers.Conv2D(4, 1, kernel_regularizer=regularizer, name="head_conv")(x)
+    x = layers.Conv2D(4, 1, name="head_conv", **weights())(x)
     return layers.Flatten()(x)
 
 
-def network_for_game(graph, network_config=None, seed: int | None = None) -> keras.Model:
-    """The network for a game: kind "auto" picks residual for boards of at least 5x5."""
+def network_options(preset=None) -> dict:
+    """kind / width / blocks / l2 from a NetworkConfig-like object, a dict of those keys, a whole
+    preset dict (its "network" entry), or None (the defaults).  Unknown dict keys are errors."""
+    if preset is None:
+        return dict(NETWORK_OPTIONS)
+    if isinstance(preset, Mapping):
+        if "game" in preset:  # a whole preset (gamegym.presets): its network entry
+            preset = preset.get("network", {})
+        unknown = sorted(set(preset) - set(NETWORK_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown network option(s) {unknown}; known: "
+                             f"{sorted(NETWORK_OPTIONS)}")
+        return {**NETWORK_OPTIONS, **preset}
+    return {name: getattr(preset, name, default) for name, default in NETWORK_OPTIONS.items()}
+
+
+def network_for_game(graph, preset=None, seed: int | None = None) -> keras.Model:
+    """The network for a game.  Kind "auto" (the default) picks a residual network for boards
+    (rank-3 input) of at least 5x5 and a dense one otherwise."""
+    options = network_options(preset)
     shape = tuple(graph.numpify(graph.roots[0]).shape)
-    kind = getattr(network_config, "kind", "auto")
+    kind = options["kind"]
     if kind == "auto":
         kind = "residual" if len(shape) == 3 and min(shape[:2]) >= 5 else "dense"
-    return build_network(shape, graph.action_space_size, kind=kind,
-                         width=getattr(network_config, "width", 64),
-                         blocks=getattr(network_config, "blocks", 2),
-                         l2=getattr(network_config, "l2", 1e-4), seed=seed)
+    return build_network(shape, graph.action_space_size, kind=kind, width=options["width"],
+                         blocks=options["blocks"], l2=options["l2"], seed=seed)

@@ -1,8 +1,24 @@
 """The AlphaZero learner: policy + value heads; loss = cross-entropy(pi) + w * MSE(z) + L2.
 
-Illegal actions are masked out of the policy logits (with the `legal` column of the samples) so
-the network spends no capacity on them.  With `augment_symmetries`, each training sample is shown
-in a random symmetric image every epoch (needs the game's `unnumpify` and symmetries).
+Per sample:  policy_loss = softmax cross-entropy of pi against the logits, with the logits of
+illegal actions (the sample's `legal` mask) set to -1e9 first, so the network spends no capacity
+on moves that cannot be played;  value_loss = (z - value)^2;  loss = policy_loss + w * value_loss.
+The minimised total adds the L2 weight decay held in the network's kernel regularizers.
+
+Training options read from the train config (see `gamegym.learners.base.option`; defaults are
+those of `gamegym.config.TrainConfig`):
+  learning_rate               Adam learning rate
+  value_loss_weight           w above
+  epochs                      passes over the training samples (when no sampled schedule)
+  batchsize                   minibatch size (also read as `batch_size` or `mini_batch_size`)
+  validation_split            share of the batch held out (after an rng shuffle) for val_* losses
+  num_updates_per_train_iter  > 0 (not None): that many minibatches drawn with replacement
+                              instead of the epochs (design §7)
+  augment_symmetries          show each sample in a random symmetric image at every step
+
+Augmentation draws one random symmetry per sample per minibatch rather than adding all images as
+copies: the cost per epoch stays that of the plain batch, and over epochs the model still sees
+the images (AlphaGo Zero's scheme).  It needs the game's `unnumpify` and is skipped without it.
 """
 from __future__ import annotations
 
@@ -11,10 +27,11 @@ import time
 
 import numpy as np
 
-from gamegym.learners.base import Learner, TrainResult, register
+from gamegym.learners.base import Learner, TrainReport, option, register
 
 log = logging.getLogger("gamegym.learners.alphazero")
 LOSS_NAMES = ("loss", "policy_loss", "value_loss", "l2_loss")
+EVAL_BATCH = 1024
 
 
 @register
@@ -35,93 +52,130 @@ class AlphaZeroLearner(Learner):
     def compile(self, model, train_config) -> None:
         import keras
         import tensorflow as tf
-        self.optimizer = keras.optimizers.Adam(learning_rate=train_config.learning_rate)
+        self.optimizer = keras.optimizers.Adam(
+            learning_rate=float(option(train_config, "learning_rate")))
         self._model = model
-        weight = float(train_config.value_loss_weight)
 
         def losses(x, pi, z, legal, training):
             logits, value = model(x, training=training)
             logits = tf.where(legal, logits, tf.fill(tf.shape(logits), -1e9))
             policy = tf.nn.softmax_cross_entropy_with_logits(labels=pi, logits=logits)
-            value = tf.square(z - tf.reshape(value, [-1]))
-            return policy, value
+            return policy, tf.square(z - tf.reshape(value, [-1]))
 
         @tf.function(reduce_retracing=True)
-        def train_step(x, pi, z, legal):
+        def train_step(x, pi, z, legal, weight):
             with tf.GradientTape() as tape:
                 policy, value = losses(x, pi, z, legal, True)
                 l2 = tf.add_n(model.losses) if model.losses else tf.constant(0.0)
-                total = tf.reduce_mean(policy) + weight * tf.reduce_mean(value) + l2
+                per_sample = policy + weight * value
+                total = tf.reduce_mean(per_sample) + l2
             grads = tape.gradient(total, model.trainable_variables)
             self.optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return total, tf.reduce_mean(policy), tf.reduce_mean(value), l2
+            return per_sample, tf.stack([total, tf.reduce_mean(policy), tf.reduce_mean(value), l2])
 
         @tf.function(reduce_retracing=True)
         def eval_step(x, pi, z, legal):
             return losses(x, pi, z, legal, False)
 
         self._train_step, self._eval_step = train_step, eval_step
-        self._weight = weight
 
-    # ----- training ---------------------------------------------------------------------------
-    def train_iteration(self, model, batch, train_config, rng, graph=None) -> TrainResult:
+    def _ready(self, model, train_config) -> None:
         if self._model is not model:
             self.compile(model, train_config)
-        start = time.time()
-        order = rng.permutation(len(batch))
-        n_val = int(len(batch) * train_config.validation_split)
-        val, train = batch.take(order[:n_val]), batch.take(order[n_val:])
-        augment = Augmenter(graph) if train_config.augment_symmetries and graph else None
-        history = {name: [] for name in LOSS_NAMES}
-        size = train_config.batchsize
-        if train_config.num_updates_per_train_iter:
-            steps = [rng.integers(0, len(train), size)
-                     for _ in range(train_config.num_updates_per_train_iter)]
-            self._epoch(train, steps, augment, rng, history)
-            self._validate(val, history)
-        else:
-            for _ in range(train_config.epochs):
-                perm = rng.permutation(len(train))
-                steps = [perm[i:i + size] for i in range(0, len(train), size)]
-                self._epoch(train, steps, augment, rng, history)
-                self._validate(val, history)
-        return TrainResult(history=history, samples=len(train), seconds=time.time() - start)
 
-    def _epoch(self, train, steps, augment, rng, history) -> None:
-        sums = np.zeros(4)
+    # ----- targets ----------------------------------------------------------------------------
+    def make_targets(self, batch, graph=None):
+        """x [N, *input_shape]; targets pi [N, A], z [N], legal [N, A]; sample ids arange(N)."""
+        targets = {"pi": np.asarray(batch.pi, np.float32), "z": np.asarray(batch.z, np.float32),
+                   "legal": np.asarray(batch.legal, bool)}
+        return np.asarray(batch.x, np.float32), targets, np.arange(len(batch))
+
+    # ----- training ---------------------------------------------------------------------------
+    def train_iteration(self, model, batch, train_config, rng, graph=None) -> TrainReport:
+        self._ready(model, train_config)
+        self.optimizer.learning_rate.assign(float(option(train_config, "learning_rate")))
+        weight = np.array(option(train_config, "value_loss_weight"), np.float32)  # a tensor arg
+        size = int(option(train_config, "batchsize"))
+        start = time.time()
+        x, targets, ids = self.make_targets(batch, graph)
+        n = len(ids)
+        if n == 0:
+            raise ValueError("no samples to train on")
+        order = rng.permutation(n)
+        n_val = min(int(n * float(option(train_config, "validation_split"))), n - 1)
+        val, train = order[:n_val], order[n_val:]
+        augment = None
+        if option(train_config, "augment_symmetries") and graph is not None:
+            augment = Augmenter(graph)
+        history = {name: [] for name in LOSS_NAMES}
+        losses = np.full(n, np.nan, np.float32)  # per example: at its last training step
+        updates = option(train_config, "num_updates_per_train_iter")
+        if updates:
+            steps = [rng.choice(train, size) for _ in range(int(updates))]
+            self._epoch(x, targets, steps, weight, augment, rng, losses, history)
+            self._validate(x, targets, val, weight, losses, history)
+        else:
+            for _ in range(int(option(train_config, "epochs"))):
+                perm = rng.permutation(train)
+                steps = [perm[i:i + size] for i in range(0, len(perm), size)]
+                self._epoch(x, targets, steps, weight, augment, rng, losses, history)
+                self._validate(x, targets, val, weight, losses, history)
+        unseen = np.flatnonzero(np.isnan(losses))  # not drawn by the sampled schedule
+        if len(unseen):
+            losses[unseen] = self._example_losses(x, targets, unseen, weight)
+        per_sample = np.full(len(batch), np.nan, np.float32)
+        per_sample[ids] = losses
+        return TrainReport(history=history, samples=len(train), seconds=time.time() - start,
+                           per_sample_loss=per_sample)
+
+    def _epoch(self, x, targets, steps, weight, augment, rng, losses, history) -> None:
+        sums = np.zeros(len(LOSS_NAMES))
         for index in steps:
-            x, pi, legal = train.x[index], train.pi[index], train.legal[index]
+            xb, pi, legal = x[index], targets["pi"][index], targets["legal"][index]
             if augment is not None:
-                x, pi, legal = augment(x, pi, legal, rng)
-            out = self._train_step(x, pi, train.z[index], legal)
-            sums += [float(v) for v in out]
+                xb, pi, legal = augment(xb, pi, legal, rng)
+            per_sample, stats = self._train_step(xb, pi, targets["z"][index], legal, weight)
+            losses[index] = per_sample.numpy()
+            sums += stats.numpy()
         for name, value in zip(LOSS_NAMES, sums / max(1, len(steps))):
             history[name].append(float(value))
 
-    def _validate(self, val, history) -> None:
+    def _validate(self, x, targets, val, weight, losses, history) -> None:
         if len(val) == 0:
             return
-        policy, value = self._losses_of(val)
+        policy, value = self._losses(x[val], targets["pi"][val], targets["z"][val],
+                                     targets["legal"][val])
+        losses[val] = policy + weight * value
+        history.setdefault("val_loss", []).append(float(np.mean(policy + weight * value)))
         history.setdefault("val_policy_loss", []).append(float(policy.mean()))
         history.setdefault("val_value_loss", []).append(float(value.mean()))
-        history.setdefault("val_loss", []).append(float(policy.mean() + self._weight * value.mean()))
 
-    def _losses_of(self, batch, size: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-        parts = [self._eval_step(batch.x[i:i + size], batch.pi[i:i + size], batch.z[i:i + size],
-                                 batch.legal[i:i + size]) for i in range(0, len(batch), size)]
+    def _example_losses(self, x, targets, index, weight) -> np.ndarray:
+        policy, value = self._losses(x[index], targets["pi"][index], targets["z"][index],
+                                     targets["legal"][index])
+        return (policy + weight * value).astype(np.float32)
+
+    def _losses(self, x, pi, z, legal) -> tuple[np.ndarray, np.ndarray]:
+        """(policy_loss [N], value_loss [N]) under the current model, in chunks."""
+        parts = [self._eval_step(x[i:i + EVAL_BATCH], pi[i:i + EVAL_BATCH], z[i:i + EVAL_BATCH],
+                                 legal[i:i + EVAL_BATCH]) for i in range(0, len(x), EVAL_BATCH)]
+        if not parts:
+            return np.zeros(0, np.float32), np.zeros(0, np.float32)
         return (np.concatenate([p.numpy() for p, _ in parts]),
                 np.concatenate([v.numpy() for _, v in parts]))
 
-    def per_sample_loss(self, model, batch, train_config) -> np.ndarray:
-        if self._model is not model:
-            self.compile(model, train_config)
-        policy, value = self._losses_of(batch)
-        return (policy + self._weight * value).astype(np.float32)
+    def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
+        self._ready(model, train_config)
+        x, targets, ids = self.make_targets(batch)
+        weight = np.float32(option(train_config, "value_loss_weight"))
+        per_sample = np.full(len(batch), np.nan, np.float32)
+        per_sample[ids] = self._example_losses(x, targets, np.arange(len(ids)), weight)
+        return per_sample
 
 
 class Augmenter:
-    """Shows each sample in a random symmetric image: x via unnumpify/transform/numpify,
-    pi and the legal mask permuted with transform_actions."""
+    """Shows each sample in a random symmetric image: x via unnumpify -> transform -> numpify,
+    pi and the legal mask permuted with transform_actions (pi_new[perm[a]] = pi[a])."""
 
     def __init__(self, graph):
         self.graph = graph
@@ -135,6 +189,7 @@ class Augmenter:
             self.ok = False
 
     def __call__(self, x, pi, legal, rng):
+        """Images of x [B, ...], pi [B, A], legal [B, A] (new arrays; the inputs are kept)."""
         if not self.ok:
             return x, pi, legal
         ks = rng.integers(0, self.count, len(x))
