@@ -262,15 +262,18 @@ class GraphChecker:
             return "transform 0 is not the identity"
         if graph.score_at(image) != graph.score_at(vertex):
             return f"the image scores {graph.score_at(image)}, the vertex {graph.score_at(vertex)}"
-        mapped = {graph.transform(child, k): int(perm[a]) for child, a in zip(children, actions)}
-        image_actions = dict(zip(graph.children_at(image), graph.actions_at(image)))
-        if set(mapped) != set(image_actions):
+        mapped = {(graph.transform(child, k), int(perm[a])) for child, a in zip(children, actions)}
+        image_pairs = set(zip(graph.children_at(image), graph.actions_at(image)))
+        if {c for c, _ in mapped} != {c for c, _ in image_pairs}:
             return (f"the images of the {len(children)} children are not the "
-                    f"{len(image_actions)} children of the image {_short_repr(image)}")
-        for child, action in mapped.items():
-            if image_actions[child] != action:
-                return (f"transform_actions maps an action id to {action} but the image child "
-                        f"{_short_repr(child)} has action id {image_actions[child]}")
+                    f"{len(image_pairs)} children of the image {_short_repr(image)}")
+        for child, action in sorted(mapped - image_pairs, key=repr)[:1]:
+            found = sorted(a for c, a in image_pairs if c == child)
+            return (f"transform_actions maps an action id to {action} but the image child "
+                    f"{_short_repr(child)} has action id(s) {found}")
+        for child, action in sorted(image_pairs - mapped, key=repr)[:1]:
+            return (f"no action id is mapped to action id {action} of the image child "
+                    f"{_short_repr(child)}")
         return ""
 
 
