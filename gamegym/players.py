@@ -17,6 +17,7 @@ GameGraphError, and so does a search deeper than `max_plies`.
 """
 from __future__ import annotations
 
+import gc
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -131,13 +132,14 @@ class _AlphaBeta:
                 best, best_actions = value, [action]
             elif value >= best - _TIE:
                 best_actions.append(action)
-        return SearchResult(float(best), tuple(int(a) for a in best_actions), self.nodes)
+        return SearchResult(float(best) + 0.0, tuple(int(a) for a in best_actions), self.nodes)
 
     def negamax(self, vertex: Vertex, depth: int, alpha: float, beta: float) -> float:
         """Fail-soft alpha-beta value of `vertex` searched `depth` plies."""
         self.nodes += 1
         entry = self.table.get(vertex)
-        if entry is not None and entry.depth >= depth and _usable(entry, alpha, beta):
+        if (entry is not None and entry.depth >= depth
+                and _usable(entry.value, entry.flag, alpha, beta)):
             return entry.value
         graph = self.graph
         children = graph.children_at(vertex)
@@ -158,10 +160,10 @@ class _AlphaBeta:
         return best
 
 
-def _usable(entry, alpha: float, beta: float) -> bool:
+def _usable(value: float, flag: int, alpha: float, beta: float) -> bool:
     """Whether a stored value answers a search with window (alpha, beta)."""
-    return (entry.flag == EXACT or (entry.flag == LOWER and entry.value >= beta)
-            or (entry.flag == UPPER and entry.value <= alpha))
+    return (flag == EXACT or (flag == LOWER and value >= beta)
+            or (flag == UPPER and value <= alpha))
 
 
 def _flag(value: float, alpha0: float, beta: float) -> int:
@@ -188,10 +190,13 @@ class Solution:
 class Solver:
     """Exact negamax with alpha-beta over the whole game tree of one graph.
 
-    The transposition table maps a vertex (or, with `use_symmetry`, its whole equivalence class:
-    values are invariant under the game's symmetries) to a value and a bound flag; it is kept
-    between calls, so solving many vertices of one game gets cheaper as it fills.  It is not
-    bounded: this is for games small enough to solve.
+    The transposition table maps a vertex to its value and a bound flag.  With `use_symmetry`
+    the key is the smallest image of the vertex under the game's symmetries (the frozenset of
+    its images if vertices do not compare): values are invariant under symmetries, so a whole
+    equivalence class shares one entry.  The table is kept between calls (solving many vertices
+    of one game gets cheaper as it fills) and is not bounded: this is for games small enough to
+    solve.  The search expands with `graph.expansion`, bypassing the graph's cache, and pauses
+    the cyclic garbage collector (millions of long-lived tuples make it crawl).
     """
 
     def __init__(self, graph: GameGraph, use_symmetry: bool = True, max_plies: int = 1000):
@@ -199,27 +204,31 @@ class Solver:
         self.use_symmetry = use_symmetry and graph.symmetry_count > 1
         self.max_plies = max_plies
         self.table: dict = {}
-        self.nodes = 0
+        self.nodes = 0          # vertices searched so far
         self._path: set = set()
         self._plies: dict = {}
 
     def _key(self, vertex: Vertex) -> Hashable:
-        if self.use_symmetry:
-            return frozenset(self.graph.equivalenceclass_of(vertex))
-        return vertex
+        if not self.use_symmetry:
+            return vertex
+        images = self.graph.equivalenceclass_of(vertex)
+        try:
+            return min(images)
+        except TypeError:
+            return frozenset(images)
 
     def value(self, vertex: Vertex) -> float:
         """The exact negamax value of a vertex (active player's view)."""
-        with _recursion_room(self.max_plies):
-            return self._negamax(vertex, -1.0, 1.0, 0)
+        with _deep_search(self.max_plies):
+            return self._negamax(vertex, -1.0, 1.0, 0) + 0.0   # + 0.0 turns -0.0 into 0.0
 
     def solve(self, vertex: Vertex) -> Solution:
         """Value and optimal actions; each child is solved exactly (full window)."""
         graph, nodes0 = self.graph, self.nodes
         children, actions = graph.children_at(vertex), graph.actions_at(vertex)
         if not children:
-            return Solution(float(graph.score_at(vertex)), (), {}, 1)
-        values = {int(a): -self.value(child) for child, a in zip(children, actions)}
+            return Solution(float(graph.score_at(vertex)), (), {}, 0)
+        values = {int(a): 0.0 - self.value(child) for child, a in zip(children, actions)}
         best = max(values.values())
         optimal = tuple(a for a, v in values.items() if v == best)
         return Solution(best, optimal, values, self.nodes - nodes0)
@@ -234,8 +243,7 @@ class Solver:
         return plies
 
     def _count_plies(self, vertex: Vertex) -> int:
-        graph = self.graph
-        children = graph.children_at(vertex)
+        children = self.graph.children_at(vertex)
         if not children:
             return 0
         value = self.value(vertex)
@@ -243,36 +251,53 @@ class Solver:
             return 1 + min(self.plies_to_end(c) for c in children if self.value(c) == -1)
         if value == -1:
             return 1 + max(self.plies_to_end(c) for c in children)
-        raise VertexError("plies_to_end needs a won or lost vertex, this one is drawn", vertex)
+        raise VertexError("plies_to_end needs a won or lost vertex, this one is not", vertex)
 
-    def _negamax(self, vertex: Vertex, alpha: float, beta: float, ply: int) -> float:
+    def _negamax(self, vertex: Vertex, alpha: float, beta: float, ply: int,
+                 key: Hashable = None) -> float:
         """Fail-soft alpha-beta value; the table stores exact values and bounds."""
         self.nodes += 1
-        key = self._key(vertex)
+        key = self._key(vertex) if key is None else key
         entry = self.table.get(key)
-        if entry is not None and _usable_exact(entry, alpha, beta):
+        if entry is not None and _usable(entry[0], entry[1], alpha, beta):
             return entry[0]
         graph = self.graph
-        children = graph.children_at(vertex)
+        children = graph.expansion(vertex)[0]
         if not children:
-            value = float(graph.score_at(vertex))
-            self.table[key] = (value, EXACT)
-            return value
-        if _wins_at_once(graph, children):
-            self.table[key] = (1.0, EXACT)
-            return 1.0
+            return self._store(key, float(graph.score_at(vertex)), EXACT)
+        keys = self._child_keys(children)
+        if keys is None:
+            return self._store(key, 1.0, EXACT)
         self._enter(vertex, ply)
         try:
             alpha0, best = alpha, -np.inf
-            for child in children:
-                best = max(best, -self._negamax(child, -beta, -alpha, ply + 1))
+            for child, child_key in zip(children, keys):
+                best = max(best, -self._negamax(child, -beta, -alpha, ply + 1, child_key))
                 alpha = max(alpha, best)
                 if alpha >= beta:
                     break
         finally:
             self._path.discard(vertex)
-        self.table[key] = (best, _flag(best, alpha0, beta))
-        return best
+        return self._store(key, best, _flag(best, alpha0, beta))
+
+    def _store(self, key: Hashable, value: float, flag: int) -> float:
+        self.table[key] = (value, flag)
+        return value
+
+    def _child_keys(self, children: Sequence) -> Optional[list]:
+        """The table keys of the children, or None when a move wins at once: it ends the game
+        with the opponent lost (a score of -1 is terminal-only), or the table already knows
+        the child is lost (an 'enhanced transposition cutoff')."""
+        graph, table = self.graph, self.table
+        for child in children:
+            if graph.score_at(child) <= -1.0 and not graph.expansion(child)[0]:
+                return None
+        keys = [self._key(child) for child in children]
+        for key in keys:
+            entry = table.get(key)
+            if entry is not None and entry[0] <= -1.0 and entry[1] != LOWER:
+                return None
+        return keys
 
     def _enter(self, vertex: Vertex, ply: int) -> None:
         if ply >= self.max_plies:
@@ -284,29 +309,23 @@ class Solver:
         self._path.add(vertex)
 
 
-def _usable_exact(entry: tuple, alpha: float, beta: float) -> bool:
-    value, flag = entry
-    return flag == EXACT or (flag == LOWER and value >= beta) or (flag == UPPER and value <= alpha)
-
-
-def _wins_at_once(graph: GameGraph, children: Sequence) -> bool:
-    """True if some move ends the game with the opponent lost (score -1 is terminal-only)."""
-    return any(graph.score_at(c) <= -1.0 and graph.terminal_at(c) for c in children)
-
-
-class _recursion_room:
-    """Raise the recursion limit for a search `plies` deep, and restore it afterwards."""
+class _deep_search:
+    """For a long search: room for `plies` recursive calls, and the cyclic garbage collector
+    paused; both restored afterwards (re-entrant: nested uses change nothing)."""
 
     def __init__(self, plies: int):
         self.needed = plies + 500
 
     def __enter__(self):
-        self.saved = sys.getrecursionlimit()
-        if self.saved < self.needed:
+        self.saved_limit, self.gc_was_on = sys.getrecursionlimit(), gc.isenabled()
+        if self.saved_limit < self.needed:
             sys.setrecursionlimit(self.needed)
+        gc.disable()
 
     def __exit__(self, *exc):
-        sys.setrecursionlimit(self.saved)
+        sys.setrecursionlimit(self.saved_limit)
+        if self.gc_was_on:
+            gc.enable()
 
 
 def solve(graph: GameGraph, vertex: Vertex, use_symmetry: bool = True) -> Solution:

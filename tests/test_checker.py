@@ -58,7 +58,7 @@ class TwoPileNim(GameGraph):
 ROOT, PAIR, END = (2, 3), (1, 1), (0, 0)   # the two roots and the end of every game
 
 
-# ----- one broken rule each ----------------------------------------------------------------------
+# ----- one broken rule each -----------------------------------------------------------------------
 class NoRoots(TwoPileNim):
     roots = ()
 
@@ -293,7 +293,7 @@ def test_run_check_reports_and_exit_status():
     assert out.getvalue().startswith("gamegym check: error: cannot import module")
 
 
-# ----- the bundled games ---------------------------------------------------------------------------
+# ----- the bundled games ------------------------------------------------------------------------
 def bundled(name, *args):
     module = pytest.importorskip(f"games.{name.lower()}",
                                  reason=f"games/{name.lower()}.py is not written yet")
