@@ -134,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, SessionError, GymError, GameGraphError, ValueError) as error:
         print(f"gamegym: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:   # e.g. an unreadable folder or a full disk: name it, no traceback
+        from gamegym.fileio import disk_full_message, is_disk_full
+        where = Path(getattr(args, "session", None) or ".")
+        print(f"gamegym: error: {disk_full_message(where, error) if is_disk_full(error) else error}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

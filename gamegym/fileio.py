@@ -1,6 +1,7 @@
 """Crash-safe file publication: write to a temporary name, flush, fsync, rename into place."""
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -10,6 +11,36 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 TMP_MARK = ".tmp"
+
+
+# errors that mean "no room to write": a full disk, a full quota, a file-size limit
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def is_disk_full(error: BaseException | None) -> bool:
+    """True for a write that found no room, also when wrapped (raise ... from error)."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return True
+        error = error.__cause__
+    return False
+
+
+def disk_full_message(folder: Path, error: BaseException | None = None,
+                      then: str = "run 'gamegym resume {folder}'") -> str:
+    """What to tell the user when a write found no room (free space measured now)."""
+    try:
+        free = f"{shutil.disk_usage(folder).free / 2**20:.1f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    while error is not None and not (isinstance(error, OSError) and error.errno):
+        error = error.__cause__
+    cause = ""
+    if error is not None:
+        cause = f" ({error.strerror or os.strerror(error.errno)}" + \
+            (f": {error.filename})" if error.filename else ")")
+    return (f"the disk holding {folder} is full{cause}, {free}; every file published so far is "
+            f"intact; free some space, then {then.format(folder=folder)}")
 
 
 def temporary_path(path: Path) -> Path:

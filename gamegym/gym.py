@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.config import GymConfig
+from gamegym.fileio import disk_full_message, is_disk_full
 from gamegym.graph import GameGraph, game_spec, load_game
 from gamegym.monitor import Monitor
-from gamegym.session import Session
+from gamegym.session import Session, SessionError
 
 __all__ = ["GameGym", "GymError"]
 
@@ -76,11 +77,16 @@ class GameGym:
             config = config.updated({"game": game_spec(graph), "game_args": graph.game_args})
         graph = load_game(config.game, config.game_args)  # the spec must rebuild the game
         model = make_initial_model(graph, config, initial_model)
-        self.session.create(config)
+        folder_was_there = self.session.path.exists()
         try:
+            self.session.create(config)
             self.session.publish_model(model, 0)
-        except Exception:
-            self.session.config_path.unlink(missing_ok=True)  # no half-made session
+        except BaseException as error:
+            self.session.discard_new(folder_was_there)  # no half-made session
+            if is_disk_full(error):
+                advice = disk_full_message(self.session.path.parent, error, "try again")
+                raise SessionError(f"cannot create session {self.session.path}: {advice}"
+                                   ) from error
             raise
         log.info("created session %s for %s", self.session.path, config.game)
         return config

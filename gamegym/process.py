@@ -11,6 +11,11 @@ import sys
 import threading
 from pathlib import Path
 
+from gamegym.fileio import is_disk_full
+
+# a child's exit code when a write found the disk full: the gym stops instead of restarting it
+EXIT_DISK_FULL = 75
+
 log = logging.getLogger("gamegym")
 
 
@@ -73,6 +78,13 @@ def child_entry(role: str):
             code = 0
             try:
                 fn(*args, **kwargs)
+            except OSError as error:
+                logger.exception("%s failed", name or role)
+                if is_disk_full(error):
+                    logger.error("no room to write (%s): the disk is full", error)
+                    code = EXIT_DISK_FULL
+                else:
+                    code = 1
             except BaseException:
                 logger.exception("%s failed", name or role)
                 code = 1

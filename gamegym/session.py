@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 import zipfile
 from pathlib import Path
@@ -71,6 +72,22 @@ class Session:
             self.save_config(config)
         except OSError as error:
             raise SessionError(f"cannot create session folder {self.path}: {error}") from error
+
+    def discard_new(self, folder_was_there: bool) -> None:
+        """Undo a `create` that failed half-way: remove the folder if it was made for this
+        session, else only config.json and the (empty) session folders inside it."""
+        if not self.path.is_dir():
+            return
+        if not folder_was_there:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        self.config_path.unlink(missing_ok=True)
+        remove_leftovers(self.path)
+        for name in FOLDERS:
+            try:
+                (self.path / name).rmdir()
+            except OSError:
+                pass   # not there, or not empty: not ours to delete
 
     def make_folders(self) -> None:
         for name in FOLDERS:

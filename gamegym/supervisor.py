@@ -8,13 +8,15 @@ import queue
 import time
 from dataclasses import dataclass, field
 
-from gamegym.fileio import append_jsonl
+from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full
+from gamegym.process import EXIT_DISK_FULL
 
 log = logging.getLogger("gamegym.supervisor")
 
 JOIN_SELFPLAYERS_S = 20.0   # a Selfplayer finishes its move and flushes its games
 JOIN_TRAINER_S = 10.0       # a Trainer mid-iteration is cut (nothing half-published)
 JOIN_PREDICTOR_S = 5.0
+FORCED_JOIN_S = 1.0          # per group, after a second Ctrl+C
 MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot, then the gym stops with an error
 
 
@@ -94,6 +96,7 @@ class Supervisor:
         self.start()
         started = time.monotonic()
         first_iteration = self.session.current_iteration()
+        gym.monitor.iteration = max(gym.monitor.iteration, first_iteration)
         last_status = time.monotonic()
         interval = self.config.status_interval
         try:
@@ -108,7 +111,13 @@ class Supervisor:
                 if interval and time.monotonic() - last_status >= interval:
                     last_status = time.monotonic()
                     status = gym.monitor.status()
-                    append_jsonl(self.session.monitoring_dir / "status.jsonl", status)
+                    try:
+                        append_jsonl(self.session.monitoring_dir / "status.jsonl", status)
+                    except OSError as error:
+                        if not is_disk_full(error):
+                            raise
+                        self.failure = disk_full_message(self.session.path, error)
+                        gym.request_stop(self.failure)
                     print(f"[gamegym] {gym.monitor.status_line(status)}", flush=True)
         finally:
             self.shutdown()
@@ -116,6 +125,9 @@ class Supervisor:
             print(f"[gamegym] stopped with an error: {self.failure}", flush=True)
             log.error("stopped with an error: %s", self.failure)
             return 1
+        if gym.force:   # joins were cut short: games in flight may be lost
+            log.warning("forced stop at iteration %d", self.session.current_iteration())
+            return 130
         log.info("stopped cleanly at iteration %d", self.session.current_iteration())
         return 0
 
@@ -137,6 +149,12 @@ class Supervisor:
             if process is None or process.is_alive():
                 continue
             code = process.exitcode
+            if code == EXIT_DISK_FULL:   # a restart would fail the same way
+                self.failure = (f"{child.name} could not write (see "
+                                f"{self.session.logs_dir / (child.name + '.log')}): "
+                                f"{disk_full_message(self.session.path)}")
+                self.gym.request_stop(self.failure)
+                return
             if child.name.startswith("selfplayer") and child.restarts < MAX_SELFPLAYER_RESTARTS:
                 child.restarts += 1
                 log.warning("%s died (exit code %s); restart %d of %d", child.name, code,
@@ -165,19 +183,25 @@ class Supervisor:
                    JOIN_TRAINER_S),
                   ([self.children.get("predictor")], JOIN_PREDICTOR_S)]
         for group, limit in groups:
-            self._join(group, 1.0 if self.gym.force else limit)
+            self._join(group, limit)
         self._drain(timeout=0.1)
 
     def _join(self, group: list, limit: float) -> None:
-        deadline = time.monotonic() + limit
+        """Wait up to `limit` seconds for the group (1 s once the stop is forced, even when the
+        force comes during the wait), then terminate, then kill what is left."""
+        started = time.monotonic()
+
+        def waited_enough() -> bool:
+            return time.monotonic() - started >= (FORCED_JOIN_S if self.gym.force else limit)
+
         for child in group:
             if child is None or child.process is None:
                 continue
-            while child.process.is_alive() and time.monotonic() < deadline:
+            while child.process.is_alive() and not waited_enough():
                 self._drain(timeout=0.05)  # keep the report queue flowing so children can exit
                 child.process.join(timeout=0.2)
             if child.process.is_alive():
-                log.warning("%s did not stop in %.0f s; terminating it", child.name, limit)
+                log.warning("%s did not stop in time; terminating it", child.name)
                 child.process.terminate()
                 child.process.join(timeout=3.0)
                 if child.process.is_alive():

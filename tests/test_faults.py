@@ -131,3 +131,51 @@ def find_role(session, role):
     text = (session / "logs" / f"{role}.log").read_text()
     line = [l for l in text.splitlines() if " starting (pid " in l][-1]
     return int(line.split("(pid ")[1].rstrip(")"))
+
+
+def test_sigint_stops_cleanly_with_exit_code_0(session):
+    gym = start_gym(session)
+    try:
+        wait_for_line(gym, playing)
+        children = children_of(gym)
+        gym.send_signal(signal.SIGINT)
+        assert gym.wait(timeout=60) == 0
+        output = gym.stdout.read()
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    assert "stopping: signal SIGINT" in output and "forcing" not in output
+    assert not wait_gone(children, timeout=5)
+    assert not (session / "session.lock").exists()
+    assert "stopped cleanly" in (session / "logs" / "gym.log").read_text()
+
+
+def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
+    gym = start_gym(session)
+    try:
+        wait_for_line(gym, playing)
+        children = children_of(gym)
+        # a stopped Selfplayer never flushes: the clean stop would wait its 20 s for it
+        psutil.Process(find_role(session, "selfplayer0")).suspend()
+        gym.send_signal(signal.SIGINT)
+        wait_for_line(gym, lambda line: "stopping: signal SIGINT" in line, 30)
+        time.sleep(1.0)
+        started = time.monotonic()
+        gym.send_signal(signal.SIGINT)
+        code = gym.wait(timeout=60)
+        forced_in = time.monotonic() - started
+        output = gym.stdout.read()
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    assert "second Ctrl+C: forcing the stop" in output
+    assert code == 130
+    assert forced_in < 15, f"the forced stop took {forced_in:.1f} s"
+    assert not wait_gone(children, timeout=5), "a child outlived the forced stop"
+    assert not (session / "session.lock").exists()
+    assert not list(session.rglob(".*.tmp*"))
+    for path in (session / "samples").glob("*/*.npz"):
+        read_sample_file(path)
+    done = subprocess.run(cli("resume", str(session), "--max-iterations", "1"),
+                          capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
