@@ -236,7 +236,7 @@ def load_game(spec: str, kwargs: dict | None = None) -> GameGraph:
         raise GameSpecError(f"{spec!r} is not a gamegym.GameGraph subclass")
     try:
         return cls(**(kwargs or {}))
-    except TypeError as error:
+    except (TypeError, ValueError) as error:   # unknown argument, or a value the game refuses
         raise GameSpecError(f"cannot build {spec} with arguments {json.dumps(kwargs)}: {error}") \
             from error
 

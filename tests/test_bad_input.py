@@ -43,6 +43,15 @@ def test_new_with_bad_game_arguments_and_bad_config(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+def test_load_game_names_the_argument_a_game_refuses():
+    from gamegym.graph import GameSpecError, load_game
+    with pytest.raises(GameSpecError, match=r"cannot build games.santorini:Santorini with "
+                       r"arguments \{\"dimension\": 9\}: Santorini dimension must be an integer"):
+        load_game("games.santorini:Santorini", {"dimension": 9})
+    with pytest.raises(GameSpecError, match="unexpected keyword argument 'size'"):
+        load_game("games.tictactoe:TicTacToe", {"size": 4})
+
+
 def test_resume_of_a_missing_or_foreign_folder(tmp_path):
     done = gamegym("resume", str(tmp_path / "missing"))
     assert done.returncode == 2 and "no session folder at" in done.stderr
