@@ -28,8 +28,12 @@ class MCTSPlayer(Player):
         self.params = SearchParams(searchcount=searchcount, threads=threads)
         self.evaluate = evaluate
 
+    def search(self, graph: GameGraph, vertex, rng: np.random.Generator) -> Node:
+        """The searched root node (its visit counts are the move distribution)."""
+        return Search(graph, self.evaluate, self.params).run(Node(vertex), rng)
+
     def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
-        root = Search(graph, self.evaluate, self.params).run(Node(vertex), rng)
+        root = self.search(graph, vertex, rng)
         return int(root.actions[choose_action(root, 0.0, rng)])
 
     @classmethod

@@ -18,6 +18,8 @@ import numpy as np
 from gamegym.arena import MCTSPlayer, make_player, run_match
 from gamegym.config import GymConfig
 from gamegym.graph import load_game
+from gamegym.mcts import choose_action
+from gamegym.players import Solver, SolverPlayer
 from gamegym.presets import initial_model_path, preset_for
 
 # game spec -> (opponent, whether to measure the optimal-move rate)
@@ -26,34 +28,46 @@ OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
              "games.connectfour:ConnectFour": ("alphabeta:4", False)}
 
 
-def optimal_move_rate(graph, player, games: int, rng) -> float:
-    """Share of the positions of `player`'s own games (against itself) where its move is
-    optimal according to the exact solver."""
-    from gamegym.players import Solver
-    solver = Solver(graph)
+def optimal_move_rate(graph, player: MCTSPlayer, games: int, rng, solver,
+                      explore_plies: int = 0) -> float:
+    """Share of the positions of `player`'s own games (against itself) where its move (the
+    most visited, as in a match) is optimal according to the exact solver.  For the first
+    `explore_plies` plies of each game the move actually played is drawn from the visit counts,
+    as in self-play, so that the games differ; every position counts either way."""
     optimal = total = 0
     for _ in range(games):
-        vertex = graph.roots[0]
+        vertex, ply = graph.roots[0], 0
         while graph.children_at(vertex):
-            action = player.choose(graph, vertex, rng)
+            root = player.search(graph, vertex, rng)
+            action = int(root.actions[choose_action(root, 0.0, rng)])
             optimal += action in solver.solve(vertex).optimal_actions
             total += 1
+            if ply < explore_plies:
+                action = int(root.actions[choose_action(root, 1.0, rng)])
             vertex = graph.child_by_action(vertex, action)
+            ply += 1
     return optimal / total if total else 0.0
 
 
 def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rng,
-            with_optimal: bool) -> dict:
+            solver=None, explore_plies: int = 0) -> dict:
+    """One curve point for the newest iteration: a match against the opponent and, with a
+    solver, the optimal-move rate."""
+    started = time.monotonic()
     iteration = session.current_iteration()
     player = MCTSPlayer.from_session(session, graph, iteration, searchcount)
-    opponent = make_player(opponent_spec, session, graph)
+    if opponent_spec == "solver" and solver is not None:
+        opponent = SolverPlayer(hurry=False, solver=solver)
+    else:
+        opponent = make_player(opponent_spec, session, graph)
     result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}",
                                                              opponent_spec))
     point = {"iteration": iteration, **{k: v for k, v in result.to_dict().items()
                                         if k in ("wins", "draws", "losses", "score")}}
-    if with_optimal:
-        point["optimal_move_rate"] = round(optimal_move_rate(graph, player, max(2, games // 4),
-                                                             rng), 4)
+    if solver is not None:
+        point["optimal_move_rate"] = round(optimal_move_rate(
+            graph, player, max(2, games // 4), rng, solver, explore_plies), 4)
+    point["eval_seconds"] = round(time.monotonic() - started, 1)
     return point
 
 
@@ -69,25 +83,50 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     config = GymConfig(**found[1], status_interval=30.0)
     rng = np.random.default_rng(0)
     curve = []
+    solver = None
+    if with_optimal:   # one table for the whole run, filled before the training clock starts
+        started = time.monotonic()
+        solver = Solver(graph)
+        value = solver.value(graph.roots[0])
+        print(f"[bench] solved the game exactly first: value {value:+.0f} for the first player, "
+              f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
+              flush=True)
+    explore = config.selfplay.temperature_drop_move
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args))
         curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
-                                with_optimal), "minutes": 0.0})  # the untrained start
+                                solver, explore), "minutes": 0.0})  # the untrained start
         show(curve[-1], opponent)
-        runner = threading.Thread(target=gym.resume, kwargs={
-            "max_seconds": minutes * 60, "console": False}, daemon=True)
+        outcome: dict = {}
+
+        def train():
+            try:
+                outcome["code"] = gym.resume(max_seconds=minutes * 60, console=False)
+            except BaseException as error:   # reported below, after the last point
+                outcome["error"] = error
+
+        runner = threading.Thread(target=train, daemon=True)
         started = time.monotonic()
         runner.start()
         while runner.is_alive():
             runner.join(timeout=interval * 60)
             elapsed = (time.monotonic() - started) / 60
-            if gym.session.current_iteration() < 0:
-                continue
-            point = measure(gym.session, graph, opponent, games, searchcount, rng, with_optimal)
+            iteration = gym.session.current_iteration()
+            if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
+                                 and elapsed - curve[-1]["minutes"] < interval / 2):
+                continue   # the run ended just after the last point: nothing new to measure
+            point = measure(gym.session, graph, opponent, games, searchcount, rng, solver,
+                            explore)
             point["minutes"] = round(elapsed, 2)
             curve.append(point)
             show(point, opponent)
+        if "error" in outcome:
+            raise RuntimeError(f"the gym failed during the learning benchmark: "
+                               f"{outcome['error']!r}") from outcome["error"]
+        if outcome.get("code"):
+            raise RuntimeError(f"the gym stopped with an error (exit code {outcome['code']}); "
+                               "see its output above")
     final = dict(curve[-1]) if curve else {}
     final["opponent"] = opponent
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,

@@ -336,11 +336,13 @@ def solve(graph: GameGraph, vertex: Vertex, use_symmetry: bool = True) -> Soluti
 class SolverPlayer(Player):
     """Plays a uniformly random optimal action.  With `hurry` (the default), among winning moves
     only the fastest wins and among losing moves only the slowest losses are candidates.  Keeps
-    one Solver (and its table) for the last graph it played."""
+    one Solver (and its table) for the last graph it played; pass `solver` to share a table
+    that is already filled."""
 
-    def __init__(self, hurry: bool = True, use_symmetry: bool = True):
+    def __init__(self, hurry: bool = True, use_symmetry: bool = True,
+                 solver: Optional[Solver] = None):
         self.hurry, self.use_symmetry = hurry, use_symmetry
-        self._solver: Optional[Solver] = None
+        self._solver: Optional[Solver] = solver
 
     def solver_for(self, graph: GameGraph) -> Solver:
         if self._solver is None or self._solver.graph is not graph:
