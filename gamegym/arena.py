@@ -71,9 +71,11 @@ class HumanPlayer(Player):
                        "try again")
 
 
-def describe_move(graph: GameGraph, vertex, action: int, child) -> str:
-    describe = getattr(graph, "describe_action", None)
-    return describe(vertex, action) if describe else f"action {action}"
+def describe_move(graph: GameGraph, vertex, action: int, child=None) -> str:
+    try:
+        return str(graph.describe_action(vertex, int(action)))
+    except Exception:   # a broken describe_action must not end the user's game
+        return f"action {action}"
 
 
 @dataclass

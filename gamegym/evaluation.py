@@ -116,7 +116,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_play(args) -> int:
-    from gamegym.arena import HumanPlayer, play_match
+    from gamegym.arena import HumanPlayer, describe_move
     from gamegym.session import Session
     session = Session(args.session)
     config = session.load_config()
@@ -127,13 +127,29 @@ def cmd_play(args) -> int:
     human_first = not args.second
     print(f"you play {'first' if human_first else 'second'} against iteration "
           f"{session.current_iteration() if args.iteration is None else args.iteration}")
+    vertex, move, limit = graph.roots[0], 0, config.selfplay.max_moves
     try:
-        score = play_match(graph, human, model, rng) if human_first else \
-            -play_match(graph, model, human, rng)
+        while graph.children_at(vertex) and move < limit:
+            humans_turn = (move % 2 == 0) == human_first
+            if humans_turn:
+                vertex = human.move(graph, vertex, rng)
+            else:
+                action = model.choose(graph, vertex, rng)
+                child = graph.child_by_action(vertex, action)
+                print(f"\nthe model plays {describe_move(graph, vertex, action, child)}")
+                vertex = child
+            move += 1
     except (EOFError, KeyboardInterrupt):
         print("\ngame abandoned")
         return 1
-    print("you won!" if score > 0 else "you lost." if score < 0 else "a draw.")
+    print()
+    print(graph.render(vertex))
+    if graph.children_at(vertex):
+        print(f"a draw: the game was cut at {limit} moves (selfplay.max_moves).")
+        return 0
+    score = float(graph.score_at(vertex))   # the view of the player to move now
+    humans_view = score if (move % 2 == 0) == human_first else -score
+    print("you won!" if humans_view > 0 else "you lost." if humans_view < 0 else "a draw.")
     return 0
 
 

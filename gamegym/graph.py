@@ -59,10 +59,12 @@ class GameGraph(ABC):
     Subclasses call ``super().__init__()`` and implement the abstract members plus one of
     `successors` / `expansion`.  The base class keeps a cache of expanded vertices that is
     cleared when it exceeds `cache_limit` entries (expanding is deterministic, so a cleared
-    vertex just becomes open again).
+    vertex just becomes open again).  An entry holds a vertex's children: about 2.3 KB for
+    Santorini 3x3, so the default bounds the cache near 120 MB per process; lower it on a
+    subclass whose vertices are large.
     """
 
-    cache_limit: int = 500_000
+    cache_limit: int = 50_000
 
     def __new__(cls, *args: Any, **kwargs: Any):
         graph = super().__new__(cls)
@@ -130,6 +132,10 @@ class GameGraph(ABC):
     def render(self, vertex: Vertex) -> str:
         """A human-readable picture of the vertex for the console."""
         return repr(vertex)
+
+    def describe_action(self, vertex: Vertex, action: int) -> str:
+        """A move in words for `gamegym play` (e.g. 'row 2 column 3').  Optional."""
+        return f"action {action}"
 
     # ----- symmetries ---------------------------------------------------------------------
     @property

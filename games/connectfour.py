@@ -122,6 +122,9 @@ class ConnectFour(GameGraph):
             return tuple(vertex[i] for i in self._mirror)
         raise ValueError(f"ConnectFour has no symmetry {k}")
 
+    def describe_action(self, vertex, action: int) -> str:
+        return f"column {action + 1}"
+
     def transform_actions(self, k: int) -> np.ndarray:
         if k == 0:
             return np.arange(self.columns)

@@ -50,6 +50,7 @@ from gamegym.graph import GameGraph
 __all__ = ["Santorini"]
 
 DIRECTIONS = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))
+_NAMES = ("up-left", "up", "up-right", "left", "right", "down-left", "down", "down-right")
 DOME = 4
 WIN_LEVEL = 3
 
@@ -242,6 +243,26 @@ class Santorini(GameGraph):
         elif self.score_at(vertex) < 0:
             status += " (lost: B has won)"
         return "\n".join(lines + [status])
+
+    def describe_action(self, vertex: tuple, action: int) -> str:
+        """'place on r1c2' / 'worker 1 moves up-left, builds down' (rows and columns from 1)."""
+        def cell(c: int) -> str:
+            return f"r{c // self.dimension + 1}c{c % self.dimension + 1}"
+
+        first = len(self._placements)
+        if action < first:
+            return "place on " + " and ".join(cell(c) for c in self._placements[action])
+        w, rest = divmod(action - first, 64)
+        m, b = divmod(rest, 8)
+        who = f"worker {w + 1} " if self.units_per_player > 1 else ""
+        heights, mine, _ = vertex
+        if mine:
+            src = mine[w]
+            dest = src + DIRECTIONS[m][0] * self.dimension + DIRECTIONS[m][1]
+            if 0 <= dest < self._size and heights[dest] == WIN_LEVEL:
+                return f"{who}moves {_NAMES[m]} to {cell(dest)} and wins"
+            return f"{who}moves {_NAMES[m]} to {cell(dest)}, builds {_NAMES[b]}"
+        return f"{who}moves {_NAMES[m]}, builds {_NAMES[b]}"
 
     # ----- symmetries: the 8 rotations and reflections of the square ----------------------
     @property

@@ -106,6 +106,9 @@ class TicTacToe(GameGraph):
             raise ValueError(f"TicTacToe has no symmetry {k}")
         return tuple(vertex[i] for i in self._sources[k])
 
+    def describe_action(self, vertex: tuple, action: int) -> str:
+        return f"row {action // 3 + 1} column {action % 3 + 1}"
+
     def transform_actions(self, k: int) -> np.ndarray:
         if not 0 <= k < 8:
             raise ValueError(f"TicTacToe has no symmetry {k}")

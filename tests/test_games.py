@@ -359,3 +359,41 @@ def test_contract_and_numpify_round_trip(cls, kwargs):
         assert game.unnumpify(array) == vertex
         hash(vertex)
         assert isinstance(game.render(vertex), str)
+
+
+def test_moves_are_described_in_words():
+    from games.connectfour import ConnectFour
+    from games.santorini import Santorini
+    from games.tictactoe import TicTacToe
+    ttt = TicTacToe()
+    assert ttt.describe_action(ttt.roots[0], 5) == "row 2 column 3"
+    c4 = ConnectFour()
+    assert c4.describe_action(c4.roots[0], 0) == "column 1"
+    santorini = Santorini(3, 1)
+    root = santorini.roots[0]
+    assert santorini.describe_action(root, 4) == "place on r2c2"
+    placed = santorini.child_by_action(santorini.child_by_action(root, 0), 8)
+    # the first player (on r1c1) moves down-right onto r2c2 and builds right, on r2c3
+    action = 9 + (0 * 8 + 7) * 8 + 4
+    assert santorini.describe_action(placed, action) == "moves down-right to r2c2, builds right"
+    assert action in santorini.actions_at(placed)
+    two = Santorini(3, 2)
+    assert two.describe_action(two.roots[0], 1) == "place on r1c1 and r1c3"
+
+
+def test_the_expansion_cache_stays_under_its_limit():
+    from games.santorini import Santorini
+    graph = Santorini(3, 1)
+    graph.cache_limit = 500
+    rng = np.random.default_rng(0)
+    seen = 0
+    for _ in range(100):
+        vertex = graph.roots[0]
+        while graph.children_at(vertex):
+            seen += 1
+            assert len(graph._children) <= 500
+            children = graph.children_at(vertex)
+            vertex = children[rng.integers(len(children))]
+    assert seen > 500   # the walk expanded more vertices than the cache keeps
+    # a forgotten vertex is expanded again, to the same children
+    assert graph.children_at(graph.roots[0]) == Santorini(3, 1).children_at(graph.roots[0])

@@ -1,0 +1,123 @@
+"""Players, matches and ratings (gamegym.arena), in-process."""
+import numpy as np
+import pytest
+
+from games.tictactoe import TicTacToe
+from gamegym.arena import (HumanPlayer, MatchResult, MCTSPlayer, fit_ratings, make_player,
+                           play_match, run_match)
+from gamegym.gym import GameGym
+from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
+
+
+class Counting(Player):
+    """Wraps a player; counts the games in which it made the very first move."""
+
+    def __init__(self, inner):
+        self.inner, self.first_moves = inner, 0
+
+    def choose(self, graph, vertex, rng):
+        if vertex == graph.roots[0]:
+            self.first_moves += 1
+        return self.inner.choose(graph, vertex, rng)
+
+
+class Scripted(Player):
+    """Plays the given action ids in order (then the first legal move)."""
+
+    def __init__(self, actions):
+        self.actions = list(actions)
+
+    def choose(self, graph, vertex, rng):
+        return self.actions.pop(0) if self.actions else int(graph.actions_at(vertex)[0])
+
+
+def test_matches_alternate_who_starts_and_count_from_the_players_view():
+    graph, rng = TicTacToe(), np.random.default_rng(1)
+    solver, random = Counting(SolverPlayer(hurry=False)), Counting(RandomPlayer())
+    result = run_match(graph, solver, random, 10, rng, ("solver", "random"))
+    assert (solver.first_moves, random.first_moves) == (5, 5)
+    assert result.games == 10 and result.losses == 0 and result.wins >= 5
+    assert result.to_dict()["player"] == "solver"
+    flipped = run_match(graph, random, solver, 10, np.random.default_rng(1))
+    assert flipped.wins == 0 and flipped.losses >= 5
+
+
+def test_solver_against_itself_draws_every_game_of_tictactoe():
+    result = run_match(TicTacToe(), SolverPlayer(), SolverPlayer(), 4, np.random.default_rng(0))
+    assert (result.wins, result.draws, result.losses, result.score) == (0, 4, 0, 0.5)
+
+
+def test_play_match_scores_from_the_first_movers_view():
+    graph, rng = TicTacToe(), np.random.default_rng(0)
+    # cells 0,1,2 for the first player while the second plays 3,4: the first player wins
+    assert play_match(graph, Scripted([0, 1, 2]), Scripted([3, 4]), rng) == 1.0
+    assert play_match(graph, Scripted([3, 4, 8]), Scripted([0, 1, 2]), rng) == -1.0
+    assert play_match(graph, RandomPlayer(), RandomPlayer(), rng, max_moves=2) == 0.0  # cut
+
+
+def test_match_result_score():
+    assert MatchResult("a", "b", wins=3, draws=2, losses=5).score == pytest.approx(0.4)
+    assert MatchResult("a", "b").score == 0.0
+
+
+def test_human_player_answers_bad_input_and_asks_again():
+    graph = TicTacToe()
+    answers, shown = iter(["", "x", "-1", "9", " 4 "]), []
+    human = HumanPlayer(read=lambda prompt: next(answers), write=shown.append)
+    action = human.choose(graph, graph.roots[0], np.random.default_rng(0))
+    assert action == int(graph.actions_at(graph.roots[0])[4])
+    assert shown[0] == graph.render(graph.roots[0])
+    assert shown[1].startswith("your moves: [0] ") and "[8] " in shown[1]
+    complaints = shown[2:]
+    assert complaints == [f"'{a}' is not a move number between 0 and 8; try again"
+                          for a in ("", "x", "-1", "9")]
+
+
+def test_make_player_specs():
+    assert isinstance(make_player("random"), RandomPlayer)
+    assert make_player("alphabeta:3").depth == 3
+    assert isinstance(make_player("solver"), SolverPlayer)
+    for bad in ("alphabeta", "alphabeta:0", "alphabeta:x", "minimax:2", "solver:1",
+                "iteration:3"):   # iteration:K needs a session
+        with pytest.raises(ValueError, match="use random, alphabeta:DEPTH, solver or "
+                                             "iteration:K"):
+            make_player(bad)
+
+
+def test_ratings_anchor_random_at_zero_and_order_the_players():
+    results = [
+        {"player": "iteration:1", "opponent": "random", "wins": 6, "draws": 2, "losses": 2},
+        {"player": "iteration:2", "opponent": "random", "wins": 9, "draws": 1, "losses": 0},
+        {"player": "iteration:2", "opponent": "iteration:1", "wins": 7, "draws": 1,
+         "losses": 2},
+        {"player": "alphabeta:2", "opponent": "random", "wins": 8, "draws": 2, "losses": 0},
+    ]
+    ratings = fit_ratings(results)
+    assert ratings["random"] == 0
+    assert 0 < ratings["iteration:1"] < ratings["iteration:2"]
+    assert ratings["alphabeta:2"] > 0
+    # an even result gives equal ratings, and Elo differences follow the logistic scale:
+    # scoring 75% is about +191 Elo
+    even = fit_ratings([{"player": "a", "opponent": "random", "wins": 5, "draws": 0,
+                         "losses": 5}])
+    assert abs(even["a"]) < 1
+    strong = fit_ratings([{"player": "a", "opponent": "random", "wins": 75, "draws": 0,
+                           "losses": 25}], steps=5000)
+    assert strong["a"] == pytest.approx(191, abs=10)
+    assert fit_ratings([]) == {}
+
+
+def test_mcts_player_from_a_session_plays_well_enough_and_names_missing_iterations(tmp_path):
+    graph = TicTacToe()
+    gym = GameGym(tmp_path / "s", graph=graph)
+    player = MCTSPlayer.from_session(gym.session, graph, 0, searchcount=200)
+    rng = np.random.default_rng(0)
+    # with 200 searches even the untrained model takes a win in one and never plays illegally
+    win_in_one = graph.roots[0]
+    for action in (0, 3, 1, 4):
+        win_in_one = graph.child_by_action(win_in_one, action)
+    assert player.choose(graph, win_in_one, rng) == 2
+    result = run_match(graph, player, AlphaBetaPlayer(1), 2, rng)
+    assert result.games == 2
+    with pytest.raises(ValueError, match=r"has no model iteration 5 \(it has \[0\]\)"):
+        MCTSPlayer.from_session(gym.session, graph, 5)
