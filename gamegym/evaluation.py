@@ -84,11 +84,15 @@ def evaluator_main(session_path, config, reports, seed, *, stop_event):
     graph = load_game(config.game, config.game_args)
     rng = np.random.default_rng(seed)
     done = {r["iteration"] for r in read_jsonl(session.evaluation_dir / "results.jsonl")}
+    last = max(done, default=0)
     while not stop_event.is_set():
+        # the newest iteration, once `every` iterations have passed since the last one rated
+        # (an evaluation can take longer than several iterations: none is waited for)
         iteration = session.current_iteration()
-        if iteration > 0 and iteration % config.evaluate.every == 0 and iteration not in done:
+        if iteration >= last + config.evaluate.every and iteration not in done:
             ratings = evaluate_iteration(session, config, graph, iteration, rng)
             done.add(iteration)
+            last = iteration
             reports.put(Report("evaluator", os.getpid(), {
                 "rating": ratings.get(iteration_name(iteration)), "rated_iteration": iteration}))
         stop_event.wait(2.0)

@@ -121,6 +121,9 @@ class Supervisor:
                     print(f"[gamegym] {gym.monitor.status_line(status)}", flush=True)
         finally:
             self.shutdown()
+            if interval:   # where it ended: the last figures, the latest rating included
+                print(f"[gamegym] final: {gym.monitor.status_line(gym.monitor.status())}",
+                      flush=True)
         if self.failure:
             print(f"[gamegym] stopped with an error: {self.failure}", flush=True)
             log.error("stopped with an error: %s", self.failure)

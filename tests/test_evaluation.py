@@ -1,0 +1,123 @@
+"""Evaluating a session: ratings over iterations, `gamegym evaluate`, `gamegym play`, the
+Evaluator in a running gym, and the learning benchmark."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from games.tictactoe import TicTacToe
+from gamegym.config import GymConfig
+from gamegym.evaluation import evaluate_iteration
+from gamegym.fileio import read_jsonl
+from gamegym.gym import GameGym
+from gamegym.predictor import load_model
+
+TICTACTOE = "games.tictactoe:TicTacToe"
+
+
+def gamegym(*args, timeout=300, input=None):
+    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, input=input,
+                          stdin=None if input is not None else subprocess.DEVNULL)
+
+
+@pytest.fixture
+def two_iterations(tmp_path):
+    """A tic-tac-toe session with iterations 0 and 1 (the same network published twice)."""
+    config = GymConfig(game=TICTACTOE, evaluate={"games": 4, "searchcount": 8,
+                                                 "opponents": ["random", "alphabeta:1",
+                                                               "previous"]})
+    gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
+    gym.session.publish_model(load_model(gym.session.model_path(0)), 1)
+    return gym
+
+
+def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
+    session, config = two_iterations.session, two_iterations.config
+    ratings = evaluate_iteration(session, config, TicTacToe(), 1, np.random.default_rng(0))
+    rows = read_jsonl(session.evaluation_dir / "results.jsonl")
+    assert [(r["player"], r["opponent"]) for r in rows] == [
+        ("iteration:1", "random"), ("iteration:1", "alphabeta:1"),
+        ("iteration:1", "iteration:0")]
+    assert all(r["wins"] + r["draws"] + r["losses"] == 4 and r["iteration"] == 1
+               for r in rows)
+    stored = json.loads((session.evaluation_dir / "ratings.json").read_text())
+    assert stored == ratings and ratings["random"] == 0
+    assert set(ratings) == {"random", "alphabeta:1", "iteration:0", "iteration:1"}
+    assert (session.plots_dir / "rating.png").stat().st_size > 1000
+
+
+def test_evaluate_command(two_iterations):
+    path = str(two_iterations.session.path)
+    done = gamegym("evaluate", path, "--against", "solver", "--games", "4",
+                   "--searchcount", "8", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["player"] == "iteration:1" and record["opponent"] == "solver"
+    assert record["wins"] == 0 and record["draws"] + record["losses"] == 4  # nobody beats it
+    done = gamegym("evaluate", path, "--iteration", "0", "--against", "iteration:1",
+                   "--games", "2", "--searchcount", "8")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("iteration:0 vs iteration:1: ") and "in 2 games" in done.stdout
+    done = gamegym("evaluate", path, "--against", "iteration:7", "--games", "2")
+    assert done.returncode == 2 and "has no model iteration 7" in done.stderr
+    done = gamegym("evaluate", path, "--against", "minimax:2")
+    assert done.returncode == 2 and "unknown player 'minimax:2'" in done.stderr
+
+
+def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
+    path = str(two_iterations.session.path)
+    # "0" is always a legal answer (the first listed move); one bad answer first
+    done = gamegym("play", path, "--second", "--searchcount", "8", input="x\n" + "0\n" * 9)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert out.startswith("you play second against iteration 1")
+    assert "'x' is not a move number between 0 and" in out
+    assert out.rstrip().splitlines()[-1] in ("you won!", "you lost.", "a draw.")
+    assert "your moves: [0] row " in out and "the model plays row " in out
+    done = gamegym("play", path, "--searchcount", "8", input="0\n")   # input ends mid-game
+    assert done.returncode == 1 and "game abandoned" in done.stdout
+
+
+@pytest.mark.slow
+def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({
+        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
+        "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+        "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
+        "status_interval": 1.0}))
+    path = tmp_path / "s"
+    assert gamegym("new", str(path), "--game", TICTACTOE, "--config", str(config)).returncode == 0
+    done = gamegym("resume", str(path), "--max-iterations", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = read_jsonl(path / "evaluation" / "results.jsonl")
+    assert rows and all(r["opponent"] == "random" and r["games"] == 2 for r in rows)
+    assert {r["iteration"] for r in rows} <= {1, 2, 3}
+    ratings = json.loads((path / "evaluation" / "ratings.json").read_text())
+    assert ratings["random"] == 0 and f"iteration:{rows[-1]['iteration']}" in ratings
+    assert (path / "plots" / "rating.png").exists()
+    assert "Elo " in done.stdout     # the latest rating in the status line
+
+
+@pytest.mark.slow
+def test_learning_benchmark_json_and_plot(tmp_path):
+    plot = tmp_path / "curve.png"
+    done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.6", "--interval", "0.3",
+                   "--eval-games", "2", "--eval-searchcount", "8", "--plot", str(plot),
+                   "--json", timeout=400)
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.6
+    curve = figures["curve"]
+    assert curve[0]["minutes"] == 0.0 and curve[0]["iteration"] == 0 and len(curve) >= 2
+    assert [p["minutes"] for p in curve] == sorted(p["minutes"] for p in curve)
+    for point in curve:
+        assert point["wins"] + point["draws"] + point["losses"] == 2
+        assert 0.0 <= point["optimal_move_rate"] <= 1.0
+    final = figures["final"]
+    assert final["opponent"] == "solver" and final["iteration"] == curve[-1]["iteration"]
+    assert {"wins", "draws", "losses"} <= set(final)
+    assert plot.stat().st_size > 1000
