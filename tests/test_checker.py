@@ -1,122 +1,114 @@
-"""gamegym.checker: a correct tiny game passes, each broken rule is reported as exactly its kind at
-the vertex that broke it, the bundled games pass, and run_check prints and exits as documented."""
+"""gamegym.checker and `gamegym check`: correct games pass (two tiny ones and the bundled ones),
+each broken rule is reported as exactly its kind at the vertex that broke it, and run_check and
+the command line print and exit as documented."""
 import io
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+from games.connectfour import ConnectFour
+from games.santorini import Santorini
+from games.tictactoe import TicTacToe
 from gamegym.checker import GraphChecker, check_graph, run_check
 from gamegym.graph import GameGraph
+from nim import TwoPileNim
+
+ROOT, PAIR, END = (2, 3), (1, 1), (0, 0)   # the two roots of Nim and the end of every game
 
 
-class TwoPileNim(GameGraph):
-    """Two piles; a move takes 1 or 2 stones from one pile; who takes the last stone wins.
+class Nim(TwoPileNim):
+    """TwoPileNim from the roots ROOT and PAIR: games alternate between them, so both are
+    checked early."""
 
-    Vertex (a, b); (0, 0) is terminal and lost for the player to move.  Action ids: 0/1 take
-    1/2 from the left pile, 2/3 take 1/2 from the right.  Symmetry 1 swaps the piles.  Roots
-    (2, 3) and (1, 1): games alternate between them."""
+    def __init__(self):
+        super().__init__(roots=(ROOT, PAIR))
+
+
+class Countdown(GameGraph):
+    """A correct tiny game on the defaults (one root, action_space_size = outdegree_max, no
+    symmetry): take 1 or 2 from a counter; who cannot move has lost."""
+
+    def __init__(self, start=6):
+        super().__init__()
+        self.start = start
 
     @property
     def roots(self):
-        return ((2, 3), (1, 1))
+        return (self.start,)
 
     @property
     def outdegree_max(self):
-        return 4
-
-    @property
-    def action_space_size(self):
-        return 4
-
-    def score_at(self, vertex):
-        return -1.0 if vertex == (0, 0) else 0.0
-
-    def expansion(self, vertex):
-        a, b = vertex
-        moves = [((a - t, b), t - 1) for t in (1, 2) if a >= t]
-        moves += [((a, b - t), t + 1) for t in (1, 2) if b >= t]
-        return tuple(c for c, _ in moves), tuple(x for _, x in moves)
-
-    def numpify(self, vertex):
-        return np.asarray(vertex, dtype=np.float32) / 8
-
-    def unnumpify(self, array):
-        a, b = np.asarray(array).reshape(-1)[:2]
-        return (int(round(a * 8)), int(round(b * 8)))
-
-    @property
-    def symmetry_count(self):
         return 2
 
-    def transform(self, vertex, k):
-        return vertex if k == 0 else (vertex[1], vertex[0])
+    def expansion(self, vertex):
+        takes = [t for t in (1, 2) if t <= vertex]
+        return tuple(vertex - t for t in takes), tuple(t - 1 for t in takes)
 
-    def transform_actions(self, k):
-        return np.arange(4) if k == 0 else np.array([2, 3, 0, 1])
+    def score_at(self, vertex):
+        return -1.0 if vertex == 0 else 0.0
 
+    def numpify(self, vertex):
+        x = np.zeros(self.start + 1, np.float32)
+        x[vertex] = 1
+        return x
 
-ROOT, PAIR, END = (2, 3), (1, 1), (0, 0)   # the two roots and the end of every game
+    def unnumpify(self, array):
+        return int(np.argmax(array))
 
 
 # ----- one broken rule each -----------------------------------------------------------------------
-class NoRoots(TwoPileNim):
-    roots = ()
-
-
-class Unhashable(TwoPileNim):
-    roots = ([2, 3],)
-
-
-class Raises(TwoPileNim):
+class Raises(Nim):
     def numpify(self, vertex):
         if vertex == PAIR:
             raise RuntimeError("boom")
         return super().numpify(vertex)
 
 
-class ScoreOutOfRange(TwoPileNim):
+class ScoreOutOfRange(Nim):
     def score_at(self, vertex):
         return 1.5 if vertex == PAIR else super().score_at(vertex)
 
 
-class WonAtNonTerminal(TwoPileNim):
+class WonAtNonTerminal(Nim):
     def score_at(self, vertex):
         return 1.0 if vertex == PAIR else super().score_at(vertex)
 
 
-class ChildrenAtTerminal(TwoPileNim):
+class ChildrenAtTerminal(Nim):
     def terminal_at(self, vertex):
         return vertex == PAIR or super().terminal_at(vertex)
 
 
-class TerminalMismatch(TwoPileNim):
+class TerminalMismatch(Nim):
     def terminal_at(self, vertex):
         return False
 
 
-class WrongDtype(TwoPileNim):
+class WrongDtype(Nim):
     def numpify(self, vertex):
         return super().numpify(vertex).astype(np.float64)
 
 
-class ShapeChanges(TwoPileNim):
+class ShapeChanges(Nim):
     def numpify(self, vertex):
         array = super().numpify(vertex)
         return np.append(array, np.float32(0)) if vertex == PAIR else array
 
 
-class BadRoundTrip(TwoPileNim):
+class BadRoundTrip(Nim):
     def unnumpify(self, array):
         a, b = super().unnumpify(array)
         return (b, a)
 
 
-class NoUnnumpify(TwoPileNim):
+class NoUnnumpify(Nim):
     def unnumpify(self, array):
         raise NotImplementedError("no inverse")
 
 
-class BrokenRootActions(TwoPileNim):
+class BrokenRootActions(Nim):
     """Base for breaking the action ids of the root only."""
 
     def root_actions(self, actions):
@@ -142,13 +134,13 @@ class ActionCount(BrokenRootActions):
         return actions[:-1]
 
 
-class TooManyChildren(TwoPileNim):
+class TooManyChildren(Nim):
     @property
     def outdegree_max(self):
         return 3
 
 
-class AlwaysOpen(TwoPileNim):
+class AlwaysOpen(Nim):
     """Claims every vertex is open (and lets it be expanded again)."""
 
     def open_at(self, vertex):
@@ -159,7 +151,7 @@ class AlwaysOpen(TwoPileNim):
         super().expand_at(vertex)
 
 
-class ExpandTwice(TwoPileNim):
+class ExpandTwice(Nim):
     """expand_at of the expanded root does not raise."""
 
     def expand_at(self, vertex):
@@ -168,7 +160,7 @@ class ExpandTwice(TwoPileNim):
         super().expand_at(vertex)
 
 
-class NotDeterministic(TwoPileNim):
+class NotDeterministic(Nim):
     calls = 0
 
     def expansion(self, vertex):
@@ -177,74 +169,103 @@ class NotDeterministic(TwoPileNim):
         return (children[::-1], actions[::-1]) if self.calls % 2 == 0 else (children, actions)
 
 
-class WrongActionMap(TwoPileNim):
+class WrongActionMap(Nim):
+    """Symmetry 1 swaps the piles but keeps the action ids."""
+
     def transform_actions(self, k):
         return np.arange(4)
 
 
-class IllegalImage(TwoPileNim):
+class IllegalImage(Nim):
     def transform(self, vertex, k):
         return (3, 3) if (k, vertex) == (1, ROOT) else super().transform(vertex, k)
 
 
-class BadIdentity(TwoPileNim):
+class BadIdentity(Nim):
     def transform(self, vertex, k):
         return (vertex[1], vertex[0])
 
 
-class Refill(TwoPileNim):
-    """An emptied pile refills to 2 stones, so no game ever ends."""
+class Mirror(Countdown):
+    """A symmetry that fixes every vertex but swaps the action ids of the two moves."""
+
+    @property
+    def symmetry_count(self):
+        return 2
+
+    def transform(self, vertex, k):
+        return vertex
+
+    def transform_actions(self, k):
+        return np.array([0, 1]) if k == 0 else np.array([1, 0])
+
+
+class Cycle(Countdown):
+    """One move from each vertex: 6, 5, ..., 1 and back to the root 6, so the game never ends;
+    with max_moves=30 the checker gives up at the 32nd vertex of the game, which is 5."""
 
     def expansion(self, vertex):
-        children, actions = super().expansion(vertex)
-        return tuple((a or 2, b or 2) for a, b in children), actions
+        return ((vertex - 1 if vertex > 1 else self.start),), (0,)
 
 
 BROKEN = [  # graph, the only kind it breaks, the first vertex that breaks it
-    (NoRoots(), "no-roots", "None"),
-    (Unhashable(), "unhashable", "[2, 3]"),
-    (Raises(), "exception", repr(PAIR)),
-    (ScoreOutOfRange(), "score-out-of-range", repr(PAIR)),
-    (WonAtNonTerminal(), "score-at-nonterminal", repr(PAIR)),
-    (ChildrenAtTerminal(), "children-at-terminal", repr(PAIR)),
-    (TerminalMismatch(), "terminal-mismatch", repr(END)),
-    (WrongDtype(), "numpify-type", repr(ROOT)),
-    (ShapeChanges(), "numpify-shape", repr(PAIR)),
-    (BadRoundTrip(), "unnumpify", repr(ROOT)),
-    (DuplicateAction(), "duplicate-action", repr(ROOT)),
-    (ActionOutOfRange(), "action-out-of-range", repr(ROOT)),
-    (ActionCount(), "action-count", repr(ROOT)),
-    (TooManyChildren(), "outdegree", repr(ROOT)),
-    (AlwaysOpen(), "open-after-expand", repr(ROOT)),
-    (ExpandTwice(), "expand-not-open", repr(ROOT)),
-    (NotDeterministic(), "nondeterministic", repr(ROOT)),
-    (WrongActionMap(), "symmetry", repr(ROOT)),
-    (IllegalImage(), "symmetry", repr(ROOT)),
-    (BadIdentity(), "symmetry", repr(ROOT)),
-    (Refill(), "too-long", None),
+    pytest.param(TwoPileNim(roots=()), "no-roots", "None", id="NoRoots"),
+    pytest.param(TwoPileNim(roots=([2, 3],)), "unhashable", "[2, 3]", id="Unhashable"),
+    pytest.param(Raises(), "exception", repr(PAIR), id="Raises"),
+    pytest.param(ScoreOutOfRange(), "score-out-of-range", repr(PAIR), id="ScoreOutOfRange"),
+    pytest.param(WonAtNonTerminal(), "score-at-nonterminal", repr(PAIR), id="WonAtNonTerminal"),
+    pytest.param(ChildrenAtTerminal(), "children-at-terminal", repr(PAIR),
+                 id="ChildrenAtTerminal"),
+    pytest.param(TerminalMismatch(), "terminal-mismatch", repr(END), id="TerminalMismatch"),
+    pytest.param(WrongDtype(), "numpify-type", repr(ROOT), id="WrongDtype"),
+    pytest.param(ShapeChanges(), "numpify-shape", repr(PAIR), id="ShapeChanges"),
+    pytest.param(BadRoundTrip(), "unnumpify", repr(ROOT), id="BadRoundTrip"),
+    pytest.param(DuplicateAction(), "duplicate-action", repr(ROOT), id="DuplicateAction"),
+    pytest.param(ActionOutOfRange(), "action-out-of-range", repr(ROOT), id="ActionOutOfRange"),
+    pytest.param(ActionCount(), "action-count", repr(ROOT), id="ActionCount"),
+    pytest.param(TooManyChildren(), "outdegree", repr(ROOT), id="TooManyChildren"),
+    pytest.param(AlwaysOpen(), "open-after-expand", repr(ROOT), id="AlwaysOpen"),
+    pytest.param(ExpandTwice(), "expand-not-open", repr(ROOT), id="ExpandTwice"),
+    pytest.param(NotDeterministic(), "nondeterministic", repr(ROOT), id="NotDeterministic"),
+    pytest.param(WrongActionMap(), "symmetry", repr(ROOT), id="WrongActionMap"),
+    pytest.param(IllegalImage(), "symmetry", repr(ROOT), id="IllegalImage"),
+    pytest.param(BadIdentity(), "symmetry", repr(ROOT), id="BadIdentity"),
+    pytest.param(Mirror(), "symmetry", "6", id="Mirror"),
+    pytest.param(Cycle(), "too-long", "5", id="Cycle"),
 ]
 
 
-def test_correct_tiny_game_passes():
-    checker = GraphChecker(TwoPileNim(), seed=0)
-    assert checker.run(20) == []
+# ----- correct games ------------------------------------------------------------------------------
+@pytest.mark.parametrize("graph,games", [
+    pytest.param(Nim(), 20, id="Nim"),
+    pytest.param(Countdown(), 20, id="Countdown"),
+    pytest.param(TicTacToe(), 20, id="TicTacToe"),
+    pytest.param(ConnectFour(), 20, id="ConnectFour"),
+    pytest.param(ConnectFour(4, 5), 20, id="ConnectFour-4x5"),
+    pytest.param(Santorini(3, 1), 20, id="Santorini-3-1"),
+    pytest.param(Santorini(4, 2), 5, id="Santorini-4-2"),
+    pytest.param(Santorini(5, 2), 5, id="Santorini-5-2"),
+])
+def test_correct_graphs_pass(graph, games):
+    checker = GraphChecker(graph, seed=0)
+    assert checker.run(games) == []
     assert checker.notes == []
-    assert checker.games_played == 20
-    assert checker.positions > 20 * 2
+    assert checker.games_played == games
+    assert checker.positions > 2 * games     # every game has a root, a move and an end at least
 
 
 def test_same_seed_same_walk():
-    runs = [GraphChecker(TwoPileNim(), seed=5) for _ in range(2)]
+    runs = [GraphChecker(Nim(), seed=5) for _ in range(2)]
     assert [c.run(10) for c in runs] == [[], []]
     assert runs[0].positions == runs[1].positions
 
 
-@pytest.mark.parametrize("graph,kind,vertex", BROKEN, ids=[type(g).__name__ for g, _, _ in BROKEN])
+# ----- broken games -------------------------------------------------------------------------------
+@pytest.mark.parametrize("graph,kind,vertex", BROKEN)
 def test_each_broken_rule_is_reported_as_exactly_its_kind(graph, kind, vertex):
     violations = check_graph(graph, games=6, seed=0, max_moves=30)
     assert [v.kind for v in violations] == [kind], violations
-    if vertex is not None:
-        assert violations[0].vertex == vertex
+    assert violations[0].vertex == vertex
     assert violations[0].count >= 1 and violations[0].message
 
 
@@ -255,9 +276,11 @@ def test_messages_say_what_broke():
     assert message(Raises()) == "numpify raised RuntimeError: boom"
     assert message(ScoreOutOfRange()) == "score 1.5 is not in [-1, 1]"
     assert message(BadIdentity()) == "symmetry 0: transform 0 is not the identity"
-    assert message(Refill()) == "game not over after 30 moves (a cycle?)"
+    assert message(Cycle()) == "game not over after 30 moves (a cycle?)"
     assert "image (3, 3)" in message(IllegalImage())
     assert message(WrongActionMap()).startswith("symmetry 1: transform_actions maps")
+    assert message(Mirror()) == ("symmetry 1: transform_actions maps an action id to 0 but the "
+                                 "image child 4 has action id(s) [1]")
 
 
 def test_missing_unnumpify_is_a_note_not_a_violation():
@@ -276,6 +299,7 @@ def test_reports_are_deduplicated_by_kind():
     assert only.subject == ROOT
 
 
+# ----- run_check and the command line -------------------------------------------------------------
 def test_run_check_reports_and_exit_status():
     out = io.StringIO()
     assert run_check(f"{__name__}:ScoreOutOfRange", None, 4, 0, out) == 1
@@ -284,46 +308,35 @@ def test_run_check_reports_and_exit_status():
     assert "score 1.5 is not in [-1, 1]\n    at vertex (1, 1)" in text
 
     out = io.StringIO()
-    assert run_check(f"{__name__}:TwoPileNim", {}, 4, 0, out) == 0
+    assert run_check(f"{__name__}:Nim", {}, 4, 0, out) == 0
     assert out.getvalue().splitlines()[-1] == "no contract violations found"
 
+    out = io.StringIO()                       # the game arguments reach the constructor
+    assert run_check(f"{__name__}:Countdown", {"start": 5}, 5, 0, out) == 0
+    assert out.getvalue().startswith(
+        f"checked {__name__}:Countdown {{'start': 5}}: 5 random games (seed 0), ")
+    assert out.getvalue().splitlines()[-1] == "no contract violations found"
+
+
+@pytest.mark.parametrize("spec,error", [
+    ("no_such_module_here:Game", "cannot import module 'no_such_module_here' for game "),
+    ("numpy:ndarray", "'numpy:ndarray' is not a gamegym.GameGraph subclass"),
+])
+def test_run_check_cannot_load_the_game(spec, error):
     out = io.StringIO()
-    assert run_check("no_such_module_here:Game", None, 4, 0, out) == 2
+    assert run_check(spec, None, 4, 0, out) == 2
+    assert out.getvalue().startswith(f"gamegym check: error: {error}")
     assert out.getvalue().count("\n") == 1
-    assert out.getvalue().startswith("gamegym check: error: cannot import module")
 
 
-# ----- the bundled games ------------------------------------------------------------------------
-def bundled(name, *args):
-    module = pytest.importorskip(f"games.{name.lower()}",
-                                 reason=f"games/{name.lower()}.py is not written yet")
-    return getattr(module, name)(*args)
+class WinsAtStart(TicTacToe):
+    """Scores +1 at the empty board."""
 
-
-@pytest.mark.parametrize("name,args,games", [("TicTacToe", (), 20), ("ConnectFour", (), 20),
-                                              ("Santorini", (3, 1), 20),
-                                              ("Santorini", (5, 2), 3)])
-def test_bundled_games_pass(name, args, games):
-    graph = bundled(name, *args)
-    checker = GraphChecker(graph, seed=0)
-    assert checker.run(games) == []
-    assert checker.notes == []
-
-
-try:
-    from games.tictactoe import TicTacToe
-except ImportError:  # written by another engineer; the test below then skips
-    TicTacToe = None
-else:
-    class WinsAtStart(TicTacToe):
-        """Scores +1 at the empty board."""
-
-        def score_at(self, vertex):
-            return 1.0 if not any(vertex) else super().score_at(vertex)
+    def score_at(self, vertex):
+        return 1.0 if not any(vertex) else super().score_at(vertex)
 
 
 def test_run_check_renders_the_vertex_and_rejects_bad_arguments():
-    bundled("TicTacToe")
     out = io.StringIO()
     assert run_check(f"{__name__}:WinsAtStart", None, 2, 0, out) == 1
     assert "at vertex (0, 0, 0, 0, 0, 0, 0, 0, 0)\n    ...\n    ...\n    ...\n" in out.getvalue()
@@ -332,3 +345,16 @@ def test_run_check_renders_the_vertex_and_rejects_bad_arguments():
     assert run_check("games.santorini:Santorini", {"dimension": 9}, 2, 0, out) == 2
     assert out.getvalue().startswith("gamegym check: error: cannot build games.santorini:Santorini")
     assert out.getvalue().count("\n") == 1
+
+
+@pytest.mark.parametrize("spec,args", [("games.tictactoe:TicTacToe", "{}"),
+                                       ("games.connectfour:ConnectFour", "{}"),
+                                       ("games.santorini:Santorini",
+                                        '{"dimension": 3, "units_per_player": 1}')])
+def test_gamegym_check_command_on_bundled_games(spec, args):
+    done = subprocess.run([sys.executable, "-m", "gamegym.cli", "check", spec, "--game-args",
+                           args, "--games", "20"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"checked {spec} ") and ": 20 random games (seed 0), " in lines[0]
+    assert lines[1:] == ["no contract violations found"]

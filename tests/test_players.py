@@ -6,9 +6,10 @@ import time
 import numpy as np
 import pytest
 
-from gamegym.graph import GameGraph, GameGraphError, VertexError
+from gamegym.graph import GameGraphError, VertexError
 from gamegym.players import (AlphaBetaPlayer, RandomPlayer, Solver, SolverPlayer, play_game,
                              solve)
+from nim import TwoPileNim
 
 try:
     from games.connectfour import ConnectFour
@@ -18,47 +19,8 @@ except ImportError as error:  # written by another engineer
     pytest.skip(f"the bundled games cannot be imported yet: {error}", allow_module_level=True)
 
 
-class TwoPileNim(GameGraph):
-    """Two piles; a move takes 1 or 2 stones from one pile; who takes the last stone wins.
-    Action ids 0/1 take 1/2 from the left pile, 2/3 from the right; symmetry 1 swaps the piles.
-    Theory: the player to move wins iff (a % 3) xor (b % 3) != 0."""
-
-    def __init__(self, root=(4, 5)):
-        super().__init__()
-        self.root = root
-
-    @property
-    def roots(self):
-        return (self.root,)
-
-    @property
-    def outdegree_max(self):
-        return 4
-
-    def score_at(self, vertex):
-        return -1.0 if vertex == (0, 0) else 0.0
-
-    def expansion(self, vertex):
-        a, b = vertex
-        moves = [((a - t, b), t - 1) for t in (1, 2) if a >= t]
-        moves += [((a, b - t), t + 1) for t in (1, 2) if b >= t]
-        return tuple(c for c, _ in moves), tuple(x for _, x in moves)
-
-    def numpify(self, vertex):
-        return np.asarray(vertex, dtype=np.float32)
-
-    @property
-    def symmetry_count(self):
-        return 2
-
-    def transform(self, vertex, k):
-        return vertex if k == 0 else (vertex[1], vertex[0])
-
-    def transform_actions(self, k):
-        return np.arange(4) if k == 0 else np.array([2, 3, 0, 1])
-
-
 def nim_value(vertex):
+    """The theory: the player to move wins iff (a % 3) xor (b % 3) != 0."""
     a, b = vertex
     return 1.0 if (a % 3) ^ (b % 3) else -1.0
 
@@ -290,9 +252,9 @@ def test_solverplayer_never_loses_to_random_at_tictactoe():
 
 
 def test_play_game_outcome_is_from_the_first_players_view():
-    graph = TwoPileNim((1, 0))                  # the first player takes the last stone
+    graph = TwoPileNim(roots=[(1, 0)])          # the first player takes the last stone
     record = play_game(graph, (RandomPlayer(), RandomPlayer()), np.random.default_rng(0))
     assert record.actions == (0,) and record.outcome == 1.0
-    record = play_game(TwoPileNim((3, 0)), (SolverPlayer(), SolverPlayer()),
+    record = play_game(TwoPileNim(roots=[(3, 0)]), (SolverPlayer(), SolverPlayer()),
                        np.random.default_rng(0))
     assert record.outcome == -1.0               # 3 % 3 == 0: the first player loses
