@@ -225,8 +225,11 @@ def add_commands(sub) -> None:
     p.add_argument("--minutes", type=float, default=10.0, help="(--learning) training time")
     p.add_argument("--interval", type=float, default=2.0,
                    help="(--learning) minutes between evaluations")
-    p.add_argument("--eval-games", type=int, default=20, help="(--learning) games per point")
+    p.add_argument("--eval-games", type=int, default=20,
+                   help="(--learning) games per curve point; the final point plays 4x as many")
     p.add_argument("--eval-searchcount", type=int, default=100)
+    p.add_argument("--keep", type=Path, metavar="SESSION",
+                   help="(--learning) train in this new session folder and keep it")
     p.add_argument("--plot", type=Path, default=Path("learning.png"),
                    help="(--learning) where to write the curve")
     p.set_defaults(run=cmd_bench)

@@ -29,11 +29,12 @@ OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
 
 
 def optimal_move_rate(graph, player: MCTSPlayer, games: int, rng, solver,
-                      explore_plies: int = 0) -> float:
+                      explore_plies: int = 0) -> tuple[float, int]:
     """Share of the positions of `player`'s own games (against itself) where its move (the
     most visited, as in a match) is optimal according to the exact solver.  For the first
     `explore_plies` plies of each game the move actually played is drawn from the visit counts,
-    as in self-play, so that the games differ; every position counts either way."""
+    as in self-play, so that the games differ; every position counts either way.
+    Returns (rate, positions)."""
     optimal = total = 0
     for _ in range(games):
         vertex, ply = graph.roots[0], 0
@@ -46,7 +47,7 @@ def optimal_move_rate(graph, player: MCTSPlayer, games: int, rng, solver,
                 action = int(root.actions[choose_action(root, 1.0, rng)])
             vertex = graph.child_by_action(vertex, action)
             ply += 1
-    return optimal / total if total else 0.0
+    return (optimal / total if total else 0.0), total
 
 
 def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rng,
@@ -65,14 +66,18 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
     point = {"iteration": iteration, **{k: v for k, v in result.to_dict().items()
                                         if k in ("wins", "draws", "losses", "score")}}
     if solver is not None:
-        point["optimal_move_rate"] = round(optimal_move_rate(
-            graph, player, max(2, games // 4), rng, solver, explore_plies), 4)
+        rate, positions = optimal_move_rate(graph, player, max(2, games // 4), rng, solver,
+                                            explore_plies)
+        point["optimal_move_rate"], point["positions"] = round(rate, 4), positions
     point["eval_seconds"] = round(time.monotonic() - started, 1)
     return point
 
 
 def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
-                       games: int, searchcount: int, plot_path: Path | None) -> dict:
+                       games: int, searchcount: int, plot_path: Path | None,
+                       final_factor: int = 4, keep: Path | None = None) -> dict:
+    """Train `game` from scratch for `minutes` and return its curve (see the module doc).
+    With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards)."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args)
@@ -92,8 +97,11 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
               f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
               flush=True)
     explore = config.selfplay.temperature_drop_move
+    if keep is not None and Path(keep).exists():
+        raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
+                         "in a new session")
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
-        gym = GameGym(Path(folder) / "learn", config=config,
+        gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args))
         curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
                                 solver, explore), "minutes": 0.0})  # the untrained start
@@ -127,8 +135,12 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
         if outcome.get("code"):
             raise RuntimeError(f"the gym stopped with an error (exit code {outcome['code']}); "
                                "see its output above")
-    final = dict(curve[-1]) if curve else {}
-    final["opponent"] = opponent
+        # the final figure: the last iteration again, on `final_factor` times the games (after
+        # the training clock, so a cheap curve and a precise final number)
+        final = measure(gym.session, graph, opponent, games * final_factor, searchcount, rng,
+                        solver, explore)
+        final.update(minutes=curve[-1]["minutes"], opponent=opponent)
+        show(final, opponent, "final")
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
                "opponent": opponent, "curve": curve, "final": final}
     if plot_path is not None and curve:
@@ -137,11 +149,13 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     return figures
 
 
-def show(point: dict, opponent: str) -> None:
+def show(point: dict, opponent: str, label: str = "") -> None:
     optimal = point.get("optimal_move_rate")
-    print(f"[bench] {point['minutes']:.1f} min, iteration {point['iteration']}: "
-          f"+{point['wins']} ={point['draws']} -{point['losses']} vs {opponent}"
-          + ("" if optimal is None else f", optimal moves {optimal:.1%}"), flush=True)
+    print(f"[bench] {label + ': ' if label else ''}{point['minutes']:.1f} min, iteration "
+          f"{point['iteration']}: +{point['wins']} ={point['draws']} -{point['losses']} vs "
+          f"{opponent}" + ("" if optimal is None else
+                           f", optimal moves {optimal:.1%} of {point['positions']}"),
+          flush=True)
 
 
 def plot_curve(figures: dict, path: Path) -> None:
@@ -166,7 +180,7 @@ def plot_curve(figures: dict, path: Path) -> None:
 def cmd_learning(args) -> int:
     figures = run_learning_bench(args.learning, args.game_args,
                                  args.minutes, args.interval, args.eval_games,
-                                 args.eval_searchcount, args.plot)
+                                 args.eval_searchcount, args.plot, keep=args.keep)
     print(json.dumps(figures, sort_keys=True) if args.json else
           f"final: {figures['final']}")
     return 0

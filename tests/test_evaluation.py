@@ -107,7 +107,7 @@ def test_learning_benchmark_json_and_plot(tmp_path):
     plot = tmp_path / "curve.png"
     done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.6", "--interval", "0.3",
                    "--eval-games", "2", "--eval-searchcount", "8", "--plot", str(plot),
-                   "--json", timeout=400)
+                   "--keep", str(tmp_path / "kept"), "--json", timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["game"] == TICTACTOE and figures["minutes"] == 0.6
@@ -119,5 +119,9 @@ def test_learning_benchmark_json_and_plot(tmp_path):
         assert 0.0 <= point["optimal_move_rate"] <= 1.0
     final = figures["final"]
     assert final["opponent"] == "solver" and final["iteration"] == curve[-1]["iteration"]
-    assert {"wins", "draws", "losses"} <= set(final)
+    assert final["wins"] + final["draws"] + final["losses"] == 8   # 4x the games of a point
+    for point in (final, curve[-1]):     # at least 2 self-play games of 5 or more plies
+        assert point["positions"] >= 10
     assert plot.stat().st_size > 1000
+    kept = json.loads((tmp_path / "kept" / "models" / "current.json").read_text())
+    assert kept["iteration"] == final["iteration"]          # the session is kept
