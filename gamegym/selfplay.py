@@ -91,7 +91,7 @@ class PredictorClient:
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not self.conn.poll(left):
-                raise PredictorTimeout(f"no answer from the Predictor within {self.timeout:.0f} s")
+                raise PredictorTimeout(f"no answer from the Predictor within {self.timeout:g} s")
             response = self.conn.recv()
             if isinstance(response, EvalResponse) and response.request_id == request_id:
                 return response

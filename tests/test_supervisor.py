@@ -1,0 +1,121 @@
+"""The supervisor's decisions on dead children, and the Selfplayer's bounded wait for answers.
+
+The children here are stand-ins with the `multiprocessing.Process` attributes the supervisor
+reads, so each decision is checked exactly and quickly; tests/test_faults.py kills real ones.
+"""
+import multiprocessing
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gamegym.config import GymConfig
+from gamegym.messages import EvalResponse
+from gamegym.process import EXIT_DISK_FULL
+from gamegym.selfplay import PredictorClient, PredictorTimeout
+from gamegym.supervisor import MAX_SELFPLAYER_RESTARTS, Child, Supervisor
+from games.tictactoe import TicTacToe
+
+
+class DeadProcess:
+    def __init__(self, exitcode):
+        self.exitcode = exitcode
+
+    def is_alive(self):
+        return False
+
+
+class LiveProcess:
+    exitcode = None
+
+    def is_alive(self):
+        return True
+
+
+class FakeGym:
+    def __init__(self, path):
+        self.session = SimpleNamespace(path=path, logs_dir=path / "logs")
+        self.config = GymConfig(game="games.tictactoe:TicTacToe")
+        self.stop_requested = threading.Event()
+        self.reasons = []
+
+    def request_stop(self, reason):
+        self.reasons.append(reason)
+        self.stop_requested.set()
+
+
+@pytest.fixture
+def supervisor(tmp_path, monkeypatch):
+    supervisor = Supervisor(FakeGym(tmp_path), None, None)
+    spawned = []
+
+    def spawn(child):               # a restart: record it, the new process lives
+        spawned.append(child.name)
+        child.process = LiveProcess()
+
+    monkeypatch.setattr(supervisor, "_spawn", spawn)
+    supervisor.spawned = spawned
+    for name in ("predictor", "trainer", "selfplayer0", "selfplayer1"):
+        supervisor.children[name] = Child(name, None, (0,), LiveProcess(), extra={"index": 0})
+    return supervisor
+
+
+def test_dead_selfplayer_is_restarted_with_a_new_seed_until_the_limit(supervisor):
+    child = supervisor.children["selfplayer1"]
+    seeds = []
+    for _ in range(MAX_SELFPLAYER_RESTARTS):
+        child.process = DeadProcess(-9)
+        supervisor._check_children()
+        seeds.append(child.args[-1])
+    assert supervisor.spawned == ["selfplayer1"] * MAX_SELFPLAYER_RESTARTS
+    assert len(set(seeds)) == MAX_SELFPLAYER_RESTARTS      # no restart replays the same games
+    assert not supervisor.gym.stop_requested.is_set()
+    child.process = DeadProcess(-9)                        # one death too many
+    supervisor._check_children()
+    assert len(supervisor.spawned) == MAX_SELFPLAYER_RESTARTS
+    assert supervisor.failure.startswith("selfplayer1 died (too many restarts); see ")
+    assert supervisor.failure.endswith("selfplayer1.log")
+    assert supervisor.gym.reasons == [supervisor.failure]
+
+
+@pytest.mark.parametrize("role", ["trainer", "predictor"])
+def test_dead_trainer_or_predictor_stops_the_gym_naming_it(supervisor, role):
+    supervisor.children[role].process = DeadProcess(1)
+    supervisor._check_children()
+    assert supervisor.spawned == []
+    assert supervisor.failure.startswith(f"{role} died (exit code 1); see ")
+    assert supervisor.gym.reasons == [supervisor.failure]
+
+
+def test_a_child_that_found_the_disk_full_is_not_restarted(supervisor):
+    supervisor.children["selfplayer0"].process = DeadProcess(EXIT_DISK_FULL)
+    supervisor._check_children()
+    assert supervisor.spawned == []
+    assert "selfplayer0 could not write" in supervisor.failure
+    assert "free some space" in supervisor.failure
+
+
+def test_selfplayer_wait_for_the_predictor_times_out():
+    mine, predictor_end = multiprocessing.Pipe(duplex=True)
+    client = PredictorClient(TicTacToe(), mine, timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(PredictorTimeout, match="no answer from the Predictor within 0.3 s"):
+        client([TicTacToe().roots[0]])
+    assert 0.3 <= time.monotonic() - started < 3.0
+    assert predictor_end.poll()                           # the request did go out
+
+
+def test_selfplayer_skips_answers_to_requests_it_gave_up():
+    mine, predictor_end = multiprocessing.Pipe(duplex=True)
+    graph = TicTacToe()
+    client = PredictorClient(graph, mine, timeout=5.0)
+    size = graph.action_space_size
+    predictor_end.send(EvalResponse(0, 3, np.zeros((1, size), np.float32),  # a stale answer
+                                    np.array([0.9], np.float32)))
+    answer = np.full((1, size), 1.0 / size, np.float32)
+    predictor_end.send(EvalResponse(1, 3, answer, np.array([-0.25], np.float32)))
+    probs, values = client([graph.roots[0]])
+    assert np.array_equal(probs, answer) and values.tolist() == [-0.25]
+    assert client.iteration == 3
