@@ -183,10 +183,13 @@ class SampleCounter:
 
 
 def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
-                 quarantine_dir: Path | None = None) -> SampleBatch | None:
+                 quarantine_dir: Path | None = None,
+                 sources: dict[str, int] | None = None) -> SampleBatch | None:
     """The newest samples of iterations >= min_iteration, at most max_count (newest files first).
 
     A damaged file is moved to `quarantine_dir` (when given) with a warning, and skipped.
+    `sources`, when given, receives "<iteration>/<file name>" -> samples taken from each file
+    read (fewer than the file holds only for the oldest file, cut at max_count).
     """
     chunks: list[dict] = []
     total = 0
@@ -214,6 +217,8 @@ def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
             chunk["iteration"] = np.full(n, it, np.int32)
             chunk["truncated"] = game_truncated
             chunks.append(chunk)
+            if sources is not None:
+                sources[f"{it}/{path.name}"] = min(n, max_count - total)
             total += n
     if not chunks:
         return None

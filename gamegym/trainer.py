@@ -57,8 +57,9 @@ class Trainer:
         """Train one iteration on the current window and publish it; returns the new iteration."""
         cfg = self.config.train
         iteration = self.session.current_iteration()
+        sources: dict[str, int] = {}
         batch = load_samples(self.session.samples_dir, self.window_start(iteration),
-                             cfg.max_samplecount, self.session.quarantine_dir)
+                             cfg.max_samplecount, self.session.quarantine_dir, sources)
         if batch is None:
             raise RuntimeError("no readable samples in the window")
         start = time.time()
@@ -68,7 +69,7 @@ class Trainer:
         report = {
             "iteration": new_iteration, "time": time.time(), "seconds": time.time() - start,
             "samples": len(batch), "window": [self.window_start(iteration), iteration],
-            "learner": cfg.learner, "history": result.history,
+            "sources": sources, "learner": cfg.learner, "history": result.history,
             "losses": {k: v[-1] for k, v in result.history.items() if v},
         }
         self.session.write_train_report(new_iteration, report)

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 SMALL = {
     "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 4, "searchcount": 16,
                  "gamelog_dump_threshold": 3},
-    "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+    "train": {"min_samplecount": 60, "min_new_samples": 60, "max_samplecount": 20000,
+              "epochs": 1, "batchsize": 32},
     "status_interval": 1.0,
 }
 
@@ -96,15 +97,23 @@ def test_sigkill_of_the_gym_leaves_no_orphans_and_resume_continues(session):
     before = json.loads((session / "models" / "current.json").read_text())["iteration"]
     for path in (session / "samples").glob("*/*.npz"):  # ... every visible file loads
         read_sample_file(path)
-    files_before = set((session / "samples").glob("*/*.npz"))
+    files_before = {f"{p.parent.name}/{p.name}": len(read_sample_file(p)["z"])
+                    for p in (session / "samples").glob("*/*.npz")}
     done = subprocess.run(cli("resume", str(session), "--max-iterations", "1"),
                           capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr  # ... and does not block the resume
     after = json.loads((session / "models" / "current.json").read_text())["iteration"]
     assert after == before + 1
-    assert files_before <= set((session / "samples").glob("*/*.npz"))  # nothing lost
     report = json.loads((session / "train" / f"{after}.json").read_text())
     assert report["window"][1] == before
+    # every file flushed before the kill, in the window, was trained on whole, and every sample
+    # of the iteration came from a distinct published file: none read twice
+    in_window = {name: n for name, n in files_before.items()
+                 if int(name.split("/")[0]) >= report["window"][0]}
+    assert sum(in_window.values()) <= SMALL["train"]["max_samplecount"]
+    assert all(report["sources"].get(name) == n for name, n in in_window.items())
+    assert sum(report["sources"].values()) == report["samples"]
+    assert all((session / "samples" / name).is_file() for name in report["sources"])
 
 
 def test_dead_selfplayer_is_restarted_and_dead_predictor_stops_the_gym(session):

@@ -43,8 +43,10 @@ def test_round_trip_and_window(tmp_path):
     assert len(set(batch.game.tolist())) == 3           # game ids unique across files
     newest = load_samples(samples, min_iteration=1, max_count=100)
     assert len(newest) == 4 and set(newest.iteration.tolist()) == {1}
-    capped = load_samples(samples, min_iteration=0, max_count=4)
-    assert len(capped) == 4 and set(capped.iteration.tolist()) == {1}   # newest first
+    sources = {}
+    capped = load_samples(samples, min_iteration=0, max_count=6, sources=sources)
+    assert len(capped) == 6 and capped.iteration.tolist() == [1, 1, 1, 1, 0, 0]  # newest first
+    assert sources == {"1/b.npz": 4, "0/a.npz": 2}      # the oldest file cut at max_count
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
