@@ -1,8 +1,8 @@
 """Watching a running gym: throughput figures, psutil resources, the status line, plots."""
 from __future__ import annotations
 
+import io
 import logging
-import os
 import time
 from collections import defaultdict, deque
 from pathlib import Path
@@ -144,10 +144,11 @@ def new_figure(size: tuple = (6, 4)):
 def save_figure(figure, path: Path) -> Path:
     """Write a figure as PNG atomically (readers never see half a picture) and close it."""
     import matplotlib.pyplot as plt
-    from gamegym.fileio import temporary_path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_path(path)
-    figure.savefig(tmp, format="png")
-    plt.close(figure)
-    os.replace(tmp, path)
+    from gamegym.fileio import atomic_write_bytes
+    buffer = io.BytesIO()
+    try:
+        figure.savefig(buffer, format="png")
+    finally:
+        plt.close(figure)
+    atomic_write_bytes(path, buffer.getvalue())
     return path

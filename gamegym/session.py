@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from gamegym.config import ConfigError, GymConfig
-from gamegym.fileio import atomic_write_json, quarantine, remove_leftovers, temporary_path
+from gamegym.fileio import atomic_publish, atomic_write_json, quarantine, remove_leftovers, temporary_path
 
 __all__ = ["Session", "SessionError", "SessionLockedError"]
 
@@ -229,9 +229,7 @@ class Session:
         tmp = temporary_path(path)
         try:
             model.save(tmp)
-            with open(tmp, "rb+") as handle:
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
+            atomic_publish(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
