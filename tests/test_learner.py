@@ -118,6 +118,19 @@ def test_sampled_schedule_validation_and_dict_config():
     assert x.shape == (len(batch), 3, 3, 2) and (ids == np.arange(len(batch))).all()
     assert targets["pi"].shape == targets["legal"].shape == (len(batch), 9)
     assert targets["z"].shape == (len(batch),)
+    assert np.array_equal(targets["z"], batch.z)                 # the game result by default
+
+
+def test_value_target_mix_moves_z_towards_the_search_value():
+    graph = TicTacToe()
+    batch = as_batch([random_game(graph, seed=s) for s in range(3)])
+    batch.root_value = np.linspace(-0.5, 0.5, len(batch)).astype(np.float32)
+    learner = get_learner("alphazero")
+    _, targets, _ = learner.make_targets(batch, graph, TrainConfig(value_target_mix=0.25))
+    assert targets["z"].dtype == np.float32
+    assert np.allclose(targets["z"], 0.75 * batch.z + 0.25 * batch.root_value)
+    _, targets, _ = learner.make_targets(batch, graph, {"value_target_mix": 1.0})
+    assert np.array_equal(targets["z"], batch.root_value)
 
 
 def test_models_save_and_load_with_the_same_outputs(tmp_path):

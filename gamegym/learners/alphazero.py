@@ -9,6 +9,7 @@ Training options read from the train config (see `gamegym.learners.base.option`;
 those of `gamegym.config.TrainConfig`):
   learning_rate               Adam learning rate
   value_loss_weight           w above
+  value_target_mix            m: z = (1 - m) * game result + m * root search value
   epochs                      passes over the training samples (when no sampled schedule)
   batchsize                   minibatch size (also read as `batch_size` or `mini_batch_size`)
   validation_split            share of the batch held out (after an rng shuffle) for val_* losses
@@ -84,9 +85,16 @@ class AlphaZeroLearner(Learner):
             self.compile(model, train_config)
 
     # ----- targets ----------------------------------------------------------------------------
-    def make_targets(self, batch, graph=None):
-        """x [N, *input_shape]; targets pi [N, A], z [N], legal [N, A]; sample ids arange(N)."""
-        targets = {"pi": np.asarray(batch.pi, np.float32), "z": np.asarray(batch.z, np.float32),
+    def make_targets(self, batch, graph=None, train_config=None):
+        """x [N, *input_shape]; targets pi [N, A], z [N], legal [N, A]; sample ids arange(N).
+        z is the sample's value target, moved towards the position's search value by
+        `value_target_mix` (0: the game result alone, as in AlphaZero)."""
+        mix = float(option(train_config, "value_target_mix"))
+        z = np.asarray(batch.z, np.float32)
+        if mix:
+            z = ((1.0 - mix) * z + mix * np.asarray(batch.root_value, np.float32)).astype(
+                np.float32)
+        targets = {"pi": np.asarray(batch.pi, np.float32), "z": z,
                    "legal": np.asarray(batch.legal, bool)}
         return np.asarray(batch.x, np.float32), targets, np.arange(len(batch))
 
@@ -97,7 +105,7 @@ class AlphaZeroLearner(Learner):
         weight = np.array(option(train_config, "value_loss_weight"), np.float32)  # a tensor arg
         size = int(option(train_config, "batchsize"))
         start = time.time()
-        x, targets, ids = self.make_targets(batch, graph)
+        x, targets, ids = self.make_targets(batch, graph, train_config)
         n = len(ids)
         if n == 0:
             raise ValueError("no samples to train on")
@@ -166,7 +174,7 @@ class AlphaZeroLearner(Learner):
 
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
         self._ready(model, train_config)
-        x, targets, ids = self.make_targets(batch)
+        x, targets, ids = self.make_targets(batch, train_config=train_config)
         weight = np.float32(option(train_config, "value_loss_weight"))
         per_sample = np.full(len(batch), np.nan, np.float32)
         per_sample[ids] = self._example_losses(x, targets, np.arange(len(ids)), weight)

@@ -51,7 +51,7 @@ class Learner(ABC):
         """Prepare the optimizer (and any target networks) for training `model`."""
 
     @abstractmethod
-    def make_targets(self, batch, graph=None) -> tuple[Any, dict, np.ndarray]:
+    def make_targets(self, batch, graph=None, train_config=None) -> tuple[Any, dict, np.ndarray]:
         """(inputs, targets by name, sample ids): the training examples of a SampleBatch.
         Sample ids [M] index `batch` and say which sample each example belongs to (a sequence
         learner makes fewer examples than samples, e.g. none for a game's last position)."""
