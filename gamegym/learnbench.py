@@ -52,8 +52,8 @@ def optimal_move_rate(graph, player: MCTSPlayer, games: int, rng, solver,
 
 def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rng,
             solver=None, explore_plies: int = 0) -> dict:
-    """One curve point for the newest iteration: a match against the opponent and, with a
-    solver, the optimal-move rate."""
+    """One curve point for the newest iteration: a match of `games` games against the
+    opponent and, with a solver, the optimal-move rate over half as many self-play games."""
     started = time.monotonic()
     iteration = session.current_iteration()
     player = MCTSPlayer.from_session(session, graph, iteration, searchcount)
@@ -66,7 +66,7 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
     point = {"iteration": iteration, **{k: v for k, v in result.to_dict().items()
                                         if k in ("wins", "draws", "losses", "score")}}
     if solver is not None:
-        rate, positions = optimal_move_rate(graph, player, max(2, games // 4), rng, solver,
+        rate, positions = optimal_move_rate(graph, player, max(2, games // 2), rng, solver,
                                             explore_plies)
         point["optimal_move_rate"], point["positions"] = round(rate, 4), positions
     point["eval_seconds"] = round(time.monotonic() - started, 1)
