@@ -168,6 +168,14 @@ def plot_curve(figures: dict, path: Path) -> None:
     if "optimal_move_rate" in curve[0]:
         axis.plot(minutes, [p["optimal_move_rate"] for p in curve], marker="s",
                   label="optimal-move rate")
+    final = figures.get("final")
+    if final and "minutes" in final:   # the final figure, measured on more games
+        for key, colour in (("score", "C0"), ("optimal_move_rate", "C1")):
+            if key in final:
+                axis.plot([final["minutes"]], [final[key]], marker="*", markersize=12,
+                          color=colour, linestyle="none")
+        axis.plot([], [], marker="*", color="grey", linestyle="none",
+                  label="final, on more games")
     axis.set_ylim(0, 1.05)
     axis.set_xlabel("minutes of training (2-core CPU)")
     axis.set_title(f"{figures['game'].split(':')[1]} {figures['game_args'] or ''}")
