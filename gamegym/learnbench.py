@@ -84,6 +84,9 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     if found is None:
         raise ValueError(f"no bundled preset for {game} {graph.game_args}; the learning "
                          "benchmark runs on the bundled games")
+    if keep is not None and Path(keep).exists():
+        raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
+                         "in a new session")
     opponent, with_optimal = OPPONENTS.get(game, ("alphabeta:2", False))
     config = GymConfig(**found[1], status_interval=30.0)
     rng = np.random.default_rng(0)
@@ -97,9 +100,6 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
               f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
               flush=True)
     explore = config.selfplay.temperature_drop_move
-    if keep is not None and Path(keep).exists():
-        raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
-                         "in a new session")
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args))
