@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import signal
 import sys
@@ -39,6 +40,13 @@ class GameGym:
 
     def __init__(self, session_path, graph: GameGraph | None = None,
                  config: GymConfig | None = None, initial_model=None):
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            # a child started with spawn imports the parent's main script again: without the
+            # guard the script would build a gym in every child, which then dies in a loop
+            raise GymError("a GameGym is being made while a child process starts up: the gym "
+                           "starts its processes with spawn, which runs your main script again "
+                           "in each of them; put the code that starts the gym under "
+                           "`if __name__ == \"__main__\":`")
         self.session = Session(session_path)
         if self.session.exists():
             self.config = self._config_for_resume(graph, config)

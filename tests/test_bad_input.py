@@ -79,6 +79,31 @@ def test_model_that_does_not_fit_the_game_and_session_of_another_game(tmp_path):
     assert done.returncode == 2 and "already exists" in done.stderr
 
 
+UNGUARDED = """
+import sys
+from games.tictactoe import TicTacToe
+from gamegym import GameGym, GymConfig
+config = GymConfig(game="games.tictactoe:TicTacToe",
+                   selfplay={"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16})
+sys.exit(GameGym(sys.argv[1], graph=TicTacToe(), config=config).resume(max_seconds=60,
+                                                                       console=False))
+"""
+
+
+@pytest.mark.slow
+def test_script_without_a_main_guard_is_told_so_and_stops(tmp_path):
+    """spawn runs the main script again in every child: the gym made there names the fix."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(UNGUARDED)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "s")],
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "put the code that starts the gym under `if __name__ == \"__main__\":`" \
+        in done.stderr
+    assert json.loads((tmp_path / "s" / "config.json").read_text())["game"] == \
+        "games.tictactoe:TicTacToe"
+
+
 WRITER = """
 import sys, numpy as np
 from pathlib import Path
