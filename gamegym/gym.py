@@ -42,7 +42,7 @@ class GameGym:
                  config: GymConfig | None = None, initial_model=None):
         if getattr(multiprocessing.current_process(), "_inheriting", False):
             # a child started with spawn imports the parent's main script again: without the
-            # guard the script would build a gym in every child, which then dies in a loop
+            # guard every child would build a gym of its own (and start children of its own)
             raise GymError("a GameGym is being made while a child process starts up: the gym "
                            "starts its processes with spawn, which runs your main script again "
                            "in each of them; put the code that starts the gym under "
