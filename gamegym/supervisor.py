@@ -153,8 +153,7 @@ class Supervisor:
                 continue
             code = process.exitcode
             if code == EXIT_DISK_FULL:   # a restart would fail the same way
-                self.failure = (f"{child.name} could not write (see "
-                                f"{self.session.logs_dir / (child.name + '.log')}): "
+                self.failure = (f"{child.name} could not write ({self._where_to_look(child)}): "
                                 f"{disk_full_message(self.session.path)}")
                 self.gym.request_stop(self.failure)
                 return
@@ -171,10 +170,17 @@ class Supervisor:
                 continue
             what = "too many restarts" if child.name.startswith("selfplayer") else \
                 f"exit code {code}"
-            self.failure = (f"{child.name} died ({what}); see "
-                            f"{self.session.logs_dir / (child.name + '.log')}")
+            self.failure = f"{child.name} died ({what}); {self._where_to_look(child)}"
             self.gym.request_stop(self.failure)
             return
+
+    def _where_to_look(self, child) -> str:
+        """Where the cause of a child's death is: its log, or the console when it died before
+        opening one (e.g. while spawn imported the main script)."""
+        path = self.session.logs_dir / f"{child.name}.log"
+        if path.is_file():
+            return f"see {path}"
+        return "its error is on the console above: it died before it opened its log"
 
     # ----- stop -----------------------------------------------------------------------------
     def shutdown(self) -> None:

@@ -100,6 +100,8 @@ def test_script_without_a_main_guard_is_told_so_and_stops(tmp_path):
     assert done.returncode == 1, done.stderr[-2000:]
     assert "put the code that starts the gym under `if __name__ == \"__main__\":`" \
         in done.stderr
+    assert "predictor died (exit code 1); its error is on the console above: it died before " \
+        "it opened its log" in done.stdout
     session = tmp_path / "s"   # the session the script made is whole and not locked
     assert json.loads((session / "config.json").read_text())["game"] == "games.tictactoe:TicTacToe"
     assert not (session / "session.lock").exists()

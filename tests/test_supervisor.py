@@ -57,8 +57,10 @@ def supervisor(tmp_path, monkeypatch):
 
     monkeypatch.setattr(supervisor, "_spawn", spawn)
     supervisor.spawned = spawned
+    (tmp_path / "logs").mkdir()
     for name in ("predictor", "trainer", "selfplayer0", "selfplayer1"):
         supervisor.children[name] = Child(name, None, (0,), LiveProcess(), extra={"index": 0})
+        (tmp_path / "logs" / f"{name}.log").write_text("started\n")   # as a real child does
     return supervisor
 
 
