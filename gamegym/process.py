@@ -19,6 +19,11 @@ EXIT_DISK_FULL = 75
 log = logging.getLogger("gamegym")
 
 
+def log_path(logs_dir: Path, role: str) -> Path:
+    """The log file of a process role (the one setup_logging writes)."""
+    return logs_dir / f"{role}.log"
+
+
 def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logging.Logger:
     """Log to logs/<role>.log (rotated), one file per process role."""
     root = logging.getLogger()
@@ -30,7 +35,7 @@ def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logg
     if logs_dir is not None:
         logs_dir.mkdir(parents=True, exist_ok=True)
         handler = logging.handlers.RotatingFileHandler(
-            logs_dir / f"{role}.log", maxBytes=5_000_000, backupCount=3, encoding="utf-8")
+            log_path(logs_dir, role), maxBytes=5_000_000, backupCount=3, encoding="utf-8")
         handler.setFormatter(logging.Formatter(
             f"%(asctime)s %(levelname)s {role}[%(process)d] %(name)s: %(message)s"))
         handler._gamegym = True

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full
-from gamegym.process import EXIT_DISK_FULL
+from gamegym.process import EXIT_DISK_FULL, log_path
 
 log = logging.getLogger("gamegym.supervisor")
 
@@ -177,7 +177,7 @@ class Supervisor:
     def _where_to_look(self, child) -> str:
         """Where the cause of a child's death is: its log, or the console when it died before
         opening one (e.g. while spawn imported the main script)."""
-        path = self.session.logs_dir / f"{child.name}.log"
+        path = log_path(self.session.logs_dir, child.name)
         if path.is_file():
             return f"see {path}"
         return "its error is on the console above: it died before it opened its log"
