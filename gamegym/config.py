@@ -112,6 +112,7 @@ class SelfplayConfig:
     selfplayprocesses: int = 2      # number of Selfplayer processes
     searchthreadcount: int = 8      # concurrent searches (virtual loss) sharing one tree
     search_os_threads: bool = False  # run them on OS threads; False: one thread drives them all
+    search_solver: bool = False     # prove wins/losses in the tree (MCTS-solver); exact endgames
     searchcount: int = 100          # searches (MCTS simulations) per move
     exploration_const: float = 1.5  # PUCT exploration constant c_puct
     virtualloss: float = 1.0        # visits of value -1 added on a path while its leaf is evaluated
@@ -128,6 +129,7 @@ class SelfplayConfig:
         _int_in(self, "searchthreadcount", 1, 1024)
         _int_in(self, "searchcount", 1, 1_000_000)
         _bool(self, "search_os_threads")
+        _bool(self, "search_solver")
         _float_in(self, "exploration_const", 0.0, 100.0, low_open=True)
         _float_in(self, "virtualloss", 0.0, 100.0)
         _float_in(self, "temperature", 0.0, 100.0)

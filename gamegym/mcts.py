@@ -15,6 +15,14 @@ single driver is several times faster (see `gamegym bench` and the README).  Wit
 search both are exactly the sequential search (`reference_search` in the tests).
 
 Values are negamax: every node's statistics are from the view of the player to move there.
+
+With `solver=True` (off by default) the search is also an MCTS-solver (Winands, Bjornsson and
+Saito, 2008): terminal scores are exact, and a node is *proven* once one child is a proven loss
+for the player to move there (so the node is a win) or all its children are proven (its value is
+then the best of theirs).  Searches stop at proven nodes instead of evaluating below them, never enter a
+child proven to lose while another is open, and stop altogether once the root is proven.  The
+move choice and the policy target keep to the proven-best moves, and a proven root reports its
+exact value, so the end of every game is played and labelled exactly.
 """
 from __future__ import annotations
 
@@ -45,6 +53,7 @@ class SearchParams:
     dirichlet_alpha: float = 0.5    # root noise concentration
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
     os_threads: bool = False        # run the concurrent searches on OS threads (see Search)
+    solver: bool = False            # prove wins and losses in the tree (MCTS-solver, see above)
 
     @classmethod
     def from_selfplay(cls, cfg, noise: bool = True) -> "SearchParams":
@@ -52,14 +61,14 @@ class SearchParams:
                    exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
                    dirichlet_alpha=cfg.dirichlet_alpha,
                    dirichlet_fraction=cfg.dirichlet_fraction if noise else 0.0,
-                   os_threads=cfg.search_os_threads)
+                   os_threads=cfg.search_os_threads, solver=cfg.search_solver)
 
 
 class Node:
     """A vertex in the search tree with the statistics of its outgoing edges (mover's view)."""
 
     __slots__ = ("vertex", "child_vertices", "actions", "children", "priors", "raw_priors",
-                 "visits", "values", "total", "state", "value")
+                 "visits", "values", "total", "state", "value", "proven", "solved")
 
     NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 
@@ -75,10 +84,29 @@ class Node:
         self.total = 0                    # sum of visits
         self.state = Node.NEW
         self.value = 0.0                  # network value (or final score) from the mover's view
+        self.proven: float | None = None  # exact value from the mover's view, once proven
+        self.solved = 0                   # how many children are proven
 
     def mean_value(self) -> float:
-        """Search value of this node from its mover's view."""
+        """Search value of this node from its mover's view (its exact value once proven)."""
+        if self.proven is not None:
+            return self.proven
         return sum(self.values) / self.total if self.total else self.value
+
+    def proven_best(self) -> list[int] | None:
+        """Indices of the children a move may go to, as far as the search proved anything:
+        the children that achieve a proven value, else the children not proven to lose (None
+        when nothing rules a child out)."""
+        if not self.solved:
+            return None
+        children = self.children
+        if self.proven is not None:
+            best = [i for i, c in enumerate(children)
+                    if c is not None and c.proven is not None and -c.proven == self.proven]
+            return best or None
+        keep = [i for i, c in enumerate(children)
+                if c is None or c.proven is None or c.proven < 1.0]
+        return keep if len(keep) < len(children) else None
 
 
 def uniform_evaluator(action_space_size: int) -> Evaluator:
@@ -113,7 +141,7 @@ class Search:
             batch, self._queue = self._queue, []
             if batch:
                 self._flush(batch)
-        if root.state == Node.TERMINAL:
+        if root.state == Node.TERMINAL or root.proven is not None:
             return root
         self._add_noise(root, rng)
         self._remaining = count
@@ -150,17 +178,18 @@ class Search:
         """
         submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
         in_flight = None  # (batch, waiting searches, answer) sent and not yet backed up
-        while self._remaining > 0 or in_flight is not None:
+        while (self._remaining > 0 and root.proven is None) or in_flight is not None:
             waiting = []
-            while len(waiting) < slots and self._remaining > 0:
+            while len(waiting) < slots and self._remaining > 0 and root.proven is None:
                 self._remaining -= 1
                 path, leaf = self._select(root)
-                if leaf.state == Node.NEW:
+                new = leaf.state == Node.NEW
+                if new:
                     self._open(leaf)
                 if leaf.state == Node.PENDING:
                     waiting.append((path, leaf))
                 else:
-                    self._backup(path, leaf.value)
+                    self._backup_settled(path, leaf, new)
                     self.searches_done += 1
             batch, self._queue = self._queue, []
             if submit is None:
@@ -187,14 +216,17 @@ class Search:
         cond = self._cond
         with cond:
             try:
-                while self._remaining > 0 and self._error is None:
+                while self._remaining > 0 and self._error is None and root.proven is None:
                     self._remaining -= 1
                     path, leaf = self._select(root)
-                    if leaf.state == Node.NEW:
+                    new = leaf.state == Node.NEW
+                    if new:
                         self._open(leaf)
                     if leaf.state == Node.PENDING:
                         self._wait_for(leaf)
-                    self._backup(path, leaf.value)
+                        self._backup(path, leaf.value)
+                    else:
+                        self._backup_settled(path, leaf, new)
                     self.searches_done += 1
             except BaseException as error:  # surfaced by run(); wake everyone
                 self._error = error
@@ -262,6 +294,8 @@ class Search:
         if not children:
             node.state = Node.TERMINAL
             node.value = float(graph.score_at(vertex))
+            if self.params.solver:
+                node.proven = node.value
             return
         n = len(children)
         node.child_vertices = children
@@ -280,14 +314,19 @@ class Search:
         node = root
         sqrt = math.sqrt
         while node.state == Node.EXPANDED:
+            if node.proven is not None and path:
+                break   # a proven node is a leaf with its exact value
             visits, values, priors = node.visits, node.values, node.priors
             scale = c * sqrt(node.total + 1)
             best, best_score = 0, -1e30
-            for i in range(len(priors)):
-                n = visits[i]
-                score = (values[i] / n if n else 0.0) + scale * priors[i] / (1 + n)
-                if score > best_score:
-                    best, best_score = i, score
+            if node.solved:
+                best = self._select_among_proven(node, scale)
+            else:
+                for i in range(len(priors)):
+                    n = visits[i]
+                    score = (values[i] / n if n else 0.0) + scale * priors[i] / (1 + n)
+                    if score > best_score:
+                        best, best_score = i, score
             if vl:
                 visits[best] += vl
                 values[best] -= vl
@@ -299,8 +338,38 @@ class Search:
             node = child
         return path, node
 
-    def _backup(self, path: list, value: float) -> None:
-        """Add the leaf value (leaf mover's view) along the path, removing virtual loss."""
+    @staticmethod
+    def _select_among_proven(node: Node, scale: float) -> int:
+        """PUCT where some children are proven: their exact value replaces the mean, a proven
+        win is taken at once, and a proven loss only when every child is one."""
+        visits, values, priors, children = node.visits, node.values, node.priors, node.children
+        best, best_score = 0, -1e30
+        for i in range(len(priors)):
+            n = visits[i]
+            child = children[i]
+            if child is not None and child.proven is not None:
+                q = -child.proven
+                if q >= 1.0:
+                    return i
+                if q <= -1.0:
+                    continue
+            else:
+                q = values[i] / n if n else 0.0
+            score = q + scale * priors[i] / (1 + n)
+            if score > best_score:
+                best, best_score = i, score
+        return best
+
+    def _backup_settled(self, path: list, leaf: Node, new: bool) -> None:
+        """Back up a leaf that needs no evaluation: terminal, or proven (its exact value)."""
+        if leaf.proven is None:
+            self._backup(path, leaf.value)
+        else:
+            self._backup(path, leaf.proven, proven=new)
+
+    def _backup(self, path: list, value: float, proven: bool = False) -> None:
+        """Add the leaf value (leaf mover's view) along the path, removing virtual loss.
+        `proven`: the leaf has just been proven, so its parent may now be proven too."""
         vl = self._virtualloss
         for node, i in reversed(path):
             value = -value
@@ -312,6 +381,22 @@ class Search:
                 node.visits[i] += 1
                 node.values[i] += value
                 node.total += 1
+            if proven:
+                proven = self._prove(node, i)
+
+    @staticmethod
+    def _prove(node: Node, i: int) -> bool:
+        """Child `i` of `node` has just been proven; True if that proves `node` as well."""
+        node.solved += 1
+        if node.proven is not None:
+            return False
+        if node.children[i].proven <= -1.0:
+            node.proven = 1.0     # a move to a lost position for the opponent: a win
+            return True
+        if node.solved < len(node.children):
+            return False
+        node.proven = max(-child.proven for child in node.children)
+        return True
 
     def _add_noise(self, root: Node, rng: np.random.Generator) -> None:
         fraction = self.params.dirichlet_fraction
@@ -327,22 +412,31 @@ class Search:
 
 
 def visit_policy(root: Node, action_space_size: int) -> np.ndarray:
-    """float32 [A]: the root's visit counts over action ids, normalised."""
+    """float32 [A]: the root's visit counts over action ids, normalised; with the solver, over
+    the proven-best children only (`Node.proven_best`)."""
     pi = np.zeros(action_space_size, np.float32)
-    total = sum(root.visits)
+    allowed = root.proven_best()
+    indices = range(len(root.actions)) if allowed is None else allowed
+    total = sum(root.visits[i] for i in indices)
     if total <= 0:
-        pi[list(root.actions)] = 1.0 / max(1, len(root.actions))
+        pi[[root.actions[i] for i in indices]] = 1.0 / max(1, len(indices))
         return pi
-    for a, n in zip(root.actions, root.visits):
-        pi[a] = n / total
+    for i in indices:
+        pi[root.actions[i]] = root.visits[i] / total
     return pi
 
 
 def choose_action(root: Node, temperature: float, rng: np.random.Generator) -> int:
-    """Index of the chosen child: visits^(1/T) sampling, or the most visited when T == 0."""
-    visits = np.asarray(root.visits, dtype=np.float64)
+    """Index of the chosen child: visits^(1/T) sampling, or the most visited when T == 0.
+    Where the search proved something, only the proven-best children (or those not proven to
+    lose) are candidates."""
+    allowed = root.proven_best()
+    indices = np.arange(len(root.visits)) if allowed is None else np.asarray(allowed)
+    visits = np.asarray(root.visits, dtype=np.float64)[indices]
     if temperature <= 0 or visits.sum() <= 0:
         best = np.flatnonzero(visits == visits.max())
-        return int(best[0]) if len(best) == 1 else int(rng.choice(best))
-    weights = visits ** (1.0 / temperature)
-    return int(rng.choice(len(visits), p=weights / weights.sum()))
+        pick = best[0] if len(best) == 1 else rng.choice(best)
+    else:
+        weights = visits ** (1.0 / temperature)
+        pick = rng.choice(len(visits), p=weights / weights.sum())
+    return int(indices[pick])

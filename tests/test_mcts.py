@@ -6,14 +6,17 @@ import pytest
 
 from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe
+from gamegym.config import GymConfig
 from gamegym.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator, visit_policy
+from gamegym.players import Solver
+from gamegym.selfplay import play_game
 
 
 def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0,
-                os_threads=False):
+                os_threads=False, solver=False):
     evaluate = evaluate or uniform_evaluator(graph.action_space_size)
     search = Search(graph, evaluate, SearchParams(searchcount=searchcount, threads=threads,
-                                                  os_threads=os_threads))
+                                                  os_threads=os_threads, solver=solver))
     root = search.run(Node(vertex), np.random.default_rng(seed))
     return root.actions[choose_action(root, 0.0, np.random.default_rng(seed))], root
 
@@ -33,15 +36,19 @@ FORK_FOR_ME = (1, 0, 0,
 MODES = [(1, False), (4, False), (4, True)]  # (concurrent searches, on OS threads)
 
 
+@pytest.mark.parametrize("solver", [True, False])
 @pytest.mark.parametrize("threads,os_threads", MODES)
-def test_finds_a_forced_win(threads, os_threads):
-    action, _ = best_action(TicTacToe(), WIN_IN_ONE, threads=threads, os_threads=os_threads)
+def test_finds_a_forced_win(threads, os_threads, solver):
+    action, _ = best_action(TicTacToe(), WIN_IN_ONE, threads=threads, os_threads=os_threads,
+                            solver=solver)
     assert action == 2
 
 
+@pytest.mark.parametrize("solver", [True, False])
 @pytest.mark.parametrize("threads,os_threads", MODES)
-def test_blocks_a_forced_loss(threads, os_threads):
-    action, _ = best_action(TicTacToe(), MUST_BLOCK, threads=threads, os_threads=os_threads)
+def test_blocks_a_forced_loss(threads, os_threads, solver):
+    action, _ = best_action(TicTacToe(), MUST_BLOCK, threads=threads, os_threads=os_threads,
+                            solver=solver)
     assert action == 2
 
 
@@ -147,7 +154,7 @@ def test_one_thread_equals_the_sequential_reference(make_graph, os_threads):
     evaluate = pseudo_network(graph)
     vertex = graph.roots[0]
     search = Search(graph, evaluate, SearchParams(searchcount=300, threads=1, virtualloss=3.0,
-                                                  os_threads=os_threads))
+                                                  os_threads=os_threads, solver=False))
     root = search.run(Node(vertex), np.random.default_rng(0), searchcount=299)
     expected = reference_search(graph, evaluate, vertex, 299, SearchParams().exploration_const)
     assert root.visits == expected
@@ -165,7 +172,7 @@ def test_threaded_search_counts_every_search_and_batches(threads, os_threads):
         return uniform(vertices)
 
     search = Search(graph, evaluate, SearchParams(searchcount=500, threads=threads,
-                                                  os_threads=os_threads))
+                                                  os_threads=os_threads, solver=False))
     root = search.run(Node(graph.roots[0]), np.random.default_rng(1))
     assert sum(root.visits) == 500           # virtual loss fully removed
     assert all(v >= 0 for v in root.visits)
@@ -208,13 +215,17 @@ class AsyncUniform:
         return collect
 
 
+@pytest.mark.parametrize("solver", [False, True])
 @pytest.mark.parametrize("vertex,expected", [(WIN_IN_ONE, 2), (MUST_BLOCK, 2)])
-def test_pipelined_batches_keep_results(vertex, expected):
+def test_pipelined_batches_keep_results(vertex, expected, solver):
     graph = TicTacToe()
     evaluate = AsyncUniform(9)
-    action, root = best_action(graph, vertex, threads=8, evaluate=evaluate)
-    assert action == expected
-    assert sum(root.visits) == 400 and all(v >= 0 for v in root.visits)
+    search = Search(graph, evaluate, SearchParams(searchcount=400, threads=8, solver=solver))
+    root = search.run(Node(vertex), np.random.default_rng(0))
+    assert root.actions[choose_action(root, 0.0, np.random.default_rng(0))] == expected
+    # every search backed up once, virtual loss fully removed; the solver may stop early
+    assert sum(root.visits) == search.searches_done and all(v >= 0 for v in root.visits)
+    assert search.searches_done == 400 if not solver else search.searches_done <= 400
     assert evaluate.outstanding == 0
 
 
@@ -224,3 +235,126 @@ def test_next_batch_is_selected_while_one_is_in_flight():
     _, root = best_action(graph, graph.roots[0], searchcount=300, threads=8, evaluate=evaluate)
     assert sum(root.visits) == 300 and all(v >= 0 for v in root.visits)
     assert evaluate.max_outstanding == 2 and evaluate.outstanding == 0
+
+
+# ----- MCTS-solver -------------------------------------------------------------------------------
+
+def proven_nodes(node):
+    """Every node of a search tree with a proven value."""
+    stack, found = [node], []
+    while stack:
+        node = stack.pop()
+        if node.proven is not None:
+            found.append(node)
+        stack.extend(child for child in node.children if child is not None)
+    return found
+
+
+@pytest.mark.parametrize("threads,os_threads", MODES)
+def test_solver_proves_a_win_in_one_and_stops(threads, os_threads):
+    graph = TicTacToe()
+    search = Search(graph, uniform_evaluator(9), SearchParams(searchcount=400, threads=threads,
+                                                              os_threads=os_threads, solver=True))
+    root = search.run(Node(WIN_IN_ONE), np.random.default_rng(0))
+    assert root.proven == 1.0 and root.mean_value() == 1.0
+    assert search.searches_done < 400            # nothing left to search once the root is proven
+    policy = visit_policy(root, 9)
+    assert policy[2] == 1.0                      # the policy target is the proven win only
+    rng = np.random.default_rng(0)
+    assert {root.actions[choose_action(root, 1.0, rng)] for _ in range(50)} == {2}
+
+
+def test_solver_never_plays_a_move_proven_to_lose():
+    graph = TicTacToe()
+    for seed in range(5):
+        search = Search(graph, uniform_evaluator(9),
+                        SearchParams(searchcount=60, threads=4, solver=True))
+        root = search.run(Node(MUST_BLOCK), np.random.default_rng(seed))
+        losing = [a for a, c in zip(root.actions, root.children)
+                  if c is not None and c.proven == 1.0]
+        assert losing                            # the search proved some moves lose
+        policy = visit_policy(root, 9)
+        assert policy[losing].sum() == 0 and math.isclose(policy.sum(), 1.0, rel_tol=1e-6)
+        rng = np.random.default_rng(seed)
+        chosen = {root.actions[choose_action(root, 1.0, rng)] for _ in range(100)}
+        assert not chosen & set(losing)
+
+
+@pytest.mark.parametrize("make_graph", [TicTacToe, lambda: ConnectFour(rows=4, columns=4)])
+@pytest.mark.parametrize("threads,os_threads", MODES)
+def test_every_proven_value_is_the_exact_value(make_graph, threads, os_threads):
+    """Wins, losses and draws proven anywhere in the tree agree with the exact solver."""
+    graph = make_graph()
+    exact = Solver(graph)
+    rng = np.random.default_rng(3)
+    checked = 0
+    for game in range(6):
+        vertex = graph.roots[0]
+        for _ in range(int(rng.integers(0, 6))):    # a few random opening moves
+            children = graph.children_at(vertex)
+            if not children:
+                break
+            vertex = children[int(rng.integers(len(children)))]
+        if not graph.children_at(vertex):
+            continue
+        search = Search(graph, pseudo_network(graph),
+                        SearchParams(searchcount=800, threads=threads, os_threads=os_threads,
+                                     solver=True))
+        root = search.run(Node(vertex), rng)
+        for node in proven_nodes(root):
+            assert node.proven == exact.value(node.vertex), node.vertex
+            checked += 1
+        assert sum(root.visits) == search.searches_done
+    assert checked > 50
+
+
+def test_proven_root_keeps_its_value_when_the_tree_is_reused():
+    """Self-play moves down into the searched child; a proven child needs no more searches."""
+    graph = TicTacToe()
+    search = Search(graph, uniform_evaluator(9),
+                    SearchParams(searchcount=400, threads=4, solver=True))
+    root = search.run(Node(MUST_BLOCK), np.random.default_rng(0))
+    child = root.children[root.actions.index(5)]  # not blocking: the opponent wins at cell 2
+    assert child is not None and child.proven == 1.0
+    before = search.searches_done
+    again = search.run(child, np.random.default_rng(0))
+    assert again is child and search.searches_done == before
+    assert again.mean_value() == 1.0
+    assert visit_policy(again, 9)[2] == 1.0
+
+
+def test_without_the_solver_nothing_is_proven():
+    graph = TicTacToe()
+    search = Search(graph, uniform_evaluator(9), SearchParams(searchcount=400, solver=False))
+    root = search.run(Node(WIN_IN_ONE), np.random.default_rng(0))
+    assert proven_nodes(root) == [] and search.searches_done == 400
+    assert root.proven_best() is None
+
+
+def test_the_session_config_switches_the_solver():
+    game = "games.tictactoe:TicTacToe"
+    assert not SearchParams.from_selfplay(GymConfig.from_dict({"game": game}).selfplay).solver
+    on = GymConfig.from_dict({"game": game, "selfplay": {"search_solver": True}})
+    assert SearchParams.from_selfplay(on.selfplay).solver
+
+
+def test_self_play_with_the_solver_records_exact_endings():
+    """Whole self-play games: every move played is one the policy target allows, and the
+    positions the search proved carry their exact value as the search value."""
+    graph = TicTacToe()
+    cfg = GymConfig.from_dict({"game": "games.tictactoe:TicTacToe",
+                               "selfplay": {"search_solver": True, "searchcount": 50}}).selfplay
+    search = Search(graph, uniform_evaluator(9), SearchParams.from_selfplay(cfg))
+    exact = Solver(graph)
+    rng = np.random.default_rng(5)
+    exact_values = 0
+    for _ in range(8):
+        record = play_game(graph, search, cfg, rng)
+        vertex = graph.roots[0]
+        for pi, action, root_value in zip(record.pi, record.action, record.root_value):
+            assert math.isclose(pi.sum(), 1.0, rel_tol=1e-6) and pi[action] > 0
+            if abs(root_value) == 1.0:           # proven won or lost (a mean is never exactly 1)
+                assert root_value == exact.value(vertex)
+                exact_values += 1
+            vertex = graph.child_by_action(vertex, action)
+    assert exact_values > 0
