@@ -19,10 +19,10 @@ Values are negamax: every node's statistics are from the view of the player to m
 With `solver=True` (off by default) the search is also an MCTS-solver (Winands, Bjornsson and
 Saito, 2008): terminal scores are exact, and a node is *proven* once one child is a proven loss
 for the player to move there (so the node is a win) or all its children are proven (its value is
-then the best of theirs).  Searches stop at proven nodes instead of evaluating below them, never enter a
-child proven to lose while another is open, and stop altogether once the root is proven.  The
-move choice and the policy target keep to the proven-best moves, and a proven root reports its
-exact value, so the end of every game is played and labelled exactly.
+then the best of theirs).  Searches stop at proven nodes instead of evaluating below them,
+never enter a child proven to lose while another is open, and stop altogether once the root is
+proven.  The move choice and the policy target keep to the proven-best moves, and a proven root
+reports its exact value, so the end of every game is played and labelled exactly.
 """
 from __future__ import annotations
 
@@ -318,10 +318,10 @@ class Search:
                 break   # a proven node is a leaf with its exact value
             visits, values, priors = node.visits, node.values, node.priors
             scale = c * sqrt(node.total + 1)
-            best, best_score = 0, -1e30
             if node.solved:
                 best = self._select_among_proven(node, scale)
             else:
+                best, best_score = 0, -1e30
                 for i in range(len(priors)):
                     n = visits[i]
                     score = (values[i] / n if n else 0.0) + scale * priors[i] / (1 + n)
