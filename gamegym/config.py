@@ -159,7 +159,9 @@ class TrainConfig:
     augment_symmetries: bool = True  # add the symmetric images of each sample
     num_updates_per_train_iter: int = 0  # >0: that many sampled minibatches instead of epochs
     value_loss_weight: float = 1.0  # weight of the value MSE against the policy cross-entropy
-    value_target_mix: float = 0.0   # value target = (1 - m) * game result + m * search value
+    value_td_steps: int = 0         # >0: the value target is the search value this many plies
+                                    # later, not the game result (0 = the result, AlphaZero)
+    value_target_mix: float = 0.0   # value target = (1 - m) * that + m * own search value
     keep_models: int = 0            # keep only the newest N model files (0 = keep all)
 
     def validate(self) -> None:
@@ -179,6 +181,7 @@ class TrainConfig:
         _int_in(self, "num_updates_per_train_iter", 0)
         _float_in(self, "value_loss_weight", 0.0, 1000.0)
         _float_in(self, "value_target_mix", 0.0, 1.0)
+        _int_in(self, "value_td_steps", 0, 10_000)
         _int_in(self, "keep_models", 0)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from gamegym.fileio import atomic_write_bytes, quarantine
 
 __all__ = ["GameRecord", "SampleBatch", "SampleCounter", "write_sample_file", "read_sample_file",
-           "load_samples", "sample_iterations", "sample_files"]
+           "load_samples", "sample_iterations", "sample_files", "n_step_value_targets"]
 
 log = logging.getLogger(__name__)
 FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step")
@@ -82,6 +82,33 @@ class SampleBatch:
 
     def take(self, index: np.ndarray) -> "SampleBatch":
         return SampleBatch(**{k: v[index] for k, v in vars(self).items()})
+
+
+def n_step_value_targets(batch: SampleBatch, td_steps: int) -> np.ndarray:
+    """Value targets bootstrapped `td_steps` plies ahead, from each sample's mover's view.
+
+    The target of position t is the search value of position t + n of the same game, negated
+    when n is odd (the other player moves there): (-1)^n * root_value[t + n].  Where the game
+    ends before t + n, or position t + n is not in the batch (a game cut by the sample window),
+    it is the sample's own z (the game result, or the bootstrapped cut value).  td_steps = 0
+    gives z unchanged.  Rows may come in any order.
+    """
+    z = np.asarray(batch.z, np.float32)
+    if td_steps <= 0 or len(z) == 0:
+        return z.copy()
+    order = np.lexsort((batch.step, batch.game))          # by game, then by move number
+    game, step = batch.game[order], batch.step[order]
+    target = z[order].copy()
+    if td_steps < len(order):
+        ahead = np.arange(len(order) - td_steps)
+        later = ahead + td_steps
+        found = (game[later] == game[ahead]) & (step[later] == step[ahead] + td_steps)
+        sign = -1.0 if td_steps % 2 else 1.0
+        values = np.asarray(batch.root_value, np.float32)[order]
+        target[ahead[found]] = sign * values[later[found]]
+    out = np.empty_like(z)
+    out[order] = target
+    return out
 
 
 def records_to_arrays(records: list[GameRecord]) -> dict[str, np.ndarray]:

@@ -31,6 +31,8 @@ def test_json_round_trip(tmp_path):
      "config field 'selfplay.searchthreadcount' must be an integer, got '8'"),
     ({"game": GAME, "selfplay": {"search_solver": "yes"}},
      "config field 'selfplay.search_solver' must be true or false, got 'yes'"),
+    ({"game": GAME, "train": {"value_td_steps": -1}},
+     "config field 'train.value_td_steps' must be in [0, 10000], got -1"),
     ({"game": "tictactoe"}, "config field 'game' must look like 'package.module:ClassName'"),
     ({"game": GAME, "train": {"min_samplecount": 10, "max_samplecount": 5}},
      "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)"),

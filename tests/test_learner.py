@@ -133,6 +133,21 @@ def test_value_target_mix_moves_z_towards_the_search_value():
     assert np.array_equal(targets["z"], batch.root_value)
 
 
+def test_value_td_steps_bootstrap_then_mix():
+    graph = TicTacToe()
+    batch = as_batch([random_game(graph, seed=s) for s in range(3)])
+    batch.root_value = np.linspace(-0.5, 0.5, len(batch)).astype(np.float32)
+    learner = get_learner("alphazero")
+    _, targets, _ = learner.make_targets(batch, graph, TrainConfig(value_td_steps=1))
+    # within a game (rows in order), z[t] = -root_value[t + 1]; the last position keeps z
+    last = np.append(batch.game[1:] != batch.game[:-1], True)
+    assert np.allclose(targets["z"][~last], -batch.root_value[1:][~last[:-1]])
+    assert np.array_equal(targets["z"][last], batch.z[last])
+    config = {"value_td_steps": 1, "value_target_mix": 0.5}
+    _, mixed, _ = learner.make_targets(batch, graph, config)
+    assert np.allclose(mixed["z"], 0.5 * targets["z"] + 0.5 * batch.root_value)
+
+
 def test_models_save_and_load_with_the_same_outputs(tmp_path):
     rng = np.random.default_rng(0)
     graph = TicTacToe()

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from gamegym.samples import GameRecord, load_samples, read_sample_file, write_sample_file
+from gamegym.samples import (GameRecord, load_samples, n_step_value_targets, read_sample_file,
+                             write_sample_file)
 
 
 def game(length, result=1.0, truncated=False, size=4, seed=0):
@@ -27,6 +28,33 @@ def test_value_targets_alternate_from_the_movers_view():
 def test_truncated_game_bootstraps_from_the_last_search_value():
     z = game(3, truncated=True).value_targets()  # root values 0.0, 0.1, 0.2
     assert np.allclose(z, [0.2, -0.2, 0.2])
+
+
+def test_n_step_targets_bootstrap_from_the_search_value_n_plies_later(tmp_path):
+    samples = tmp_path / "samples"
+    # root values 0.0, 0.1, ... per step; a won game of 5, a lost game of 3, a cut game of 4
+    write_sample_file(samples / "0" / "a.npz",
+                      [game(5, result=1.0), game(3, result=-1.0), game(4, truncated=True)])
+    batch = load_samples(samples, min_iteration=0, max_count=100)
+    assert np.array_equal(n_step_value_targets(batch, 0), batch.z)
+    one = [-0.1, -0.2, -0.3, -0.4, 1.0,    # -v[t+1]; at the last position its z, the result
+           -0.1, -0.2, -1.0,               # the lost game (z -1, 1, -1 by mover)
+           -0.1, -0.2, -0.3, 0.3]          # the cut game's last z is its own search value
+    assert np.allclose(n_step_value_targets(batch, 1), one)
+    two = [0.2, 0.3, 0.4, -1.0, 1.0,
+           0.2, 1.0, -1.0,
+           0.2, 0.3, -0.3, 0.3]
+    assert np.allclose(n_step_value_targets(batch, 2), two)
+    assert np.array_equal(n_step_value_targets(batch, 5), batch.z)  # no game is longer than 5
+
+    # row order does not matter; a game whose tail is not in the batch falls back to z
+    shuffled = batch.take(np.random.default_rng(0).permutation(len(batch)))
+    expected = dict(zip(zip(batch.game.tolist(), batch.step.tolist()), two))
+    got = n_step_value_targets(shuffled, 2)
+    assert np.allclose(got, [expected[key] for key in zip(shuffled.game.tolist(),
+                                                          shuffled.step.tolist())])
+    head = batch.take(np.arange(3))                  # steps 0-2 of the won game
+    assert np.allclose(n_step_value_targets(head, 2), [0.2, -1.0, 1.0])  # z: 1, -1, 1
 
 
 def test_round_trip_and_window(tmp_path):

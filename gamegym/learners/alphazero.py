@@ -9,7 +9,9 @@ Training options read from the train config (see `gamegym.learners.base.option`;
 those of `gamegym.config.TrainConfig`):
   learning_rate               Adam learning rate
   value_loss_weight           w above
-  value_target_mix            m: z = (1 - m) * game result + m * root search value
+  value_td_steps              n > 0: the game result in z is replaced by the search value n
+                              plies later, sign-adjusted (`samples.n_step_value_targets`)
+  value_target_mix            m: z = (1 - m) * z + m * the position's own search value
   epochs                      passes over the training samples (when no sampled schedule)
   batchsize                   minibatch size (also read as `batch_size` or `mini_batch_size`)
   validation_split            share of the batch held out (after an rng shuffle) for val_* losses
@@ -29,6 +31,7 @@ import time
 import numpy as np
 
 from gamegym.learners.base import Learner, TrainReport, option, register
+from gamegym.samples import n_step_value_targets
 
 log = logging.getLogger("gamegym.learners.alphazero")
 LOSS_NAMES = ("loss", "policy_loss", "value_loss", "l2_loss")
@@ -87,10 +90,11 @@ class AlphaZeroLearner(Learner):
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):
         """x [N, *input_shape]; targets pi [N, A], z [N], legal [N, A]; sample ids arange(N).
-        z is the sample's value target, moved towards the position's search value by
-        `value_target_mix` (0: the game result alone, as in AlphaZero)."""
+        z is the sample's value target: the game result (as in AlphaZero) or with
+        `value_td_steps` the search value that many plies later, then moved towards the
+        position's own search value by `value_target_mix`."""
         mix = float(option(train_config, "value_target_mix"))
-        z = np.asarray(batch.z, np.float32)
+        z = n_step_value_targets(batch, int(option(train_config, "value_td_steps")))
         if mix:
             z = ((1.0 - mix) * z + mix * np.asarray(batch.root_value, np.float32)).astype(
                 np.float32)
