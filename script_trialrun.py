@@ -34,7 +34,8 @@ def main() -> int:
         print(f"starting {args.session}")
         config = trial_config()
         gym = GameGym(args.session, config=config,
-                      initial_model=initial_model_path(config.game, config.game_args))
+                      initial_model=initial_model_path(config.game, config.game_args,
+                                                    config.network))
     seconds = args.minutes * 60 if args.minutes else None
     return gym.resume(max_seconds=seconds, max_iterations=args.iterations)
 

@@ -147,7 +147,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
-                      initial_model=initial_model_path(game, graph.game_args))
+                      initial_model=initial_model_path(game, graph.game_args, config.network))
         e2e = end_to_end(path, config, seconds)
         from gamegym.predictor import load_model
         model = load_model(gym.session.model_path(0))

@@ -102,7 +102,7 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     explore = config.selfplay.temperature_drop_move
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
-                      initial_model=initial_model_path(game, graph.game_args))
+                      initial_model=initial_model_path(game, graph.game_args, config.network))
         curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
                                 solver, explore), "minutes": 0.0})  # the untrained start
         show(curve[-1], opponent)

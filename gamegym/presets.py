@@ -1,8 +1,10 @@
 """Presets of the bundled games: starter networks (initialmodels/) and session settings."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+log = logging.getLogger(__name__)
 INITIAL_MODELS = Path(__file__).resolve().parent.parent / "initialmodels"
 
 # name -> game spec, game arguments, network config, config overrides that learn well on 2 cores
@@ -43,10 +45,31 @@ def preset_for(game: str, game_args: dict) -> tuple[str, dict] | None:
     return None
 
 
-def initial_model_path(game: str, game_args: dict) -> Path | None:
-    """The bundled starter model for this game, when there is one on disk."""
+def initial_model_path(game: str, game_args: dict, network=None) -> Path | None:
+    """The bundled starter model for this game, when there is one on disk.
+
+    With `network` (the session's network config), only when the file is that network: a
+    preset whose network was edited without re-running scripts/make_initialmodels.py must
+    not quietly train the old one.  The mismatch is logged and the session starts fresh."""
     found = preset_for(game, game_args)
     if found is None:
         return None
     path = INITIAL_MODELS / f"{found[0]}.keras"
-    return path if path.is_file() else None
+    if not path.is_file():
+        return None
+    if network is not None and not _is_network(path, game, game_args, network):
+        log.warning("%s is not the network %s asks for (run scripts/make_initialmodels.py); "
+                    "starting from a freshly built network", path.name, network)
+        return None
+    return path
+
+
+def _is_network(path: Path, game: str, game_args: dict, network) -> bool:
+    """True when the model file has the architecture (name, weight shapes) of `network`."""
+    from gamegym.graph import load_game
+    from gamegym.networks import network_for_game
+    from gamegym.predictor import load_model
+    graph = load_game(game, game_args)
+    stored, fresh = load_model(path), network_for_game(graph, network)
+    return (stored.name, [w.shape for w in stored.weights]) == (
+        fresh.name, [w.shape for w in fresh.weights])

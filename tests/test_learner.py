@@ -16,12 +16,12 @@ configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is al
 
 import keras  # noqa: E402
 
-from gamegym.config import TrainConfig  # noqa: E402
+from gamegym.config import NetworkConfig, TrainConfig  # noqa: E402
 from gamegym.graph import load_game  # noqa: E402
 from gamegym.learners import Learner, TrainReport, get_learner  # noqa: E402
 from gamegym.learners.alphazero import Augmenter  # noqa: E402
 from gamegym.networks import build_network, network_for_game  # noqa: E402
-from gamegym.presets import INITIAL_MODELS, PRESETS  # noqa: E402
+from gamegym.presets import INITIAL_MODELS, PRESETS, initial_model_path  # noqa: E402
 from gamegym.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 
 TicTacToe = pytest.importorskip("games.tictactoe").TicTacToe
@@ -209,6 +209,24 @@ def test_initial_models_fit_their_games(name):
     x = graph.numpify(graph.roots[0])[None]
     logits, value = model(x, training=False)
     assert logits.shape == (1, graph.action_space_size) and value.shape == (1, 1)
+    # the benches start from this file whatever the preset's network says: it must be that net
+    fresh = network_for_game(graph, preset["network"])
+    assert (model.name, [w.shape for w in model.weights]) == (
+        fresh.name, [w.shape for w in fresh.weights]), \
+        f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
+
+
+def test_a_starter_model_of_another_network_is_not_used(caplog):
+    preset = PRESETS["tictactoe"]
+    game, args = preset["game"], preset["game_args"]
+    assert initial_model_path(game, args) == INITIAL_MODELS / "tictactoe.keras"
+    assert initial_model_path(game, args, preset["network"]) == INITIAL_MODELS / "tictactoe.keras"
+    assert initial_model_path(game, args, NetworkConfig(**preset["network"])) is not None
+    wider = {**preset["network"], "width": 2 * preset["network"]["width"]}
+    with caplog.at_level("WARNING", logger="gamegym.presets"):
+        assert initial_model_path(game, args, wider) is None
+    assert "tictactoe.keras is not the network" in caplog.text
+    assert initial_model_path(game, {"size": 4}) is None        # no preset for these arguments
 
 
 def test_unknown_learner_is_named():
