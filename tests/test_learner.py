@@ -121,10 +121,16 @@ def test_sampled_schedule_validation_and_dict_config():
     assert np.array_equal(targets["z"], batch.z)                 # the game result by default
 
 
-def test_value_target_mix_moves_z_towards_the_search_value():
+def three_games_with_search_values():
+    """Three random tic-tac-toe games as one batch, root values spread over [-0.5, 0.5]."""
     graph = TicTacToe()
     batch = as_batch([random_game(graph, seed=s) for s in range(3)])
     batch.root_value = np.linspace(-0.5, 0.5, len(batch)).astype(np.float32)
+    return graph, batch
+
+
+def test_value_target_mix_moves_z_towards_the_search_value():
+    graph, batch = three_games_with_search_values()
     learner = get_learner("alphazero")
     _, targets, _ = learner.make_targets(batch, graph, TrainConfig(value_target_mix=0.25))
     assert targets["z"].dtype == np.float32
@@ -134,9 +140,7 @@ def test_value_target_mix_moves_z_towards_the_search_value():
 
 
 def test_value_td_steps_bootstrap_then_mix():
-    graph = TicTacToe()
-    batch = as_batch([random_game(graph, seed=s) for s in range(3)])
-    batch.root_value = np.linspace(-0.5, 0.5, len(batch)).astype(np.float32)
+    graph, batch = three_games_with_search_values()
     learner = get_learner("alphazero")
     _, targets, _ = learner.make_targets(batch, graph, TrainConfig(value_td_steps=1))
     # within a game (rows in order), z[t] = -root_value[t + 1]; the last position keeps z
