@@ -26,6 +26,7 @@ from gamegym.presets import initial_model_path, preset_for
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
              "games.santorini:Santorini": ("solver", True),
              "games.connectfour:ConnectFour": ("alphabeta:4", False)}
+EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player
 
 
 def optimal_move_rate(graph, player: MCTSPlayer, games: int, rng, solver,
@@ -56,7 +57,7 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
     opponent and, with a solver, the optimal-move rate over half as many self-play games."""
     started = time.monotonic()
     iteration = session.current_iteration()
-    player = MCTSPlayer.from_session(session, graph, iteration, searchcount)
+    player = MCTSPlayer.from_session(session, graph, iteration, searchcount, EVAL_THREADS)
     if opponent_spec == "solver" and solver is not None:
         opponent = SolverPlayer(hurry=False, solver=solver)
     else:
@@ -100,6 +101,9 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
               f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
               flush=True)
     explore = config.selfplay.temperature_drop_move
+    print(f"[bench] the newest iteration plays with {searchcount} searches per move "
+          f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
+          flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
@@ -142,7 +146,9 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
         final.update(minutes=curve[-1]["minutes"], opponent=opponent)
         show(final, opponent, "final")
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
-               "opponent": opponent, "curve": curve, "final": final}
+               "opponent": opponent, "curve": curve, "final": final,
+               "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
+               "selfplay_searchcount": config.selfplay.searchcount}
     if plot_path is not None and curve:
         plot_curve(figures, plot_path)
         figures["plot"] = str(plot_path)
@@ -178,7 +184,8 @@ def plot_curve(figures: dict, path: Path) -> None:
                   label="final, on more games")
     axis.set_ylim(0, 1.05)
     axis.set_xlabel("minutes of training (2-core CPU)")
-    axis.set_title(f"{figures['game'].split(':')[1]} {figures['game_args'] or ''}")
+    axis.set_title(f"{figures['game'].split(':')[1]} {figures['game_args'] or ''}, "
+                   f"{figures['eval_searchcount']} searches per move", fontsize="medium")
     axis.grid(alpha=0.3)
     axis.legend(fontsize="small")
     figure.tight_layout()

@@ -111,6 +111,8 @@ def test_learning_benchmark_json_and_plot(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["game"] == TICTACTOE and figures["minutes"] == 0.6
+    assert figures["eval_searchcount"] == 8 and figures["eval_threads"] == 8
+    assert figures["selfplay_searchcount"] == 64            # the tic-tac-toe preset's
     curve = figures["curve"]
     assert curve[0]["minutes"] == 0.0 and curve[0]["iteration"] == 0 and len(curve) >= 2
     assert [p["minutes"] for p in curve] == sorted(p["minutes"] for p in curve)
