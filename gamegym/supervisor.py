@@ -194,6 +194,16 @@ class Supervisor:
         for group, limit in groups:
             self._join(group, limit)
         self._drain(timeout=0.1)
+        self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        """A child killed mid-write (a forced stop) leaves its temporary file behind; once no
+        child is alive none of them is being written, so the folder is left tidy."""
+        if any(c.process is not None and c.process.is_alive() for c in self.children.values()):
+            return
+        removed = self.session.tidy()
+        if removed:
+            log.info("removed %d temporary files left by children stopped mid-write", removed)
 
     def _join(self, group: list, limit: float) -> None:
         """Wait up to `limit` seconds for the group (1 s once the stop is forced, even when the

@@ -166,6 +166,9 @@ def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
         children = children_of(gym)
         # a stopped Selfplayer never flushes: the clean stop would wait its 20 s for it
         psutil.Process(find_role(session, "selfplayer0")).suspend()
+        # as if it was suspended mid-write (it sometimes is): the killed writer's temporary file
+        half_written = session / "samples" / "0" / ".selfplayer0-1-000001-1.99999.tmp.npz"
+        half_written.write_bytes(b"PK\x03\x04 cut short")
         gym.send_signal(signal.SIGINT)
         wait_for_line(gym, lambda line: "stopping: signal SIGINT" in line, 30)
         time.sleep(1.0)
@@ -182,7 +185,7 @@ def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
     assert forced_in < 15, f"the forced stop took {forced_in:.1f} s"
     assert not wait_gone(children, timeout=5), "a child outlived the forced stop"
     assert not (session / "session.lock").exists()
-    assert not list(session.rglob(".*.tmp*"))
+    assert not list(session.rglob(".*.tmp*")), "a killed writer's temporary file was left"
     for path in (session / "samples").glob("*/*.npz"):
         read_sample_file(path)
     done = subprocess.run(cli("resume", str(session), "--max-iterations", "1"),
