@@ -78,10 +78,17 @@ def atomic_publish(tmp: Path, path: Path) -> None:
 
 
 def append_jsonl(path: Path, obj) -> None:
-    """Append one JSON line (a torn last line is skipped by read_jsonl)."""
+    """Append one JSON line.  A torn last line (its writer was killed mid-line) is skipped by
+    read_jsonl; the new line starts on a line of its own so it is not glued to the torn one."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(obj, sort_keys=True) + "\n")
+    line = (json.dumps(obj, sort_keys=True) + "\n").encode("utf-8")
+    with open(path, "ab+") as handle:   # appends go to the end whatever the read position
+        if handle.seek(0, os.SEEK_END) > 0:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                line = b"\n" + line
+        handle.write(line)
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.fileio import atomic_write_json, remove_leftovers, temporary_path
+from gamegym.fileio import (append_jsonl, atomic_write_json, read_jsonl, remove_leftovers,
+                            temporary_path)
 from gamegym.session import Session, SessionError, SessionLockedError
 
 
@@ -63,6 +64,17 @@ def test_atomic_json_and_leftovers(tmp_path):
     leftover.write_text("half")
     assert remove_leftovers(tmp_path) == 1
     assert not leftover.exists() and path.exists()
+
+
+def test_a_line_appended_after_a_torn_one_is_kept(tmp_path):
+    path = tmp_path / "evaluation" / "results.jsonl"
+    append_jsonl(path, {"iteration": 1})
+    with open(path, "a") as handle:   # a writer killed in the middle of its line
+        handle.write('{"iteration": 2, "sco')
+    append_jsonl(path, {"iteration": 3})
+    append_jsonl(path, {"iteration": 4})
+    assert read_jsonl(path) == [{"iteration": 1}, {"iteration": 3}, {"iteration": 4}]
+    assert path.read_text().count("\n") == 4
 
 
 def test_current_iteration_falls_back_to_newest_model_file(tmp_path):
