@@ -108,7 +108,8 @@ class Session:
             raise SessionError(f"session config {self.config_path}: {error}") from error
 
     def tidy(self) -> int:
-        """Remove temporary files left by writers that died (run at start)."""
+        """Remove temporary files left by writers that died (at start, and at stop once no child
+        is alive)."""
         return remove_leftovers(self.path)
 
     # ----- lock -----------------------------------------------------------------------------
