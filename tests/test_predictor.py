@@ -53,6 +53,20 @@ def test_numpy_fast_path_matches_keras():
                                                                         atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["swish", "sigmoid"])
+def test_numpy_activations_are_exact_and_quiet_at_large_inputs(name):
+    # a large pre-activation (a weight blown up by training) once made the fast path's swish
+    # print "overflow encountered in exp" from the Predictor
+    import tensorflow as tf
+    from gamegym.numpynet import ACTIVATIONS
+    x = np.array([-1e4, -500.0, -90.0, -20.0, -1.0, 0.0, 0.5, 30.0, 1e4], np.float32)
+    with np.errstate(over="raise", divide="raise", invalid="raise"):   # numpy's warnings
+        got = ACTIVATIONS[name](x)
+    assert got.dtype == np.float32
+    want = tf.keras.activations.get(name)(tf.constant(x)).numpy()
+    assert np.allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_conv_models_stay_on_tensorflow():
     graph = ConnectFour()
     model = build_network(graph.numpify(graph.roots[0]).shape, 7, "residual", 8, 1, seed=0)
