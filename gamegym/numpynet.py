@@ -15,7 +15,8 @@ __all__ = ["NumpyDenseModel"]
 
 def _sigmoid(x):
     # exp(-x) overflows to inf below about -88 in float32, which gives the right limit (0)
-    # but a RuntimeWarning; silencing it costs about 1 µs a call, the stable tanh form 10
+    # but a RuntimeWarning.  Silencing it adds about 1 µs a call on a 32x128 batch; the
+    # overflow-free form 0.5 * (1 + tanh(x / 2)) would add about 10.
     with np.errstate(over="ignore"):
         return 1.0 / (1.0 + np.exp(-x))
 
