@@ -1,6 +1,7 @@
 """Matches and ratings: model iterations against each other and against the reference players.
 
-Players: `MCTSPlayer` (a model iteration with search), `HumanPlayer` (the console) and, from
+Players: `model_player` (a model iteration, as its learner plays: `MCTSPlayer` for AlphaZero),
+`HumanPlayer` (the console) and, from
 gamegym.players, random, alpha-beta and the exact solver.  A match alternates who starts and
 counts wins, draws and losses from the first player's view.  Ratings are Elo numbers fitted to
 all results (Bradley-Terry maximum likelihood), with the random player anchored at 0.
@@ -14,40 +15,28 @@ from typing import Callable
 import numpy as np
 
 from gamegym.graph import GameGraph
-from gamegym.mcts import Node, Search, SearchParams, choose_action
 from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
+from gamegym.searchplay import MCTSPlayer
 
-__all__ = ["MCTSPlayer", "HumanPlayer", "MatchResult", "play_match", "run_match", "make_player",
-           "fit_ratings"]
+__all__ = ["MCTSPlayer", "model_player", "HumanPlayer", "MatchResult", "play_match", "run_match",
+           "make_player", "fit_ratings"]
 
 
-class MCTSPlayer(Player):
-    """Search with a model's evaluations; plays the most visited move (no noise)."""
-
-    def __init__(self, evaluate, searchcount: int = 100, threads: int = 8):
-        self.params = SearchParams(searchcount=searchcount, threads=threads)
-        self.evaluate = evaluate
-
-    def search(self, graph: GameGraph, vertex, rng: np.random.Generator) -> Node:
-        """The searched root node (its visit counts are the move distribution)."""
-        return Search(graph, self.evaluate, self.params).run(Node(vertex), rng)
-
-    def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
-        root = self.search(graph, vertex, rng)
-        return int(root.actions[choose_action(root, 0.0, rng)])
-
-    @classmethod
-    def from_session(cls, session, graph: GameGraph, iteration: int | None = None,
-                     searchcount: int = 100, threads: int = 8) -> "MCTSPlayer":
-        from gamegym.debugrun import DirectEvaluator
-        from gamegym.predictor import ModelEvaluator, configure_tensorflow, load_model
-        configure_tensorflow(use_gpu=False)
-        iteration = session.current_iteration() if iteration is None else iteration
-        if iteration not in session.model_iterations():
-            raise ValueError(f"session {session.path} has no model iteration {iteration} "
-                             f"(it has {session.model_iterations()})")
-        model = load_model(session.model_path(iteration))
-        return cls(DirectEvaluator(graph, ModelEvaluator(model, iteration)), searchcount, threads)
+def model_player(session, graph: GameGraph, iteration: int | None = None,
+                 searchcount: int = 100, threads: int = 8) -> Player:
+    """A model iteration of a session as a Player, built by the session's learner (an
+    MCTSPlayer for AlphaZero), its network called in this process."""
+    from gamegym.inference import LocalService
+    from gamegym.learners import get_learner
+    from gamegym.tfsetup import configure_tensorflow, load_model
+    configure_tensorflow(use_gpu=False)
+    iteration = session.current_iteration() if iteration is None else iteration
+    if iteration not in session.model_iterations():
+        raise ValueError(f"session {session.path} has no model iteration {iteration} "
+                         f"(it has {session.model_iterations()})")
+    learner = get_learner(session.load_config().train.learner)
+    evaluator = learner.make_evaluator(load_model(session.model_path(iteration)), iteration)
+    return learner.player(graph, LocalService(evaluator), searchcount, threads)
 
 
 class HumanPlayer(Player):
@@ -144,7 +133,7 @@ def make_player(spec: str, session=None, graph: GameGraph | None = None,
     if name == "solver" and not arg:
         return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
     if name == "iteration" and arg.isdigit() and session is not None:
-        return MCTSPlayer.from_session(session, graph, int(arg), searchcount)
+        return model_player(session, graph, int(arg), searchcount)
     raise ValueError(f"unknown player {spec!r}; use random, alphabeta:DEPTH, solver or "
                      "iteration:K")
 

@@ -15,11 +15,12 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from gamegym.cliutil import json_object
 from gamegym.config import GymConfig
 from gamegym.graph import load_game
-from gamegym.presets import initial_model_path, preset_for
 from gamegym.mcts import Search, SearchParams, uniform_evaluator
-from gamegym.selfplay import play_game
+from gamegym.presets import initial_model_path, preset_for
+from gamegym.searchplay import selfplay_game
 
 ORIGINAL = {"searches_per_s": 410, "positions_per_s": 4, "games_per_s": 0.24,
             "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16"}
@@ -33,7 +34,7 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
     games = positions = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        record = play_game(graph, search, cfg, rng)
+        record = selfplay_game(graph, search, cfg, rng)
         games += 1
         positions += len(record)
     elapsed = time.perf_counter() - start
@@ -43,7 +44,7 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
 
 def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0) -> dict:
     """Evaluations/s of the Predictor's model call at each batch size."""
-    from gamegym.predictor import ModelEvaluator
+    from gamegym.inference import ModelEvaluator
     evaluator = ModelEvaluator(model)
     x1 = graph.numpify(graph.roots[0])
     figures = {"path": "numpy" if evaluator.numpy is not None else "tensorflow"}
@@ -149,7 +150,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         gym = GameGym(path, config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
         e2e = end_to_end(path, config, seconds)
-        from gamegym.predictor import load_model
+        from gamegym.tfsetup import load_model
         model = load_model(gym.session.model_path(0))
     sizes = [1, 8, max(1, round(e2e["mean_batch"])), batchsize]
     network = network_ceiling(model, graph, sizes)
@@ -209,10 +210,9 @@ def cmd_bench(args) -> int:
 
 
 def add_commands(sub) -> None:
-    from gamegym.cli import _json_arg
     p = sub.add_parser("bench", help="measure self-play throughput (searches/s, efficiency)")
     p.add_argument("--game", default="games.santorini:Santorini")
-    p.add_argument("--game-args", type=_json_arg, default={})
+    p.add_argument("--game-args", type=json_object, default={})
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--selfplayers", type=int, default=4)
     p.add_argument("--threads", type=int, default=24)

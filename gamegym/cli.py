@@ -6,19 +6,10 @@ import json
 import sys
 from pathlib import Path
 
+from gamegym.cliutil import json_object
 from gamegym.config import ConfigError, GymConfig
 from gamegym.graph import GameGraphError
 from gamegym.session import SessionError
-
-
-def _json_arg(text: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {error}") from error
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"dimension\": 3}'")
-    return value
 
 
 def cmd_new(args) -> int:
@@ -95,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("new", help="create a session folder (does not start it)")
     p.add_argument("session", help="session folder, e.g. sessions/mygame")
     p.add_argument("--game", required=True, help="the game as package.module:Class")
-    p.add_argument("--game-args", type=_json_arg, default={}, help="JSON keyword arguments")
+    p.add_argument("--game-args", type=json_object, default={}, help="JSON keyword arguments")
     p.add_argument("--config", type=Path, help="a config JSON file (see README)")
     p.add_argument("--initial-model", type=Path, help="a .keras model for iteration 0")
     p.set_defaults(run=cmd_new)
@@ -114,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="play random games and report GameGraph contract violations")
     p.add_argument("game", help="package.module:Class")
-    p.add_argument("--game-args", type=_json_arg, default={})
+    p.add_argument("--game-args", type=json_object, default={})
     p.add_argument("--games", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_check)

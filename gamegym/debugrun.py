@@ -1,5 +1,7 @@
 """`debug_single_process=True`: every role in the gym's own process, for stepping through in a
 debugger.  Self-play, prediction and training take turns; the files are the same as in a real run.
+The learner's self-play driver asks the model in this process (a `LocalService`) instead of the
+Predictor.
 """
 from __future__ import annotations
 
@@ -10,34 +12,28 @@ import time
 import numpy as np
 
 from gamegym.graph import load_game
+from gamegym.inference import LocalService
+from gamegym.process import derive_seed
 
 log = logging.getLogger("gamegym.debugrun")
 
 
-class DirectEvaluator:
-    """The search's evaluator without a Predictor: numpify and call the model in-process."""
-
-    def __init__(self, graph, model_evaluator):
-        self.graph = graph
-        self.model = model_evaluator
-        self.iteration = model_evaluator.iteration
-
-    def __call__(self, vertices):
-        x = np.stack([self.graph.numpify(v) for v in vertices]).astype(np.float32)
-        return self.model(x)
-
-
 def run_single_process(gym, max_seconds: float | None, max_iterations: int | None) -> int:
-    from gamegym.gym import derive_seed
-    from gamegym.predictor import ModelEvaluator, configure_tensorflow
     from gamegym.selfplay import selfplay_loop
+    from gamegym.tfsetup import configure_tensorflow
     from gamegym.trainer import build_trainer
     session, config = gym.session, gym.config
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit)
     graph = load_game(config.game, config.game_args)
     rng = np.random.default_rng(derive_seed(config.seed, 1, 0, 0))
     trainer = build_trainer(session, config, np.random.default_rng(derive_seed(config.seed, 2)))
-    evaluator = DirectEvaluator(graph, ModelEvaluator(trainer.model, session.current_iteration()))
+    learner = trainer.learner
+
+    def driver_for(iteration: int):
+        evaluator = learner.make_evaluator(trainer.model, iteration, config.predict.numpy_fastpath)
+        return learner.selfplayer(graph, LocalService(evaluator), config, rng)
+
+    driver = driver_for(session.current_iteration())
     started = time.monotonic()
     trained = 0
     never = threading.Event()
@@ -48,13 +44,13 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
         if max_iterations is not None and trained >= max_iterations:
             gym.request_stop(f"{max_iterations} new iterations trained")
             break
-        selfplay_loop(graph, evaluator, config.selfplay, session.samples_dir, "debug", rng,
-                      never, max_games=config.selfplay.gamelog_dump_threshold)
+        selfplay_loop(driver, config.selfplay, session.samples_dir, "debug", never,
+                      max_games=config.selfplay.gamelog_dump_threshold)
         ok, reason = trainer.ready()
         log.info("trainer: %s", reason)
         if ok:
             iteration = trainer.train_once()
-            evaluator = DirectEvaluator(graph, ModelEvaluator(trainer.model, iteration))
+            driver = driver_for(iteration)
             trained += 1
             print(f"[gamegym] iteration {iteration} published", flush=True)
     return 0

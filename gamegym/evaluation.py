@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from gamegym.arena import MCTSPlayer, fit_ratings, make_player, run_match
+from gamegym.arena import fit_ratings, make_player, model_player, run_match
 from gamegym.fileio import append_jsonl, atomic_write_json, read_jsonl
 from gamegym.graph import load_game
 from gamegym.messages import Report
@@ -28,7 +28,7 @@ def iteration_name(iteration: int) -> str:
 def evaluate_iteration(session, config, graph, iteration: int, rng: np.random.Generator) -> dict:
     """Play `iteration` against the configured opponents; record results; return ratings."""
     cfg = config.evaluate
-    player = MCTSPlayer.from_session(session, graph, iteration, cfg.searchcount)
+    player = model_player(session, graph, iteration, cfg.searchcount)
     for spec in cfg.opponents:
         if spec == "previous":
             earlier = [i for i in session.model_iterations() if i < iteration]
@@ -105,7 +105,7 @@ def cmd_evaluate(args) -> int:
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration() if args.iteration is None else args.iteration
-    player = MCTSPlayer.from_session(session, graph, iteration, args.searchcount)
+    player = model_player(session, graph, iteration, args.searchcount)
     opponent = make_player(args.against, session, graph, args.searchcount)
     result = run_match(graph, player, opponent, args.games, np.random.default_rng(args.seed),
                        names=(iteration_name(iteration), args.against),
@@ -125,7 +125,7 @@ def cmd_play(args) -> int:
     session = Session(args.session)
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
-    model = MCTSPlayer.from_session(session, graph, args.iteration, args.searchcount)
+    model = model_player(session, graph, args.iteration, args.searchcount)
     human = HumanPlayer()
     rng = np.random.default_rng(args.seed)
     human_first = not args.second

@@ -13,8 +13,6 @@ import sys
 import threading
 from pathlib import Path
 
-import numpy as np
-
 from gamegym.config import GymConfig
 from gamegym.fileio import disk_full_message, is_disk_full
 from gamegym.graph import GameGraph, game_spec, load_game
@@ -28,11 +26,6 @@ log = logging.getLogger("gamegym.gym")
 
 class GymError(RuntimeError):
     """The gym cannot start or had to stop because a process failed; the message says why."""
-
-
-def derive_seed(seed: int, *path: int) -> int:
-    """A per-process seed from the master seed (only entry points seed)."""
-    return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0])
 
 
 class GameGym:
@@ -135,7 +128,7 @@ class GameGym:
 def make_initial_model(graph: GameGraph, config: GymConfig, initial_model=None):
     """The iteration-0 model: given (a path or a Keras model) or freshly built by the learner."""
     from gamegym.learners import get_learner
-    from gamegym.predictor import configure_tensorflow, load_model
+    from gamegym.tfsetup import configure_tensorflow, load_model
     configure_tensorflow(use_gpu=False)
     if initial_model is None:
         model = get_learner(config.train.learner).build_model(graph, config.network)

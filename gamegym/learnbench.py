@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gamegym.arena import MCTSPlayer, make_player, run_match
+from gamegym.arena import make_player, model_player, run_match
 from gamegym.config import GymConfig
 from gamegym.graph import load_game
 from gamegym.mcts import choose_action
@@ -29,23 +29,31 @@ OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
 EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player
 
 
-def optimal_move_rate(graph, player: MCTSPlayer, games: int, rng, solver,
+def optimal_move_rate(graph, player, games: int, rng, solver,
                       explore_plies: int = 0) -> tuple[float, int]:
     """Share of the positions of `player`'s own games (against itself) where its move (the
-    most visited, as in a match) is optimal according to the exact solver.  For the first
-    `explore_plies` plies of each game the move actually played is drawn from the visit counts,
-    as in self-play, so that the games differ; every position counts either way.
+    one it plays in a match) is optimal according to the exact solver.  For the first
+    `explore_plies` plies of each game the move actually played is drawn from the search's
+    visit counts, as in self-play (a uniformly random legal move for a player that does not
+    search), so that the games differ; every position counts either way.
     Returns (rate, positions)."""
     optimal = total = 0
     for _ in range(games):
         vertex, ply = graph.roots[0], 0
         while graph.children_at(vertex):
-            root = player.search(graph, vertex, rng)
-            action = int(root.actions[choose_action(root, 0.0, rng)])
+            root = player.search(graph, vertex, rng) if hasattr(player, "search") else None
+            if root is not None:
+                action = int(root.actions[choose_action(root, 0.0, rng)])
+            else:
+                action = player.choose(graph, vertex, rng)
             optimal += action in solver.solve(vertex).optimal_actions
             total += 1
             if ply < explore_plies:
-                action = int(root.actions[choose_action(root, 1.0, rng)])
+                if root is not None:
+                    action = int(root.actions[choose_action(root, 1.0, rng)])
+                else:
+                    actions = graph.actions_at(vertex)
+                    action = int(actions[rng.integers(len(actions))])
             vertex = graph.child_by_action(vertex, action)
             ply += 1
     return (optimal / total if total else 0.0), total
@@ -57,7 +65,7 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
     opponent and, with a solver, the optimal-move rate over half as many self-play games."""
     started = time.monotonic()
     iteration = session.current_iteration()
-    player = MCTSPlayer.from_session(session, graph, iteration, searchcount, EVAL_THREADS)
+    player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
     if opponent_spec == "solver" and solver is not None:
         opponent = SolverPlayer(hurry=False, solver=solver)
     else:

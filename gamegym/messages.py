@@ -3,25 +3,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 
 @dataclass
 class EvalRequest:
-    """A Selfplayer's batch of leaves for the Predictor."""
+    """A batch of network evaluations asked of the Predictor (see gamegym.inference).
+
+    The learner names the kinds and their arrays; AlphaZero's "evaluate" has
+    inputs {"x": float32 [B, *input_shape]}, the numpify of each leaf."""
 
     request_id: int
-    x: np.ndarray            # float32 [B, *input_shape] numpify of each leaf
+    kind: str                # which model call, e.g. "evaluate" (AlphaZero), "recurrent" (MuZero)
+    inputs: dict             # name -> array [B, ...]; every array has the same batch size B
+    iteration: int = -1      # the model iteration that must answer; -1: the newest
 
 
 @dataclass
 class EvalResponse:
-    """The Predictor's answer to one EvalRequest."""
+    """The Predictor's answer to one EvalRequest.
+
+    "evaluate" answers {"probs": float32 [B, A] softmax policy over action ids,
+    "values": float32 [B] value from each leaf's mover's view}."""
 
     request_id: int
     iteration: int           # model iteration that evaluated the batch
-    probs: np.ndarray        # float32 [B, A] softmax policy over action ids
-    values: np.ndarray       # float32 [B] value from each leaf's mover's view
+    outputs: dict = field(default_factory=dict)   # name -> array [B, ...]
+    error: str = ""          # why there is no answer (an iteration no longer held)
 
 
 @dataclass

@@ -2,8 +2,14 @@
 
 Every Selfplayer owns one end of a duplex pipe; the Predictor waits on all of them at once
 (`multiprocessing.connection.wait`, no polling), gathers requests until `batchsize` positions,
-until every client has a request waiting, or until `batch_timeout_ms` passes, evaluates them in one
-network call and sends each client its slice.  A `Reload` on the control pipe loads a new iteration.
+until every client has a request waiting, or until `batch_timeout_ms` passes, evaluates them with
+one model call per kind of request and sends each client its slice.  A `Reload` on the control
+pipe loads a new iteration.
+
+The model call is the learner's (`Learner.make_evaluator`): AlphaZero answers "evaluate"
+requests; a learner whose searches carry state made by one iteration (MuZero's hidden states)
+tags its requests with that iteration.  The Predictor therefore holds the newest `HOLD`
+iterations; a request for an older one gets an error answer and its search starts again.
 """
 from __future__ import annotations
 
@@ -11,134 +17,57 @@ import logging
 import os
 import time
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 
 import numpy as np
 
-from gamegym.numpynet import NumpyDenseModel
 from gamegym.messages import EvalRequest, EvalResponse, Reload, Report
 from gamegym.process import child_entry
 
 log = logging.getLogger("gamegym.predictor")
 
-
-def configure_tensorflow(use_gpu: bool = True, gpu_memorylimit: int = 0, threads: int = 0):
-    """Import TensorFlow quietly and set device and thread options; returns the module."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-    try:
-        gpus = tf.config.list_physical_devices("GPU")
-        if not use_gpu:
-            tf.config.set_visible_devices([], "GPU")
-        else:
-            for gpu in gpus:
-                if gpu_memorylimit:
-                    tf.config.set_logical_device_configuration(
-                        gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=gpu_memorylimit)])
-                else:
-                    tf.config.experimental.set_memory_growth(gpu, True)
-        if threads:
-            tf.config.threading.set_intra_op_parallelism_threads(threads)
-            tf.config.threading.set_inter_op_parallelism_threads(threads)
-    except RuntimeError as error:  # already initialised in this process
-        log.debug("tensorflow already configured: %s", error)
-    return tf
-
-
-def load_model(path: Path):
-    """Load a Keras model file for inference; a clear error when the file is damaged."""
-    import keras
-    try:
-        return keras.models.load_model(path, compile=False)
-    except Exception as error:
-        raise ValueError(f"cannot load model file {path}: {error}") from error
-
-
-class ModelEvaluator:
-    """Evaluates batches with a Keras policy/value model (softmax policy, value in [-1, 1]).
-
-    Small dense models run through the NumPy fast path (`gamegym.numpynet`) unless `fast` is
-    False; everything else through one traced TensorFlow function.
-    """
-
-    FAST_PATH_MAX_PARAMS = 2_000_000
-
-    def __init__(self, model, iteration: int = 0, fast: bool = True):
-        import tensorflow as tf
-        self.iteration = iteration
-        self.model = model
-        shape = model.inputs[0].shape[1:]
-        self.input_shape = tuple(int(d) for d in shape)
-        self.numpy = None
-        if fast and model.count_params() <= self.FAST_PATH_MAX_PARAMS:
-            self.numpy = NumpyDenseModel.from_keras(model)
-        if self.numpy is not None:
-            self.model = None  # the weights live in the NumPy copy
-            return
-
-        @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
-                     reduce_retracing=True)
-        def predict(x):
-            outputs = model(x, training=False)
-            if isinstance(outputs, dict):
-                logits, value = outputs["policy"], outputs["value"]
-            else:
-                logits, value = outputs
-            return tf.nn.softmax(logits, axis=-1), tf.reshape(value, [-1])
-
-        self._predict = predict
-
-    def update(self, model, iteration: int) -> bool:
-        """Take the weights of a new iteration of the same network, keeping the traced function
-        (a new trace per reload would grow memory).  False when the shapes differ."""
-        if self.numpy is not None:
-            fast = NumpyDenseModel.from_keras(model)
-            if fast is None:
-                return False
-            self.numpy, self.iteration = fast, iteration
-            return True
-        new = model.get_weights()
-        if [w.shape for w in new] != [w.shape for w in self.model.get_weights()]:
-            return False
-        self.model.set_weights(new)
-        self.iteration = iteration
-        return True
-
-    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if x.shape[1:] != self.input_shape:
-            raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's input "
-                             f"shape {self.input_shape}")
-        if self.numpy is not None:
-            logits, values = self.numpy(x)
-            logits = np.exp(logits - logits.max(axis=1, keepdims=True))
-            return logits / logits.sum(axis=1, keepdims=True), values
-        probs, values = self._predict(x)
-        return probs.numpy(), values.numpy()
+HOLD = 2   # model iterations held at once: the newest and the one before it
 
 
 class Predictor:
     """The batching loop over client pipes (runs inside the Predictor process)."""
 
-    def __init__(self, session, config, clients: list[Connection], control: Connection,
+    def __init__(self, session, config, clients: list[Connection], control: Connection | None,
                  reports=None):
+        from gamegym.learners import get_learner
         self.session = session
         self.config = config.predict
+        self.learner = get_learner(config.train.learner)
         self.clients = list(clients)
-        self.controls = [control]
+        self.controls = [control] if control is not None else []
         self.reports = reports
-        self.evaluator: ModelEvaluator | None = None
+        self.held: dict[int, object] = {}   # iteration -> evaluator, oldest first
         self._batches = 0
         self._positions = 0
         self._busy = 0.0
         self._last_report = time.monotonic()
 
+    @property
+    def evaluator(self):
+        """The evaluator of the newest iteration held."""
+        return self.held[next(reversed(self.held))] if self.held else None
+
     def load(self, iteration: int) -> None:
-        path = self.session.model_path(iteration)
+        """Hold `iteration` as the newest; beyond HOLD iterations the oldest evaluator takes the
+        new weights (its traced function is kept: a new trace per reload would grow memory)."""
+        if iteration in self.held:
+            self.held[iteration] = self.held.pop(iteration)
+            return
+        from gamegym.tfsetup import load_model
         import keras
+        path = self.session.model_path(iteration)
         keras.backend.clear_session()  # Keras' global name state would grow with every reload
         model = load_model(path)
-        if self.evaluator is None or not self.evaluator.update(model, iteration):
-            self.evaluator = ModelEvaluator(model, iteration, fast=self.config.numpy_fastpath)
+        reuse = None
+        if len(self.held) >= HOLD:
+            reuse = self.held.pop(next(iter(self.held)))
+        if reuse is None or not reuse.update(model, iteration):
+            reuse = self.learner.make_evaluator(model, iteration, fast=self.config.numpy_fastpath)
+        self.held[iteration] = reuse
         log.info("loaded model iteration %d from %s", iteration, path)
 
     def serve(self, stop_event) -> None:
@@ -158,7 +87,7 @@ class Predictor:
                 self._handle_control(control)
             self._receive(ready, pending, live)
             waiting = {id(c) for c, _ in pending}
-            count = sum(len(r.x) for _, r in pending)
+            count = sum(_size(r) for _, r in pending)
             deadline = time.monotonic() + timeout
             while pending and count < self.config.batchsize and len(waiting) < len(live):
                 left = deadline - time.monotonic()
@@ -171,7 +100,7 @@ class Predictor:
                 self._receive(more, pending, live)
                 for c, r in pending[before:]:
                     waiting.add(id(c))
-                    count += len(r.x)
+                    count += _size(r)
             if pending:
                 self._evaluate(pending)
             self._report(force=False)
@@ -197,21 +126,34 @@ class Predictor:
             self.load(message.iteration)
 
     def _evaluate(self, pending) -> None:
+        """One model call per (kind, iteration) among the pending requests."""
         start = time.perf_counter()
-        x = np.concatenate([r.x for _, r in pending]) if len(pending) > 1 else pending[0][1].x
-        probs, values = self.evaluator(x.astype(np.float32, copy=False))
-        offset = 0
+        groups: dict[tuple, list] = {}
+        newest = self.evaluator.iteration
         for conn, request in pending:
-            n = len(request.x)
-            response = EvalResponse(request.request_id, self.evaluator.iteration,
-                                    probs[offset:offset + n], values[offset:offset + n])
-            offset += n
-            try:
-                conn.send(response)
-            except (BrokenPipeError, OSError):
-                pass
-        self._batches += 1
-        self._positions += len(x)
+            iteration = newest if request.iteration < 0 else request.iteration
+            groups.setdefault((request.kind, iteration), []).append((conn, request))
+        for (kind, iteration), members in groups.items():
+            evaluator = self.held.get(iteration)
+            if evaluator is None:
+                error = (f"model iteration {iteration} is no longer held (the Predictor holds "
+                         f"{sorted(self.held)})")
+                for conn, request in members:
+                    _send(conn, EvalResponse(request.request_id, iteration, {}, error))
+                continue
+            requests = [r for _, r in members]
+            inputs = {name: np.concatenate([r.inputs[name] for r in requests])
+                      if len(requests) > 1 else requests[0].inputs[name]
+                      for name in requests[0].inputs}
+            outputs = evaluator.run(kind, inputs)
+            offset = 0
+            for conn, request in members:
+                n = _size(request)
+                _send(conn, EvalResponse(request.request_id, iteration,
+                                         {k: v[offset:offset + n] for k, v in outputs.items()}))
+                offset += n
+            self._batches += 1
+            self._positions += offset
         self._busy += time.perf_counter() - start
 
     def _report(self, force: bool) -> None:
@@ -227,9 +169,22 @@ class Predictor:
         self._last_report = now
 
 
+def _size(request: EvalRequest) -> int:
+    """The batch size of a request (the length of its arrays)."""
+    return len(next(iter(request.inputs.values()))) if request.inputs else 0
+
+
+def _send(conn: Connection, response: EvalResponse) -> None:
+    try:
+        conn.send(response)
+    except (BrokenPipeError, OSError):
+        pass   # that Selfplayer is gone
+
+
 @child_entry("predictor")
 def predictor_main(session_path, config, clients, control, reports, *, stop_event):
     from gamegym.session import Session
+    from gamegym.tfsetup import configure_tensorflow
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, threads=1)
     predictor = Predictor(Session(session_path), config, clients, control, reports)
     predictor.serve(stop_event)

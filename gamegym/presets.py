@@ -68,7 +68,7 @@ def _is_network(path: Path, game: str, game_args: dict, network) -> bool:
     """True when the model file has the architecture (name, weight shapes) of `network`."""
     from gamegym.graph import load_game
     from gamegym.networks import network_for_game
-    from gamegym.predictor import configure_tensorflow, load_model
+    from gamegym.tfsetup import configure_tensorflow, load_model
     # as when the gym builds the first model: the GPU is the Predictor's, not this process's
     configure_tensorflow(use_gpu=False)
     graph = load_game(game, game_args)

@@ -11,12 +11,19 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
+
 from gamegym.fileio import is_disk_full
 
 # a child's exit code when a write found the disk full: the gym stops instead of restarting it
 EXIT_DISK_FULL = 75
 
 log = logging.getLogger("gamegym")
+
+
+def derive_seed(seed: int, *path: int) -> int:
+    """A per-process seed from the master seed (only entry points seed)."""
+    return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0])
 
 
 def log_path(logs_dir: Path, role: str) -> Path:

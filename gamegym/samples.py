@@ -15,6 +15,9 @@ as a compressed ``.npz`` (zip members carry CRC32, so a truncated or flipped fil
   result      float32 [G]                final score per game from the first mover's view
   truncated   bool    [G]                True when the game was cut at max_moves (not a loss/draw)
 
+A learner may add columns of its own, one row per position (Bootstrapped's head masks): any
+other member of length N.  They arrive in `SampleBatch.extra` by name.
+
 Games are kept whole so sequence learners (MuZero unrolls, DQN transitions) can rebuild them:
 position i+1 of a game is the child of position i reached by action[i], seen by the opponent.
 """
@@ -34,7 +37,8 @@ __all__ = ["GameRecord", "SampleBatch", "SampleCounter", "write_sample_file", "r
            "load_samples", "sample_iterations", "sample_files", "n_step_value_targets"]
 
 log = logging.getLogger(__name__)
-FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step")
+FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step")   # one row a sample
+GAME_FIELDS = ("result", "truncated")                                        # one row a game
 
 
 @dataclass
@@ -48,6 +52,7 @@ class GameRecord:
     legal: list = field(default_factory=list)       # bool [A] per position
     result: float = 0.0       # final score from the first mover's view (0 when truncated)
     truncated: bool = False
+    extra: dict = field(default_factory=dict)  # name -> list, one array per position (a learner's)
 
     def __len__(self) -> int:
         return len(self.x)
@@ -76,12 +81,14 @@ class SampleBatch:
     step: np.ndarray
     iteration: np.ndarray      # int32 [N] model iteration that played each sample
     truncated: np.ndarray      # bool [N] the sample's game was truncated
+    extra: dict = field(default_factory=dict)   # name -> [N, ...] a learner's own columns
 
     def __len__(self) -> int:
         return len(self.z)
 
     def take(self, index: np.ndarray) -> "SampleBatch":
-        return SampleBatch(**{k: v[index] for k, v in vars(self).items()})
+        columns = {k: v[index] for k, v in vars(self).items() if k != "extra"}
+        return SampleBatch(**columns, extra={k: v[index] for k, v in self.extra.items()})
 
 
 def n_step_value_targets(batch: SampleBatch, td_steps: int) -> np.ndarray:
@@ -126,6 +133,12 @@ def records_to_arrays(records: list[GameRecord]) -> dict[str, np.ndarray]:
         "result": np.array([r.result for r in records], dtype=np.float32),
         "truncated": np.array([r.truncated for r in records], dtype=bool),
     }
+    for name in sorted({k for r in records for k in r.extra}):
+        if name in arrays:
+            raise ValueError(f"a learner's sample column may not be named {name!r}")
+        if any(len(r.extra.get(name, ())) != len(r) for r in records):
+            raise ValueError(f"sample column {name!r} needs one row per position of every game")
+        arrays[name] = np.stack([row for r in records for row in r.extra[name]])
     return arrays
 
 
@@ -148,7 +161,7 @@ def read_sample_file(path: Path) -> dict[str, np.ndarray]:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
         raise ValueError(f"damaged sample file {path}: {error}") from error
-    missing = [k for k in FIELDS + ("result", "truncated") if k not in arrays]
+    missing = [k for k in FIELDS + GAME_FIELDS if k not in arrays]
     if missing:
         raise ValueError(f"sample file {path} lacks {missing}")
     n = len(arrays["z"])
@@ -239,6 +252,8 @@ def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
             n = len(arrays["z"])
             game_truncated = arrays["truncated"][arrays["game"]]
             chunk = {k: arrays[k] for k in FIELDS}
+            chunk["extra"] = {k: v for k, v in arrays.items()
+                              if k not in FIELDS and k not in GAME_FIELDS and len(v) == n}
             chunk["game"] = arrays["game"] + games
             games += len(arrays["result"])
             chunk["iteration"] = np.full(n, it, np.int32)
@@ -249,7 +264,14 @@ def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
             total += n
     if not chunks:
         return None
-    batch = SampleBatch(**{k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]})
+    extra_names = set.intersection(*(set(c["extra"]) for c in chunks))
+    dropped = set.union(*(set(c["extra"]) for c in chunks)) - extra_names
+    if dropped:
+        log.warning("sample columns %s are not in every file read; left out", sorted(dropped))
+    batch = SampleBatch(**{k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]
+                           if k != "extra"},
+                        extra={k: np.concatenate([c["extra"][k] for c in chunks])
+                               for k in sorted(extra_names)})
     if len(batch) > max_count:
         batch = batch.take(np.arange(max_count))
     return batch

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full
-from gamegym.process import EXIT_DISK_FULL, log_path
+from gamegym.process import EXIT_DISK_FULL, derive_seed, log_path
 
 log = logging.getLogger("gamegym.supervisor")
 
@@ -62,7 +62,6 @@ class Supervisor:
         # threads spinning in the Predictor take CPU from the Selfplayers
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(name, "1")
-        from gamegym.gym import derive_seed
         from gamegym.predictor import predictor_main
         from gamegym.selfplay import selfplayer_main
         from gamegym.trainer import trainer_main
@@ -162,7 +161,6 @@ class Supervisor:
                 log.warning("%s died (exit code %s); restart %d of %d", child.name, code,
                             child.restarts, MAX_SELFPLAYER_RESTARTS)
                 print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
-                from gamegym.gym import derive_seed
                 args = list(child.args)
                 args[-1] = derive_seed(self.config.seed, 1, child.extra["index"], child.restarts)
                 child.args = tuple(args)

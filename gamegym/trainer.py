@@ -1,9 +1,10 @@
-"""The Trainer: sample window -> learner -> next model iteration.
+"""The Trainer: replay -> learner -> next model iteration.
 
-It waits until the window holds `min_samplecount` samples and the current model has played
-`min_new_samples` of them, trains one iteration, publishes models/<it+1>.keras, writes
-train/<it+1>.json and the loss plot, and tells the Predictor to reload.  Reports go to listeners
-(the gym's monitor, the log); the Trainer itself neither prints nor plots inline.
+It waits until the replay is ready (with the default `window`: `min_samplecount` samples, of
+which the current model played `min_new_samples`), trains one iteration with the session's
+learner, publishes models/<it+1>.keras, writes train/<it+1>.json, commits the replay's state and
+tells the Predictor to reload.  Reports go to listeners (the gym's monitor, the loss plot, the
+log); the Trainer itself neither prints nor plots inline.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 from gamegym.graph import load_game
 from gamegym.messages import Reload, Report
 from gamegym.process import child_entry
-from gamegym.samples import SampleCounter, load_samples
+from gamegym.replay import make_replay
 
 log = logging.getLogger("gamegym.trainer")
 
@@ -26,7 +27,7 @@ class Trainer:
     """Trains model iterations from the session's samples with one Learner."""
 
     def __init__(self, session, config, graph, learner, model, rng: np.random.Generator,
-                 listeners: list[Callable[[dict], None]] | None = None):
+                 listeners: list[Callable[[dict], None]] | None = None, replay=None):
         self.session = session
         self.config = config
         self.graph = graph
@@ -34,43 +35,33 @@ class Trainer:
         self.model = model
         self.rng = rng
         self.listeners = listeners or []
-        self.counter = SampleCounter(session.samples_dir)
-
-    def window_start(self, iteration: int) -> int:
-        return max(0, iteration - self.config.train.max_sampleage)
+        self.replay = replay if replay is not None else make_replay(session, config)
 
     def ready(self) -> tuple[bool, str]:
         """Whether enough samples are there to train, and why not."""
-        cfg = self.config.train
-        iteration = self.session.current_iteration()
-        counts = self.counter.samples_per_iteration()
-        window = sum(n for it, n in counts.items() if it >= self.window_start(iteration))
-        usable = int(min(window, cfg.max_samplecount) * (1 - cfg.validation_split))
-        new = counts.get(iteration, 0)
-        if usable < cfg.min_samplecount:
-            return False, f"{usable}/{cfg.min_samplecount} samples in the window"
-        if new < cfg.min_new_samples:
-            return False, f"{new}/{cfg.min_new_samples} samples from iteration {iteration}"
-        return True, f"{window} samples in the window"
+        return self.replay.ready(self.session.current_iteration())
 
     def train_once(self) -> int:
-        """Train one iteration on the current window and publish it; returns the new iteration."""
+        """Train one iteration on the replay's samples and publish it; returns the new
+        iteration."""
         cfg = self.config.train
         iteration = self.session.current_iteration()
-        sources: dict[str, int] = {}
-        batch = load_samples(self.session.samples_dir, self.window_start(iteration),
-                             cfg.max_samplecount, self.session.quarantine_dir, sources)
+        batch, facts = self.replay.load(iteration)
         if batch is None:
-            raise RuntimeError("no readable samples in the window")
+            raise RuntimeError("no readable samples to train on")
         start = time.time()
-        result = self.learner.train_iteration(self.model, batch, cfg, self.rng, graph=self.graph)
+        sampler = self.replay.sampler(batch, self.rng)
+        result = self.learner.train_iteration(self.model, batch, cfg, self.rng, graph=self.graph,
+                                              sampler=sampler)
         new_iteration = iteration + 1
         self.session.publish_model(self.model, new_iteration, keep=cfg.keep_models)
+        self.replay.commit(new_iteration)
         report = {
             "iteration": new_iteration, "time": time.time(), "seconds": time.time() - start,
-            "samples": len(batch), "window": [self.window_start(iteration), iteration],
-            "sources": sources, "learner": cfg.learner, "history": result.history,
+            "samples": len(batch), **facts, "learner": cfg.learner, "replay": cfg.replay,
+            "history": result.history,
             "losses": {k: v[-1] for k, v in result.history.items() if v},
+            **({"replay_figures": self.replay.figures()} if self.replay.figures() else {}),
         }
         self.session.write_train_report(new_iteration, report)
         log.info("iteration %d trained on %d samples in %.1f s: %s", new_iteration, len(batch),
@@ -103,7 +94,7 @@ def _format_losses(losses: dict) -> str:
 def build_trainer(session, config, rng, listeners=None) -> Trainer:
     """A Trainer on the session's current model (TensorFlow is imported here)."""
     from gamegym.learners import get_learner
-    from gamegym.predictor import load_model
+    from gamegym.tfsetup import load_model
     graph = load_game(config.game, config.game_args)
     learner = get_learner(config.train.learner)
     iteration = max(0, session.current_iteration())
@@ -115,8 +106,8 @@ def build_trainer(session, config, rng, listeners=None) -> Trainer:
 @child_entry("trainer")
 def trainer_main(session_path, config, control, reports, seed, *, stop_event):
     from gamegym.monitor import plot_training
-    from gamegym.predictor import configure_tensorflow
     from gamegym.session import Session
+    from gamegym.tfsetup import configure_tensorflow
     session = Session(session_path)
     configure_tensorflow(config.predict.use_gpu, 0, threads=0)
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from games.tictactoe import TicTacToe
-from gamegym.arena import (HumanPlayer, MatchResult, MCTSPlayer, fit_ratings, make_player,
+from gamegym.arena import (HumanPlayer, MatchResult, fit_ratings, make_player, model_player,
                            play_match, run_match)
 from gamegym.gym import GameGym
 from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
@@ -110,7 +110,7 @@ def test_ratings_anchor_random_at_zero_and_order_the_players():
 def test_mcts_player_from_a_session_plays_well_enough_and_names_missing_iterations(tmp_path):
     graph = TicTacToe()
     gym = GameGym(tmp_path / "s", graph=graph)
-    player = MCTSPlayer.from_session(gym.session, graph, 0, searchcount=200)
+    player = model_player(gym.session, graph, 0, searchcount=200)
     rng = np.random.default_rng(0)
     # with 200 searches even the untrained model takes a win in one and never plays illegally
     win_in_one = graph.roots[0]
@@ -120,4 +120,4 @@ def test_mcts_player_from_a_session_plays_well_enough_and_names_missing_iteratio
     result = run_match(graph, player, AlphaBetaPlayer(1), 2, rng)
     assert result.games == 2
     with pytest.raises(ValueError, match=r"has no model iteration 5 \(it has \[0\]\)"):
-        MCTSPlayer.from_session(gym.session, graph, 5)
+        model_player(gym.session, graph, 5)

@@ -12,7 +12,7 @@ from gamegym.config import GymConfig
 from gamegym.evaluation import evaluate_iteration
 from gamegym.fileio import read_jsonl
 from gamegym.gym import GameGym
-from gamegym.predictor import load_model
+from gamegym.tfsetup import load_model
 
 TICTACTOE = "games.tictactoe:TicTacToe"
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gamegym.predictor import configure_tensorflow  # noqa: E402
+from gamegym.tfsetup import configure_tensorflow  # noqa: E402
 
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 

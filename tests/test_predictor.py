@@ -11,7 +11,8 @@ from gamegym.config import GymConfig
 from gamegym.messages import EvalRequest, EvalResponse, Reload
 from gamegym.networks import build_network
 from gamegym.numpynet import NumpyDenseModel
-from gamegym.predictor import ModelEvaluator, predictor_main
+from gamegym.inference import ModelEvaluator
+from gamegym.predictor import predictor_main
 from gamegym.session import Session
 
 
@@ -104,7 +105,7 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
         answers = [None] * 3
 
         def ask(i):
-            pipes[i][1].send(EvalRequest(i + 10, xs[i]))
+            pipes[i][1].send(EvalRequest(i + 10, "evaluate", {"x": xs[i]}))
             assert pipes[i][1].poll(120)
             answers[i] = pipes[i][1].recv()
 
@@ -117,19 +118,19 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
             assert isinstance(answer, EvalResponse) and answer.request_id == i + 10
             assert answer.iteration == 0
             probs, values = direct(models[0], xs[i])
-            assert np.allclose(answer.probs, probs, atol=1e-5)
-            assert np.allclose(answer.values, values, atol=1e-5)
+            assert np.allclose(answer.outputs["probs"], probs, atol=1e-5)
+            assert np.allclose(answer.outputs["values"], values, atol=1e-5)
         session.publish_model(models[1], 1)
         control_out.send(Reload(1))
         for _ in range(50):  # the reload is applied before the next batch it sees
-            pipes[0][1].send(EvalRequest(99, xs[0]))
+            pipes[0][1].send(EvalRequest(99, "evaluate", {"x": xs[0]}))
             assert pipes[0][1].poll(60)
             answer = pipes[0][1].recv()
             if answer.iteration == 1:
                 break
         assert answer.iteration == 1
         probs, values = direct(models[1], xs[0])
-        assert np.allclose(answer.probs, probs, atol=1e-5)
+        assert np.allclose(answer.outputs["probs"], probs, atol=1e-5)
     finally:
         stop.set()
         process.join(10)
@@ -150,21 +151,49 @@ def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
     config = GymConfig(game="games.santorini:Santorini", predict={"numpy_fastpath": fast})
     session.create(config)
     models = [build_network(shape, graph.action_space_size, kind, 16, 1, seed=s) for s in (1, 2)]
-    for iteration, model in enumerate(models):
-        session.publish_model(model, iteration)
+    for iteration in range(3):   # one more iteration than the Predictor holds: every load loads
+        session.publish_model(models[iteration % 2], iteration)
     predictor = Predictor(session, config, [], None)
     x = positions(graph, 16)
     process = psutil.Process()
     rss = []
     for cycle in range(40):
-        predictor.load(cycle % 2)
+        predictor.load(cycle % 3)
         for _ in range(20):
             probs, values = predictor.evaluator(x)
         rss.append(process.memory_info().rss)
-        if cycle in (0, 1, 39):
-            expected = direct(models[cycle % 2], x)
+        if cycle in (0, 1, 2, 39):
+            expected = direct(models[cycle % 3 % 2], x)
             assert np.allclose(probs, expected[0], atol=1e-5)
-            assert predictor.evaluator.iteration == cycle % 2
+            assert predictor.evaluator.iteration == cycle % 3
     assert (predictor.evaluator.numpy is not None) == fast
     growth = (rss[-1] - rss[9]) / 2**20
     assert growth < 8, f"memory grew {growth:.1f} MiB over 30 reloads"
+
+
+def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_path):
+    from gamegym.predictor import HOLD, Predictor
+    graph = Santorini(3, 1)
+    shape = graph.numpify(graph.roots[0]).shape
+    session = Session(tmp_path / "s")
+    config = GymConfig(game="games.santorini:Santorini")
+    session.create(config)
+    models = [build_network(shape, 73, "dense", 16, 1, seed=s) for s in range(HOLD + 1)]
+    for iteration, model in enumerate(models):
+        session.publish_model(model, iteration)
+    mine, theirs = multiprocessing.Pipe()
+    predictor = Predictor(session, config, [theirs], None)
+    for iteration in range(HOLD + 1):
+        predictor.load(iteration)
+    assert sorted(predictor.held) == list(range(1, HOLD + 1))
+    x = positions(graph, 4)
+    pending = [(theirs, EvalRequest(1, "evaluate", {"x": x}, iteration=1)),
+               (theirs, EvalRequest(2, "evaluate", {"x": x[:1]}, iteration=0)),
+               (theirs, EvalRequest(3, "evaluate", {"x": x[:2]}))]
+    predictor._evaluate(pending)
+    answers = {a.request_id: a for a in (mine.recv() for _ in range(3))}
+    assert answers[1].iteration == 1 and not answers[1].error
+    assert np.allclose(answers[1].outputs["probs"], direct(models[1], x)[0], atol=1e-5)
+    assert answers[2].outputs == {} and "iteration 0 is no longer held" in answers[2].error
+    assert answers[3].iteration == HOLD     # untagged: the newest
+    assert np.allclose(answers[3].outputs["values"], direct(models[HOLD], x[:2])[1], atol=1e-5)

@@ -109,3 +109,28 @@ def test_temporary_files_of_a_writer_are_not_samples(tmp_path):
     assert SampleCounter(samples).per_iteration() == {0: (3, 1)}
     assert len(load_samples(samples, 0, 100, quarantine_dir=tmp_path / "q")) == 3
     assert not (tmp_path / "q").exists()
+
+
+def test_a_learners_own_columns_travel_with_the_samples(tmp_path):
+    samples = tmp_path / "samples"
+    games = [game(3, seed=1), game(2, seed=2)]
+    for g, record in enumerate(games):
+        record.extra["mask"] = [np.array([g, step, 1], np.float32) for step in range(len(record))]
+    write_sample_file(samples / "0" / "a.npz", games)
+    write_sample_file(samples / "1" / "b.npz", [game(4, seed=3)])   # a file without the column
+    assert read_sample_file(samples / "0" / "a.npz")["mask"].shape == (5, 3)
+    batch = load_samples(samples, min_iteration=0, max_count=100)
+    assert len(batch) == 9 and "mask" not in batch.extra      # not in every file: left out
+    (samples / "1" / "b.npz").unlink()
+    only_a = load_samples(samples, min_iteration=0, max_count=100)
+    assert only_a.extra["mask"].tolist() == [[0, 0, 1], [0, 1, 1], [0, 2, 1], [1, 0, 1], [1, 1, 1]]
+    taken = only_a.take(np.array([4, 0]))
+    assert taken.extra["mask"].tolist() == [[1, 1, 1], [0, 0, 1]]
+    with pytest.raises(ValueError, match="one row per position"):
+        bad = game(2)
+        bad.extra["mask"] = [np.zeros(3)]
+        write_sample_file(samples / "0" / "c.npz", [bad])
+    with pytest.raises(ValueError, match="may not be named 'pi'"):
+        bad = game(1)
+        bad.extra["pi"] = [np.zeros(3)]
+        write_sample_file(samples / "0" / "d.npz", [bad])

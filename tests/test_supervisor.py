@@ -14,7 +14,7 @@ import pytest
 from gamegym.config import GymConfig
 from gamegym.messages import EvalResponse
 from gamegym.process import EXIT_DISK_FULL
-from gamegym.selfplay import PredictorClient, PredictorTimeout
+from gamegym.inference import PipeService, PositionEvaluator, PredictorTimeout
 from gamegym.supervisor import MAX_SELFPLAYER_RESTARTS, Child, Supervisor
 from games.tictactoe import TicTacToe
 
@@ -101,7 +101,7 @@ def test_a_child_that_found_the_disk_full_is_not_restarted(supervisor):
 
 def test_selfplayer_wait_for_the_predictor_times_out():
     mine, predictor_end = multiprocessing.Pipe(duplex=True)
-    client = PredictorClient(TicTacToe(), mine, timeout=0.3)
+    client = PositionEvaluator(TicTacToe(), PipeService(mine, timeout=0.3))
     started = time.monotonic()
     with pytest.raises(PredictorTimeout, match="no answer from the Predictor within 0.3 s"):
         client([TicTacToe().roots[0]])
@@ -112,12 +112,13 @@ def test_selfplayer_wait_for_the_predictor_times_out():
 def test_selfplayer_skips_answers_to_requests_it_gave_up():
     mine, predictor_end = multiprocessing.Pipe(duplex=True)
     graph = TicTacToe()
-    client = PredictorClient(graph, mine, timeout=5.0)
+    client = PositionEvaluator(graph, PipeService(mine, timeout=5.0))
     size = graph.action_space_size
-    predictor_end.send(EvalResponse(0, 3, np.zeros((1, size), np.float32),  # a stale answer
-                                    np.array([0.9], np.float32)))
+    predictor_end.send(EvalResponse(0, 3, {"probs": np.zeros((1, size), np.float32),
+                                           "values": np.array([0.9], np.float32)}))  # stale
     answer = np.full((1, size), 1.0 / size, np.float32)
-    predictor_end.send(EvalResponse(1, 3, answer, np.array([-0.25], np.float32)))
+    predictor_end.send(EvalResponse(1, 3, {"probs": answer,
+                                           "values": np.array([-0.25], np.float32)}))
     probs, values = client([graph.roots[0]])
     assert np.array_equal(probs, answer) and values.tolist() == [-0.25]
     assert client.iteration == 3

@@ -87,6 +87,20 @@ class AlphaZeroLearner(Learner):
         if self._model is not model:
             self.compile(model, train_config)
 
+    # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
+    def make_evaluator(self, model, iteration: int, fast: bool = True):
+        from gamegym.inference import ModelEvaluator
+        return ModelEvaluator(model, iteration, fast)
+
+    def selfplayer(self, graph, service, config, rng):
+        from gamegym.searchplay import SearchSelfplay
+        return SearchSelfplay(graph, service, config, rng)
+
+    def player(self, graph, service, searchcount: int = 100, threads: int = 8):
+        from gamegym.inference import PositionEvaluator
+        from gamegym.searchplay import MCTSPlayer
+        return MCTSPlayer(PositionEvaluator(graph, service), searchcount, threads)
+
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):
         """x [N, *input_shape]; targets pi [N, A], z [N], legal [N, A]; sample ids arange(N).
@@ -103,7 +117,8 @@ class AlphaZeroLearner(Learner):
         return np.asarray(batch.x, np.float32), targets, np.arange(len(batch))
 
     # ----- training ---------------------------------------------------------------------------
-    def train_iteration(self, model, batch, train_config, rng, graph=None) -> TrainReport:
+    def train_iteration(self, model, batch, train_config, rng, graph=None,
+                        sampler=None) -> TrainReport:
         self._ready(model, train_config)
         self.optimizer.learning_rate.assign(float(option(train_config, "learning_rate")))
         weight = np.array(option(train_config, "value_loss_weight"), np.float32)  # a tensor arg
@@ -122,7 +137,11 @@ class AlphaZeroLearner(Learner):
         history = {name: [] for name in LOSS_NAMES}
         losses = np.full(n, np.nan, np.float32)  # per example: at its last training step
         updates = option(train_config, "num_updates_per_train_iter")
-        if updates:
+        if sampler is not None:   # the replay draws each minibatch and hears its losses
+            self._epoch(x, targets, _Draws(sampler, size, int(updates) or 1), weight, augment,
+                        rng, losses, history)
+            self._validate(x, targets, val, weight, losses, history)
+        elif updates:
             steps = [rng.choice(train, size) for _ in range(int(updates))]
             self._epoch(x, targets, steps, weight, augment, rng, losses, history)
             self._validate(x, targets, val, weight, losses, history)
@@ -148,6 +167,8 @@ class AlphaZeroLearner(Learner):
                 xb, pi, legal = augment(xb, pi, legal, rng)
             per_sample, stats = self._train_step(xb, pi, targets["z"][index], legal, weight)
             losses[index] = per_sample.numpy()
+            if isinstance(steps, _Draws):
+                steps.sampler.update(index, losses[index])
             sums += stats.numpy()
         for name, value in zip(LOSS_NAMES, sums / max(1, len(steps))):
             history[name].append(float(value))
@@ -183,6 +204,20 @@ class AlphaZeroLearner(Learner):
         per_sample = np.full(len(batch), np.nan, np.float32)
         per_sample[ids] = self._example_losses(x, targets, np.arange(len(ids)), weight)
         return per_sample
+
+
+class _Draws:
+    """`count` minibatches of `size` drawn from a replay's sampler (example id = sample id)."""
+
+    def __init__(self, sampler, size: int, count: int):
+        self.sampler, self.size, self.count = sampler, size, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        for _ in range(self.count):
+            yield np.asarray(self.sampler.draw(self.size))
 
 
 class Augmenter:

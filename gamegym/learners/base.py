@@ -1,4 +1,18 @@
-"""The Learner interface: how a trainer mode builds its network and trains one iteration.
+"""The Learner interface: everything a trainer mode decides, in one object per mode.
+
+A learner is asked by each role of the gym for its part, so the roles stay the same for every
+mode (no branch per mode in the Trainer, the Predictor or the Selfplayer):
+
+  the gym (`new`)   build_model: the iteration-0 network (one saved model file per iteration;
+                    a learner with several networks saves one container model holding them)
+  the Trainer       compile, train_iteration: trains on a SampleBatch, drawing minibatches
+                    from the replay's Sampler when it has one (gamegym.replay), and reports the
+                    loss of every sample it trained on (for prioritised replays)
+  the Predictor     make_evaluator: the model call behind the request kinds its self-play makes
+                    (`run(kind, inputs) -> outputs`, see gamegym.inference)
+  a Selfplayer      selfplayer: plays games through a model service and yields them finished;
+                    must not import TensorFlow
+  players           player: the model as a Player for evaluate, play, the Evaluator, benchmarks
 
 A Learner turns a `SampleBatch` (whole games, see gamegym.samples) into targets and trains the
 session's model on them.  Sequence learners (MuZero unrolls, DQN transitions) rebuild games from
@@ -17,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Learner", "TrainReport", "TrainResult", "get_learner", "register", "option"]
+__all__ = ["Learner", "TrainReport", "TrainResult", "register", "option", "REGISTRY"]
 
 # other spellings accepted for an option: name -> aliases
 ALIASES = {"batchsize": ("batch_size", "mini_batch_size")}
@@ -58,12 +72,32 @@ class Learner(ABC):
 
     @abstractmethod
     def train_iteration(self, model, batch, train_config, rng: np.random.Generator,
-                        graph=None) -> TrainReport:
-        """Train one iteration on `batch` (a SampleBatch); `graph` enables augmentation."""
+                        graph=None, sampler=None) -> TrainReport:
+        """Train one iteration on `batch` (a SampleBatch); `graph` enables augmentation.
+        With a `sampler` (gamegym.replay.Sampler) every minibatch is `sampler.draw(size)` and
+        each step reports the drawn samples' own losses with `sampler.update`."""
 
     @abstractmethod
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
         """float32 [N]: the loss of each sample under the current model (no update)."""
+
+    @abstractmethod
+    def make_evaluator(self, model, iteration: int, fast: bool = True):
+        """The Predictor's model call for `model`: an object with `iteration`,
+        `run(kind, inputs) -> outputs` for every request kind this learner's self-play and
+        players make, and `update(model, iteration) -> bool` (take a new iteration's weights
+        of the same network; False when it cannot)."""
+
+    @abstractmethod
+    def selfplayer(self, graph, service, config, rng: np.random.Generator):
+        """A self-play driver for one Selfplayer process: `service` is the model service
+        (gamegym.inference), `config` the whole GymConfig.  The driver has `searches_done`
+        (a running count for throughput) and `play(should_stop)`, an iterator of finished
+        games as (GameRecord, model iteration that played it).  No TensorFlow."""
+
+    @abstractmethod
+    def player(self, graph, service, searchcount: int = 100, threads: int = 8):
+        """The model as a gamegym.players.Player answering through `service`."""
 
 
 def option(train_config, name: str):
@@ -79,20 +113,10 @@ def option(train_config, name: str):
     return getattr(TrainConfig, name)
 
 
-_REGISTRY: dict[str, type] = {}
+REGISTRY: dict[str, type] = {}   # name -> Learner class
 
 
 def register(cls: type) -> type:
     """Class decorator: make a Learner available by its `name`."""
-    _REGISTRY[cls.name] = cls
+    REGISTRY[cls.name] = cls
     return cls
-
-
-def get_learner(name: str) -> Learner:
-    """A new Learner by name; ValueError naming the known ones otherwise."""
-    from gamegym.learners import alphazero  # noqa: F401  (built-in learners register themselves)
-    try:
-        return _REGISTRY[name]()
-    except KeyError:
-        raise ValueError(f"unknown learner {name!r}; known learners: "
-                         f"{', '.join(sorted(_REGISTRY))}") from None
