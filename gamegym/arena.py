@@ -16,6 +16,7 @@ import numpy as np
 
 from gamegym.graph import GameGraph
 from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
+from gamegym.playerspecs import check_player_spec
 from gamegym.searchplay import MCTSPlayer
 
 __all__ = ["MCTSPlayer", "model_player", "HumanPlayer", "MatchResult", "play_match", "run_match",
@@ -124,18 +125,25 @@ def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
 
 def make_player(spec: str, session=None, graph: GameGraph | None = None,
                 searchcount: int = 100) -> Player:
-    """A player from 'random', 'alphabeta:D', 'solver' or 'iteration:K' (needs a session)."""
+    """A player from its spec (gamegym.playerspecs): random, alphabeta:D, solver, iteration:K
+    (needs a session), openspiel-random, openspiel-mcts:N (the extra .[openspiel])."""
+    problem = check_player_spec(spec)
+    if problem is not None:
+        raise ValueError(problem)
     name, _, arg = spec.partition(":")
-    if name == "random" and not arg:
+    if name == "random":
         return RandomPlayer()
-    if name == "alphabeta" and arg.isdigit() and int(arg) >= 1:
+    if name == "alphabeta":
         return AlphaBetaPlayer(int(arg))
-    if name == "solver" and not arg:
+    if name == "solver":
         return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
-    if name == "iteration" and arg.isdigit() and session is not None:
+    if name == "iteration" and session is not None:
         return model_player(session, graph, int(arg), searchcount)
-    raise ValueError(f"unknown player {spec!r}; use random, alphabeta:DEPTH, solver or "
-                     "iteration:K")
+    if name.startswith("openspiel-"):
+        from gamegym.openspiel import make_openspiel_player
+        return make_openspiel_player(spec)
+    raise ValueError(f"player {spec!r} cannot be made here"
+                     + (" without a session" if name == "iteration" else ""))
 
 
 def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) -> dict:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gamegym.playerspecs import check_player_spec
+
 __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
            "EvaluateConfig",
            "GymConfig", "LEARNERS", "REPLAYS"]
@@ -199,12 +201,11 @@ class EvaluateConfig:
         _int_in(self, "every", 0)
         _int_in(self, "games", 1, 10_000)
         _int_in(self, "searchcount", 1, 100_000)
-        _check(isinstance(self.opponents, list) and all(
-            isinstance(o, str) and (o in ("random", "solver", "previous") or
-                                    o.startswith("alphabeta:") and o[10:].isdigit())
-            for o in self.opponents), "evaluate.opponents",
-            "must be a list of 'random', 'solver', 'previous' or 'alphabeta:DEPTH', "
-            f"got {self.opponents!r}")
+        _check(isinstance(self.opponents, list), "evaluate.opponents",
+               f"must be a list of players, got {self.opponents!r}")
+        for opponent in self.opponents:
+            problem = check_player_spec(opponent)
+            _check(problem is None, "evaluate.opponents", f"has a bad entry: {problem}")
 
 
 SECTIONS = {"network": NetworkConfig, "predict": PredictConfig, "selfplay": SelfplayConfig,

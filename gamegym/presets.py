@@ -37,9 +37,17 @@ PRESETS = {
 }
 
 
+# presets of games that need an optional extra; no starter model (a fresh network at `new`)
+EXTRA_PRESETS = {
+    "openspiel-connect_four": {   # OpenSpiel's connect_four through the adapter (.[openspiel])
+        **PRESETS["connectfour"], "game": "gamegym.openspiel:OpenSpielGame",
+        "game_args": {"name": "connect_four", "params": None}},
+}
+
+
 def preset_for(game: str, game_args: dict) -> tuple[str, dict] | None:
     """(name, preset) of the bundled preset for this game and arguments, or None."""
-    for name, preset in PRESETS.items():
+    for name, preset in {**PRESETS, **EXTRA_PRESETS}.items():
         if preset["game"] == game and preset["game_args"] == dict(game_args):
             return name, preset
     return None

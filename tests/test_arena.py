@@ -77,11 +77,15 @@ def test_make_player_specs():
     assert isinstance(make_player("random"), RandomPlayer)
     assert make_player("alphabeta:3").depth == 3
     assert isinstance(make_player("solver"), SolverPlayer)
-    for bad in ("alphabeta", "alphabeta:0", "alphabeta:x", "minimax:2", "solver:1",
-                "iteration:3"):   # iteration:K needs a session
-        with pytest.raises(ValueError, match="use random, alphabeta:DEPTH, solver or "
-                                             "iteration:K"):
-            make_player(bad)
+    bad = {"alphabeta": "needs alphabeta:DEPTH with depth >= 1",
+           "alphabeta:0": "needs alphabeta:DEPTH with depth >= 1",
+           "alphabeta:x": "needs alphabeta:DEPTH", "minimax:2": "unknown player 'minimax:2'; use",
+           "solver:1": "player 'solver' takes no ':1'",
+           "iteration:3": "cannot be made here without a session",
+           "previous": "cannot be made here"}   # the Evaluator's own name for an iteration
+    for spec, message in bad.items():
+        with pytest.raises(ValueError, match=message):
+            make_player(spec)
 
 
 def test_ratings_anchor_random_at_zero_and_order_the_players():
