@@ -200,6 +200,14 @@ def cmd_bench(args) -> int:
     if args.learning:
         from gamegym.learnbench import cmd_learning
         return cmd_learning(args)
+    if args.peer:
+        from gamegym.peerbench import print_peer_report, run_peer_bench
+        figures = run_peer_bench(args.seconds, args.searchcount, args.threads)
+        if args.json:
+            print(json.dumps(figures, sort_keys=True))
+        else:
+            print_peer_report(figures)
+        return 0
     figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
                         args.searchcount, args.batchsize, args.batch_timeout_ms)
     if args.json:
@@ -222,6 +230,9 @@ def add_commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--learning", metavar="MODULE:CLASS",
                    help="instead: train this bundled game from scratch and print its curve")
+    p.add_argument("--peer", choices=["openspiel"],
+                   help="instead: our search ceiling beside this peer's MCTS on every bundled "
+                        "game (--seconds per side and game, --searchcount, --threads)")
     p.add_argument("--minutes", type=float, default=10.0, help="(--learning) training time")
     p.add_argument("--interval", type=float, default=2.0,
                    help="(--learning) minutes between evaluations")

@@ -176,7 +176,7 @@ class GameGraph(ABC):
         if vertex in self._children:
             raise VertexError("expand_at on a vertex that is not open", vertex)
         children, actions = self.expansion(vertex)
-        children, actions = tuple(children), tuple(int(a) for a in actions)
+        children, actions = tuple(children), tuple(map(int, actions))
         if len(children) != len(actions):
             raise VertexError(
                 f"expansion gave {len(children)} children but {len(actions)} action ids", vertex)
