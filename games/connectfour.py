@@ -17,8 +17,8 @@ hashed as a pair of ints.  `cells(vertex)` gives the board as one int per cell (
 player's disc, -1 = the opponent's, 0 = empty, row 0 at the top), for people and tests.
 
 The heuristic (for alpha-beta) counts, in every window of four cells on a line, the windows
-that only one player occupies: three discs and an empty cell, or two and two empty; the discs
-in the centre column add a little.  It is the active player's count minus the opponent's,
+that only one player occupies: three discs and an empty cell, or two and two empty (and four,
+which only happens once the game is won); the discs in the centre column add a little.  It is the active player's count minus the opponent's,
 squashed into (-1, 1), so it is antisymmetric and 0 on the empty board.
 """
 from __future__ import annotations
@@ -32,9 +32,10 @@ from gamegym.graph import GameGraph
 
 __all__ = ["ConnectFour"]
 
-# heuristic weights: a window with three of one player's discs and an empty cell, with two and
-# two empty cells, a disc in the centre column(s); the sum is divided by _SCALE and squashed
-_THREE, _TWO, _CENTRE, _SCALE = 5.0, 2.0, 1.0, 40.0
+# heuristic weights: a window with four of one player's discs (only at the end of the game),
+# three and an empty cell, two and two empty cells, a disc in the centre column(s); the sum is
+# divided by _SCALE and squashed
+_FOUR, _THREE, _TWO, _CENTRE, _SCALE = 100.0, 5.0, 2.0, 1.0, 40.0
 
 
 def _check_size(name: str, value: object) -> int:
@@ -153,7 +154,7 @@ class ConnectFour(GameGraph):
     @staticmethod
     def _window_score(own: int, empty: int, shift: int, starts: int) -> float:
         """Weighted count of the windows (starting at `starts`, cells `shift` bits apart) that
-        hold three of `own` discs and an empty cell, or two and two empty cells."""
+        hold four of `own` discs, three and an empty cell, or two and two empty cells."""
         free = own | empty          # cells not held by the other player
         s2, s3 = 2 * shift, 3 * shift
         open_windows = starts & free & (free >> shift) & (free >> s2) & (free >> s3)
@@ -161,9 +162,11 @@ class ConnectFour(GameGraph):
             return 0.0
         a, b, c, d = own, own >> shift, own >> s2, own >> s3
         both_ab, one_ab, both_cd, one_cd = a & b, a ^ b, c & d, c ^ d
+        four = both_ab & both_cd
         three = (both_ab & one_cd) | (both_cd & one_ab)
         two = (both_ab & ~c & ~d) | (both_cd & ~a & ~b) | (one_ab & one_cd)
-        return (_THREE * (three & open_windows).bit_count()
+        return (_FOUR * (four & open_windows).bit_count()
+                + _THREE * (three & open_windows).bit_count()
                 + _TWO * (two & open_windows).bit_count())
 
     def swap_players(self, vertex: tuple) -> tuple:

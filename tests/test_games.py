@@ -172,7 +172,7 @@ def reference_connectfour(rows, columns, board):
 
 def reference_heuristic(rows, columns, board):
     """The Connect Four heuristic by its definition, window by window."""
-    from games.connectfour import _CENTRE, _SCALE, _THREE, _TWO
+    from games.connectfour import _CENTRE, _FOUR, _SCALE, _THREE, _TWO
     total = 0.0
     for r in range(rows):
         for c in range(columns):
@@ -183,7 +183,7 @@ def reference_heuristic(rows, columns, board):
                 for player in (1, -1):
                     if -player not in window:
                         own = window.count(player)
-                        total += player * {3: _THREE, 2: _TWO}.get(own, 0.0)
+                        total += player * {4: _FOUR, 3: _THREE, 2: _TWO}.get(own, 0.0)
     for r in range(rows):
         for c in {(columns - 1) // 2, columns // 2}:
             total += _CENTRE * board[r * columns + c]
@@ -202,9 +202,8 @@ def test_connectfour_matches_the_reference_move_by_move(rows, columns):
         assert list(actions) == sorted(expected)
         assert {a: game.cells(child) for a, child in zip(actions, children)} == expected
         assert game.score_at(vertex) == (-1.0 if lost else 0.0)
-        if not lost:
-            assert game.heuristic_at(vertex) == pytest.approx(
-                reference_heuristic(rows, columns, board), abs=1e-12)
+        assert game.heuristic_at(vertex) == pytest.approx(
+            reference_heuristic(rows, columns, board), abs=1e-12)
 
 
 @pytest.mark.parametrize("kwargs", [{"rows": 3}, {"columns": 3}, {"rows": 4.0}, {"columns": True}])
