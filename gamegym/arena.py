@@ -1,8 +1,9 @@
 """Matches and ratings: model iterations against each other and against the reference players.
 
 Players: `model_player` (a model iteration, as its learner plays: `MCTSPlayer` for AlphaZero),
-`HumanPlayer` (the console) and, from
-gamegym.players, random, alpha-beta and the exact solver.  A match alternates who starts and
+`HumanPlayer` (the console) and the reference players: random, alpha-beta with and
+without the game's heuristic and the exact solver (gamegym.players), and UCT with random
+rollouts (gamegym.uct); `make_player` builds any of them from a player spec.  A match alternates who starts and
 counts wins, draws and losses from the first player's view.  Ratings are Elo numbers fitted to
 all results (Bradley-Terry maximum likelihood), with the random player anchored at 0.
 """
@@ -15,8 +16,10 @@ from typing import Callable
 import numpy as np
 
 from gamegym.graph import GameGraph
-from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
+from gamegym.players import (AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic,
+                             parse_player_spec)
 from gamegym.searchplay import MCTSPlayer
+from gamegym.uct import UCTPlayer
 
 __all__ = ["MCTSPlayer", "model_player", "HumanPlayer", "MatchResult", "play_match", "run_match",
            "make_player", "fit_ratings"]
@@ -124,18 +127,23 @@ def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
 
 def make_player(spec: str, session=None, graph: GameGraph | None = None,
                 searchcount: int = 100) -> Player:
-    """A player from 'random', 'alphabeta:D', 'solver' or 'iteration:K' (needs a session)."""
-    name, _, arg = spec.partition(":")
-    if name == "random" and not arg:
+    """A player from a spec (see gamegym.players): random, solver, alphabeta:D (the game's
+    heuristic at the leaves), alphabeta0:D (none), mcts:N (UCT with N random rollouts a move)
+    or iteration:K (a model iteration; needs a session)."""
+    name, number = parse_player_spec(spec)
+    if name == "random":
         return RandomPlayer()
-    if name == "alphabeta" and arg.isdigit() and int(arg) >= 1:
-        return AlphaBetaPlayer(int(arg))
-    if name == "solver" and not arg:
+    if name == "alphabeta":
+        return AlphaBetaPlayer(number, heuristic=game_heuristic)
+    if name == "alphabeta0":
+        return AlphaBetaPlayer(number)
+    if name == "solver":
         return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
-    if name == "iteration" and arg.isdigit() and session is not None:
-        return model_player(session, graph, int(arg), searchcount)
-    raise ValueError(f"unknown player {spec!r}; use random, alphabeta:DEPTH, solver or "
-                     "iteration:K")
+    if name == "mcts":
+        return UCTPlayer(number)
+    if session is None:
+        raise ValueError(f"player {spec!r} is a model iteration: it needs a session")
+    return model_player(session, graph, number, searchcount)
 
 
 def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) -> dict:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gamegym.players import PLAYER_SPECS, parse_player_spec
+
 __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
            "EvaluateConfig",
            "GymConfig", "LEARNERS", "REPLAYS"]
@@ -199,12 +201,16 @@ class EvaluateConfig:
         _int_in(self, "every", 0)
         _int_in(self, "games", 1, 10_000)
         _int_in(self, "searchcount", 1, 100_000)
-        _check(isinstance(self.opponents, list) and all(
-            isinstance(o, str) and (o in ("random", "solver", "previous") or
-                                    o.startswith("alphabeta:") and o[10:].isdigit())
-            for o in self.opponents), "evaluate.opponents",
-            "must be a list of 'random', 'solver', 'previous' or 'alphabeta:DEPTH', "
-            f"got {self.opponents!r}")
+        _check(isinstance(self.opponents, list), "evaluate.opponents",
+               f"must be a list of player specs ('previous', {PLAYER_SPECS}), "
+               f"got {self.opponents!r}")
+        for opponent in self.opponents:
+            if opponent == "previous":
+                continue
+            try:
+                parse_player_spec(opponent)
+            except ValueError as error:
+                raise ConfigError(f"config field 'evaluate.opponents' {error}") from None
 
 
 SECTIONS = {"network": NetworkConfig, "predict": PredictConfig, "selfplay": SelfplayConfig,

@@ -6,7 +6,8 @@ from games.tictactoe import TicTacToe
 from gamegym.arena import (HumanPlayer, MatchResult, fit_ratings, make_player, model_player,
                            play_match, run_match)
 from gamegym.gym import GameGym
-from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
+from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
+from gamegym.uct import UCTPlayer
 
 
 class Counting(Player):
@@ -76,12 +77,30 @@ def test_human_player_answers_bad_input_and_asks_again():
 def test_make_player_specs():
     assert isinstance(make_player("random"), RandomPlayer)
     assert make_player("alphabeta:3").depth == 3
+    assert make_player("alphabeta:3").heuristic is game_heuristic
+    assert make_player("alphabeta0:5").depth == 5 and make_player("alphabeta0:5").heuristic is None
     assert isinstance(make_player("solver"), SolverPlayer)
-    for bad in ("alphabeta", "alphabeta:0", "alphabeta:x", "minimax:2", "solver:1",
-                "iteration:3"):   # iteration:K needs a session
-        with pytest.raises(ValueError, match="use random, alphabeta:DEPTH, solver or "
-                                             "iteration:K"):
-            make_player(bad)
+    assert isinstance(make_player("mcts:1000"), UCTPlayer)
+    assert make_player("mcts:1000").simulations == 1000
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("minimax:2", "unknown player 'minimax:2'; use random, solver, alphabeta:DEPTH, "
+                  "alphabeta0:DEPTH, mcts:SIMULATIONS, iteration:K"),
+    ("alphabeta", "player 'alphabeta': alphabeta:DEPTH needs a whole number DEPTH >= 1, got ''"),
+    ("alphabeta:0", "alphabeta:DEPTH needs a whole number DEPTH >= 1, got '0'"),
+    ("alphabeta0:x", "alphabeta0:DEPTH needs a whole number DEPTH >= 1, got 'x'"),
+    ("mcts:0", "player 'mcts:0': mcts:SIMULATIONS needs a whole number SIMULATIONS >= 1, got '0'"),
+    ("mcts:x", "mcts:SIMULATIONS needs a whole number SIMULATIONS >= 1, got 'x'"),
+    ("mcts:-5", "got '-5'"),
+    ("mcts", "got ''"),
+    ("solver:1", "player 'solver:1': solver takes no ':' argument"),
+    ("iteration:3", "player 'iteration:3' is a model iteration: it needs a session"),
+])
+def test_bad_player_specs_are_named(spec, message):
+    with pytest.raises(ValueError) as caught:
+        make_player(spec)
+    assert message in str(caught.value)
 
 
 def test_ratings_anchor_random_at_zero_and_order_the_players():

@@ -28,7 +28,7 @@ def two_iterations(tmp_path):
     """A tic-tac-toe session with iterations 0 and 1 (the same network published twice)."""
     config = GymConfig(game=TICTACTOE, evaluate={"games": 4, "searchcount": 8,
                                                  "opponents": ["random", "alphabeta:1",
-                                                               "previous"]})
+                                                               "previous", "mcts:20"]})
     gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
     gym.session.publish_model(load_model(gym.session.model_path(0)), 1)
     return gym
@@ -40,12 +40,12 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
     rows = read_jsonl(session.evaluation_dir / "results.jsonl")
     assert [(r["player"], r["opponent"]) for r in rows] == [
         ("iteration:1", "random"), ("iteration:1", "alphabeta:1"),
-        ("iteration:1", "iteration:0")]
+        ("iteration:1", "iteration:0"), ("iteration:1", "mcts:20")]
     assert all(r["wins"] + r["draws"] + r["losses"] == 4 and r["iteration"] == 1
                for r in rows)
     stored = json.loads((session.evaluation_dir / "ratings.json").read_text())
     assert stored == ratings and ratings["random"] == 0
-    assert set(ratings) == {"random", "alphabeta:1", "iteration:0", "iteration:1"}
+    assert set(ratings) == {"random", "alphabeta:1", "iteration:0", "iteration:1", "mcts:20"}
     assert (session.plots_dir / "rating.png").stat().st_size > 1000
 
 
@@ -65,6 +65,12 @@ def test_evaluate_command(two_iterations):
     assert done.returncode == 2 and "has no model iteration 7" in done.stderr
     done = gamegym("evaluate", path, "--against", "minimax:2")
     assert done.returncode == 2 and "unknown player 'minimax:2'" in done.stderr
+    done = gamegym("evaluate", path, "--against", "mcts:0")
+    assert done.returncode == 2 and "mcts:SIMULATIONS needs a whole number" in done.stderr
+    done = gamegym("evaluate", path, "--against", "mcts:30", "--games", "2", "--searchcount", "8",
+                   "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["opponent"] == "mcts:30"
 
 
 def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
@@ -73,12 +79,19 @@ def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
     done = gamegym("play", path, "--second", "--searchcount", "8", input="x\n" + "0\n" * 9)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert out.startswith("you play second against iteration 1")
+    assert out.startswith("you play second against iteration:1")
     assert "'x' is not a move number between 0 and" in out
     assert out.rstrip().splitlines()[-1] in ("you won!", "you lost.", "a draw.")
-    assert "your moves: [0] row " in out and "the model plays row " in out
+    assert "your moves: [0] row " in out and "iteration:1 plays row " in out
     done = gamegym("play", path, "--searchcount", "8", input="0\n")   # input ends mid-game
     assert done.returncode == 1 and "game abandoned" in done.stdout
+    done = gamegym("play", path, "--opponent", "mcts:50", input="0\n" * 5)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("you play first against mcts:50") and "mcts:50 plays row" in \
+        done.stdout
+    assert done.stdout.rstrip().splitlines()[-1] == "you lost."   # 0, 0, ...: no defence
+    done = gamegym("play", path, "--opponent", "mcts:x")
+    assert done.returncode == 2 and "player 'mcts:x'" in done.stderr
 
 
 @pytest.mark.slow
