@@ -115,12 +115,20 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
     assert "Elo " in done.stdout     # the latest rating in the status line
 
 
+def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
+    done = gamegym("bench", "--learning", TICTACTOE, "--opponents", "solver,mcts:0",
+                   "--keep", str(tmp_path / "kept"))
+    assert done.returncode == 2 and "player 'mcts:0'" in done.stderr
+    assert not (tmp_path / "kept").exists()
+
+
 @pytest.mark.slow
 def test_learning_benchmark_json_and_plot(tmp_path):
     plot = tmp_path / "curve.png"
     done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.6", "--interval", "0.3",
                    "--eval-games", "2", "--eval-searchcount", "8", "--plot", str(plot),
-                   "--keep", str(tmp_path / "kept"), "--json", timeout=400)
+                   "--opponents", "solver,mcts:20", "--keep", str(tmp_path / "kept"), "--json",
+                   timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["game"] == TICTACTOE and figures["minutes"] == 0.6
@@ -129,12 +137,16 @@ def test_learning_benchmark_json_and_plot(tmp_path):
     curve = figures["curve"]
     assert curve[0]["minutes"] == 0.0 and curve[0]["iteration"] == 0 and len(curve) >= 2
     assert [p["minutes"] for p in curve] == sorted(p["minutes"] for p in curve)
+    assert figures["opponents"] == ["solver", "mcts:20"] and figures["opponent"] == "solver"
     for point in curve:
         assert point["wins"] + point["draws"] + point["losses"] == 2
+        assert point["by_opponent"]["solver"]["wins"] == point["wins"]   # the headline figure
+        assert sum(point["by_opponent"]["mcts:20"][k] for k in ("wins", "draws", "losses")) == 2
         assert 0.0 <= point["optimal_move_rate"] <= 1.0
     final = figures["final"]
     assert final["opponent"] == "solver" and final["iteration"] == curve[-1]["iteration"]
     assert final["wins"] + final["draws"] + final["losses"] == 8   # 4x the games of a point
+    assert sum(final["by_opponent"]["mcts:20"][k] for k in ("wins", "draws", "losses")) == 8
     for point in (final, curve[-1]):     # at least 2 self-play games of 5 or more plies
         assert point["positions"] >= 10
     assert plot.stat().st_size > 1000
