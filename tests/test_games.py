@@ -197,6 +197,9 @@ def test_connectfour_matches_the_reference_move_by_move(rows, columns):
     for vertex in playout_vertices(game, rng, games=30):
         board = game.cells(vertex)
         assert game.vertex_from_cells(board) == vertex
+        grid = np.asarray(board).reshape(rows, columns)   # the network input of every release
+        assert np.array_equal(game.numpify(vertex),
+                              np.stack([grid == 1, grid == -1], axis=-1).astype(np.float32))
         expected, lost = reference_connectfour(rows, columns, board)
         children, actions = game.expansion(vertex)
         assert list(actions) == sorted(expected)
