@@ -49,6 +49,7 @@ from gamegym.graph import GameGraph, GameSpecError, load_game
 __all__ = ["Violation", "GraphChecker", "check_graph", "run_check"]
 
 EXAMPLES_PER_KIND = 3
+_MISSING = object()          # what call_optional returns for a method the game does not have
 HEURISTIC_TOLERANCE = 1e-9   # heuristic values this close are equal (float arithmetic)
 
 
@@ -222,17 +223,25 @@ class GraphChecker:
         if self._roundtrip:
             self._check_roundtrip(vertex, array)
 
-    def _check_roundtrip(self, vertex: Any, array: np.ndarray) -> None:
+    def call_optional(self, name: str, vertex: Any, function: Callable, *args: Any,
+                      unchecked: str) -> Any:
+        """Call an optional graph method: _MISSING and a note when the game does not implement
+        it (`unchecked` says what is then not checked); any other exception stops the game."""
         try:
-            back = self.graph.unnumpify(array.copy())
+            return function(*args)
         except NotImplementedError:
-            self._roundtrip = False
-            self.notes.append("unnumpify is not implemented: the numpify round trip is not "
-                              "checked")
-            return
+            self.notes.append(f"{name} is not implemented: {unchecked} is not checked")
+            return _MISSING
         except Exception as error:  # noqa: BLE001
-            self.report("exception", f"unnumpify raised {type(error).__name__}: {error}", vertex)
+            self.report("exception", f"{name} raised {type(error).__name__}: {error}", vertex)
             raise _Abort from error
+
+    def _check_roundtrip(self, vertex: Any, array: np.ndarray) -> None:
+        back = self.call_optional("unnumpify", vertex, self.graph.unnumpify, array.copy(),
+                                  unchecked="the numpify round trip")
+        if back is _MISSING:
+            self._roundtrip = False
+            return
         if back != vertex:
             self.report("unnumpify", f"unnumpify(numpify(v)) gave {_short_repr(back)}", vertex)
 
@@ -314,17 +323,11 @@ class GraphChecker:
 
     def _check_antisymmetry(self, vertex: Any, value: float) -> None:
         graph = self.graph
-        try:
-            swapped = graph.swap_players(vertex)
-        except NotImplementedError:
+        swapped = self.call_optional("swap_players", vertex, graph.swap_players, vertex,
+                                     unchecked="the heuristic's antisymmetry")
+        if swapped is _MISSING:
             self._swap = False
-            self.notes.append("swap_players is not implemented: the heuristic's antisymmetry is "
-                              "not checked")
             return
-        except Exception as error:  # noqa: BLE001
-            self.report("exception", f"swap_players raised {type(error).__name__}: {error}",
-                        vertex)
-            raise _Abort from error
         other = self.call("heuristic_at", swapped, graph.heuristic_at, swapped)
         if not _is_real(other) or abs(float(other) + value) > HEURISTIC_TOLERANCE:
             self.report("heuristic-antisymmetric", f"heuristic {value:g} here but {other!r} with "

@@ -135,14 +135,15 @@ def print_peer_report(figures: dict) -> None:
     print(f"search ceiling vs OpenSpiel's Python MCTSBot: {figures['searchcount']} searches per "
           f"move, c {figures['exploration_const']}, uniform evaluator, {figures['seconds']:g} s "
           f"per side in {figures['slices']} alternating slices")
-    print(f"{'game':34} {'ours, 1':>9} {f'ours, {t}':>9} {'OpenSpiel':>9} {'ratio 1':>8} "
+    print(f"{'game':40} {'ours, 1':>9} {f'ours, {t}':>9} {'OpenSpiel':>9} {'ratio 1':>8} "
           f"{f'ratio {t}':>8}")
     for row in figures["games"]:
-        name = f"{row['game'].split(':')[1]} {row['game_args'] or ''}"
+        arguments = ", ".join(f"{k}={v}" for k, v in row["game_args"].items())
+        name = f"{row['game'].split(':')[1]}({arguments})"
         if "note" in row:
-            print(f"{name:34} {row['note']}")
+            print(f"{name:40} {row['note']}")
             continue
-        print(f"{name:34} {row['ours_1']['searches_per_s']:>9.0f} "
+        print(f"{name:40} {row['ours_1']['searches_per_s']:>9.0f} "
               f"{row[f'ours_{t}']['searches_per_s']:>9.0f} "
               f"{row['openspiel']['searches_per_s']:>9.0f} {row['ratio_1']:>7.2f}x "
               f"{row['ratio_threads']:>7.2f}x")
