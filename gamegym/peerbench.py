@@ -5,8 +5,9 @@ Both sides play whole games against themselves on the same game, with the same s
 the uniform stub evaluator (the bench's search ceiling), OpenSpiel's `MCTSBot` with an evaluator
 that returns uniform priors and the value 0 (no rollouts) and PUCT child selection, on
 OpenSpiel's own C++ implementation of the game.  The time is split into slices that alternate
-between the two sides, so a machine whose load changes during the run slows both alike; each
-slice plays whole games.  OpenSpiel is the optional extra `pip install -e ".[openspiel]"`.
+between the sides, so a machine whose load changes during the run slows all alike; each slice
+plays whole games.  Rates are per second of this process's CPU time, which on a loaded machine
+leaves out the time other processes held the core (the wall-clock rates are reported too).  OpenSpiel is the optional extra `pip install -e ".[openspiel]"`.
 """
 from __future__ import annotations
 
@@ -92,16 +93,22 @@ class _OpenSpielSide:
 
 
 def _race(sides: dict, seconds: float, slices: int) -> dict:
-    """Alternate `slices` time slices per side (whole games each); searches/s per side."""
-    spent = {name: 0.0 for name in sides}
+    """Alternate `slices` time slices per side (whole games each); searches per second of this
+    process's CPU time per side (on a quiet machine the same as per second of wall time; on a
+    loaded one it leaves out the time other processes had the core), and per wall second."""
+    wall = {name: 0.0 for name in sides}
+    cpu = {name: 0.0 for name in sides}
     for _ in range(slices):
         for name, side in sides.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             while time.perf_counter() - start < seconds / slices:
                 side.play_game()
-            spent[name] += time.perf_counter() - start
-    return {name: {"searches_per_s": round(side.searches / spent[name], 1),
-                   "games": side.games, "seconds": round(spent[name], 2)}
+            wall[name] += time.perf_counter() - start
+            cpu[name] += time.process_time() - start_cpu
+    return {name: {"searches_per_s": round(side.searches / cpu[name], 1),
+                   "searches_per_wall_s": round(side.searches / wall[name], 1),
+                   "games": side.games, "seconds": round(wall[name], 2),
+                   "cpu_seconds": round(cpu[name], 2)}
             for name, side in sides.items()}
 
 
@@ -134,7 +141,7 @@ def print_peer_report(figures: dict) -> None:
     t = figures["threads"]
     print(f"search ceiling vs OpenSpiel's Python MCTSBot: {figures['searchcount']} searches per "
           f"move, c {figures['exploration_const']}, uniform evaluator, {figures['seconds']:g} s "
-          f"per side in {figures['slices']} alternating slices")
+          f"per side in {figures['slices']} alternating slices; searches per CPU second")
     print(f"{'game':40} {'ours, 1':>9} {f'ours, {t}':>9} {'OpenSpiel':>9} {'ratio 1':>8} "
           f"{f'ratio {t}':>8}")
     for row in figures["games"]:

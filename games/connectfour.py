@@ -6,25 +6,27 @@ four in a row (horizontally, vertically or diagonally) wins: the vertex after th
 is terminal with score -1.  A full board is a draw (score 0).  X moves first, so an even number
 of discs means X is to move.
 
-A vertex is a pair of ints ``(mine, discs)`` seen from the player to move: `mine` has a bit set
-for each of the active player's discs, `discs` for every disc on the board.  Column c owns the
-``rows + 1`` bits from ``c * (rows + 1)``, bottom row first; the top bit of each column stays 0,
-so shifting a board by 1, rows, rows + 1 or rows + 2 bits never carries a line from one column
-into the next (Pascal Pons's layout).  A move is then a handful of integer operations: the
-child of column c is ``(mine ^ discs, discs | (discs + bottom[c]))`` (the opponent's discs
-become the mover's), and "four in a row" is two shifts and two ands per direction.  A vertex is
-hashed as a pair of ints.  `cells(vertex)` gives the board as one int per cell (1 = the active
+A vertex is one int seen from the player to move, ``mine | discs << span``: the bitboard `mine`
+has a bit set for each of the active player's discs, `discs` for every disc on the board, and
+span = columns * (rows + 1) bits.  Column c owns the ``rows + 1`` bits from ``c * (rows + 1)``,
+bottom row first; the top bit of each column stays 0, so shifting a board by 1, rows, rows + 1
+or rows + 2 bits never carries a line from one column into the next (Pascal Pons's layout).  A
+move is then a handful of integer operations: after column c the opponent's discs
+``mine ^ discs`` become the mover's and the board is ``discs | (discs + bottom[c])``; "four in a
+row" is two shifts and two ands per direction.  One int per vertex (not a pair) hashes fast and
+is not tracked by Python's garbage collector, which matters at tens of thousands of new
+vertices a second.  `cells(vertex)` gives the board as one int per cell (1 = the active
 player's disc, -1 = the opponent's, 0 = empty, row 0 at the top), for people and tests.
 
 The heuristic (for alpha-beta) counts, in every window of four cells on a line, the windows
 that only one player occupies: three discs and an empty cell, or two and two empty (and four,
-which only happens once the game is won); the discs in the centre column add a little.  It is the active player's count minus the opponent's,
-squashed into (-1, 1), so it is antisymmetric and 0 on the empty board.
+which only happens once the game is won); the discs in the centre column add a little.  It is
+the active player's count minus the opponent's, squashed into (-1, 1), so it is antisymmetric
+and 0 on the empty board.
 """
 from __future__ import annotations
 
 import math
-from itertools import repeat
 
 import numpy as np
 
@@ -64,7 +66,9 @@ class ConnectFour(GameGraph):
         # boards of at most 64 bits are converted to and from cells with uint64 shifts
         self._shift_grid = (self._bits.astype(np.uint64).reshape(rows, columns, 1)
                             if columns * height <= 64 else None)
-        self._moves: dict = {}   # discs -> (the discs after each legal move, the columns)
+        self._span = columns * height          # vertex = mine | discs << span
+        self._low = (1 << self._span) - 1
+        self._moves: dict = {}   # discs -> (the discs after each legal move << span, columns)
         self._column_mask = (1 << rows) - 1
         self._full = sum(self._column_mask << (c * height) for c in range(columns))
         self._centre = sum(self._column_mask << (c * height)
@@ -72,7 +76,7 @@ class ConnectFour(GameGraph):
         # for each line direction: the bits where a window of four may start
         self._window_starts = tuple(self._starts(dr, dc) for dr, dc in
                                     ((1, 0), (-1, 1), (0, 1), (1, 1)))
-        self._root = (0, 0)
+        self._root = 0
 
     def _starts(self, up: int, right: int) -> int:
         """Bits of the cells from which four cells going (up rows, right columns) fit."""
@@ -111,37 +115,40 @@ class ConnectFour(GameGraph):
         pairs = discs & (discs >> falling)
         return bool(pairs & (pairs >> 2 * falling))
 
+    def _split(self, vertex: int) -> tuple[int, int]:
+        """(mine, discs) of a vertex."""
+        return vertex & self._low, vertex >> self._span
+
     def _moves_at(self, discs: int) -> tuple[tuple, tuple]:
-        """The discs after each legal move and the move's column, remembered per `discs`
-        (the moves depend only on which cells are taken)."""
+        """The discs after each legal move (shifted into place in a vertex) and the move's
+        column, remembered per `discs` (the moves depend only on which cells are taken)."""
         after, columns = [], []
         for column, bottom, top in self._drops:
             if not discs & top:
-                after.append(discs | (discs + bottom))
+                after.append((discs | (discs + bottom)) << self._span)
                 columns.append(column)
         if len(self._moves) >= self.cache_limit:
             self._moves.clear()
         moves = self._moves[discs] = (tuple(after), tuple(columns))
         return moves
 
-    def score_at(self, vertex: tuple) -> float:
-        mine, discs = vertex
-        return -1.0 if self._four(mine ^ discs) else 0.0
+    def score_at(self, vertex: int) -> float:
+        return -1.0 if self._four((vertex & self._low) ^ (vertex >> self._span)) else 0.0
 
-    def expansion(self, vertex: tuple) -> tuple[tuple, tuple]:
-        mine, discs = vertex
-        theirs = mine ^ discs
+    def expansion(self, vertex: int) -> tuple[tuple, tuple]:
+        discs = vertex >> self._span
+        theirs = (vertex & self._low) ^ discs
         if self._four(theirs):
             return (), ()
         moves = self._moves.get(discs)
         if moves is None:
             moves = self._moves_at(discs)
-        return tuple(zip(repeat(theirs), moves[0])), moves[1]
+        return tuple(map(theirs.__or__, moves[0])), moves[1]
 
-    def heuristic_at(self, vertex: tuple) -> float:
+    def heuristic_at(self, vertex: int) -> float:
         """Open threes and twos by window, and the centre column, for the active player minus
         the opponent, squashed into (-1, 1) (see the module docstring)."""
-        mine, discs = vertex
+        mine, discs = self._split(vertex)
         theirs = mine ^ discs
         empty = self._full & ~discs
         total = _CENTRE * ((mine & self._centre).bit_count()
@@ -169,62 +176,63 @@ class ConnectFour(GameGraph):
                 + _THREE * (three & open_windows).bit_count()
                 + _TWO * (two & open_windows).bit_count())
 
-    def swap_players(self, vertex: tuple) -> tuple:
+    def swap_players(self, vertex: int) -> int:
         """The same discs with the other player to move (for the heuristic's check)."""
-        mine, discs = vertex
-        return mine ^ discs, discs
+        mine, discs = self._split(vertex)
+        return (mine ^ discs) | discs << self._span
 
     # ----- the board as cells -------------------------------------------------------------
-    def _planes(self, vertex: tuple) -> np.ndarray:
+    def _planes(self, vertex: int) -> np.ndarray:
         """uint8 [2, rows*columns]: the active player's discs, the opponent's, by cell."""
-        mine, discs = vertex
         if self._shift_grid is not None:
             return self._grid(vertex).reshape(-1, 2).T
+        mine, discs = self._split(vertex)
         size = self._bytes
         raw = np.frombuffer(mine.to_bytes(size, "little") + (mine ^ discs).to_bytes(size, "little"),
                             dtype=np.uint8)
         return np.unpackbits(raw, bitorder="little").reshape(2, 8 * size)[:, self._bits]
 
-    def cells(self, vertex: tuple) -> tuple:
+    def cells(self, vertex: int) -> tuple:
         """The board as rows*columns ints, cell row*columns + column with row 0 at the top:
         1 = the active player's disc, -1 = the opponent's, 0 = empty."""
         planes = self._planes(vertex).astype(np.int64)
         return tuple((planes[0] - planes[1]).tolist())
 
-    def vertex_from_cells(self, cells) -> tuple:
+    def vertex_from_cells(self, cells) -> int:
         """Inverse of `cells` (the discs must rest on each other, as in play)."""
         values = np.asarray(cells, dtype=np.int64).reshape(self.rows * self.columns)
         return self._from_planes(values == 1, values == -1)
 
-    def _from_planes(self, mine_cells: np.ndarray, their_cells: np.ndarray) -> tuple:
+    def _from_planes(self, mine_cells: np.ndarray, their_cells: np.ndarray) -> int:
         def to_int(cells: np.ndarray) -> int:
             bits = np.zeros(8 * self._bytes, dtype=np.uint8)
             bits[self._bits[cells]] = 1
             return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
         mine = to_int(mine_cells)
-        return mine, mine | to_int(their_cells)
+        return mine | (mine | to_int(their_cells)) << self._span
 
-    def _grid(self, vertex: tuple) -> np.ndarray:
+    def _grid(self, vertex: int) -> np.ndarray:
         """uint64 [rows, columns, 2] of 0/1 on a board of at most 64 bits: numpify's layout."""
-        mine, discs = vertex
+        mine, discs = self._split(vertex)
         both = np.array((mine, mine ^ discs), dtype=np.uint64)
         return (both >> self._shift_grid) & np.uint64(1)
 
     # ----- network input ----------------------------------------------------------------
-    def numpify(self, vertex: tuple) -> np.ndarray:
+    def numpify(self, vertex: int) -> np.ndarray:
         """float32 [rows, columns, 2]: plane 0 = the active player's discs, plane 1 = the
         opponent's; row 0 is the top row."""
         if self._shift_grid is not None:
             return self._grid(vertex).astype(np.float32)
         return self._planes(vertex).T.reshape(self.rows, self.columns, 2).astype(np.float32)
 
-    def unnumpify(self, array: np.ndarray) -> tuple:
+    def unnumpify(self, array: np.ndarray) -> int:
         planes = np.asarray(array).reshape(self.rows * self.columns, 2).round()
         return self._from_planes(planes[:, 0] == 1, planes[:, 1] == 1)
 
-    def render(self, vertex: tuple) -> str:
+    def render(self, vertex: int) -> str:
         board = self.cells(vertex)
-        x_to_move = vertex[1].bit_count() % 2 == 0
+        discs = vertex >> self._span
+        x_to_move = discs.bit_count() % 2 == 0
         marks = {1: "X", -1: "O", 0: "."} if x_to_move else {1: "O", -1: "X", 0: "."}
         width = len(str(self.columns - 1))
         lines = [" ".join(marks[board[r * self.columns + c]].rjust(width)
@@ -232,7 +240,7 @@ class ConnectFour(GameGraph):
         lines.append(" ".join(str(c).rjust(width) for c in range(self.columns)))
         if self.score_at(vertex) < 0:
             lines.append(f"{marks[-1]} has won")
-        elif vertex[1] == self._full:
+        elif discs == self._full:
             lines.append("draw")
         else:
             lines.append(f"{marks[1]} to move")
@@ -250,11 +258,12 @@ class ConnectFour(GameGraph):
             mirrored |= ((bits >> (c * height)) & mask) << ((last - c) * height)
         return mirrored
 
-    def transform(self, vertex: tuple, k: int) -> tuple:
+    def transform(self, vertex: int, k: int) -> int:
         if k == 0:
             return vertex
         if k == 1:
-            return self._mirror(vertex[0]), self._mirror(vertex[1])
+            mine, discs = self._split(vertex)
+            return self._mirror(mine) | self._mirror(discs) << self._span
         raise ValueError(f"ConnectFour has no symmetry {k}")
 
     def describe_action(self, vertex, action: int) -> str:
