@@ -16,8 +16,8 @@ from typing import Callable
 import numpy as np
 
 from gamegym.graph import GameGraph
-from gamegym.players import (AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic,
-                             parse_player_spec)
+from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
+from gamegym.playerspecs import check_player_spec
 from gamegym.searchplay import MCTSPlayer
 from gamegym.uct import UCTPlayer
 
@@ -127,23 +127,27 @@ def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
 
 def make_player(spec: str, session=None, graph: GameGraph | None = None,
                 searchcount: int = 100) -> Player:
-    """A player from a spec (see gamegym.players): random, solver, alphabeta:D (the game's
-    heuristic at the leaves), alphabeta0:D (none), mcts:N (UCT with N random rollouts a move)
-    or iteration:K (a model iteration; needs a session)."""
-    name, number = parse_player_spec(spec)
+    """A player from its spec (gamegym.playerspecs): random, alphabeta:D (the game's heuristic at
+    the leaves), alphabeta0:D (no heuristic), solver, mcts:N (UCT with N random rollouts a
+    move), iteration:K (needs a session)."""
+    problem = check_player_spec(spec)
+    if problem is not None:
+        raise ValueError(problem)
+    name, _, arg = spec.partition(":")
     if name == "random":
         return RandomPlayer()
     if name == "alphabeta":
-        return AlphaBetaPlayer(number, heuristic=game_heuristic)
+        return AlphaBetaPlayer(int(arg), heuristic=game_heuristic)
     if name == "alphabeta0":
-        return AlphaBetaPlayer(number)
+        return AlphaBetaPlayer(int(arg))
     if name == "solver":
         return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
     if name == "mcts":
-        return UCTPlayer(number)
-    if session is None:
-        raise ValueError(f"player {spec!r} is a model iteration: it needs a session")
-    return model_player(session, graph, number, searchcount)
+        return UCTPlayer(int(arg))
+    if name == "iteration" and session is not None:
+        return model_player(session, graph, int(arg), searchcount)
+    raise ValueError(f"player {spec!r} cannot be made here"
+                     + (" without a session" if name == "iteration" else ""))
 
 
 def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) -> dict:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gamegym.players import PLAYER_SPECS, parse_player_spec
+from gamegym.playerspecs import check_player_spec
 
 __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
            "EvaluateConfig",
@@ -202,15 +202,10 @@ class EvaluateConfig:
         _int_in(self, "games", 1, 10_000)
         _int_in(self, "searchcount", 1, 100_000)
         _check(isinstance(self.opponents, list), "evaluate.opponents",
-               f"must be a list of player specs ('previous', {PLAYER_SPECS}), "
-               f"got {self.opponents!r}")
+               f"must be a list of players, got {self.opponents!r}")
         for opponent in self.opponents:
-            if opponent == "previous":
-                continue
-            try:
-                parse_player_spec(opponent)
-            except ValueError as error:
-                raise ConfigError(f"config field 'evaluate.opponents' {error}") from None
+            problem = check_player_spec(opponent)
+            _check(problem is None, "evaluate.opponents", f"has a bad entry: {problem}")
 
 
 SECTIONS = {"network": NetworkConfig, "predict": PredictConfig, "selfplay": SelfplayConfig,

@@ -22,7 +22,8 @@ from gamegym.arena import make_player, model_player, run_match
 from gamegym.config import GymConfig
 from gamegym.graph import load_game
 from gamegym.mcts import choose_action
-from gamegym.players import Solver, SolverPlayer, parse_player_spec
+from gamegym.players import Solver, SolverPlayer
+from gamegym.playerspecs import check_player_spec
 from gamegym.presets import initial_model_path, preset_for
 
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)
@@ -106,8 +107,10 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
     opponents = tuple(opponents or OPPONENTS.get(game, ("alphabeta:2",)))
-    for spec in opponents:
-        parse_player_spec(spec)   # a bad spec fails now, not after the training
+    for spec in opponents:   # a bad spec fails now, not after the training
+        problem = check_player_spec(spec)
+        if problem is not None:
+            raise ValueError(f"--opponents: {problem}")
     with_optimal = game in SOLVABLE
     config = GymConfig(**found[1], status_interval=30.0)
     rng = np.random.default_rng(0)

@@ -11,7 +11,7 @@ turns it into the child.  Randomness comes only from the `rng` passed in
   SolverPlayer     a random optimal action from the exact solver (`solve`)
   (gamegym.uct.UCTPlayer: plain UCT with random rollouts)
 
-A *player spec* names a player on the command line and in the config (`parse_player_spec`):
+A *player spec* (gamegym.playerspecs) names a player on the command line and in the config:
 random, solver, alphabeta:D (depth D, the game's heuristic at the leaves), alphabeta0:D (depth
 D, no heuristic: past D plies every position looks even), mcts:N (UCT, N rollouts a move) and
 iteration:K (a model iteration of a session).  `gamegym.arena.make_player` builds them.
@@ -35,17 +35,11 @@ import numpy as np
 from gamegym.graph import GameGraph, GameGraphError, VertexError
 
 __all__ = ["Player", "RandomPlayer", "AlphaBetaPlayer", "SearchResult", "Solver", "Solution",
-           "solve", "SolverPlayer", "GameRecord", "play_game", "game_heuristic",
-           "parse_player_spec", "PLAYER_SPECS"]
+           "solve", "SolverPlayer", "GameRecord", "play_game", "game_heuristic"]
 
 Vertex = Hashable
 # heuristic(graph, vertex) -> estimated value in [-1, 1] from the view of the player to move
 Heuristic = Callable[[GameGraph, Vertex], float]
-
-# spec name -> what its number is (None: the spec takes no number), and the number's minimum
-_SPECS = {"random": None, "solver": None, "alphabeta": ("DEPTH", 1), "alphabeta0": ("DEPTH", 1),
-          "mcts": ("SIMULATIONS", 1), "iteration": ("K", 0)}
-PLAYER_SPECS = "random, solver, alphabeta:DEPTH, alphabeta0:DEPTH, mcts:SIMULATIONS, iteration:K"
 
 EXACT, LOWER, UPPER = 0, 1, 2   # what a transposition-table value is: exact, a lower/upper bound
 _TIE = 1e-9                     # values closer than this are equally good (float search only)
@@ -56,26 +50,6 @@ def _legal_actions(graph: GameGraph, vertex: Vertex) -> tuple:
     if not actions:
         raise VertexError("no legal action: the game is over", vertex)
     return actions
-
-
-def parse_player_spec(spec: object) -> tuple[str, Optional[int]]:
-    """(name, number) of a player spec such as 'mcts:1000' (number None for 'random' and
-    'solver'); ValueError naming what is wrong otherwise."""
-    if not isinstance(spec, str):
-        raise ValueError(f"player {spec!r} must be a string: one of {PLAYER_SPECS}")
-    name, colon, arg = spec.partition(":")
-    if name not in _SPECS:
-        raise ValueError(f"unknown player {spec!r}; use {PLAYER_SPECS}")
-    wanted = _SPECS[name]
-    if wanted is None:
-        if colon:
-            raise ValueError(f"player {spec!r}: {name} takes no ':' argument")
-        return name, None
-    what, low = wanted
-    if not (arg.isascii() and arg.isdigit()) or int(arg) < low:
-        raise ValueError(f"player {spec!r}: {name}:{what} needs a whole number {what} >= {low}, "
-                         f"got {arg!r}")
-    return name, int(arg)
 
 
 def game_heuristic(graph: GameGraph, vertex: Vertex) -> float:

@@ -35,12 +35,12 @@ def test_json_round_trip(tmp_path):
      "config field 'train.value_td_steps' must be in [0, 10000], got -1"),
     ({"game": "tictactoe"}, "config field 'game' must look like 'package.module:ClassName'"),
     ({"game": GAME, "evaluate": {"opponents": ["random", "mcts:0"]}},
-     "config field 'evaluate.opponents' player 'mcts:0': mcts:SIMULATIONS needs a whole number "
-     "SIMULATIONS >= 1, got '0'"),
+     "config field 'evaluate.opponents' has a bad entry: player 'mcts:0' needs "
+     "mcts:SIMULATIONS with simulations >= 1"),
     ({"game": GAME, "evaluate": {"opponents": ["mcts:x"]}},
-     "config field 'evaluate.opponents' player 'mcts:x'"),
+     "config field 'evaluate.opponents' has a bad entry: player 'mcts:x'"),
     ({"game": GAME, "evaluate": {"opponents": "mcts:100"}},
-     "config field 'evaluate.opponents' must be a list of player specs"),
+     "config field 'evaluate.opponents' must be a list of players"),
     ({"game": GAME, "train": {"min_samplecount": 10, "max_samplecount": 5}},
      "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)"),
 ])

@@ -66,7 +66,7 @@ def test_evaluate_command(two_iterations):
     done = gamegym("evaluate", path, "--against", "minimax:2")
     assert done.returncode == 2 and "unknown player 'minimax:2'" in done.stderr
     done = gamegym("evaluate", path, "--against", "mcts:0")
-    assert done.returncode == 2 and "mcts:SIMULATIONS needs a whole number" in done.stderr
+    assert done.returncode == 2 and "needs mcts:SIMULATIONS with simulations >= 1" in done.stderr
     done = gamegym("evaluate", path, "--against", "mcts:30", "--games", "2", "--searchcount", "8",
                    "--json")
     assert done.returncode == 0, done.stderr
