@@ -1,7 +1,7 @@
 """gamegym: a desktop self-play gym for two-player board games.
 
     from gamegym import GameGym, GameGraph, GymConfig
-    from gamegym import Solver, AlphaBetaPlayer          # reference players for your game
+    from gamegym import Solver, AlphaBetaPlayer, UCTPlayer   # reference players for your game
 """
 from gamegym.config import (ConfigError, GymConfig, NetworkConfig, PredictConfig, SelfplayConfig,
                             TrainConfig)
@@ -10,10 +10,11 @@ from gamegym.gym import GameGym, GymError
 from gamegym.players import (AlphaBetaPlayer, Player, RandomPlayer, Solution, Solver,
                              SolverPlayer, play_game, solve)
 from gamegym.session import SessionError, SessionLockedError
+from gamegym.uct import UCTPlayer
 
 __all__ = ["GameGym", "GymError", "GameGraph", "GameGraphError", "GameSpecError", "VertexError",
            "load_game", "GymConfig", "NetworkConfig", "PredictConfig", "SelfplayConfig",
            "TrainConfig", "ConfigError", "SessionError", "SessionLockedError",
            "Player", "RandomPlayer", "AlphaBetaPlayer", "Solver", "SolverPlayer", "Solution",
-           "solve", "play_game"]
+           "UCTPlayer", "solve", "play_game"]
 __version__ = "0.1.0"

@@ -1,8 +1,9 @@
 """Matches and ratings: model iterations against each other and against the reference players.
 
 Players: `model_player` (a model iteration, as its learner plays: `MCTSPlayer` for AlphaZero),
-`HumanPlayer` (the console) and, from
-gamegym.players, random, alpha-beta and the exact solver.  A match alternates who starts and
+`HumanPlayer` (the console) and the reference players: random, alpha-beta with and
+without the game's heuristic and the exact solver (gamegym.players), and UCT with random
+rollouts (gamegym.uct); `make_player` builds any of them from a player spec.  A match alternates who starts and
 counts wins, draws and losses from the first player's view.  Ratings are Elo numbers fitted to
 all results (Bradley-Terry maximum likelihood), with the random player anchored at 0.
 """
@@ -15,9 +16,10 @@ from typing import Callable
 import numpy as np
 
 from gamegym.graph import GameGraph
-from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
+from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
 from gamegym.playerspecs import check_player_spec
 from gamegym.searchplay import MCTSPlayer
+from gamegym.uct import UCTPlayer
 
 __all__ = ["MCTSPlayer", "model_player", "HumanPlayer", "MatchResult", "play_match", "run_match",
            "make_player", "fit_ratings"]
@@ -125,8 +127,10 @@ def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
 
 def make_player(spec: str, session=None, graph: GameGraph | None = None,
                 searchcount: int = 100) -> Player:
-    """A player from its spec (gamegym.playerspecs): random, alphabeta:D, solver, iteration:K
-    (needs a session), openspiel-random, openspiel-mcts:N (the extra .[openspiel])."""
+    """A player from its spec (gamegym.playerspecs): random, alphabeta:D (the game's heuristic at
+    the leaves), alphabeta0:D (no heuristic), solver, mcts:N (UCT with N random rollouts a
+    move), iteration:K (needs a session), openspiel-random and openspiel-mcts:N (OpenSpiel's
+    bots, the extra .[openspiel])."""
     problem = check_player_spec(spec)
     if problem is not None:
         raise ValueError(problem)
@@ -134,9 +138,13 @@ def make_player(spec: str, session=None, graph: GameGraph | None = None,
     if name == "random":
         return RandomPlayer()
     if name == "alphabeta":
+        return AlphaBetaPlayer(int(arg), heuristic=game_heuristic)
+    if name == "alphabeta0":
         return AlphaBetaPlayer(int(arg))
     if name == "solver":
         return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
+    if name == "mcts":
+        return UCTPlayer(int(arg))
     if name == "iteration" and session is not None:
         return model_player(session, graph, int(arg), searchcount)
     if name.startswith("openspiel-"):

@@ -200,7 +200,27 @@ def cmd_bench(args) -> int:
     if args.learning:
         from gamegym.learnbench import cmd_learning
         return cmd_learning(args)
-    figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
+    if args.calibrate:
+        from gamegym.calibration import (CALIBRATION_GAME, CALIBRATION_PAIRS, print_calibration,
+                                         run_calibration)
+        pairs = [tuple(pair) for pair in args.pair] if args.pair else CALIBRATION_PAIRS
+        figures = run_calibration(args.game or CALIBRATION_GAME, args.game_args, pairs,
+                                  args.games, args.seed, progress=None if args.json else print)
+        if args.json:
+            print(json.dumps(figures, sort_keys=True))
+        else:
+            print()
+            print_calibration(figures)
+        return 0
+    if args.peer:
+        from gamegym.peerbench import print_peer_report, run_peer_bench
+        figures = run_peer_bench(args.seconds, args.searchcount, args.threads)
+        if args.json:
+            print(json.dumps(figures, sort_keys=True))
+        else:
+            print_peer_report(figures)
+        return 0
+    figures = run_bench(args.game or "games.santorini:Santorini", args.game_args, args.seconds, args.selfplayers, args.threads,
                         args.searchcount, args.batchsize, args.batch_timeout_ms)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
@@ -211,7 +231,8 @@ def cmd_bench(args) -> int:
 
 def add_commands(sub) -> None:
     p = sub.add_parser("bench", help="measure self-play throughput (searches/s, efficiency)")
-    p.add_argument("--game", default="games.santorini:Santorini")
+    p.add_argument("--game", help="MODULE:CLASS (default: Santorini; Connect Four with "
+                                   "--calibrate)")
     p.add_argument("--game-args", type=json_object, default={})
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--selfplayers", type=int, default=4)
@@ -222,6 +243,19 @@ def add_commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--learning", metavar="MODULE:CLASS",
                    help="instead: train this bundled game from scratch and print its curve")
+    p.add_argument("--opponents", metavar="SPEC,SPEC",
+                   help="(--learning) player specs to measure against, instead of the game's "
+                        "benchmark opponents")
+    p.add_argument("--calibrate", action="store_true",
+                   help="instead: the yardsticks against each other (--pair A B, repeated; "
+                        "default: Connect Four's mcts:N / alphabeta:D / alphabeta0:D pairs)")
+    p.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
+                   help="(--calibrate) two player specs to play a match")
+    p.add_argument("--games", type=int, default=40, help="(--calibrate) games per pair")
+    p.add_argument("--seed", type=int, default=0, help="(--calibrate) the matches' seed")
+    p.add_argument("--peer", choices=["openspiel"],
+                   help="instead: our search ceiling beside this peer's MCTS on every bundled "
+                        "game (--seconds per side and game, --searchcount, --threads)")
     p.add_argument("--minutes", type=float, default=10.0, help="(--learning) training time")
     p.add_argument("--interval", type=float, default=2.0,
                    help="(--learning) minutes between evaluations")

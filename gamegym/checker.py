@@ -24,9 +24,16 @@ gets their game wrong learns it here, not an hour into training.  Kinds (short s
   symmetry              a transform does not map children to children and action ids to action
                         ids, changes the score, or transform 0 is not the identity
   too-long              a game went on for more than max_moves plies (a cycle?)
+  heuristic-out-of-range  heuristic_at is not a real number in [-1, 1]
+  heuristic-symmetry    heuristic_at differs between a vertex and one of its symmetric images
+  heuristic-antisymmetric  heuristic_at(swap_players(v)) != -heuristic_at(v) (checked when the
+                        game implements swap_players)
+  heuristic-view        on average the heuristic favours the player to move at the vertices
+                        where that player has lost: it is from the wrong player's view
 
 Reports are deduplicated by kind: one Violation per kind with the first vertex, the total count
-and a few more examples.  A graph without `unnumpify` gets a note, not a violation.
+and a few more examples.  A graph without `unnumpify` gets a note, not a violation.  The
+heuristic checks run only for a graph that implements `heuristic_at`.
 """
 from __future__ import annotations
 
@@ -42,6 +49,8 @@ from gamegym.graph import GameGraph, GameSpecError, load_game
 __all__ = ["Violation", "GraphChecker", "check_graph", "run_check"]
 
 EXAMPLES_PER_KIND = 3
+_MISSING = object()          # what call_optional returns for a method the game does not have
+HEURISTIC_TOLERANCE = 1e-9   # heuristic values this close are equal (float arithmetic)
 
 
 @dataclass
@@ -73,6 +82,9 @@ class GraphChecker:
         self.positions = 0          # vertices checked, repeats included
         self._shape: Optional[tuple] = None
         self._roundtrip = True      # False once unnumpify turned out not to be implemented
+        self._swap = True           # False once swap_players turned out not to be implemented
+        self._heuristic = bool(getattr(graph, "has_heuristic", False))
+        self._lost_heuristics: list = []   # (vertex, heuristic) at lost terminal vertices
 
     # ----- recording -----------------------------------------------------------------------
     def report(self, kind: str, message: str, vertex: Any) -> None:
@@ -106,6 +118,7 @@ class GraphChecker:
         for game in range(games if roots else 0):
             self.play(roots[game % len(roots)])
             self.games_played += 1
+        self._check_heuristic_view()
         return list(self.violations.values())
 
     def play(self, vertex: Any) -> None:
@@ -137,6 +150,8 @@ class GraphChecker:
         self._check_numpify(vertex)
         if self._check_actions(vertex, children, actions):
             self._check_symmetries(vertex, children, actions)
+        if self._heuristic:
+            self._check_heuristic(vertex, children)
         return children
 
     def _check_expansion(self, vertex: Any) -> tuple:
@@ -208,17 +223,25 @@ class GraphChecker:
         if self._roundtrip:
             self._check_roundtrip(vertex, array)
 
-    def _check_roundtrip(self, vertex: Any, array: np.ndarray) -> None:
+    def call_optional(self, name: str, vertex: Any, function: Callable, *args: Any,
+                      unchecked: str) -> Any:
+        """Call an optional graph method: _MISSING and a note when the game does not implement
+        it (`unchecked` says what is then not checked); any other exception stops the game."""
         try:
-            back = self.graph.unnumpify(array.copy())
+            return function(*args)
         except NotImplementedError:
-            self._roundtrip = False
-            self.notes.append("unnumpify is not implemented: the numpify round trip is not "
-                              "checked")
-            return
+            self.notes.append(f"{name} is not implemented: {unchecked} is not checked")
+            return _MISSING
         except Exception as error:  # noqa: BLE001
-            self.report("exception", f"unnumpify raised {type(error).__name__}: {error}", vertex)
+            self.report("exception", f"{name} raised {type(error).__name__}: {error}", vertex)
             raise _Abort from error
+
+    def _check_roundtrip(self, vertex: Any, array: np.ndarray) -> None:
+        back = self.call_optional("unnumpify", vertex, self.graph.unnumpify, array.copy(),
+                                  unchecked="the numpify round trip")
+        if back is _MISSING:
+            self._roundtrip = False
+            return
         if back != vertex:
             self.report("unnumpify", f"unnumpify(numpify(v)) gave {_short_repr(back)}", vertex)
 
@@ -277,6 +300,53 @@ class GraphChecker:
         return ""
 
 
+    # ----- the optional heuristic ----------------------------------------------------------
+    def _check_heuristic(self, vertex: Any, children: tuple) -> None:
+        graph = self.graph
+        value = self.call("heuristic_at", vertex, graph.heuristic_at, vertex)
+        if not _is_real(value) or not -1.0 <= float(value) <= 1.0:
+            self.report("heuristic-out-of-range", f"heuristic {value!r} is not in [-1, 1]",
+                        vertex)
+            return
+        value = float(value)
+        if not children and graph.score_at(vertex) <= -1.0:
+            self._lost_heuristics.append((vertex, value))
+        for k in range(1, self.call("symmetry_count", vertex, lambda: graph.symmetry_count)):
+            image = self.call(f"transform {k}", vertex, graph.transform, vertex, k)
+            other = self.call("heuristic_at", image, graph.heuristic_at, image)
+            if not _is_real(other) or abs(float(other) - value) > HEURISTIC_TOLERANCE:
+                self.report("heuristic-symmetry", f"heuristic {value:g} here but {other!r} at "
+                            f"its image under symmetry {k}", vertex)
+                break
+        if self._swap:
+            self._check_antisymmetry(vertex, value)
+
+    def _check_antisymmetry(self, vertex: Any, value: float) -> None:
+        graph = self.graph
+        swapped = self.call_optional("swap_players", vertex, graph.swap_players, vertex,
+                                     unchecked="the heuristic's antisymmetry")
+        if swapped is _MISSING:
+            self._swap = False
+            return
+        other = self.call("heuristic_at", swapped, graph.heuristic_at, swapped)
+        if not _is_real(other) or abs(float(other) + value) > HEURISTIC_TOLERANCE:
+            self.report("heuristic-antisymmetric", f"heuristic {value:g} here but {other!r} with "
+                        "the players swapped (expected its negative)", vertex)
+
+    def _check_heuristic_view(self) -> None:
+        """At the vertices where the player to move has lost, a heuristic from the mover's view
+        should on average be against the mover."""
+        found = self._lost_heuristics
+        if not found or sum(h for _, h in found) <= 0:
+            return
+        favoured = [(v, h) for v, h in found if h > 0]
+        vertex, value = favoured[0]
+        self.report("heuristic-view", f"the heuristic favours the player to move at "
+                    f"{len(favoured)} of the {len(found)} vertices where that player has lost "
+                    f"(mean {sum(h for _, h in found) / len(found):+.3f}; {value:+.3f} here): "
+                    "it must be from the view of the player to move", vertex)
+
+
 def _as_pair(expansion: Any) -> tuple:
     children, actions = expansion
     return tuple(children), tuple(actions)
@@ -330,7 +400,8 @@ def _print_report(checker: GraphChecker, violations: list, spec: str, seed: int,
     graph = checker.graph
     print(f"checked {spec} {graph.game_args}: {checker.games_played} random games "
           f"(seed {seed}), {checker.positions} positions, action space "
-          f"{graph.action_space_size}, {graph.symmetry_count} symmetries", file=out)
+          f"{graph.action_space_size}, {graph.symmetry_count} symmetries"
+          + (", heuristic checked" if checker._heuristic else ""), file=out)
     for note in checker.notes:
         print(f"note: {note}", file=out)
     if not violations:

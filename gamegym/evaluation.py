@@ -125,12 +125,17 @@ def cmd_play(args) -> int:
     session = Session(args.session)
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
-    model = model_player(session, graph, args.iteration, args.searchcount)
+    if args.opponent:
+        model = make_player(args.opponent, session, graph, args.searchcount)
+        name = args.opponent
+    else:
+        model = model_player(session, graph, args.iteration, args.searchcount)
+        name = iteration_name(session.current_iteration() if args.iteration is None
+                              else args.iteration)
     human = HumanPlayer()
     rng = np.random.default_rng(args.seed)
     human_first = not args.second
-    print(f"you play {'first' if human_first else 'second'} against iteration "
-          f"{session.current_iteration() if args.iteration is None else args.iteration}")
+    print(f"you play {'first' if human_first else 'second'} against {name}")
     vertex, move, limit = graph.roots[0], 0, config.selfplay.max_moves
     try:
         while graph.children_at(vertex) and move < limit:
@@ -140,7 +145,7 @@ def cmd_play(args) -> int:
             else:
                 action = model.choose(graph, vertex, rng)
                 child = graph.child_by_action(vertex, action)
-                print(f"\nthe model plays {describe_move(graph, vertex, action, child)}")
+                print(f"\n{name} plays {describe_move(graph, vertex, action, child)}")
                 vertex = child
             move += 1
     except (EOFError, KeyboardInterrupt):
@@ -161,7 +166,9 @@ def add_commands(sub) -> None:
     p = sub.add_parser("evaluate", help="play a model iteration against an opponent")
     p.add_argument("session")
     p.add_argument("--against", default="random",
-                   help="random | alphabeta:DEPTH | solver | iteration:K")
+                   help="random | solver | alphabeta:DEPTH (the game's heuristic at the leaves) | "
+                        "alphabeta0:DEPTH (no heuristic) | mcts:SIMULATIONS (UCT with random "
+                        "rollouts) | iteration:K")
     p.add_argument("--iteration", type=int, help="model iteration (default: the newest)")
     p.add_argument("--games", type=int, default=20)
     p.add_argument("--searchcount", type=int, default=100)
@@ -172,6 +179,9 @@ def add_commands(sub) -> None:
     p = sub.add_parser("play", help="play against a model iteration at the console")
     p.add_argument("session")
     p.add_argument("--iteration", type=int)
+    p.add_argument("--opponent", metavar="SPEC",
+                   help="play against this player instead of the model (e.g. mcts:1000, "
+                        "alphabeta:5; the specs of evaluate --against)")
     side = p.add_mutually_exclusive_group()
     side.add_argument("--first", action="store_true", help="you move first (default)")
     side.add_argument("--second", action="store_true", help="the model moves first")

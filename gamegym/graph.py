@@ -14,6 +14,12 @@ Words used throughout gamegym:
 A game implements `roots`, `outdegree_max`, `score_at`, `numpify` and either `successors`
 (children only; action id = child index) or `expansion` (children and their action ids).
 Everything else has a working default.  `gamegym check MODULE:CLASS` tests an implementation.
+
+Optional: `heuristic_at(vertex)`, an estimate of a vertex's value in [-1, 1] from the view of
+the player to move, which depth-limited alpha-beta (`alphabeta:D`) uses at its leaves; and
+`swap_players(vertex)`, the same position with the other player to move, with which
+`gamegym check` tests that the heuristic is antisymmetric (h(swap(v)) = -h(v)) in games where
+the rules treat both players alike.
 """
 from __future__ import annotations
 
@@ -129,6 +135,22 @@ class GameGraph(ABC):
         """Inverse of numpify.  Optional; the checker tests it when implemented."""
         raise NotImplementedError(f"{type(self).__name__} does not implement unnumpify")
 
+    def heuristic_at(self, vertex: Vertex) -> float:
+        """An estimate of the vertex's value in [-1, 1] from the active player's view, for the
+        leaves of a depth-limited search (`alphabeta:D`).  Optional (see `has_heuristic`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement heuristic_at")
+
+    @property
+    def has_heuristic(self) -> bool:
+        """True when the game implements `heuristic_at`."""
+        return type(self).heuristic_at is not GameGraph.heuristic_at
+
+    def swap_players(self, vertex: Vertex) -> Vertex:
+        """The same position with the other player to move.  Optional: only for games whose
+        rules treat both players alike; `gamegym check` then tests that the heuristic is
+        antisymmetric (heuristic_at(swap_players(v)) == -heuristic_at(v))."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement swap_players")
+
     def render(self, vertex: Vertex) -> str:
         """A human-readable picture of the vertex for the console."""
         return repr(vertex)
@@ -176,7 +198,7 @@ class GameGraph(ABC):
         if vertex in self._children:
             raise VertexError("expand_at on a vertex that is not open", vertex)
         children, actions = self.expansion(vertex)
-        children, actions = tuple(children), tuple(int(a) for a in actions)
+        children, actions = tuple(children), tuple(map(int, actions))
         if len(children) != len(actions):
             raise VertexError(
                 f"expansion gave {len(children)} children but {len(actions)} action ids", vertex)

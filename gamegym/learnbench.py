@@ -1,8 +1,11 @@
 """`gamegym bench --learning GAME`: train from scratch with the game's preset and measure it.
 
 The gym runs in a temporary session; every `interval` minutes the newest iteration is evaluated
-in this process against the game's benchmark opponent (the exact solver where the game is small,
-alpha-beta otherwise).  For solvable games the curve also records the share of positions of the
+in this process against the game's benchmark opponents: the exact solver where the game is
+small; for Connect Four the two yardsticks of the AlphaZero literature, UCT with 1,000 random
+rollouts a move (`mcts:1000`) and alpha-beta to depth 5 with the game's heuristic
+(`alphabeta:5`), and heuristic-free alpha-beta to depth 4 (`alphabeta0:4`, the yardstick of
+earlier figures).  For solvable games the curve also records the share of positions of the
 model's own games where it played a solver-optimal move.
 """
 from __future__ import annotations
@@ -20,13 +23,14 @@ from gamegym.config import GymConfig
 from gamegym.graph import load_game
 from gamegym.mcts import choose_action
 from gamegym.players import Solver, SolverPlayer
+from gamegym.playerspecs import check_player_spec
 from gamegym.presets import initial_model_path, preset_for
 
-# game spec -> (opponent, whether to measure the optimal-move rate)
-OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
-             "games.santorini:Santorini": ("solver", True),
-             "games.connectfour:ConnectFour": ("alphabeta:4", False),
-             "gamegym.openspiel:OpenSpielGame": ("openspiel-mcts:1000", False)}
+# game spec -> its benchmark opponents (player specs; the first is the headline figure)
+OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
+             "games.santorini:Santorini": ("solver",),
+             "games.connectfour:ConnectFour": ("mcts:1000", "alphabeta:5", "alphabeta0:4")}
+SOLVABLE = ("games.tictactoe:TicTacToe", "games.santorini:Santorini")   # optimal-move rate
 EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player
 
 
@@ -60,21 +64,24 @@ def optimal_move_rate(graph, player, games: int, rng, solver,
     return (optimal / total if total else 0.0), total
 
 
-def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rng,
+def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
             solver=None, explore_plies: int = 0) -> dict:
-    """One curve point for the newest iteration: a match of `games` games against the
-    opponent and, with a solver, the optimal-move rate over half as many self-play games."""
+    """One curve point for the newest iteration: a match of `games` games against each
+    opponent and, with a solver, the optimal-move rate over half as many self-play games.
+    The first opponent's figures are also the point's own `wins`, `draws`, `losses`, `score`."""
     started = time.monotonic()
     iteration = session.current_iteration()
     player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
-    if opponent_spec == "solver" and solver is not None:
-        opponent = SolverPlayer(hurry=False, solver=solver)
-    else:
-        opponent = make_player(opponent_spec, session, graph)
-    result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}",
-                                                             opponent_spec))
-    point = {"iteration": iteration, **{k: v for k, v in result.to_dict().items()
-                                        if k in ("wins", "draws", "losses", "score")}}
+    point: dict = {"iteration": iteration, "by_opponent": {}}
+    for spec in opponents:
+        if spec == "solver" and solver is not None:
+            opponent = SolverPlayer(hurry=False, solver=solver)
+        else:
+            opponent = make_player(spec, session, graph)
+        result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec))
+        point["by_opponent"][spec] = {k: v for k, v in result.to_dict().items()
+                                      if k in ("wins", "draws", "losses", "score")}
+    point.update(point["by_opponent"][opponents[0]])
     if solver is not None:
         rate, positions = optimal_move_rate(graph, player, max(2, games // 2), rng, solver,
                                             explore_plies)
@@ -85,9 +92,11 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
 
 def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
                        games: int, searchcount: int, plot_path: Path | None,
-                       final_factor: int = 4, keep: Path | None = None) -> dict:
+                       final_factor: int = 4, keep: Path | None = None,
+                       opponents: tuple | None = None) -> dict:
     """Train `game` from scratch for `minutes` and return its curve (see the module doc).
-    With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards)."""
+    With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards);
+    `opponents` (player specs) replaces the game's benchmark opponents."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args)
@@ -97,7 +106,12 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     if keep is not None and Path(keep).exists():
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
-    opponent, with_optimal = OPPONENTS.get(game, ("alphabeta:2", False))
+    opponents = tuple(opponents or OPPONENTS.get(game, ("alphabeta:2",)))
+    for spec in opponents:   # a bad spec fails now, not after the training
+        problem = check_player_spec(spec)
+        if problem is not None:
+            raise ValueError(f"--opponents: {problem}")
+    with_optimal = game in SOLVABLE
     config = GymConfig(**found[1], status_interval=30.0)
     rng = np.random.default_rng(0)
     curve = []
@@ -116,9 +130,9 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
-        curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
+        curve.append({**measure(gym.session, graph, opponents, games, searchcount, rng,
                                 solver, explore), "minutes": 0.0})  # the untrained start
-        show(curve[-1], opponent)
+        show(curve[-1])
         outcome: dict = {}
 
         def train():
@@ -137,11 +151,11 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
             if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
                                  and elapsed - curve[-1]["minutes"] < interval / 2):
                 continue   # the run ended just after the last point: nothing new to measure
-            point = measure(gym.session, graph, opponent, games, searchcount, rng, solver,
+            point = measure(gym.session, graph, opponents, games, searchcount, rng, solver,
                             explore)
             point["minutes"] = round(elapsed, 2)
             curve.append(point)
-            show(point, opponent)
+            show(point)
         if "error" in outcome:
             raise RuntimeError(f"the gym failed during the learning benchmark: "
                                f"{outcome['error']!r}") from outcome["error"]
@@ -150,12 +164,13 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
                                "see its output above")
         # the final figure: the last iteration again, on `final_factor` times the games (after
         # the training clock, so a cheap curve and a precise final number)
-        final = measure(gym.session, graph, opponent, games * final_factor, searchcount, rng,
+        final = measure(gym.session, graph, opponents, games * final_factor, searchcount, rng,
                         solver, explore)
-        final.update(minutes=curve[-1]["minutes"], opponent=opponent)
-        show(final, opponent, "final")
+        final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
+        show(final, "final")
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
-               "opponent": opponent, "curve": curve, "final": final,
+               "opponent": opponents[0], "opponents": list(opponents), "curve": curve,
+               "final": final,
                "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
                "selfplay_searchcount": config.selfplay.searchcount}
     if plot_path is not None and curve:
@@ -164,12 +179,14 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     return figures
 
 
-def show(point: dict, opponent: str, label: str = "") -> None:
+def show(point: dict, label: str = "") -> None:
     optimal = point.get("optimal_move_rate")
+    results = ", ".join(f"+{r['wins']} ={r['draws']} -{r['losses']} vs {spec}"
+                        for spec, r in point["by_opponent"].items())
     print(f"[bench] {label + ': ' if label else ''}{point['minutes']:.1f} min, iteration "
-          f"{point['iteration']}: +{point['wins']} ={point['draws']} -{point['losses']} vs "
-          f"{opponent}" + ("" if optimal is None else
-                           f", optimal moves {optimal:.1%} of {point['positions']}"),
+          f"{point['iteration']}: {results}" + ("" if optimal is None else
+                                               f", optimal moves {optimal:.1%} of "
+                                               f"{point['positions']}"),
           flush=True)
 
 
@@ -178,17 +195,20 @@ def plot_curve(figures: dict, path: Path) -> None:
     curve = figures["curve"]
     figure, axis = new_figure((6, 3.5))
     minutes = [p["minutes"] for p in curve]
-    axis.plot(minutes, [p["score"] for p in curve], marker="o",
-              label=f"score vs {figures['opponent']}")
+    final = figures.get("final") or {}
+    lines = [(f"score vs {spec}", [p["by_opponent"][spec]["score"] for p in curve],
+              final.get("by_opponent", {}).get(spec, {}).get("score"))
+             for spec in figures["opponents"]]
     if "optimal_move_rate" in curve[0]:
-        axis.plot(minutes, [p["optimal_move_rate"] for p in curve], marker="s",
-                  label="optimal-move rate")
-    final = figures.get("final")
-    if final and "minutes" in final:   # the final figure, measured on more games
-        for key, colour in (("score", "C0"), ("optimal_move_rate", "C1")):
-            if key in final:
-                axis.plot([final["minutes"]], [final[key]], marker="*", markersize=12,
-                          color=colour, linestyle="none")
+        lines.append(("optimal-move rate", [p["optimal_move_rate"] for p in curve],
+                      final.get("optimal_move_rate")))
+    for number, (label, values, last) in enumerate(lines):
+        colour = f"C{number}"
+        axis.plot(minutes, values, marker="os^D"[number % 4], color=colour, label=label)
+        if last is not None and "minutes" in final:   # the final figure, on more games
+            axis.plot([final["minutes"]], [last], marker="*", markersize=12, color=colour,
+                      linestyle="none")
+    if "minutes" in final:
         axis.plot([], [], marker="*", color="grey", linestyle="none",
                   label="final, on more games")
     axis.set_ylim(0, 1.05)
@@ -202,9 +222,11 @@ def plot_curve(figures: dict, path: Path) -> None:
 
 
 def cmd_learning(args) -> int:
+    opponents = tuple(o for o in (args.opponents or "").split(",") if o) or None
     figures = run_learning_bench(args.learning, args.game_args,
                                  args.minutes, args.interval, args.eval_games,
-                                 args.eval_searchcount, args.plot, keep=args.keep)
+                                 args.eval_searchcount, args.plot, keep=args.keep,
+                                 opponents=opponents)
     print(json.dumps(figures, sort_keys=True) if args.json else
           f"final: {figures['final']}")
     return 0

@@ -6,8 +6,15 @@ turns it into the child.  Randomness comes only from the `rng` passed in
 (`numpy.random.Generator`), so the same seed replays the same game.
 
   RandomPlayer     a uniformly random legal action
-  AlphaBetaPlayer  depth-limited negamax with alpha-beta and a transposition table
+  AlphaBetaPlayer  depth-limited negamax with alpha-beta and a transposition table, with the
+                   game's heuristic at its leaves (`game_heuristic`) or without one
   SolverPlayer     a random optimal action from the exact solver (`solve`)
+  (gamegym.uct.UCTPlayer: plain UCT with random rollouts)
+
+A *player spec* (gamegym.playerspecs) names a player on the command line and in the config:
+random, solver, alphabeta:D (depth D, the game's heuristic at the leaves), alphabeta0:D (depth
+D, no heuristic: past D plies every position looks even), mcts:N (UCT, N rollouts a move) and
+iteration:K (a model iteration of a session).  `gamegym.arena.make_player` builds them.
 
 Values are negamax values: always from the view of the player to move at that vertex.
 
@@ -28,7 +35,7 @@ import numpy as np
 from gamegym.graph import GameGraph, GameGraphError, VertexError
 
 __all__ = ["Player", "RandomPlayer", "AlphaBetaPlayer", "SearchResult", "Solver", "Solution",
-           "solve", "SolverPlayer", "GameRecord", "play_game"]
+           "solve", "SolverPlayer", "GameRecord", "play_game", "game_heuristic"]
 
 Vertex = Hashable
 # heuristic(graph, vertex) -> estimated value in [-1, 1] from the view of the player to move
@@ -43,6 +50,12 @@ def _legal_actions(graph: GameGraph, vertex: Vertex) -> tuple:
     if not actions:
         raise VertexError("no legal action: the game is over", vertex)
     return actions
+
+
+def game_heuristic(graph: GameGraph, vertex: Vertex) -> float:
+    """The game's own leaf evaluation (`graph.heuristic_at`) when it has one, else its score
+    (0 at every vertex where the game goes on)."""
+    return graph.heuristic_at(vertex) if graph.has_heuristic else graph.score_at(vertex)
 
 
 class Player(ABC):

@@ -11,8 +11,10 @@ __all__ = ["PLAYER_SPECS", "check_player_spec", "describe_player_specs"]
 # name -> (what N is, its least value), or None when the name takes no number
 PLAYER_SPECS: dict[str, tuple[str, int] | None] = {
     "random": None,                          # a uniformly random legal move
-    "alphabeta": ("depth", 1),               # alpha-beta to that many plies
+    "alphabeta": ("depth", 1),               # alpha-beta to that many plies, game's heuristic
+    "alphabeta0": ("depth", 1),              # alpha-beta to that many plies, no heuristic
     "solver": None,                          # the exact solver (small games)
+    "mcts": ("simulations", 1),              # UCT with random rollouts (gamegym.uct)
     "iteration": ("iteration", 0),           # a model iteration of the session
     "previous": None,                        # (Evaluator) the iteration rated before
     "openspiel-random": None,                # OpenSpiel's random bot (extra .[openspiel])

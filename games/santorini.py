@@ -33,6 +33,11 @@ Action ids (`action_space_size` = P + units_per_player*64):
 Directions m, b index (row step, column step): 0 (-1,-1), 1 (-1,0), 2 (-1,1), 3 (0,-1),
 4 (0,1), 5 (1,-1), 6 (1,0), 7 (1,1); 7 - m is the opposite of m.
 
+The heuristic (for alpha-beta) weighs, for each player, the levels its workers stand on, the
+cells they could move to (mobility) and the level-3 cells a worker on level 2 could climb (a
+threat to win); it is the active player's sum minus the opponent's, squashed into (-1, 1), so it
+is antisymmetric and 0 before the workers are placed.
+
 Workers keep their identity: `mine[w]` is worker w wherever it goes, and placements are
 ordered.  (Keeping workers sorted by cell would halve the vertices per player, but then "worker
 w" would swap under a board symmetry in some positions and not in others, and no fixed
@@ -40,6 +45,7 @@ w" would swap under a board symmetry in some positions and not in others, and no
 """
 from __future__ import annotations
 
+import math
 from itertools import permutations
 from operator import itemgetter
 
@@ -53,6 +59,9 @@ DIRECTIONS = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 
 _NAMES = ("up-left", "up", "up-right", "left", "right", "down-left", "down", "down-right")
 DOME = 4
 WIN_LEVEL = 3
+# heuristic weights: a level under a worker, a cell a worker could move to, a level-3 cell a
+# worker on level 2 could climb; the sum is divided by _SCALE and squashed
+_LEVEL, _MOBILITY, _THREAT, _SCALE = 1.0, 0.1, 1.0, 3.0
 
 
 def _square_symmetry(k: int, row: int, column: int, last: int) -> tuple[int, int]:
@@ -188,6 +197,34 @@ class Santorini(GameGraph):
                 children.append((heights, theirs, cells))
                 actions.append(i)
         return tuple(children), tuple(actions)
+
+    # ----- heuristic ----------------------------------------------------------------------
+    def heuristic_at(self, vertex: tuple) -> float:
+        """Levels, mobility and threats of the active player minus the opponent's, squashed
+        into (-1, 1) (see the module docstring)."""
+        heights, mine, theirs = vertex
+        occupied = mine + theirs
+        total = (self._strength(heights, mine, occupied)
+                 - self._strength(heights, theirs, occupied))
+        return math.tanh(total / _SCALE)
+
+    def _strength(self, heights: tuple, workers: tuple, occupied: tuple) -> float:
+        strength = 0.0
+        for src in workers:
+            level = heights[src]
+            strength += _LEVEL * level
+            for _, dest in self._neighbours[src]:
+                height = heights[dest]
+                if height <= level + 1 and height != DOME and dest not in occupied:
+                    strength += _MOBILITY
+                    if level == WIN_LEVEL - 1 and height == WIN_LEVEL:
+                        strength += _THREAT
+        return strength
+
+    def swap_players(self, vertex: tuple) -> tuple:
+        """The same board with the other player to move (for the heuristic's check)."""
+        heights, mine, theirs = vertex
+        return heights, theirs, mine
 
     # ----- network input ----------------------------------------------------------------
     def numpify(self, vertex: tuple) -> np.ndarray:

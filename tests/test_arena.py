@@ -6,7 +6,8 @@ from games.tictactoe import TicTacToe
 from gamegym.arena import (HumanPlayer, MatchResult, fit_ratings, make_player, model_player,
                            play_match, run_match)
 from gamegym.gym import GameGym
-from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer
+from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
+from gamegym.uct import UCTPlayer
 
 
 class Counting(Player):
@@ -76,10 +77,21 @@ def test_human_player_answers_bad_input_and_asks_again():
 def test_make_player_specs():
     assert isinstance(make_player("random"), RandomPlayer)
     assert make_player("alphabeta:3").depth == 3
+    assert make_player("alphabeta:3").heuristic is game_heuristic
+    assert make_player("alphabeta0:5").depth == 5 and make_player("alphabeta0:5").heuristic is None
     assert isinstance(make_player("solver"), SolverPlayer)
+    assert isinstance(make_player("mcts:1000"), UCTPlayer)
+    assert make_player("mcts:1000").simulations == 1000
+
+
+def test_bad_player_specs_are_named():
     bad = {"alphabeta": "needs alphabeta:DEPTH with depth >= 1",
            "alphabeta:0": "needs alphabeta:DEPTH with depth >= 1",
            "alphabeta:x": "needs alphabeta:DEPTH", "minimax:2": "unknown player 'minimax:2'; use",
+           "alphabeta0:x": "player 'alphabeta0:x' needs alphabeta0:DEPTH with depth >= 1",
+           "mcts:0": "player 'mcts:0' needs mcts:SIMULATIONS with simulations >= 1",
+           "mcts:x": "player 'mcts:x' needs mcts:SIMULATIONS", "mcts:-5": "needs mcts:SIMULATIONS",
+           "mcts": "needs mcts:SIMULATIONS",
            "solver:1": "player 'solver' takes no ':1'",
            "iteration:3": "cannot be made here without a session",
            "previous": "cannot be made here"}   # the Evaluator's own name for an iteration

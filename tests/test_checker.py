@@ -208,6 +208,39 @@ class Cycle(Countdown):
         return ((vertex - 1 if vertex > 1 else self.start),), (0,)
 
 
+class HeuristicOutOfRange(Countdown):
+    """The heuristic says 1.5 at the root."""
+
+    def heuristic_at(self, vertex):
+        return 1.5 if vertex == self.start else 0.0
+
+
+class NotAntisymmetric(Countdown):
+    """Swapping the players changes nothing in Countdown, so only 0 is antisymmetric; this
+    heuristic is 0.5 wherever the game goes on."""
+
+    def heuristic_at(self, vertex):
+        return 0.5 if vertex else -0.5
+
+    def swap_players(self, vertex):
+        return vertex
+
+
+class WrongView(Countdown):
+    """The heuristic of the player who just moved: it likes the end of the game (0, lost for
+    the player to move there)."""
+
+    def heuristic_at(self, vertex):
+        return 0.75 if vertex == 0 else 0.0
+
+
+class Lopsided(Nim):
+    """The heuristic prefers a bigger left pile, though swapping the piles is a symmetry."""
+
+    def heuristic_at(self, vertex):
+        return 0.1 * (vertex[0] - vertex[1])
+
+
 BROKEN = [  # graph, the only kind it breaks, the first vertex that breaks it
     pytest.param(TwoPileNim(roots=()), "no-roots", "None", id="NoRoots"),
     pytest.param(TwoPileNim(roots=([2, 3],)), "unhashable", "[2, 3]", id="Unhashable"),
@@ -232,6 +265,10 @@ BROKEN = [  # graph, the only kind it breaks, the first vertex that breaks it
     pytest.param(BadIdentity(), "symmetry", repr(ROOT), id="BadIdentity"),
     pytest.param(Mirror(), "symmetry", "6", id="Mirror"),
     pytest.param(Cycle(), "too-long", "5", id="Cycle"),
+    pytest.param(HeuristicOutOfRange(), "heuristic-out-of-range", "6", id="HeuristicOutOfRange"),
+    pytest.param(NotAntisymmetric(), "heuristic-antisymmetric", "6", id="NotAntisymmetric"),
+    pytest.param(WrongView(), "heuristic-view", "0", id="WrongView"),
+    pytest.param(Lopsided(), "heuristic-symmetry", repr(ROOT), id="Lopsided"),
 ]
 
 
@@ -281,6 +318,20 @@ def test_messages_say_what_broke():
     assert message(WrongActionMap()).startswith("symmetry 1: transform_actions maps")
     assert message(Mirror()) == ("symmetry 1: transform_actions maps an action id to 0 but the "
                                  "image child 4 has action id(s) [1]")
+
+
+def test_heuristic_messages_and_notes():
+    checker = GraphChecker(HeuristicOutOfRange(), seed=0)
+    assert checker.run(3)[0].message == "heuristic 1.5 is not in [-1, 1]"
+    assert checker.notes == ["swap_players is not implemented: the heuristic's antisymmetry "
+                             "is not checked"]
+    assert check_graph(NotAntisymmetric(), games=2)[0].message == (
+        "heuristic 0.5 here but 0.5 with the players swapped (expected its negative)")
+    assert "favours the player to move at 3 of the 3 vertices where that player has lost" in \
+        check_graph(WrongView(), games=3)[0].message
+    out = io.StringIO()
+    assert run_check("games.connectfour:ConnectFour", {}, 3, 0, out) == 0
+    assert "heuristic checked" in out.getvalue()
 
 
 def test_missing_unnumpify_is_a_note_not_a_violation():

@@ -34,6 +34,13 @@ def test_json_round_trip(tmp_path):
     ({"game": GAME, "train": {"value_td_steps": -1}},
      "config field 'train.value_td_steps' must be in [0, 10000], got -1"),
     ({"game": "tictactoe"}, "config field 'game' must look like 'package.module:ClassName'"),
+    ({"game": GAME, "evaluate": {"opponents": ["random", "mcts:0"]}},
+     "config field 'evaluate.opponents' has a bad entry: player 'mcts:0' needs "
+     "mcts:SIMULATIONS with simulations >= 1"),
+    ({"game": GAME, "evaluate": {"opponents": ["mcts:x"]}},
+     "config field 'evaluate.opponents' has a bad entry: player 'mcts:x'"),
+    ({"game": GAME, "evaluate": {"opponents": "mcts:100"}},
+     "config field 'evaluate.opponents' must be a list of players"),
     ({"game": GAME, "train": {"min_samplecount": 10, "max_samplecount": 5}},
      "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)"),
 ])
@@ -59,6 +66,12 @@ def test_resume_refuses_fixed_fields_and_accepts_others():
         stored.updated({"network": {"width": 128}}).check_resume(stored)
     with pytest.raises(ConfigError, match="'game' cannot change on resume"):
         stored.updated({"game": "games.connectfour:ConnectFour"}).check_resume(stored)
+
+
+def test_every_player_spec_is_an_evaluate_opponent():
+    specs = ["previous", "random", "solver", "alphabeta:5", "alphabeta0:4", "mcts:1000",
+             "iteration:3"]
+    assert GymConfig(game=GAME, evaluate={"opponents": specs}).evaluate.opponents == specs
 
 
 def test_updated_keeps_other_fields():

@@ -28,7 +28,7 @@ def two_iterations(tmp_path):
     """A tic-tac-toe session with iterations 0 and 1 (the same network published twice)."""
     config = GymConfig(game=TICTACTOE, evaluate={"games": 4, "searchcount": 8,
                                                  "opponents": ["random", "alphabeta:1",
-                                                               "previous"]})
+                                                               "previous", "mcts:20"]})
     gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
     gym.session.publish_model(load_model(gym.session.model_path(0)), 1)
     return gym
@@ -40,12 +40,12 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
     rows = read_jsonl(session.evaluation_dir / "results.jsonl")
     assert [(r["player"], r["opponent"]) for r in rows] == [
         ("iteration:1", "random"), ("iteration:1", "alphabeta:1"),
-        ("iteration:1", "iteration:0")]
+        ("iteration:1", "iteration:0"), ("iteration:1", "mcts:20")]
     assert all(r["wins"] + r["draws"] + r["losses"] == 4 and r["iteration"] == 1
                for r in rows)
     stored = json.loads((session.evaluation_dir / "ratings.json").read_text())
     assert stored == ratings and ratings["random"] == 0
-    assert set(ratings) == {"random", "alphabeta:1", "iteration:0", "iteration:1"}
+    assert set(ratings) == {"random", "alphabeta:1", "iteration:0", "iteration:1", "mcts:20"}
     assert (session.plots_dir / "rating.png").stat().st_size > 1000
 
 
@@ -65,6 +65,12 @@ def test_evaluate_command(two_iterations):
     assert done.returncode == 2 and "has no model iteration 7" in done.stderr
     done = gamegym("evaluate", path, "--against", "minimax:2")
     assert done.returncode == 2 and "unknown player 'minimax:2'" in done.stderr
+    done = gamegym("evaluate", path, "--against", "mcts:0")
+    assert done.returncode == 2 and "needs mcts:SIMULATIONS with simulations >= 1" in done.stderr
+    done = gamegym("evaluate", path, "--against", "mcts:30", "--games", "2", "--searchcount", "8",
+                   "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["opponent"] == "mcts:30"
 
 
 def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
@@ -73,12 +79,19 @@ def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
     done = gamegym("play", path, "--second", "--searchcount", "8", input="x\n" + "0\n" * 9)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert out.startswith("you play second against iteration 1")
+    assert out.startswith("you play second against iteration:1")
     assert "'x' is not a move number between 0 and" in out
     assert out.rstrip().splitlines()[-1] in ("you won!", "you lost.", "a draw.")
-    assert "your moves: [0] row " in out and "the model plays row " in out
+    assert "your moves: [0] row " in out and "iteration:1 plays row " in out
     done = gamegym("play", path, "--searchcount", "8", input="0\n")   # input ends mid-game
     assert done.returncode == 1 and "game abandoned" in done.stdout
+    done = gamegym("play", path, "--opponent", "mcts:50", input="0\n" * 5)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("you play first against mcts:50") and "mcts:50 plays row" in \
+        done.stdout
+    assert done.stdout.rstrip().splitlines()[-1] == "you lost."   # 0, 0, ...: no defence
+    done = gamegym("play", path, "--opponent", "mcts:x")
+    assert done.returncode == 2 and "player 'mcts:x'" in done.stderr
 
 
 @pytest.mark.slow
@@ -102,12 +115,20 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
     assert "Elo " in done.stdout     # the latest rating in the status line
 
 
+def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
+    done = gamegym("bench", "--learning", TICTACTOE, "--opponents", "solver,mcts:0",
+                   "--keep", str(tmp_path / "kept"))
+    assert done.returncode == 2 and "player 'mcts:0'" in done.stderr
+    assert not (tmp_path / "kept").exists()
+
+
 @pytest.mark.slow
 def test_learning_benchmark_json_and_plot(tmp_path):
     plot = tmp_path / "curve.png"
     done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.6", "--interval", "0.3",
                    "--eval-games", "2", "--eval-searchcount", "8", "--plot", str(plot),
-                   "--keep", str(tmp_path / "kept"), "--json", timeout=400)
+                   "--opponents", "solver,mcts:20", "--keep", str(tmp_path / "kept"), "--json",
+                   timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["game"] == TICTACTOE and figures["minutes"] == 0.6
@@ -116,12 +137,16 @@ def test_learning_benchmark_json_and_plot(tmp_path):
     curve = figures["curve"]
     assert curve[0]["minutes"] == 0.0 and curve[0]["iteration"] == 0 and len(curve) >= 2
     assert [p["minutes"] for p in curve] == sorted(p["minutes"] for p in curve)
+    assert figures["opponents"] == ["solver", "mcts:20"] and figures["opponent"] == "solver"
     for point in curve:
         assert point["wins"] + point["draws"] + point["losses"] == 2
+        assert point["by_opponent"]["solver"]["wins"] == point["wins"]   # the headline figure
+        assert sum(point["by_opponent"]["mcts:20"][k] for k in ("wins", "draws", "losses")) == 2
         assert 0.0 <= point["optimal_move_rate"] <= 1.0
     final = figures["final"]
     assert final["opponent"] == "solver" and final["iteration"] == curve[-1]["iteration"]
     assert final["wins"] + final["draws"] + final["losses"] == 8   # 4x the games of a point
+    assert sum(final["by_opponent"]["mcts:20"][k] for k in ("wins", "draws", "losses")) == 8
     for point in (final, curve[-1]):     # at least 2 self-play games of 5 or more plies
         assert point["positions"] >= 10
     assert plot.stat().st_size > 1000

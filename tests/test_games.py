@@ -2,6 +2,7 @@
 and the GameGraph contract (symmetries, numpify) on random playouts."""
 from __future__ import annotations
 
+import math
 from itertools import permutations
 
 import numpy as np
@@ -119,7 +120,7 @@ def test_connectfour_gravity_and_action_id_is_column():
     game = ConnectFour()
     root = game.roots[0]
     assert game.actions_at(root) == tuple(range(7))
-    first, second = play(game, [2, 2])[1:]
+    first, second = (game.cells(v) for v in play(game, [2, 2])[1:])
     bottom, above = 5 * 7 + 2, 4 * 7 + 2
     assert first[bottom] == -1 and sum(map(abs, first)) == 1
     assert second[bottom] == 1 and second[above] == -1 and sum(map(abs, second)) == 2
@@ -129,17 +130,83 @@ def test_connectfour_full_column_is_not_legal():
     game = ConnectFour(4, 4)
     vertex = play(game, [0, 0, 0, 0])[-1]
     assert game.actions_at(vertex) == (1, 2, 3)
-    assert vertex[0::4] == (-1, 1, -1, 1)   # column 0 from the top, seen by X
+    assert game.cells(vertex)[0::4] == (-1, 1, -1, 1)   # column 0 from the top, seen by X
 
 
 def test_connectfour_full_board_is_a_draw():
     game = ConnectFour(4, 4)
     vertices = play(game, [1, 2, 3, 3, 0, 0, 3, 3, 0, 0, 2, 1, 1, 2, 1, 2])
     assert all(game.score_at(v) == 0.0 and game.children_at(v) for v in vertices[:-1])
-    assert 0 not in vertices[-1]
+    assert 0 not in game.cells(vertices[-1])
     assert game.score_at(vertices[-1]) == 0.0 and game.terminal_at(vertices[-1])
     assert game.render(vertices[-1]).splitlines() == [
         "O X O O", "X X O X", "O O X O", "X X O X", "0 1 2 3", "draw"]
+
+
+def reference_connectfour(rows, columns, board):
+    """{column: child board} and whether the player to move has lost, by the rules, slowly, on a
+    list of rows (row 0 at the top; 1 = the player to move, -1 = the opponent, 0 = empty)."""
+    grid = [list(board[r * columns:(r + 1) * columns]) for r in range(rows)]
+
+    def line_of_four(player):
+        for r in range(rows):
+            for c in range(columns):
+                for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                    cells = [(r + i * dr, c + i * dc) for i in range(4)]
+                    if all(0 <= y < rows and 0 <= x < columns and grid[y][x] == player
+                           for y, x in cells):
+                        return True
+        return False
+
+    lost = line_of_four(-1)
+    children = {}
+    for c in range(columns):
+        empty = [r for r in range(rows) if grid[r][c] == 0]
+        if lost or not empty:
+            continue
+        after = [row[:] for row in grid]
+        after[empty[-1]][c] = 1                      # the lowest empty cell
+        children[c] = tuple(-x for row in after for x in row)   # seen by the opponent
+    return children, lost
+
+
+def reference_heuristic(rows, columns, board):
+    """The Connect Four heuristic by its definition, window by window."""
+    from games.connectfour import _CENTRE, _FOUR, _SCALE, _THREE, _TWO
+    total = 0.0
+    for r in range(rows):
+        for c in range(columns):
+            for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                if not (0 <= r + 3 * dr < rows and 0 <= c + 3 * dc < columns):
+                    continue
+                window = [board[(r + i * dr) * columns + c + i * dc] for i in range(4)]
+                for player in (1, -1):
+                    if -player not in window:
+                        own = window.count(player)
+                        total += player * {4: _FOUR, 3: _THREE, 2: _TWO}.get(own, 0.0)
+    for r in range(rows):
+        for c in {(columns - 1) // 2, columns // 2}:
+            total += _CENTRE * board[r * columns + c]
+    return math.tanh(total / _SCALE)
+
+
+@pytest.mark.parametrize("rows, columns", SIZES + [(7, 9), (8, 9)])
+def test_connectfour_matches_the_reference_move_by_move(rows, columns):
+    game = ConnectFour(rows, columns)
+    rng = np.random.default_rng(rows * 10 + columns)
+    for vertex in playout_vertices(game, rng, games=30):
+        board = game.cells(vertex)
+        assert game.vertex_from_cells(board) == vertex
+        grid = np.asarray(board).reshape(rows, columns)   # the network input of every release
+        assert np.array_equal(game.numpify(vertex),
+                              np.stack([grid == 1, grid == -1], axis=-1).astype(np.float32))
+        expected, lost = reference_connectfour(rows, columns, board)
+        children, actions = game.expansion(vertex)
+        assert list(actions) == sorted(expected)
+        assert {a: game.cells(child) for a, child in zip(actions, children)} == expected
+        assert game.score_at(vertex) == (-1.0 if lost else 0.0)
+        assert game.heuristic_at(vertex) == pytest.approx(
+            reference_heuristic(rows, columns, board), abs=1e-12)
 
 
 @pytest.mark.parametrize("kwargs", [{"rows": 3}, {"columns": 3}, {"rows": 4.0}, {"columns": True}])
