@@ -318,6 +318,10 @@ class GymConfig:
                 data[key] = value
         return GymConfig.from_dict(data)
 
+    def value_at(self, path: str) -> Any:
+        """A field by its dotted name, e.g. "train.learner" (None when there is none)."""
+        return _get_path(self.to_dict(), path)
+
     def check_resume(self, stored: "GymConfig") -> None:
         """Refuse a config for resuming that changes a field fixed at session creation."""
         new, old = self.to_dict(), stored.to_dict()

@@ -15,7 +15,7 @@ import numpy as np
 
 from gamegym.graph import GameGraph
 
-__all__ = ["TicTacToe"]
+__all__ = ["TicTacToe", "BlockedTicTacToe"]
 
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8),   # rows
           (0, 3, 6), (1, 4, 7), (2, 5, 8),   # columns
@@ -113,3 +113,56 @@ class TicTacToe(GameGraph):
         if not 0 <= k < 8:
             raise ValueError(f"TicTacToe has no symmetry {k}")
         return np.array(self._cell_maps[k], dtype=np.int64)
+
+
+class BlockedTicTacToe(TicTacToe):
+    """Tic-tac-toe in which some cells may not be marked (`blocked`, default the centre).
+
+    The board, the network input (a blocked cell looks empty: nothing tells the network the
+    rules changed) and the action ids are those of TicTacToe, so a session can continue from
+    TicTacToe into this variant with the same model (`gamegym continue`).  A line through a
+    blocked cell can never be completed; the game is drawn when every free cell is marked.
+    The symmetries are those of the square that map the blocked cells onto themselves.
+    """
+
+    def __init__(self, blocked=(4,)) -> None:
+        super().__init__()
+        cells = sorted({int(c) for c in blocked})
+        if not all(0 <= c < 9 for c in cells) or len(cells) >= 9:
+            raise ValueError(f"blocked must name some (not all) cells 0..8, got {blocked!r}")
+        self.blocked = frozenset(cells)
+        self._game_args = {"blocked": cells}     # as JSON stores it
+        self._kept = tuple(k for k in range(8)
+                           if {self._cell_maps[k][c] for c in cells} == self.blocked)
+
+    def expansion(self, vertex: tuple) -> tuple[tuple, tuple]:
+        if self._lost(vertex):
+            return (), ()
+        flipped = tuple(map(neg, vertex))
+        actions = tuple(i for i in range(9) if not vertex[i] and i not in self.blocked)
+        children = tuple(flipped[:i] + (-1,) + flipped[i + 1:] for i in actions)
+        return children, actions
+
+    def render(self, vertex: tuple) -> str:
+        lines = super().render(vertex).split("\n")
+        rows = ["".join("#" if r * 3 + c in self.blocked else lines[r][c] for c in range(3))
+                for r in range(3)]
+        status = lines[3]
+        if status.endswith("to move") and all(vertex[i] or i in self.blocked for i in range(9)):
+            status = "draw"
+        return "\n".join(rows + [status])
+
+    @property
+    def symmetry_count(self) -> int:
+        return len(self._kept)
+
+    def transform(self, vertex: tuple, k: int) -> tuple:
+        return super().transform(vertex, self._symmetry(k))
+
+    def transform_actions(self, k: int) -> np.ndarray:
+        return super().transform_actions(self._symmetry(k))
+
+    def _symmetry(self, k: int) -> int:
+        if not 0 <= k < len(self._kept):
+            raise ValueError(f"BlockedTicTacToe{sorted(self.blocked)} has no symmetry {k}")
+        return self._kept[k]
