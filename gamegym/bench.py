@@ -232,4 +232,17 @@ def add_commands(sub) -> None:
                    help="(--learning) train in this new session folder and keep it")
     p.add_argument("--plot", type=Path, default=Path("learning.png"),
                    help="(--learning) where to write the curve")
+    p.add_argument("--replay", nargs="+", choices=("window", "uniform", "prioritized", "curious"),
+                   help="(--learning) one run per replay mode (and seed), side by side in one "
+                        "plot, with the same seeds and minutes")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0],
+                   help="(--learning --replay / --adapt-to) the seeds of the runs")
+    p.add_argument("--adapt-to", metavar="MODULE:CLASS",
+                   help="(--learning) the adaptation experiment: learn the game for --pretrain "
+                        "minutes, then change to this game (same input and actions) and "
+                        "measure each --replay mode re-adapting for --minutes")
+    p.add_argument("--adapt-args", type=json_object, default={},
+                   help="(--adapt-to) the changed game's arguments (JSON)")
+    p.add_argument("--pretrain", type=float, default=4.0,
+                   help="(--adapt-to) minutes of learning before the change")
     p.set_defaults(run=cmd_bench)

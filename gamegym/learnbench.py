@@ -24,6 +24,7 @@ from gamegym.presets import initial_model_path, preset_for
 
 # game spec -> (opponent, whether to measure the optimal-move rate)
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
+             "games.tictactoe:BlockedTicTacToe": ("solver", True),
              "games.santorini:Santorini": ("solver", True),
              "games.connectfour:ConnectFour": ("alphabeta:4", False)}
 EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player
@@ -84,9 +85,12 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
 
 def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
                        games: int, searchcount: int, plot_path: Path | None,
-                       final_factor: int = 4, keep: Path | None = None) -> dict:
+                       final_factor: int = 4, keep: Path | None = None,
+                       overrides: dict | None = None, seed: int = 0) -> dict:
     """Train `game` from scratch for `minutes` and return its curve (see the module doc).
-    With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards)."""
+    With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards).
+    `overrides` change the preset's config (as GymConfig.updated takes them); `seed` is the
+    session's seed and the evaluation's."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args)
@@ -96,71 +100,88 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     if keep is not None and Path(keep).exists():
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
-    opponent, with_optimal = OPPONENTS.get(game, ("alphabeta:2", False))
-    config = GymConfig(**found[1], status_interval=30.0)
-    rng = np.random.default_rng(0)
-    curve = []
-    solver = None
-    if with_optimal:   # one table for the whole run, filled before the training clock starts
-        started = time.monotonic()
-        solver = Solver(graph)
-        value = solver.value(graph.roots[0])
-        print(f"[bench] solved the game exactly first: value {value:+.0f} for the first player, "
-              f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
-              flush=True)
-    explore = config.selfplay.temperature_drop_move
+    opponent, solver = bench_opponent(game, graph)
+    config = GymConfig(**found[1], status_interval=30.0, seed=seed).updated(overrides or {})
+    rng = np.random.default_rng(seed)
     print(f"[bench] the newest iteration plays with {searchcount} searches per move "
           f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
-        curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
-                                solver, explore), "minutes": 0.0})  # the untrained start
-        show(curve[-1], opponent)
-        outcome: dict = {}
-
-        def train():
-            try:
-                outcome["code"] = gym.resume(max_seconds=minutes * 60, console=False)
-            except BaseException as error:   # reported below, after the last point
-                outcome["error"] = error
-
-        runner = threading.Thread(target=train, daemon=True)
-        started = time.monotonic()
-        runner.start()
-        while runner.is_alive():
-            runner.join(timeout=interval * 60)
-            elapsed = (time.monotonic() - started) / 60
-            iteration = gym.session.current_iteration()
-            if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
-                                 and elapsed - curve[-1]["minutes"] < interval / 2):
-                continue   # the run ended just after the last point: nothing new to measure
-            point = measure(gym.session, graph, opponent, games, searchcount, rng, solver,
-                            explore)
-            point["minutes"] = round(elapsed, 2)
-            curve.append(point)
-            show(point, opponent)
-        if "error" in outcome:
-            raise RuntimeError(f"the gym failed during the learning benchmark: "
-                               f"{outcome['error']!r}") from outcome["error"]
-        if outcome.get("code"):
-            raise RuntimeError(f"the gym stopped with an error (exit code {outcome['code']}); "
-                               "see its output above")
-        # the final figure: the last iteration again, on `final_factor` times the games (after
-        # the training clock, so a cheap curve and a precise final number)
-        final = measure(gym.session, graph, opponent, games * final_factor, searchcount, rng,
-                        solver, explore)
-        final.update(minutes=curve[-1]["minutes"], opponent=opponent)
-        show(final, opponent, "final")
+        curve, final = train_and_measure(gym, graph, opponent, solver, minutes, interval, games,
+                                         searchcount, rng, final_factor)
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
                "opponent": opponent, "curve": curve, "final": final,
                "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
-               "selfplay_searchcount": config.selfplay.searchcount}
+               "selfplay_searchcount": config.selfplay.searchcount,
+               "replay": config.train.replay, "seed": seed}
     if plot_path is not None and curve:
         plot_curve(figures, plot_path)
         figures["plot"] = str(plot_path)
     return figures
+
+
+def bench_opponent(game: str, graph) -> tuple[str, Solver | None]:
+    """The benchmark's opponent for a game, and the exact solver (solved now, before any
+    training clock starts) when the game is measured against it."""
+    opponent, with_optimal = OPPONENTS.get(game, ("alphabeta:2", False))
+    if not with_optimal:
+        return opponent, None
+    started = time.monotonic()
+    solver = Solver(graph)
+    value = solver.value(graph.roots[0])
+    print(f"[bench] solved the game exactly first: value {value:+.0f} for the first player, "
+          f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
+          flush=True)
+    return opponent, solver
+
+
+def train_and_measure(gym, graph, opponent: str, solver, minutes: float, interval: float,
+                      games: int, searchcount: int, rng, final_factor: int = 4
+                      ) -> tuple[list, dict]:
+    """Run `gym` for `minutes`, measuring its newest iteration at the start and every
+    `interval` minutes; returns the curve and the final figure (on `final_factor` times the
+    games, after the clock)."""
+    explore = gym.config.selfplay.temperature_drop_move
+    curve = [{**measure(gym.session, graph, opponent, games, searchcount, rng, solver, explore),
+              "minutes": 0.0}]   # where it starts
+    show(curve[-1], opponent)
+    outcome: dict = {}
+
+    def train():
+        try:
+            outcome["code"] = gym.resume(max_seconds=minutes * 60, console=False)
+        except BaseException as error:   # reported below, after the last point
+            outcome["error"] = error
+
+    runner = threading.Thread(target=train, daemon=True)
+    started = time.monotonic()
+    runner.start()
+    while runner.is_alive():
+        runner.join(timeout=interval * 60)
+        elapsed = (time.monotonic() - started) / 60
+        iteration = gym.session.current_iteration()
+        if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
+                             and elapsed - curve[-1]["minutes"] < interval / 2):
+            continue   # the run ended just after the last point: nothing new to measure
+        point = measure(gym.session, graph, opponent, games, searchcount, rng, solver, explore)
+        point["minutes"] = round(elapsed, 2)
+        curve.append(point)
+        show(point, opponent)
+    if "error" in outcome:
+        raise RuntimeError(f"the gym failed during the learning benchmark: "
+                           f"{outcome['error']!r}") from outcome["error"]
+    if outcome.get("code"):
+        raise RuntimeError(f"the gym stopped with an error (exit code {outcome['code']}); "
+                           "see its output above")
+    # the final figure: the last iteration again, on `final_factor` times the games (after
+    # the training clock, so a cheap curve and a precise final number)
+    final = measure(gym.session, graph, opponent, games * final_factor, searchcount, rng,
+                    solver, explore)
+    final.update(minutes=curve[-1]["minutes"], opponent=opponent)
+    show(final, opponent, "final")
+    return curve, final
 
 
 def show(point: dict, opponent: str, label: str = "") -> None:
@@ -201,6 +222,9 @@ def plot_curve(figures: dict, path: Path) -> None:
 
 
 def cmd_learning(args) -> int:
+    if args.replay or args.adapt_to:
+        from gamegym.replaybench import cmd_replay
+        return cmd_replay(args)
     figures = run_learning_bench(args.learning, args.game_args,
                                  args.minutes, args.interval, args.eval_games,
                                  args.eval_searchcount, args.plot, keep=args.keep)

@@ -137,10 +137,7 @@ def plot_replay(session) -> Path | None:
     reports = [r for r in session.train_reports() if r.get("replay_figures")]
     if not reports:
         return None
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    figure, axes = plt.subplots(3, 1, figsize=(6, 7), dpi=80, sharex=True)
+    figure, axes = new_figure((6, 7), rows=3)
     its = [r["iteration"] for r in reports]
     figures = [r["replay_figures"] for r in reports]
     axes[0].plot(its, [f.get("mean_replays", np.nan) for f in figures], marker=".")
@@ -179,12 +176,13 @@ def plot_training(session) -> Path | None:
     return save_figure(figure, session.plots_dir / "loss.png")
 
 
-def new_figure(size: tuple = (6, 4)):
-    """A matplotlib figure and axis on the non-interactive backend."""
+def new_figure(size: tuple = (6, 4), rows: int = 1):
+    """A matplotlib figure and its axis (`rows` > 1: axes, one under the other, sharing x) on
+    the non-interactive backend."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    return plt.subplots(figsize=size, dpi=80)
+    return plt.subplots(rows, 1, figsize=size, dpi=80, sharex=rows > 1)
 
 
 def save_figure(figure, path: Path) -> Path:

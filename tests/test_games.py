@@ -9,10 +9,11 @@ import pytest
 
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
-from games.tictactoe import TicTacToe
+from games.tictactoe import BlockedTicTacToe, TicTacToe
 
 ALL_GAMES = [
     pytest.param(TicTacToe, {}, id="tictactoe"),
+    pytest.param(BlockedTicTacToe, {"blocked": [0, 4]}, id="tictactoe-blocked-0-4"),
     pytest.param(ConnectFour, {}, id="connectfour-6x7"),
     pytest.param(ConnectFour, {"rows": 4, "columns": 4}, id="connectfour-4x4"),
     pytest.param(ConnectFour, {"rows": 5, "columns": 4}, id="connectfour-5x4"),
@@ -89,6 +90,25 @@ def test_tictactoe_action_id_is_row_times_3_plus_column():
     assert grandchild == (0, 0, 0, 0, 0, 1, -1, 0, 0)
     assert game.actions_at(grandchild) == (0, 1, 2, 3, 4, 7, 8)
     assert game.render(grandchild).splitlines() == ["...", "..X", "O..", "X to move"]
+
+
+def test_blocked_tictactoe_never_marks_a_blocked_cell_and_keeps_the_board():
+    game = BlockedTicTacToe([4])
+    plain = TicTacToe()
+    root = game.roots[0]
+    assert game.game_args == {"blocked": [4]} and BlockedTicTacToe().game_args == {"blocked": [4]}
+    assert game.actions_at(root) == (0, 1, 2, 3, 5, 6, 7, 8)
+    assert game.numpify(root).shape == plain.numpify(root).shape and \
+        game.action_space_size == plain.action_space_size
+    assert game.symmetry_count == 8 and BlockedTicTacToe([0]).symmetry_count == 2
+    assert_won_by_last_move(game, [0, 1, 3, 2, 6])      # X: the left column, clear of the block
+    vertices = play(game, [0, 1, 2, 5, 3, 6, 7, 8])    # X O X / X # O / O X O: no line left
+    assert game.terminal_at(vertices[-1]) and game.score_at(vertices[-1]) == 0.0
+    assert game.render(vertices[-1]).splitlines() == ["XOX", "X#O", "OXO", "draw"]
+    assert BlockedTicTacToe([]).actions_at(root) == tuple(range(9))   # plain tic-tac-toe
+    for cells in ([9], [-1], range(9)):
+        with pytest.raises(ValueError, match="blocked"):
+            BlockedTicTacToe(cells)
 
 
 # ----- Connect Four ---------------------------------------------------------------------------

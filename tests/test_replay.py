@@ -350,3 +350,34 @@ def test_buffer_replays_need_sampled_minibatches():
                                      "replay_capacity": 100})
     with pytest.raises(ConfigError, match="curious_beta"):
         GymConfig(game="a:B", train={"curious_beta": 1.5})
+
+
+# ----- the replay benchmark's figures ---------------------------------------------------------
+def test_minutes_to_perfect_play_needs_a_confirmed_point():
+    from gamegym.replaybench import minutes_to_perfect
+    curve = [{"minutes": m, "losses": n} for m, n in [(0, 9), (1, 0), (2, 1), (3, 0), (4, 0)]]
+    assert minutes_to_perfect(curve) == 3          # 1 min was a lucky point
+    assert minutes_to_perfect(curve[:2]) == 1      # the last point needs no confirmation
+    assert minutes_to_perfect(curve[:1]) is None
+
+
+def test_summary_medians_count_runs_that_never_got_there_as_longest():
+    from gamegym.replaybench import summarise
+    runs = [{"replay": "uniform", "minutes_to_perfect": t} for t in (2.0, 4.0, None)] + \
+        [{"replay": "curious", "minutes_to_perfect": t} for t in (1.0, 3.0, 2.0)] + \
+        [{"replay": "prioritized", "minutes_to_perfect": t} for t in (1.0, None, None)]
+    summary = summarise(runs, ["uniform", "curious", "prioritized"])
+    assert summary["uniform"]["median"] == 4.0 and summary["uniform"]["reached"] == 2
+    assert summary["curious"]["median"] == 2.0 and summary["curious"]["ratio_to_uniform"] == 0.5
+    assert summary["prioritized"]["median"] is None and "ratio_to_uniform" not in \
+        summary["prioritized"]
+
+
+@pytest.mark.parametrize("mode", ["window", "uniform", "prioritized", "curious"])
+def test_every_preset_has_valid_replay_settings(mode):
+    from gamegym.presets import PRESETS
+    from gamegym.replaybench import replay_overrides
+    for name, preset in PRESETS.items():
+        config = GymConfig(**preset).updated(replay_overrides(name, mode))
+        assert config.train.replay == mode
+        assert (config.train.num_updates_per_train_iter > 0) == (mode != "window")
