@@ -77,6 +77,8 @@ def session_status(path: str) -> dict:
         "samples_per_iteration": {str(k): n for k, (n, _) in sorted(counts.items())},
         "games": sum(g for _, g in counts.values()), "last_losses": reports[-1]["losses"] if reports else {},
         "running": holder is not None, "running_pid": holder["pid"] if holder else None,
+        "replay": config.train.replay,
+        "replay_figures": reports[-1].get("replay_figures", {}) if reports else {},
     }
 
 
@@ -91,6 +93,9 @@ def cmd_status(args) -> int:
     print(f"samples   {status['samples']} from {status['games']} games")
     losses = ", ".join(f"{k} {v:.4f}" for k, v in sorted(status["last_losses"].items()))
     print(f"losses    {losses or '(not trained yet)'}")
+    if status["replay_figures"]:
+        from gamegym.monitor import replay_summary
+        print(f"replay    {status['replay']}: {replay_summary(status['replay_figures'])[:-3]}")
     print(f"running   {'yes, pid %s' % status['running_pid'] if status['running'] else 'no'}")
     return 0
 

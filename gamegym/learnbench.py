@@ -24,7 +24,7 @@ from gamegym.presets import initial_model_path, preset_for
 
 # game spec -> (opponent, whether to measure the optimal-move rate)
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
-             "games.tictactoe:BlockedTicTacToe": ("solver", True),
+             "games.tictactoe:TicTacToeVariant": ("solver", True),
              "games.santorini:Santorini": ("solver", True),
              "games.connectfour:ConnectFour": ("alphabeta:4", False)}
 EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player

@@ -37,7 +37,7 @@ __all__ = ["run_replay_comparison", "run_adaptation", "minutes_to_perfect", "REP
 # preset -> the buffer replays' training settings: a buffer about the size of the preset's
 # window, and about as many minibatches per iteration as its epochs over that window make
 REPLAY_SETTINGS = {
-    "tictactoe": {"replay_capacity": 4000, "num_updates_per_train_iter": 160},
+    "tictactoe": {"replay_capacity": 100_000, "num_updates_per_train_iter": 200},
     "connectfour": {"replay_capacity": 20000, "num_updates_per_train_iter": 250},
     "santorini-3-1": {"replay_capacity": 8000, "num_updates_per_train_iter": 300},
 }

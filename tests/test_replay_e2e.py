@@ -102,11 +102,12 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
 
     blocked = tmp_path / "blocked"
     done = run("continue", str(session), str(blocked), "--game",
-               "games.tictactoe:BlockedTicTacToe", "--game-args", '{"blocked": [0, 4]}')
+               "games.tictactoe:TicTacToeVariant", "--game-args", '{"blocked": [0, 4]}')
     assert done.returncode == 0, done.stderr
     assert current(blocked) == trained + 1
     config = json.loads((blocked / "config.json").read_text())
-    assert config["game_args"] == {"blocked": [0, 4]} and config["train"]["replay"] == "curious"
+    assert config["game_args"] == {"blocked": [0, 4], "misere": False}
+    assert config["train"]["replay"] == "curious"
     carried = assert_state_matches_the_files(blocked, trained + 1)
     assert carried["keys"] == old_state["keys"]
     assert np.array_equal(carried["priority"], old_state["priority"])
