@@ -197,6 +197,9 @@ def print_report(figures: dict) -> None:
 
 
 def cmd_bench(args) -> int:
+    if args.learning and (args.replay or args.adapt_to):
+        from gamegym.replaybench import cmd_replay
+        return cmd_replay(args)
     if args.learning:
         from gamegym.learnbench import cmd_learning
         return cmd_learning(args)

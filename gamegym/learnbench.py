@@ -222,9 +222,6 @@ def plot_curve(figures: dict, path: Path) -> None:
 
 
 def cmd_learning(args) -> int:
-    if args.replay or args.adapt_to:
-        from gamegym.replaybench import cmd_replay
-        return cmd_replay(args)
     figures = run_learning_bench(args.learning, args.game_args,
                                  args.minutes, args.interval, args.eval_games,
                                  args.eval_searchcount, args.plot, keep=args.keep)
