@@ -106,6 +106,18 @@ class Replay(ABC):
         return {}
 
 
+def readiness(cfg, trained: int, held: int, new: int, iteration: int,
+              where: str) -> tuple[bool, str]:
+    """Ready when the `trained` samples less the validation split reach `min_samplecount` and
+    `new` samples of `iteration` reach `min_new_samples`; else why not."""
+    usable = int(trained * (1 - cfg.validation_split))
+    if usable < cfg.min_samplecount:
+        return False, f"{usable}/{cfg.min_samplecount} samples in {where}"
+    if new < cfg.min_new_samples:
+        return False, f"{new}/{cfg.min_new_samples} samples from iteration {iteration}"
+    return True, f"{held} samples in {where}"
+
+
 class WindowReplay(Replay):
     """All samples of recent iterations, newest first (the original scheme)."""
 
@@ -120,13 +132,8 @@ class WindowReplay(Replay):
         cfg = self.config.train
         counts = self.counter.samples_per_iteration()
         window = sum(n for it, n in counts.items() if it >= self.window_start(iteration))
-        usable = int(min(window, cfg.max_samplecount) * (1 - cfg.validation_split))
-        new = counts.get(iteration, 0)
-        if usable < cfg.min_samplecount:
-            return False, f"{usable}/{cfg.min_samplecount} samples in the window"
-        if new < cfg.min_new_samples:
-            return False, f"{new}/{cfg.min_new_samples} samples from iteration {iteration}"
-        return True, f"{window} samples in the window"
+        return readiness(cfg, min(window, cfg.max_samplecount), window,
+                         counts.get(iteration, 0), iteration, "the window")
 
     def load(self, iteration: int) -> tuple[SampleBatch | None, dict]:
         sources: dict[str, int] = {}
@@ -196,11 +203,12 @@ class BufferSampler:
         self.updated += len(index)
 
     def figures(self) -> dict:
-        """The share of drawn samples that were new (never trained on when drawn)."""
+        """The share of drawn samples that were new (never trained on when drawn), and how
+        many were drawn and reported trained."""
         if not self.drawn:
             return {}
         return {"new_share": round(self.drawn_new / self.drawn, 4), "draws": self.drawn,
-                "batches": self.batches}
+                "batches": self.batches, "updated": self.updated}
 
 
 class BufferReplay(Replay):
@@ -224,15 +232,9 @@ class BufferReplay(Replay):
 
     # ----- the Replay interface ---------------------------------------------------------------
     def ready(self, iteration: int) -> tuple[bool, str]:
-        cfg = self.config.train
         buffer = self.fill(iteration)
-        usable = int(len(buffer) * (1 - cfg.validation_split))
-        new = buffer.samples_of(iteration)
-        if usable < cfg.min_samplecount:
-            return False, f"{usable}/{cfg.min_samplecount} samples in the replay buffer"
-        if new < cfg.min_new_samples:
-            return False, f"{new}/{cfg.min_new_samples} samples from iteration {iteration}"
-        return True, f"{len(buffer)} samples in the replay buffer"
+        return readiness(self.config.train, len(buffer), len(buffer),
+                         buffer.samples_of(iteration), iteration, "the replay buffer")
 
     def load(self, iteration: int) -> tuple[SampleBatch | None, dict]:
         buffer = self.fill(iteration)
