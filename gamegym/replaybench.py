@@ -31,6 +31,7 @@ from gamegym.graph import load_game
 from gamegym.learnbench import EVAL_THREADS, bench_opponent, run_learning_bench, \
     train_and_measure
 from gamegym.presets import initial_model_path, preset_for
+from gamegym.sumtree import SumTree
 
 __all__ = ["run_replay_comparison", "run_adaptation", "minutes_to_perfect", "REPLAY_SETTINGS"]
 
@@ -41,6 +42,25 @@ REPLAY_SETTINGS = {
     "connectfour": {"replay_capacity": 20000, "num_updates_per_train_iter": 250},
     "santorini-3-1": {"replay_capacity": 8000, "num_updates_per_train_iter": 300},
 }
+
+
+def sumtree_timing(items: int = 1_000_000, batch: int = 256, repeats: int = 200,
+                   seed: int = 0) -> dict:
+    """Median milliseconds to draw `batch` of `items` by priority, and to update their
+    priorities, in the SumTree the buffer replays use."""
+    rng = np.random.default_rng(seed)
+    tree = SumTree(items)
+    tree.fill(rng.random(items) * 100)
+    draw, update = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        index = tree.sample(batch, rng)
+        drawn = time.perf_counter()
+        tree.update(index, rng.random(batch))
+        draw.append(drawn - started)
+        update.append(time.perf_counter() - drawn)
+    return {"items": items, "batch": batch, "draw_ms": round(statistics.median(draw) * 1e3, 3),
+            "update_ms": round(statistics.median(update) * 1e3, 3)}
 
 
 def replay_overrides(preset: str, mode: str) -> dict:
@@ -92,7 +112,7 @@ def run_replay_comparison(game: str, game_args: dict, modes: list[str], seeds: l
     result = {"game": game, "game_args": graph.game_args, "minutes": minutes,
               "interval": interval, "eval_games": games, "eval_searchcount": searchcount,
               "eval_threads": EVAL_THREADS, "settings": REPLAY_SETTINGS.get(preset),
-              "runs": runs, "summary": summarise(runs, modes)}
+              "runs": runs, "summary": summarise(runs, modes), "sumtree": sumtree_timing()}
     if plot_path is not None:
         plot_runs(result, plot_path, f"{game.split(':')[1]} {graph.game_args or ''}")
         result["plot"] = str(plot_path)
@@ -142,7 +162,7 @@ def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
               "adapt_args": new_graph.game_args, "pretrain": pretrain, "minutes": minutes,
               "interval": interval, "eval_games": games, "eval_searchcount": searchcount,
               "eval_threads": EVAL_THREADS, "settings": REPLAY_SETTINGS.get(preset),
-              "runs": runs, "summary": summarise(runs, modes)}
+              "runs": runs, "summary": summarise(runs, modes), "sumtree": sumtree_timing()}
     if plot_path is not None:
         plot_runs(result, plot_path, f"after the change to {new_game.split(':')[1]} "
                                      f"{new_graph.game_args}")
@@ -209,6 +229,9 @@ def cmd_replay(args) -> int:
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
+        tree = result["sumtree"]
+        print(f"sum tree: {tree['batch']} of {tree['items']:,} items drawn in "
+              f"{tree['draw_ms']:.3f} ms, their priorities updated in {tree['update_ms']:.3f} ms")
         for mode, row in result["summary"].items():
             ratio = row.get("ratio_to_uniform")
             print(f"{mode:12s} minutes to no losses {row['minutes_to_perfect']}, median "

@@ -381,3 +381,10 @@ def test_every_preset_has_valid_replay_settings(mode):
         config = GymConfig(**preset).updated(replay_overrides(name, mode))
         assert config.train.replay == mode
         assert (config.train.num_updates_per_train_iter > 0) == (mode != "window")
+
+
+def test_the_bench_times_the_sum_tree():
+    from gamegym.replaybench import sumtree_timing
+    timing = sumtree_timing(items=1000, batch=16, repeats=3)
+    assert (timing["items"], timing["batch"]) == (1000, 16)
+    assert timing["draw_ms"] > 0 and timing["update_ms"] > 0

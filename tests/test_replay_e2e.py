@@ -95,9 +95,11 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
 
 def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
     session = new_session(tmp_path)
-    first = run("resume", str(session), "--max-iterations", "1")
+    first = run("resume", str(session), "--max-iterations", "2")
     assert first.returncode == 0, first.stdout + first.stderr
     trained = current(session)
+    assert trained == 2 and not (session / "replay" / "0.npz").exists()
+    assert sorted(p.name for p in (session / "replay").iterdir()) == ["1.npz", "2.npz"]
     old_state = assert_state_matches_the_files(session, trained)
 
     blocked = tmp_path / "blocked"
