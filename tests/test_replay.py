@@ -41,6 +41,19 @@ def test_sumtree_sums_match_brute_force_after_random_updates(capacity):
     assert np.allclose(fresh.tree, tree.tree)
 
 
+@pytest.mark.parametrize("capacity", [5, 1024, 5000, 70_000])
+def test_sumtree_find_agrees_with_a_search_of_the_cumulative_sums(capacity):
+    rng = np.random.default_rng(capacity)
+    p = rng.random(capacity) * (rng.random(capacity) > 0.3)      # a third of them empty
+    tree = SumTree(capacity)
+    tree.fill(np.zeros(capacity))
+    for part in np.array_split(rng.permutation(capacity), 7):    # built by updates
+        tree.update(part, p[part])
+    mass = rng.random(20_000) * p.sum()
+    assert np.array_equal(tree.find(mass),
+                          np.searchsorted(np.cumsum(p), mass, side="right"))
+
+
 def test_sumtree_samples_in_proportion_to_priority():
     rng = np.random.default_rng(0)
     p = rng.random(20) * 5 + 0.1
