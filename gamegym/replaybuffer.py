@@ -254,7 +254,7 @@ class ReplayBuffer:
         order = self.ring_order()
         segments = list(self.segments)
         buffer = io.BytesIO()
-        np.savez_compressed(
+        np.savez(     # stored, not compressed: 8x faster, 1.6x larger; the zip's CRC stays
             buffer, version=np.int64(STATE_VERSION),
             keys=np.array([s.key for s in segments], dtype=str),
             rows=np.array([[s.iteration, s.file_rows, s.row_from, s.row_to] for s in segments],

@@ -332,6 +332,18 @@ def test_a_damaged_state_falls_back_to_the_previous_one_then_rebuilds(session, c
     assert "rebuilt from the sample files" in caplog.text
 
 
+def test_a_flipped_bit_in_the_priorities_is_caught(session):
+    from gamegym.replaybuffer import ReplayStateError, read_state
+    write_files(session, 0, [50])
+    replay = make_replay(session, buffer_config())
+    replay.load(0)
+    replay.buffer.tree.update(np.arange(50), 1.0)
+    data = bytearray(replay.buffer.state({}))
+    data[data.find(np.ones(4, np.float64).tobytes()) + 12] ^= 0x40   # inside the priorities
+    with pytest.raises(ReplayStateError, match="CRC"):
+        read_state(bytes(data))
+
+
 def test_a_missing_state_is_rebuilt_with_a_warning(session, caplog):
     write_files(session, 0, [12])
     session.write_train_report(3, {"iteration": 3, "replay": "curious"})
