@@ -95,7 +95,8 @@ def cmd_status(args) -> int:
     print(f"losses    {losses or '(not trained yet)'}")
     if status["replay_figures"]:
         from gamegym.monitor import replay_summary
-        print(f"replay    {status['replay']}: {replay_summary(status['replay_figures'])[:-3]}")
+        print(f"replay    {status['replay']}: {replay_summary(status['replay_figures'])} "
+              "(mean replay count, new share of the last draws, priority 10th..90th percentile)")
     print(f"running   {'yes, pid %s' % status['running_pid'] if status['running'] else 'no'}")
     return 0
 

@@ -114,21 +114,25 @@ class Monitor:
         return (f"it {s['iteration']} | games {s['games']} | samples/s {s['samples_per_s']:.1f} | "
                 f"searches/s {s['searches_per_s']:.0f} | batch {s['mean_batch']:.1f} | "
                 f"loss {'-' if loss is None else f'{loss:.3f}'} | {rating}"
-                f"{replay_summary(s.get('replay'))}{res}")
+                f"{_replay_part(s.get('replay'))}{res}")
 
     def record(self, monitoring_dir: Path, status: dict) -> None:
         append_jsonl(monitoring_dir / "status.jsonl", status)
 
 
 def replay_summary(figures: dict | None) -> str:
-    """The replay buffer's part of the status line: mean replay count, share of new samples
-    in the last iteration's minibatches, priority spread (10th-90th percentile)."""
+    """The replay buffer in a few words: mean replay count, share of new samples in the last
+    iteration's minibatches, priority spread (10th-90th percentile); empty without figures."""
     if not figures:
         return ""
     new = figures.get("new_share")
-    return (f"replay x{figures['mean_replays']:.1f} new "
-            f"{'-' if new is None else f'{new:.0%}'} p {figures['priority_p10']:.3g}.."
-            f"{figures['priority_p90']:.3g} | ")
+    return (f"x{figures['mean_replays']:.1f} new {'-' if new is None else f'{new:.0%}'} "
+            f"p {figures['priority_p10']:.3g}..{figures['priority_p90']:.3g}")
+
+
+def _replay_part(figures: dict | None) -> str:
+    summary = replay_summary(figures)
+    return f"replay {summary} | " if summary else ""
 
 
 def plot_replay(session) -> Path | None:

@@ -113,18 +113,16 @@ class ReplayBuffer:
     def samples_of(self, iteration: int) -> int:
         return sum(s.rows for s in self.segments if s.iteration == iteration)
 
-    def is_known(self, key: str, iteration: int) -> bool:
-        return (key in self.held or key in self.evicted or key in self.skipped
-                or (bool(self.segments) and iteration < self.floor))
-
     def new_files(self) -> list[tuple[int, Path]]:
-        """Published sample files the buffer does not know, oldest first."""
+        """Published sample files the buffer does not know, oldest first (see the module)."""
+        floor = self.floor
         found = []
         for it in sample_iterations(self.samples_dir):
-            if self.segments and it < self.floor:
+            if self.segments and it < floor:
                 continue
             for path in sample_files(self.samples_dir, it):
-                if not self.is_known(file_key(it, path), it):
+                key = file_key(it, path)
+                if key not in self.held and key not in self.evicted and key not in self.skipped:
                     found.append((it, path))
         return found
 
