@@ -197,6 +197,9 @@ def print_report(figures: dict) -> None:
 
 
 def cmd_bench(args) -> int:
+    if args.learning and (args.replay or args.adapt_to):
+        from gamegym.replaybench import cmd_replay
+        return cmd_replay(args)
     if args.learning:
         from gamegym.learnbench import cmd_learning
         return cmd_learning(args)
@@ -266,4 +269,17 @@ def add_commands(sub) -> None:
                    help="(--learning) train in this new session folder and keep it")
     p.add_argument("--plot", type=Path, default=Path("learning.png"),
                    help="(--learning) where to write the curve")
+    p.add_argument("--replay", nargs="+", choices=("window", "uniform", "prioritized", "curious"),
+                   help="(--learning) one run per replay mode (and seed), side by side in one "
+                        "plot, with the same seeds and minutes")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0],
+                   help="(--learning --replay / --adapt-to) the seeds of the runs")
+    p.add_argument("--adapt-to", metavar="MODULE:CLASS",
+                   help="(--learning) the adaptation experiment: learn the game for --pretrain "
+                        "minutes, then change to this game (same input and actions) and "
+                        "measure each --replay mode re-adapting for --minutes")
+    p.add_argument("--adapt-args", type=json_object, default={},
+                   help="(--adapt-to) the changed game's arguments (JSON)")
+    p.add_argument("--pretrain", type=float, default=4.0,
+                   help="(--adapt-to) minutes of learning before the change")
     p.set_defaults(run=cmd_bench)

@@ -40,6 +40,27 @@ def cmd_resume(args) -> int:
     return gym.resume(max_seconds=args.max_seconds, max_iterations=args.max_iterations)
 
 
+def cmd_continue(args) -> int:
+    from gamegym.continuation import continue_session
+    overrides = {}
+    if args.config:
+        try:
+            overrides = json.loads(args.config.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"cannot read config file {args.config}: {error}") from error
+        if not isinstance(overrides, dict):
+            raise ConfigError(f"config file {args.config} must hold a JSON object")
+    new = continue_session(args.source, args.session, args.game, args.game_args, overrides)
+    config = new.load_config()
+    origin = json.loads((new.path / "origin.json").read_text())
+    print(f"created session {new.path} for {config.game} {config.game_args}, continuing "
+          f"{origin['source']} at iteration {origin['iteration']} (as iteration "
+          f"{origin['first_iteration']}) with its {origin['sample_files']} sample files"
+          + (" and replay state" if origin["replay_state"] else ""))
+    print(f"run it with: gamegym resume {args.session}")
+    return 0
+
+
 def session_status(path: str) -> dict:
     """What `gamegym status` shows: iteration, samples, games, last losses, lock holder."""
     from gamegym.samples import SampleCounter
@@ -56,6 +77,8 @@ def session_status(path: str) -> dict:
         "samples_per_iteration": {str(k): n for k, (n, _) in sorted(counts.items())},
         "games": sum(g for _, g in counts.values()), "last_losses": reports[-1]["losses"] if reports else {},
         "running": holder is not None, "running_pid": holder["pid"] if holder else None,
+        "replay": config.train.replay,
+        "replay_figures": reports[-1].get("replay_figures", {}) if reports else {},
     }
 
 
@@ -70,6 +93,10 @@ def cmd_status(args) -> int:
     print(f"samples   {status['samples']} from {status['games']} games")
     losses = ", ".join(f"{k} {v:.4f}" for k, v in sorted(status["last_losses"].items()))
     print(f"losses    {losses or '(not trained yet)'}")
+    if status["replay_figures"]:
+        from gamegym.monitor import replay_summary
+        print(f"replay    {status['replay']}: {replay_summary(status['replay_figures'])} "
+              "(mean replay count, new share of the last draws, priority 10th..90th percentile)")
     print(f"running   {'yes, pid %s' % status['running_pid'] if status['running'] else 'no'}")
     return 0
 
@@ -97,6 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-iterations", type=int, help="stop after this many new iterations")
     p.add_argument("--config", type=Path, help="change settings (fixed fields excepted)")
     p.set_defaults(run=cmd_resume)
+
+    p = sub.add_parser("continue", help="a new session carrying on from another one's model "
+                       "and samples under changed game arguments (or rules)")
+    p.add_argument("source", help="the session to carry on from (only read)")
+    p.add_argument("session", help="the new session folder")
+    p.add_argument("--game-args", type=json_object, help="the new game arguments (JSON)")
+    p.add_argument("--game", help="another game with the same input shape and action space")
+    p.add_argument("--config", type=Path, help="other settings to change (a config JSON file)")
+    p.set_defaults(run=cmd_continue)
 
     p = sub.add_parser("status", help="show a session's state")
     p.add_argument("session")

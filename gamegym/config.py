@@ -19,7 +19,7 @@ __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "T
            "GymConfig", "LEARNERS", "REPLAYS"]
 
 LEARNERS = ("alphazero",)
-REPLAYS = ("window",)
+REPLAYS = ("window", "uniform", "prioritized", "curious")
 
 
 class ConfigError(ValueError):
@@ -149,7 +149,8 @@ class TrainConfig:
 
     _section = "train."
     learner: str = "alphazero"      # learner mode (see gamegym.learners)
-    replay: str = "window"          # replay mode: "window" = all recent samples, uniformly
+    replay: str = "window"          # replay mode: "window" = all recent samples, uniformly;
+                                    # "uniform", "prioritized", "curious": a replay buffer
     epochs: int = 4                 # passes over the sample window per iteration
     batchsize: int = 64             # training minibatch size
     learning_rate: float = 1e-3     # Adam learning rate
@@ -165,6 +166,13 @@ class TrainConfig:
                                     # later, not the game result (0 = the result, AlphaZero)
     value_target_mix: float = 0.0   # value target = (1 - m) * that + m * own search value
     keep_models: int = 0            # keep only the newest N model files (0 = keep all)
+    # the replay buffer (replay "uniform", "prioritized", "curious"; Curious Replay's defaults)
+    replay_capacity: int = 100_000  # positions in the buffer; the oldest leave first
+    curious_c: float = 1e4          # c: weight of the count term c*beta^v (prioritized: 0)
+    curious_beta: float = 0.7       # beta: the count term's decay per replay of a sample
+    curious_alpha: float = 0.7      # alpha: sharpness of the loss term (|L| + epsilon)^alpha
+    curious_epsilon: float = 0.01   # epsilon: keeps the loss term above 0
+    priority_max: float = 1e5       # priority of a sample never trained on
 
     def validate(self) -> None:
         _choice(self, "learner", LEARNERS)
@@ -185,6 +193,22 @@ class TrainConfig:
         _float_in(self, "value_target_mix", 0.0, 1.0)
         _int_in(self, "value_td_steps", 0, 10_000)
         _int_in(self, "keep_models", 0)
+        _int_in(self, "replay_capacity", 1, 100_000_000)
+        _float_in(self, "curious_c", 0.0, 1e12)
+        _float_in(self, "curious_beta", 0.0, 1.0)
+        _float_in(self, "curious_alpha", 0.0, 1.0)
+        _float_in(self, "curious_epsilon", 0.0, 1e6, low_open=True)
+        _float_in(self, "priority_max", 0.0, 1e15, low_open=True)
+        if self.replay != "window":
+            _check(self.num_updates_per_train_iter > 0, "train.num_updates_per_train_iter",
+                   f"must be > 0 with train.replay = {self.replay!r}: the replay buffer trains "
+                   "on that many minibatches drawn from it per iteration (e.g. 100)"
+                   + ("; whole-window epochs would train every sample equally often, so the "
+                      "priorities could steer nothing" if self.replay != "uniform" else "")
+                   + "; whole-window epochs are replay 'window'")
+            _check(self.replay_capacity >= self.min_samplecount, "train.replay_capacity",
+                   f"({self.replay_capacity}) must be >= train.min_samplecount "
+                   f"({self.min_samplecount}), or the buffer never holds enough to train")
 
 
 @dataclass
@@ -294,6 +318,10 @@ class GymConfig:
             else:
                 data[key] = value
         return GymConfig.from_dict(data)
+
+    def value_at(self, path: str) -> Any:
+        """A field by its dotted name, e.g. "train.learner" (None when there is none)."""
+        return _get_path(self.to_dict(), path)
 
     def check_resume(self, stored: "GymConfig") -> None:
         """Refuse a config for resuming that changes a field fixed at session creation."""

@@ -29,8 +29,11 @@ from gamegym.presets import initial_model_path, preset_for
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
              "games.santorini:Santorini": ("solver",),
-             "games.connectfour:ConnectFour": ("mcts:1000", "alphabeta:5", "alphabeta0:4")}
-SOLVABLE = ("games.tictactoe:TicTacToe", "games.santorini:Santorini")   # optimal-move rate
+             "games.tictactoe:TicTacToeVariant": ("solver",),
+             "games.connectfour:ConnectFour": ("mcts:1000", "alphabeta:5", "alphabeta0:4"),
+             "gamegym.openspiel:OpenSpielGame": ("openspiel-mcts:1000",)}
+SOLVABLE = ("games.tictactoe:TicTacToe", "games.tictactoe:TicTacToeVariant",
+            "games.santorini:Santorini")   # the optimal-move rate is measured
 EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player
 
 
@@ -93,10 +96,13 @@ def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
 def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
                        games: int, searchcount: int, plot_path: Path | None,
                        final_factor: int = 4, keep: Path | None = None,
-                       opponents: tuple | None = None) -> dict:
+                       opponents: tuple | None = None, overrides: dict | None = None,
+                       seed: int = 0) -> dict:
     """Train `game` from scratch for `minutes` and return its curve (see the module doc).
     With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards);
-    `opponents` (player specs) replaces the game's benchmark opponents."""
+    `opponents` (player specs) replaces the game's benchmark opponents.  `overrides` change
+    the preset's config (as GymConfig.updated takes them); `seed` is the session's seed and
+    the evaluation's."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args)
@@ -106,77 +112,95 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     if keep is not None and Path(keep).exists():
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
-    opponents = tuple(opponents or OPPONENTS.get(game, ("alphabeta:2",)))
-    for spec in opponents:   # a bad spec fails now, not after the training
-        problem = check_player_spec(spec)
-        if problem is not None:
-            raise ValueError(f"--opponents: {problem}")
-    with_optimal = game in SOLVABLE
-    config = GymConfig(**found[1], status_interval=30.0)
-    rng = np.random.default_rng(0)
-    curve = []
-    solver = None
-    if with_optimal:   # one table for the whole run, filled before the training clock starts
-        started = time.monotonic()
-        solver = Solver(graph)
-        value = solver.value(graph.roots[0])
-        print(f"[bench] solved the game exactly first: value {value:+.0f} for the first player, "
-              f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
-              flush=True)
-    explore = config.selfplay.temperature_drop_move
+    opponents, solver = bench_opponents(game, graph, opponents)
+    config = GymConfig(**found[1], status_interval=30.0, seed=seed).updated(overrides or {})
+    rng = np.random.default_rng(seed)
     print(f"[bench] the newest iteration plays with {searchcount} searches per move "
           f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
-        curve.append({**measure(gym.session, graph, opponents, games, searchcount, rng,
-                                solver, explore), "minutes": 0.0})  # the untrained start
-        show(curve[-1])
-        outcome: dict = {}
-
-        def train():
-            try:
-                outcome["code"] = gym.resume(max_seconds=minutes * 60, console=False)
-            except BaseException as error:   # reported below, after the last point
-                outcome["error"] = error
-
-        runner = threading.Thread(target=train, daemon=True)
-        started = time.monotonic()
-        runner.start()
-        while runner.is_alive():
-            runner.join(timeout=interval * 60)
-            elapsed = (time.monotonic() - started) / 60
-            iteration = gym.session.current_iteration()
-            if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
-                                 and elapsed - curve[-1]["minutes"] < interval / 2):
-                continue   # the run ended just after the last point: nothing new to measure
-            point = measure(gym.session, graph, opponents, games, searchcount, rng, solver,
-                            explore)
-            point["minutes"] = round(elapsed, 2)
-            curve.append(point)
-            show(point)
-        if "error" in outcome:
-            raise RuntimeError(f"the gym failed during the learning benchmark: "
-                               f"{outcome['error']!r}") from outcome["error"]
-        if outcome.get("code"):
-            raise RuntimeError(f"the gym stopped with an error (exit code {outcome['code']}); "
-                               "see its output above")
-        # the final figure: the last iteration again, on `final_factor` times the games (after
-        # the training clock, so a cheap curve and a precise final number)
-        final = measure(gym.session, graph, opponents, games * final_factor, searchcount, rng,
-                        solver, explore)
-        final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
-        show(final, "final")
+        curve, final = train_and_measure(gym, graph, opponents, solver, minutes, interval, games,
+                                         searchcount, rng, final_factor)
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
                "opponent": opponents[0], "opponents": list(opponents), "curve": curve,
                "final": final,
                "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
-               "selfplay_searchcount": config.selfplay.searchcount}
+               "selfplay_searchcount": config.selfplay.searchcount,
+               "replay": config.train.replay, "seed": seed}
     if plot_path is not None and curve:
         plot_curve(figures, plot_path)
         figures["plot"] = str(plot_path)
     return figures
+
+
+def bench_opponents(game: str, graph, opponents: tuple | None = None
+                    ) -> tuple[tuple, Solver | None]:
+    """The benchmark's opponents for a game (player specs; `opponents` replaces the game's
+    own), and the exact solver (solved now, before any training clock starts) when the game
+    is measured against it.  A bad spec fails now, not after the training."""
+    opponents = tuple(opponents or OPPONENTS.get(game, ("alphabeta:2",)))
+    for spec in opponents:
+        problem = check_player_spec(spec)
+        if problem is not None:
+            raise ValueError(f"--opponents: {problem}")
+    if game not in SOLVABLE:
+        return opponents, None
+    started = time.monotonic()
+    solver = Solver(graph)
+    value = solver.value(graph.roots[0])
+    print(f"[bench] solved the game exactly first: value {value:+.0f} for the first player, "
+          f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
+          flush=True)
+    return opponents, solver
+
+
+def train_and_measure(gym, graph, opponents: tuple, solver, minutes: float, interval: float,
+                      games: int, searchcount: int, rng, final_factor: int = 4
+                      ) -> tuple[list, dict]:
+    """Run `gym` for `minutes`, measuring its newest iteration at the start and every
+    `interval` minutes; returns the curve and the final figure (on `final_factor` times the
+    games, after the clock)."""
+    explore = gym.config.selfplay.temperature_drop_move
+    curve = [{**measure(gym.session, graph, opponents, games, searchcount, rng, solver,
+                        explore), "minutes": 0.0}]   # where it starts
+    show(curve[-1])
+    outcome: dict = {}
+
+    def train():
+        try:
+            outcome["code"] = gym.resume(max_seconds=minutes * 60, console=False)
+        except BaseException as error:   # reported below, after the last point
+            outcome["error"] = error
+
+    runner = threading.Thread(target=train, daemon=True)
+    started = time.monotonic()
+    runner.start()
+    while runner.is_alive():
+        runner.join(timeout=interval * 60)
+        elapsed = (time.monotonic() - started) / 60
+        iteration = gym.session.current_iteration()
+        if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
+                             and elapsed - curve[-1]["minutes"] < interval / 2):
+            continue   # the run ended just after the last point: nothing new to measure
+        point = measure(gym.session, graph, opponents, games, searchcount, rng, solver, explore)
+        point["minutes"] = round(elapsed, 2)
+        curve.append(point)
+        show(point)
+    if "error" in outcome:
+        raise RuntimeError(f"the gym failed during the learning benchmark: "
+                           f"{outcome['error']!r}") from outcome["error"]
+    if outcome.get("code"):
+        raise RuntimeError(f"the gym stopped with an error (exit code {outcome['code']}); "
+                           "see its output above")
+    # the final figure: the last iteration again, on `final_factor` times the games (after
+    # the training clock, so a cheap curve and a precise final number)
+    final = measure(gym.session, graph, opponents, games * final_factor, searchcount, rng,
+                    solver, explore)
+    final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
+    show(final, "final")
+    return curve, final
 
 
 def show(point: dict, label: str = "") -> None:

@@ -7,6 +7,7 @@ import time
 from collections import defaultdict, deque
 from pathlib import Path
 
+import numpy as np
 import psutil
 
 from gamegym.fileio import append_jsonl
@@ -28,6 +29,7 @@ class Monitor:
         self.totals: dict = defaultdict(float)
         self.iteration = -1
         self.last_losses: dict = {}
+        self.replay: dict = {}              # the replay buffer's figures of the last iteration
         self.rating: tuple = (None, None)   # (iteration, Elo) of the latest evaluation
         self.processes: dict[str, psutil.Process] = {}
         self.started = time.monotonic()
@@ -41,6 +43,7 @@ class Monitor:
         if report.role == "trainer":
             self.iteration = int(figures.get("iteration", self.iteration))
             self.last_losses = figures.get("losses", {})
+            self.replay = figures.get("replay") or {}
             return
         if report.role == "predictor" and "iteration" in figures:
             self.iteration = max(self.iteration, int(figures["iteration"]))
@@ -97,6 +100,7 @@ class Monitor:
                 "games": int(self.totals.get("selfplayer.games", 0)),
                 "samples": int(self.totals.get("selfplayer.samples", 0)),
                 "last_losses": self.last_losses, "rating": self.rating[1],
+                **({"replay": self.replay} if self.replay else {}),
                 "rated_iteration": self.rating[0], **{k: round(v, 2) for k, v in self.rates().items()},
                 "resources": self.resources()}
 
@@ -109,10 +113,53 @@ class Monitor:
                        for role, r in sorted(s["resources"].items()))
         return (f"it {s['iteration']} | games {s['games']} | samples/s {s['samples_per_s']:.1f} | "
                 f"searches/s {s['searches_per_s']:.0f} | batch {s['mean_batch']:.1f} | "
-                f"loss {'-' if loss is None else f'{loss:.3f}'} | {rating}{res}")
+                f"loss {'-' if loss is None else f'{loss:.3f}'} | {rating}"
+                f"{_replay_part(s.get('replay'))}{res}")
 
     def record(self, monitoring_dir: Path, status: dict) -> None:
         append_jsonl(monitoring_dir / "status.jsonl", status)
+
+
+def replay_summary(figures: dict | None) -> str:
+    """The replay buffer in a few words: mean replay count, share of new samples in the last
+    iteration's minibatches, priority spread (10th-90th percentile); empty without figures."""
+    if not figures:
+        return ""
+    new = figures.get("new_share")
+    return (f"x{figures['mean_replays']:.1f} new {'-' if new is None else f'{new:.0%}'} "
+            f"p {figures['priority_p10']:.3g}..{figures['priority_p90']:.3g}")
+
+
+def _replay_part(figures: dict | None) -> str:
+    summary = replay_summary(figures)
+    return f"replay {summary} | " if summary else ""
+
+
+def plot_replay(session) -> Path | None:
+    """plots/replay.png: the replay buffer per iteration (from train/*.json): the mean replay
+    count, the share of each iteration's minibatches that was new, the priority spread."""
+    reports = [r for r in session.train_reports() if r.get("replay_figures")]
+    if not reports:
+        return None
+    figure, axes = new_figure((6, 7), rows=3)
+    its = [r["iteration"] for r in reports]
+    figures = [r["replay_figures"] for r in reports]
+    axes[0].plot(its, [f.get("mean_replays", np.nan) for f in figures], marker=".")
+    axes[0].set_ylabel("mean replay count")
+    axes[1].plot(its, [f.get("new_share", np.nan) for f in figures], marker=".")
+    axes[1].set_ylabel("new share of draws")
+    axes[1].set_ylim(0, 1.05)
+    for key, style in (("priority_p90", ":"), ("priority_p50", "-"), ("priority_p10", ":")):
+        axes[2].plot(its, [max(f.get(key, np.nan), 1e-12) for f in figures], style, label=key[9:])
+    axes[2].set_yscale("log")
+    axes[2].set_ylabel("priority")
+    axes[2].set_xlabel("iteration")
+    axes[2].legend(fontsize="small")
+    for axis in axes:
+        axis.grid(alpha=0.3)
+    axes[0].set_title(f"replay buffer ({reports[-1].get('replay', '')})")
+    figure.tight_layout()
+    return save_figure(figure, session.plots_dir / "replay.png")
 
 
 def plot_training(session) -> Path | None:
@@ -133,12 +180,13 @@ def plot_training(session) -> Path | None:
     return save_figure(figure, session.plots_dir / "loss.png")
 
 
-def new_figure(size: tuple = (6, 4)):
-    """A matplotlib figure and axis on the non-interactive backend."""
+def new_figure(size: tuple = (6, 4), rows: int = 1):
+    """A matplotlib figure and its axis (`rows` > 1: axes, one under the other, sharing x) on
+    the non-interactive backend."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    return plt.subplots(figsize=size, dpi=80)
+    return plt.subplots(rows, 1, figsize=size, dpi=80, sharex=rows > 1)
 
 
 def save_figure(figure, path: Path) -> Path:

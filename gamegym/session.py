@@ -5,6 +5,8 @@
   models/<it>.keras  model iterations; models/current.json names the newest
   samples/<it>/      sample files of games played with model <it>
   train/<it>.json    training report of the iteration that produced model <it>
+  replay/<it>.npz    the replay buffer's counts and priorities after iteration <it> (replays
+                     "uniform", "prioritized", "curious"; see gamegym.replay)
   evaluation/ monitoring/ plots/ logs/ quarantine/
 """
 from __future__ import annotations
@@ -25,7 +27,8 @@ from gamegym.fileio import atomic_publish, atomic_write_json, quarantine, remove
 __all__ = ["Session", "SessionError", "SessionLockedError"]
 
 log = logging.getLogger(__name__)
-FOLDERS = ("models", "samples", "train", "evaluation", "monitoring", "plots", "logs", "quarantine")
+FOLDERS = ("models", "samples", "train", "replay", "evaluation", "monitoring", "plots", "logs",
+           "quarantine")
 
 
 class SessionError(Exception):
@@ -46,6 +49,7 @@ class Session:
         self.models_dir = self.path / "models"
         self.samples_dir = self.path / "samples"
         self.train_dir = self.path / "train"
+        self.replay_dir = self.path / "replay"
         self.evaluation_dir = self.path / "evaluation"
         self.monitoring_dir = self.path / "monitoring"
         self.plots_dir = self.path / "plots"

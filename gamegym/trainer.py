@@ -2,7 +2,7 @@
 
 It waits until the replay is ready (with the default `window`: `min_samplecount` samples, of
 which the current model played `min_new_samples`), trains one iteration with the session's
-learner, publishes models/<it+1>.keras, writes train/<it+1>.json, commits the replay's state and
+learner, commits the replay's state, publishes models/<it+1>.keras, writes train/<it+1>.json and
 tells the Predictor to reload.  Reports go to listeners (the gym's monitor, the loss plot, the
 log); the Trainer itself neither prints nor plots inline.
 """
@@ -43,25 +43,39 @@ class Trainer:
 
     def train_once(self) -> int:
         """Train one iteration on the replay's samples and publish it; returns the new
-        iteration."""
+        iteration.  The replay's state is committed before the model is published, so a
+        crash between the two loses only this iteration (see gamegym.replay)."""
         cfg = self.config.train
         iteration = self.session.current_iteration()
+        clock = time.perf_counter()
         batch, facts = self.replay.load(iteration)
         if batch is None:
             raise RuntimeError("no readable samples to train on")
+        loaded = time.perf_counter()
         start = time.time()
         sampler = self.replay.sampler(batch, self.rng)
+        timed = None if sampler is None else TimedSampler(sampler)
         result = self.learner.train_iteration(self.model, batch, cfg, self.rng, graph=self.graph,
-                                              sampler=sampler)
+                                              sampler=timed)
+        trained = time.perf_counter()
         new_iteration = iteration + 1
-        self.session.publish_model(self.model, new_iteration, keep=cfg.keep_models)
         self.replay.commit(new_iteration)
+        committed = time.perf_counter()
+        self.session.publish_model(self.model, new_iteration, keep=cfg.keep_models)
+        figures = self.replay.figures()
+        total = time.perf_counter() - clock
+        timing = {"load": loaded - clock, "train": trained - loaded, "commit": committed - trained,
+                  "publish": total - (committed - clock)}
+        if timed is not None:
+            timing["sampler"] = timed.seconds
+            figures["sampler_share"] = round(timed.seconds / total, 4) if total else 0.0
         report = {
             "iteration": new_iteration, "time": time.time(), "seconds": time.time() - start,
             "samples": len(batch), **facts, "learner": cfg.learner, "replay": cfg.replay,
             "history": result.history,
             "losses": {k: v[-1] for k, v in result.history.items() if v},
-            **({"replay_figures": self.replay.figures()} if self.replay.figures() else {}),
+            "timing": {k: round(v, 4) for k, v in timing.items()},
+            **({"replay_figures": figures} if figures else {}),
         }
         self.session.write_train_report(new_iteration, report)
         log.info("iteration %d trained on %d samples in %.1f s: %s", new_iteration, len(batch),
@@ -87,6 +101,29 @@ class Trainer:
         return trained
 
 
+class TimedSampler:
+    """A replay's sampler with the seconds spent in it counted (the replay's share of the
+    Trainer's time, reported as timing.sampler in train/<it>.json)."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+        self.seconds = 0.0
+
+    def draw(self, size: int) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return self.sampler.draw(size)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def update(self, index, losses) -> None:
+        started = time.perf_counter()
+        try:
+            self.sampler.update(index, losses)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
 def _format_losses(losses: dict) -> str:
     return ", ".join(f"{k} {v:.4f}" for k, v in sorted(losses.items()))
 
@@ -105,7 +142,7 @@ def build_trainer(session, config, rng, listeners=None) -> Trainer:
 
 @child_entry("trainer")
 def trainer_main(session_path, config, control, reports, seed, *, stop_event):
-    from gamegym.monitor import plot_training
+    from gamegym.monitor import plot_replay, plot_training
     from gamegym.session import Session
     from gamegym.tfsetup import configure_tensorflow
     session = Session(session_path)
@@ -115,8 +152,11 @@ def trainer_main(session_path, config, control, reports, seed, *, stop_event):
         control.send(Reload(report["iteration"]))
         reports.put(Report("trainer", os.getpid(), {"iteration": report["iteration"],
                                                     "losses": report["losses"],
-                                                    "samples": report["samples"]}))
+                                                    "samples": report["samples"],
+                                                    "replay": report.get("replay_figures", {})}))
         plot_training(session)
+        if "replay_figures" in report:
+            plot_replay(session)
 
     trainer = build_trainer(session, config, np.random.default_rng(seed), [publish])
     trainer.run(stop_event)

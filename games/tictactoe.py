@@ -15,7 +15,7 @@ import numpy as np
 
 from gamegym.graph import GameGraph
 
-__all__ = ["TicTacToe"]
+__all__ = ["TicTacToe", "TicTacToeVariant"]
 
 _LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8),   # rows
           (0, 3, 6), (1, 4, 7), (2, 5, 8),   # columns
@@ -113,3 +113,72 @@ class TicTacToe(GameGraph):
         if not 0 <= k < 8:
             raise ValueError(f"TicTacToe has no symmetry {k}")
         return np.array(self._cell_maps[k], dtype=np.int64)
+
+
+class TicTacToeVariant(TicTacToe):
+    """Tic-tac-toe under changed rules: `blocked` cells no one may mark, and `misere` play (who
+    completes a line loses).
+
+    The board, the network input (a blocked cell looks empty: nothing tells the network the
+    rules changed) and the action ids are those of TicTacToe, so a session can continue from
+    TicTacToe into a variant with the same model (`gamegym continue`): the adaptation
+    experiment of Curious Replay.  A line through a blocked cell can never be completed; the
+    game is drawn when every free cell is marked.  Every variant with blocked cells tried
+    (the centre, a corner, an edge, two corners, corner and centre, the four corners, the
+    four edges) and misère play are draws with perfect play.  The symmetries are those of the
+    square that map the blocked cells onto themselves.
+    """
+
+    def __init__(self, blocked=(), misere: bool = False) -> None:
+        super().__init__()
+        cells = sorted({int(c) for c in blocked})
+        if not all(0 <= c < 9 for c in cells) or len(cells) >= 9:
+            raise ValueError(f"blocked must name some (not all) cells 0..8, got {blocked!r}")
+        if not isinstance(misere, bool):
+            raise ValueError(f"misere must be true or false, got {misere!r}")
+        self.blocked = frozenset(cells)
+        self.misere = misere
+        self._game_args = {"blocked": cells, "misere": misere}     # as JSON stores them
+        self._kept = tuple(k for k in range(8)
+                           if {self._cell_maps[k][c] for c in cells} == self.blocked)
+
+    def score_at(self, vertex: tuple) -> float:
+        """The player who just moved completed a line: the player to move has lost, or in
+        misère play won."""
+        if not self._lost(vertex):
+            return 0.0
+        return 1.0 if self.misere else -1.0
+
+    def expansion(self, vertex: tuple) -> tuple[tuple, tuple]:
+        if self._lost(vertex):
+            return (), ()
+        flipped = tuple(map(neg, vertex))
+        actions = tuple(i for i in range(9) if not vertex[i] and i not in self.blocked)
+        children = tuple(flipped[:i] + (-1,) + flipped[i + 1:] for i in actions)
+        return children, actions
+
+    def render(self, vertex: tuple) -> str:
+        lines = super().render(vertex).split("\n")
+        rows = ["".join("#" if r * 3 + c in self.blocked else lines[r][c] for c in range(3))
+                for r in range(3)]
+        status = lines[3]
+        if status.endswith("has won") and self.misere:
+            status = f"{status.split()[0]} has lost (misère)"
+        elif status.endswith("to move") and all(vertex[i] or i in self.blocked for i in range(9)):
+            status = "draw"
+        return "\n".join(rows + [status])
+
+    @property
+    def symmetry_count(self) -> int:
+        return len(self._kept)
+
+    def transform(self, vertex: tuple, k: int) -> tuple:
+        return super().transform(vertex, self._symmetry(k))
+
+    def transform_actions(self, k: int) -> np.ndarray:
+        return super().transform_actions(self._symmetry(k))
+
+    def _symmetry(self, k: int) -> int:
+        if not 0 <= k < len(self._kept):
+            raise ValueError(f"this TicTacToeVariant has no symmetry {k}")
+        return self._kept[k]

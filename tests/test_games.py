@@ -10,10 +10,12 @@ import pytest
 
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
-from games.tictactoe import TicTacToe
+from games.tictactoe import TicTacToe, TicTacToeVariant
 
 ALL_GAMES = [
     pytest.param(TicTacToe, {}, id="tictactoe"),
+    pytest.param(TicTacToeVariant, {"blocked": [0, 4]}, id="tictactoe-blocked-0-4"),
+    pytest.param(TicTacToeVariant, {"blocked": [1], "misere": True}, id="tictactoe-misere"),
     pytest.param(ConnectFour, {}, id="connectfour-6x7"),
     pytest.param(ConnectFour, {"rows": 4, "columns": 4}, id="connectfour-4x4"),
     pytest.param(ConnectFour, {"rows": 5, "columns": 4}, id="connectfour-5x4"),
@@ -90,6 +92,34 @@ def test_tictactoe_action_id_is_row_times_3_plus_column():
     assert grandchild == (0, 0, 0, 0, 0, 1, -1, 0, 0)
     assert game.actions_at(grandchild) == (0, 1, 2, 3, 4, 7, 8)
     assert game.render(grandchild).splitlines() == ["...", "..X", "O..", "X to move"]
+
+
+def test_tictactoe_variant_never_marks_a_blocked_cell_and_keeps_the_board():
+    game = TicTacToeVariant([4])
+    plain = TicTacToe()
+    root = game.roots[0]
+    assert game.game_args == {"blocked": [4], "misere": False}
+    assert game.actions_at(root) == (0, 1, 2, 3, 5, 6, 7, 8)
+    assert game.numpify(root).shape == plain.numpify(root).shape and \
+        game.action_space_size == plain.action_space_size
+    assert game.symmetry_count == 8 and TicTacToeVariant([0]).symmetry_count == 2
+    assert_won_by_last_move(game, [0, 1, 3, 2, 6])      # X: the left column, clear of the block
+    vertices = play(game, [0, 1, 2, 5, 3, 6, 7, 8])    # X O X / X # O / O X O: no line left
+    assert game.terminal_at(vertices[-1]) and game.score_at(vertices[-1]) == 0.0
+    assert game.render(vertices[-1]).splitlines() == ["XOX", "X#O", "OXO", "draw"]
+    assert TicTacToeVariant().actions_at(root) == tuple(range(9))   # plain tic-tac-toe
+    for cells in ([9], [-1], range(9)):
+        with pytest.raises(ValueError, match="blocked"):
+            TicTacToeVariant(cells)
+
+
+def test_misere_tictactoe_the_line_loses():
+    game = TicTacToeVariant(misere=True)
+    last = play(game, [0, 3, 1, 4, 2])[-1]             # X completes the top row...
+    assert game.terminal_at(last) and game.score_at(last) == 1.0    # ...and O, to move, wins
+    assert game.render(last).splitlines()[-1] == "X has lost (misère)"
+    from gamegym.players import Solver
+    assert Solver(game).value(game.roots[0]) == 0.0     # a draw with perfect play
 
 
 # ----- Connect Four ---------------------------------------------------------------------------
@@ -416,8 +446,10 @@ def test_contract_and_numpify_round_trip(cls, kwargs):
         assert len(set(actions)) == len(actions)
         assert all(0 <= a < game.action_space_size for a in actions)
         score = game.score_at(vertex)
-        assert score in (-1.0, 0.0)   # in these games only the player who just moved can win
-        if score == -1.0:
+        assert score in (-1.0, 0.0, 1.0)  # only the last move decides these games
+        if score == 1.0:
+            assert getattr(game, "misere", False)   # who completes a line loses
+        if score:
             assert not children
         if not children and cls is Santorini:
             assert score == -1.0      # Santorini has no draws

@@ -151,7 +151,9 @@ class AlphaZeroLearner(Learner):
                 steps = [perm[i:i + size] for i in range(0, len(perm), size)]
                 self._epoch(x, targets, steps, weight, augment, rng, losses, history)
                 self._validate(x, targets, val, weight, losses, history)
-        unseen = np.flatnonzero(np.isnan(losses))  # not drawn by the sampled schedule
+        # not drawn by the sampled schedule: their losses are computed here, except with a
+        # replay's sampler (it heard the trained ones; a whole large buffer would be costly)
+        unseen = np.flatnonzero(np.isnan(losses)) if sampler is None else ()
         if len(unseen):
             losses[unseen] = self._example_losses(x, targets, unseen, weight)
         per_sample = np.full(len(batch), np.nan, np.float32)

@@ -44,7 +44,8 @@ class TrainReport:
     history: dict = field(default_factory=dict)   # name -> list of per-epoch floats
     samples: int = 0                              # training samples (validation ones excluded)
     seconds: float = 0.0
-    per_sample_loss: np.ndarray | None = None     # float32 [N] over the batch, for curious replay
+    per_sample_loss: np.ndarray | None = None     # float32 [N] over the batch; with a sampler
+                                                  # NaN for the samples not trained on
 
 
 TrainResult = TrainReport  # the earlier name
@@ -74,8 +75,10 @@ class Learner(ABC):
     def train_iteration(self, model, batch, train_config, rng: np.random.Generator,
                         graph=None, sampler=None) -> TrainReport:
         """Train one iteration on `batch` (a SampleBatch); `graph` enables augmentation.
-        With a `sampler` (gamegym.replay.Sampler) every minibatch is `sampler.draw(size)` and
-        each step reports the drawn samples' own losses with `sampler.update`."""
+        With a `sampler` (gamegym.replay.Sampler) every minibatch is drawn with
+        `sampler.draw(size)` (`num_updates_per_train_iter` of them) and after each step
+        `sampler.update(index, losses)` reports every sample that step trained on and its own
+        loss; the rules for sequence learners are in gamegym.replay's docstring."""
 
     @abstractmethod
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
