@@ -18,6 +18,7 @@ import psutil
 from gamegym.cliutil import json_object
 from gamegym.config import GymConfig
 from gamegym.graph import load_game
+from gamegym.monitor import mean_batch
 from gamegym.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.presets import initial_model_path, preset_for
 from gamegym.searchplay import selfplay_game
@@ -47,7 +48,7 @@ def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0) -> dic
     from gamegym.inference import ModelEvaluator
     evaluator = ModelEvaluator(model)
     x1 = graph.numpify(graph.roots[0])
-    figures = {"path": "numpy" if evaluator.numpy is not None else "tensorflow"}
+    figures = {"path": evaluator.path}
     for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
         x = np.repeat(x1[None], size, axis=0)
         evaluator(x)  # trace
@@ -95,11 +96,10 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
         gym.session.release_lock()
     span = sum(f.get("seconds", 0.0) for _, r, f in monitor.events if r == "selfplayer")
     span = span / max(1, config.selfplay.selfplayprocesses) or elapsed
-    batches = sums.get("predictor.batches", 0.0)
     return {"searches_per_s": sums.get("selfplayer.searches", 0.0) / span,
             "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
             "games_per_s": sums.get("selfplayer.games", 0.0) / span,
-            "mean_batch": sums.get("predictor.positions", 0.0) / batches if batches else 0.0,
+            "mean_batch": mean_batch(sums),
             "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
             "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()}}
 

@@ -1,7 +1,8 @@
 """The Selfplayer: plays games through the learner's self-play driver, writes them as samples.
 
 Never imports TensorFlow: network evaluations go to the Predictor through a pipe (a
-`gamegym.inference.PipeService`), one message per batch.  The driver is the learner's
+`gamegym.inference.PipeService`), one message per batch, or, when the Predictor hands out its
+model on the CPU fast path, are answered in this process.  The driver is the learner's
 (`Learner.selfplayer`); AlphaZero's (`gamegym.searchplay.SearchSelfplay`) plays one game at a
 time with MCTS whose concurrent searches send their leaves in one message.
 """
@@ -78,20 +79,24 @@ class Counters:
 
 
 def selfplay_loop(driver, cfg, samples_dir: Path, name: str, stop_event, reports=None,
-                  max_games: int | None = None) -> int:
+                  max_games: int | None = None, service=None) -> int:
     """Take finished games from a self-play driver until stopped; flush every
-    `gamelog_dump_threshold` games and at the end."""
+    `gamelog_dump_threshold` games and at the end.  With the driver's model `service`, the
+    network calls it answered in this process are counted too."""
     writer = SampleWriter(samples_dir, name)
     counters = Counters(name, reports)
     games = 0
     before = driver.searches_done
+    local = _local_calls(service)
     try:
         for record, iteration in driver.play(stop_event.is_set):
             writer.add(record, iteration)
             games += 1
+            now = _local_calls(service)
             counters.add(games=1, positions=len(record), searches=driver.searches_done - before,
-                         truncated=int(record.truncated))
-            before = driver.searches_done
+                         truncated=int(record.truncated), local_batches=now[0] - local[0],
+                         local_positions=now[1] - local[1])
+            before, local = driver.searches_done, now
             if writer.pending_games >= cfg.gamelog_dump_threshold:
                 counters.add(samples=writer.flush())
             if max_games is not None and games >= max_games:
@@ -100,6 +105,11 @@ def selfplay_loop(driver, cfg, samples_dir: Path, name: str, stop_event, reports
         counters.add(samples=writer.flush())
         counters.flush()
     return games
+
+
+def _local_calls(service) -> tuple[int, int]:
+    """(batches, positions) the service evaluated in this process so far."""
+    return (getattr(service, "local_batches", 0), getattr(service, "local_positions", 0))
 
 
 @child_entry("selfplayer")
@@ -112,5 +122,6 @@ def selfplayer_main(session_path, config, index, conn, reports, seed, *, stop_ev
     driver = get_learner(config.train.learner).selfplayer(graph, service, config,
                                                           np.random.default_rng(seed))
     games = selfplay_loop(driver, config.selfplay, session.samples_dir, f"selfplayer{index}",
-                          stop_event, reports)
-    log.info("played %d games; %d requests to the Predictor", games, service.requests)
+                          stop_event, reports, service=service)
+    log.info("played %d games; %d requests to the Predictor, %d batches evaluated here",
+             games, service.requests, service.local_batches)
