@@ -127,7 +127,8 @@ class SelfplayConfig:
     dirichlet_fraction: float = 0.25  # weight of the noise in the root priors (0 = off)
     max_moves: int = 200            # a game reaching this many moves is truncated
     gamelog_dump_threshold: int = 10  # finished games kept in memory before a sample file is written
-    evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off)
+    evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off;
+    #                                   at most 64 MB of them, fewer on a large action space)
 
     def validate(self) -> None:
         _int_in(self, "selfplayprocesses", 1, 256)

@@ -166,14 +166,16 @@ class PositionEvaluator:
 
     Calling it with vertices returns (probs float32 [B, A], values float32 [B]); `submit` sends
     now and answers later, so the search can select its next batch meanwhile.  Answers are
-    remembered per model iteration (`cache_size` entries, oldest out first); a new iteration
-    clears them.
+    remembered per model iteration (`cache_size` entries, oldest out first, and no more than
+    `CACHE_BYTES` of policies: a large action space holds fewer); a new iteration clears them.
     """
+
+    CACHE_BYTES = 64 * 2**20
 
     def __init__(self, graph, service, cache_size: int = 0):
         self.graph = graph
         self.service = service
-        self.cache_size = cache_size
+        self.cache_size = min(cache_size, self.CACHE_BYTES // (4 * graph.action_space_size + 200))
         self.iteration = -1            # model iteration of the latest answer
         self._cache: dict = {}         # vertex -> (probs [A], value), for self.iteration
         self.cache_hits = 0
