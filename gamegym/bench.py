@@ -138,15 +138,18 @@ def _wait_until_playing(supervisor, timeout: float) -> None:
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
               searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
               fastpath: bool = True, in_selfplayers: bool = True,
-              network_seconds: float = 8.0) -> dict:
+              network_seconds: float = 8.0, network: dict | None = None) -> dict:
     """All figures of one bench run (see the module docstring).  `fastpath` and
     `in_selfplayers` are the session's predict.numpy_fastpath and
-    predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths."""
+    predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
+    (network config fields) replaces the game's preset network."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args)
+    if network is None:
+        network = found[1]["network"] if found else {}
     config = GymConfig(game=game, game_args=graph.game_args, status_interval=0.0,
-                       network=found[1]["network"] if found else {},
+                       network=network,
                        selfplay={"selfplayprocesses": selfplayers, "searchthreadcount": threads,
                                  "searchcount": searchcount},
                        predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms,
@@ -262,7 +265,7 @@ def cmd_bench(args) -> int:
     figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
                         args.searchcount, args.batchsize, args.batch_timeout_ms,
                         fastpath=not args.tensorflow, in_selfplayers=not args.predictor_only,
-                        network_seconds=args.network_seconds)
+                        network_seconds=args.network_seconds, network=args.network)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
@@ -286,6 +289,9 @@ def add_commands(sub) -> None:
     p.add_argument("--predictor-only", action="store_true",
                    help="every evaluation through the Predictor (predict.evaluate_in_selfplayers "
                         "false)")
+    p.add_argument("--network", type=json_object, default=None,
+                   help='network config fields instead of the preset\'s, e.g. '
+                        '\'{"kind": "residual", "width": 32, "blocks": 3}\'')
     p.add_argument("--network-seconds", type=float, default=8.0,
                    help="time for the network paths side by side (0: skip them)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

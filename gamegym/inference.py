@@ -116,6 +116,8 @@ class PipeService:
             self.local[message.iteration] = message.evaluator
             for old in sorted(self.local)[:-self.HOLD]:
                 del self.local[old]
+        if self._wanted in self.local:
+            self._wanted = None    # announced again while this one was on its way
 
     def _read_pending(self) -> None:
         while self.conn.poll(0):
@@ -124,8 +126,13 @@ class PipeService:
     def _take(self, message) -> None:
         if isinstance(message, EvalResponse):
             self._inbox[message.request_id] = message
-        elif isinstance(message, Reload) and message.iteration not in self.local:
+        elif isinstance(message, Reload) and self._would_hold(message.iteration):
             self._wanted = message.iteration
+
+    def _would_hold(self, iteration: int) -> bool:
+        """True for an iteration not held here that would be kept among the newest HOLD."""
+        return iteration not in self.local and (len(self.local) < self.HOLD
+                                                or iteration > min(self.local))
 
     def _next_message(self, deadline: float):
         left = deadline - time.monotonic()

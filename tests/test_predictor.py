@@ -329,3 +329,55 @@ def test_no_evaluator_is_handed_out_when_the_session_turns_it_off(tmp_path):
     predictor._receive([predictor_end], [], predictor.live)
     assert client_end.recv() == EvaluatorUpdate(0, None)
     assert not client_end.poll()                      # and no Reload was announced
+
+
+class Constant:
+    """A picklable stand-in for a handed-out evaluator: answers "evaluate" with its iteration."""
+
+    kinds = ("evaluate",)
+
+    def __init__(self, iteration):
+        self.iteration = iteration
+
+    def run(self, kind, inputs):
+        return {"values": np.full(len(inputs["x"]), self.iteration, np.float32)}
+
+
+def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest_two():
+    from gamegym.inference import PipeService
+    from gamegym.messages import EvaluatorRequest, EvaluatorUpdate
+    client_end, predictor_end = multiprocessing.Pipe()
+    service = PipeService(client_end, timeout=5.0)
+    asked = []
+
+    def predictor(count):   # answers `count` EvaluatorRequests, announcing again meanwhile
+        for _ in range(count):
+            request = predictor_end.recv()
+            asked.append(request)
+            predictor_end.send(Reload(request.iteration))
+            predictor_end.send(EvaluatorUpdate(request.iteration, Constant(request.iteration)))
+
+    x = {"x": np.zeros((3, 1), np.float32)}
+    for iteration in (3, 4, 5):
+        predictor_end.send(Reload(iteration))
+        thread = threading.Thread(target=predictor, args=(1,))
+        thread.start()
+        service._next_check = 0.0          # read the pipe at this submit
+        outputs, answered = service.submit("evaluate", x)()
+        thread.join()
+        assert answered == iteration and outputs["values"].tolist() == [iteration] * 3
+        service._next_check = 0.0
+        assert service.submit("evaluate", x)()[1] == iteration   # no second fetch
+    assert asked == [EvaluatorRequest(3), EvaluatorRequest(4), EvaluatorRequest(5)]
+    assert sorted(service.local) == [4, 5] and service.requests == 0
+    predictor_end.send(Reload(3))            # older than both held: not fetched again
+    service._next_check = 0.0
+    assert service.submit("evaluate", x, iteration=5)()[1] == 5
+    assert service._wanted is None and not predictor_end.poll()
+    # an iteration no longer held goes to the Predictor, whose answers may come out of order
+    first = service.submit("evaluate", x, iteration=3)
+    second = service.submit("evaluate", x, iteration=2)
+    requests = [predictor_end.recv(), predictor_end.recv()]
+    for request in reversed(requests):
+        predictor_end.send(EvalResponse(request.request_id, request.iteration, {"v": request.iteration}))
+    assert first() == ({"v": 3}, 3) and second() == ({"v": 2}, 2)
