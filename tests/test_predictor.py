@@ -381,3 +381,14 @@ def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest
     for request in reversed(requests):
         predictor_end.send(EvalResponse(request.request_id, request.iteration, {"v": request.iteration}))
     assert first() == ({"v": 3}, 3) and second() == ({"v": 2}, 2)
+
+
+def test_without_onnxruntime_dense_models_take_numpy_and_conv_models_tensorflow(monkeypatch):
+    from gamegym import onnxnet
+    monkeypatch.setattr(onnxnet, "available", lambda: False)
+    graph = ConnectFour()
+    shape = graph.numpify(graph.roots[0]).shape
+    dense = ModelEvaluator(build_network(shape, 7, "dense", 16, 1, seed=0))
+    conv = ModelEvaluator(build_network(shape, 7, "residual", 8, 1, seed=0))
+    assert dense.path == "numpy" and dense.portable() is not None
+    assert conv.path == "tensorflow" and conv.portable() is None
