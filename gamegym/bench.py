@@ -1,13 +1,21 @@
 """`gamegym bench`: self-play throughput, measured in one run.
 
-- search ceiling: in-process MCTS with a uniform stub evaluator on one core (searches/s)
-- network ceiling: the Predictor's model on this machine at several batch sizes (evals/s)
-- end to end: a real Predictor and N real Selfplayer processes for N seconds
+- search ceiling: in-process MCTS with a uniform stub evaluator on one core (searches/s, and
+  searches per CPU-second)
+- network paths: the session's model through each way of running it, at several batch sizes
+  (evaluations per CPU-second, `gamegym.netbench`), and the path the session uses
+- end to end: a real Predictor and N real Selfplayer processes for N seconds; CPU and memory
+  (RSS) of each role
 - efficiency: end-to-end searches/s / (search ceiling x cores the Selfplayers had)
+- CPU efficiency: end-to-end searches per CPU-second of all roles / the ceiling's searches per
+  CPU-second.  On a quiet machine whose cores the roles keep busy it equals the efficiency; on
+  a loaded one it says what the roles would do with the cores to themselves.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +26,7 @@ import psutil
 from gamegym.cliutil import json_object
 from gamegym.config import GymConfig
 from gamegym.graph import load_game
+from gamegym.monitor import mean_batch
 from gamegym.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.presets import initial_model_path, preset_for
 from gamegym.searchplay import selfplay_game
@@ -32,31 +41,15 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
                     SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(seed)
     games = positions = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds:
         record = selfplay_game(graph, search, cfg, rng)
         games += 1
         positions += len(record)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {"searches_per_s": search.searches_done / elapsed,
+            "searches_per_cpu_s": search.searches_done / max(cpu, 1e-9),
             "positions_per_s": positions / elapsed, "games_per_s": games / elapsed}
-
-
-def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0) -> dict:
-    """Evaluations/s of the Predictor's model call at each batch size."""
-    from gamegym.inference import ModelEvaluator
-    evaluator = ModelEvaluator(model)
-    x1 = graph.numpify(graph.roots[0])
-    figures = {"path": "numpy" if evaluator.numpy is not None else "tensorflow"}
-    for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
-        x = np.repeat(x1[None], size, axis=0)
-        evaluator(x)  # trace
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds_each:
-            evaluator(x)
-            count += size
-        figures[str(size)] = count / (time.perf_counter() - start)
-    return figures
 
 
 def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
@@ -85,29 +78,38 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             for key, value in figures.items():
                 if isinstance(value, (int, float)):
                     sums[f"{role}.{key}"] = sums.get(f"{role}.{key}", 0.0) + value
-        cpu = {}
+        cpu, rss = {}, {}
         for name, process in processes.items():
             role = name.rstrip("0123456789")
             used = _cpu_seconds(process) - cpu_start[name]
             cpu[role] = cpu.get(role, 0.0) + 100.0 * used / elapsed
+            rss.setdefault(role, []).append(_rss_mb(process))
     finally:
         supervisor.shutdown()
         gym.session.release_lock()
     span = sum(f.get("seconds", 0.0) for _, r, f in monitor.events if r == "selfplayer")
     span = span / max(1, config.selfplay.selfplayprocesses) or elapsed
-    batches = sums.get("predictor.batches", 0.0)
     return {"searches_per_s": sums.get("selfplayer.searches", 0.0) / span,
             "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
             "games_per_s": sums.get("selfplayer.games", 0.0) / span,
-            "mean_batch": sums.get("predictor.positions", 0.0) / batches if batches else 0.0,
+            "mean_batch": mean_batch(sums),
             "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
-            "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()}}
+            "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()},
+            "rss_mb_by_role": {k: round(sum(v) / len(v), 1) for k, v in rss.items()}}
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
     try:
         times = process.cpu_times()
         return times.user + times.system
+    except psutil.Error:
+        return 0.0
+
+
+def _rss_mb(process: psutil.Process) -> float:
+    """Resident memory of a process in MiB (0 when it is gone)."""
+    try:
+        return process.memory_info().rss / 2**20
     except psutil.Error:
         return 0.0
 
@@ -134,28 +136,42 @@ def _wait_until_playing(supervisor, timeout: float) -> None:
 
 
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
-              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0) -> dict:
-    """All figures of one bench run (see the module docstring)."""
+              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
+              fastpath: bool = True, in_selfplayers: bool = True,
+              network_seconds: float = 8.0, network: dict | None = None) -> dict:
+    """All figures of one bench run (see the module docstring).  `fastpath` and
+    `in_selfplayers` are the session's predict.numpy_fastpath and
+    predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
+    (network config fields) replaces the game's preset network."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args)
+    if network is None:
+        network = found[1]["network"] if found else {}
     config = GymConfig(game=game, game_args=graph.game_args, status_interval=0.0,
-                       network=found[1]["network"] if found else {},
+                       network=network,
                        selfplay={"selfplayprocesses": selfplayers, "searchthreadcount": threads,
                                  "searchcount": searchcount},
-                       predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms})
+                       predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms,
+                                "numpy_fastpath": fastpath,
+                                "evaluate_in_selfplayers": in_selfplayers})
     ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0))
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
         e2e = end_to_end(path, config, seconds)
-        from gamegym.tfsetup import load_model
-        model = load_model(gym.session.model_path(0))
-    sizes = [1, 8, max(1, round(e2e["mean_batch"])), batchsize]
-    network = network_ceiling(model, graph, sizes)
+        used_path = _session_path(config, gym.session)
+        network = {}
+        if network_seconds > 0:
+            from gamegym.netbench import compare_paths
+            sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
+            network = compare_paths(gym.session.model_path(0), sample_positions(graph, 64),
+                                    sizes, network_seconds, config.predict.use_gpu)
     cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)
     efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores)
+    cores_used = sum(e2e["cpu_by_role"].values()) / 100.0
+    per_cpu_s = e2e["searches_per_s"] / cores_used if cores_used else 0.0
     return {
         "game": game, "game_args": graph.game_args,
         "searches_per_s": round(e2e["searches_per_s"], 1),
@@ -164,17 +180,50 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         "mean_batch": round(e2e["mean_batch"], 2),
         "predictor_busy_fraction": round(e2e["predictor_busy"], 3),
         "ceiling_searches_per_s_per_core": round(ceiling["searches_per_s"], 1),
-        "network_evals_per_s": {k: round(v) for k, v in network.items() if k != "path"},
-        "network_path": network["path"],
+        "ceiling_searches_per_cpu_s": round(ceiling["searches_per_cpu_s"], 1),
+        "network_path": used_path,
+        "network_evals_per_cpu_s": network,
         "efficiency": round(efficiency, 3),
+        "cpu_efficiency": round(per_cpu_s / ceiling["searches_per_cpu_s"], 3),
         "cpu_by_role": e2e["cpu_by_role"],
+        "rss_mb_by_role": e2e["rss_mb_by_role"],
         "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
                                                 1)},
         "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
                    "searchcount": searchcount, "batchsize": batchsize,
-                   "batch_timeout_ms": batch_timeout_ms,
+                   "batch_timeout_ms": batch_timeout_ms, "numpy_fastpath": fastpath,
+                   "evaluate_in_selfplayers": in_selfplayers,
+                   "network": dataclasses.asdict(config.network),
                    "cores": psutil.cpu_count(logical=True)},
     }
+
+
+def sample_positions(graph, count: int, seed: int = 0) -> np.ndarray:
+    """numpify of `count` positions from random playouts (the network paths' test batch)."""
+    rng = np.random.default_rng(seed)
+    out, vertex = [], graph.roots[0]
+    while len(out) < count:
+        children = graph.children_at(vertex)
+        if not children:
+            vertex = graph.roots[int(rng.integers(len(graph.roots)))]
+            continue
+        out.append(graph.numpify(vertex))
+        vertex = children[int(rng.integers(len(children)))]
+    return np.stack(out)
+
+
+def _session_path(config: GymConfig, session) -> str:
+    """The network path the session's Predictor took, from its log ("onnx", "numpy",
+    "tensorflow"), and where the Selfplayers evaluated."""
+    from gamegym.process import log_path
+    try:
+        text = log_path(session.logs_dir, "predictor").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    found = re.findall(r"loaded model iteration \d+ from .* \((\w+)\)", text)
+    path = found[-1] if found else "unknown"
+    local = config.predict.evaluate_in_selfplayers and path in ("onnx", "numpy")
+    return f"{path}, in the {'Selfplayers' if local else 'Predictor'}"
 
 
 def print_report(figures: dict) -> None:
@@ -183,17 +232,30 @@ def print_report(figures: dict) -> None:
           f"{c['threads']} threads, {c['searchcount']} searches/move, {c['seconds']:g} s, "
           f"{c['cores']} cores")
     print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} searches/s "
-          "on one core (uniform evaluator)")
-    nets = ", ".join(f"batch {k}: {v}" for k, v in figures["network_evals_per_s"].items())
-    print(f"  network ceiling     {nets} evals/s ({figures['network_path']})")
+          f"on one core (uniform evaluator; {figures['ceiling_searches_per_cpu_s']:.0f} per "
+          "CPU-second)")
     print(f"  end to end          {figures['searches_per_s']:>10.0f} searches/s, "
           f"{figures['positions_per_s']:.1f} positions/s, {figures['games_per_s']:.2f} games/s, "
           f"mean batch {figures['mean_batch']:.1f}")
-    print(f"  efficiency          {figures['efficiency']:.2f}   "
-          f"(x{figures['vs_original']['searches_per_s']} the original's "
-          f"{ORIGINAL['searches_per_s']} searches/s)")
-    cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(figures["cpu_by_role"].items()))
-    print(f"  CPU by role         {cpu}")
+    print(f"  efficiency          {figures['efficiency']:.2f}   (CPU efficiency "
+          f"{figures['cpu_efficiency']:.2f}; x{figures['vs_original']['searches_per_s']} the "
+          f"original's {ORIGINAL['searches_per_s']} searches/s)")
+    roles = sorted(figures["cpu_by_role"])
+    print("  by role             " + ", ".join(
+        f"{r} {figures['cpu_by_role'][r]:.0f}% CPU {figures['rss_mb_by_role'].get(r, 0):.0f} MB"
+        for r in roles) + " (CPU summed over a role's processes, RSS per process)")
+    paths = figures["network_evals_per_cpu_s"]
+    if paths:
+        sizes = list(next(iter(paths.values())))
+        print(f"  network paths       evaluations per CPU-second; this session: "
+              f"{figures['network_path']}")
+        print("    batch     " + "".join(f"{n:>9}" for n in sizes))
+        base = paths.get("tensorflow", {})
+        for path, per in paths.items():
+            ratio = ""
+            if base and path != "tensorflow":
+                ratio = "   x" + "/".join(f"{per[n] / base[n]:.1f}" for n in sizes)
+            print(f"    {path:<10}" + "".join(f"{per[n]:>9}" for n in sizes) + ratio)
 
 
 def cmd_bench(args) -> int:
@@ -223,8 +285,11 @@ def cmd_bench(args) -> int:
         else:
             print_peer_report(figures)
         return 0
-    figures = run_bench(args.game or "games.santorini:Santorini", args.game_args, args.seconds, args.selfplayers, args.threads,
-                        args.searchcount, args.batchsize, args.batch_timeout_ms)
+    figures = run_bench(args.game or "games.santorini:Santorini", args.game_args, args.seconds,
+                        args.selfplayers, args.threads, args.searchcount, args.batchsize,
+                        args.batch_timeout_ms, fastpath=not args.tensorflow,
+                        in_selfplayers=not args.predictor_only,
+                        network_seconds=args.network_seconds, network=args.network)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
@@ -243,6 +308,17 @@ def add_commands(sub) -> None:
     p.add_argument("--searchcount", type=int, default=100)
     p.add_argument("--batchsize", type=int, default=64)
     p.add_argument("--batch-timeout-ms", type=float, default=2.0)
+    p.add_argument("--tensorflow", action="store_true",
+                   help="evaluate with TensorFlow, not the CPU fast path (predict.numpy_fastpath "
+                        "false)")
+    p.add_argument("--predictor-only", action="store_true",
+                   help="every evaluation through the Predictor (predict.evaluate_in_selfplayers "
+                        "false)")
+    p.add_argument("--network", type=json_object, default=None,
+                   help='network config fields instead of the preset\'s, e.g. '
+                        '\'{"kind": "residual", "width": 32, "blocks": 3}\'')
+    p.add_argument("--network-seconds", type=float, default=8.0,
+                   help="time for the network paths side by side (0: skip them)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--learning", metavar="MODULE:CLASS",
                    help="instead: train this bundled game from scratch and print its curve")

@@ -95,7 +95,11 @@ class PredictConfig:
     batchsize: int = 64            # largest batch of positions per network call
     batch_timeout_ms: float = 2.0  # how long to wait for more requests before running a batch
     use_gpu: bool = True           # use a GPU when TensorFlow sees one
-    numpy_fastpath: bool = True    # evaluate small dense models with NumPy instead of TensorFlow
+    numpy_fastpath: bool = True    # run models of known layers on the CPU fast path (ONNX Runtime,
+    #                                or NumPy for dense ones) instead of TensorFlow; conv models
+    #                                stay on TensorFlow when it has a GPU
+    evaluate_in_selfplayers: bool = True  # Selfplayers run a fast-path model themselves (no
+    #                                       round trip to the Predictor for each batch)
     gpu_memorylimit: int = 0       # MiB of GPU memory for the predictor; 0 = grow as needed
 
     def validate(self) -> None:
@@ -103,6 +107,7 @@ class PredictConfig:
         _float_in(self, "batch_timeout_ms", 0.0, 10_000.0)
         _bool(self, "use_gpu")
         _bool(self, "numpy_fastpath")
+        _bool(self, "evaluate_in_selfplayers")
         _int_in(self, "gpu_memorylimit", 0)
 
 
@@ -124,7 +129,8 @@ class SelfplayConfig:
     dirichlet_fraction: float = 0.25  # weight of the noise in the root priors (0 = off)
     max_moves: int = 200            # a game reaching this many moves is truncated
     gamelog_dump_threshold: int = 10  # finished games kept in memory before a sample file is written
-    evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off)
+    evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off;
+    #                                   at most 64 MB of them, fewer on a large action space)
 
     def validate(self) -> None:
         _int_in(self, "selfplayprocesses", 1, 256)

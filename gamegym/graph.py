@@ -64,13 +64,15 @@ class GameGraph(ABC):
 
     Subclasses call ``super().__init__()`` and implement the abstract members plus one of
     `successors` / `expansion`.  The base class keeps a cache of expanded vertices that is
-    cleared when it exceeds `cache_limit` entries (expanding is deterministic, so a cleared
-    vertex just becomes open again).  An entry holds a vertex's children: about 2.3 KB for
-    Santorini 3x3, so the default bounds the cache near 120 MB per process; lower it on a
-    subclass whose vertices are large.
+    cleared when it holds `cache_limit` vertices or `cache_child_limit` children in all
+    (expanding is deterministic, so a cleared vertex just becomes open again).  A child costs
+    about 250 bytes for Santorini 3x3 and 400 for Santorini 5x5 with two workers, so the
+    defaults bound the cache near 100-160 MB per process whatever the board; on a large board
+    the vertex count alone let it grow past 900 MB for a 2% saving in expansions.
     """
 
     cache_limit: int = 50_000
+    cache_child_limit: int = 400_000
 
     def __new__(cls, *args: Any, **kwargs: Any):
         graph = super().__new__(cls)
@@ -84,6 +86,7 @@ class GameGraph(ABC):
 
     def __init__(self) -> None:
         self._children: dict[Vertex, tuple] = {}
+        self._cached_children = 0
         self._actions: dict[Vertex, tuple] = {}
 
     @property
@@ -202,9 +205,11 @@ class GameGraph(ABC):
         if len(children) != len(actions):
             raise VertexError(
                 f"expansion gave {len(children)} children but {len(actions)} action ids", vertex)
-        if len(self._children) >= self.cache_limit:
+        if (len(self._children) >= self.cache_limit
+                or self._cached_children >= self.cache_child_limit):
             self.forget()
         self._children[vertex] = children
+        self._cached_children += len(children)
         self._actions[vertex] = actions
 
     def children_at(self, vertex: Vertex) -> tuple:
@@ -231,6 +236,7 @@ class GameGraph(ABC):
         """Drop the cache of expanded vertices (they become open again)."""
         self._children.clear()
         self._actions.clear()
+        self._cached_children = 0
 
     # ----- helpers ------------------------------------------------------------------------
     def legal_mask(self, vertex: Vertex) -> np.ndarray:

@@ -23,11 +23,12 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from gamegym.messages import EvalRequest, EvalResponse
-from gamegym.numpynet import NumpyDenseModel
+from gamegym.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
+                               Reload)
+from gamegym.numpynet import NumpyNet
 
 __all__ = ["PredictorTimeout", "StaleIteration", "PipeService", "LocalService",
-           "PositionEvaluator", "ModelEvaluator", "softmax"]
+           "PositionEvaluator", "ModelEvaluator", "FastEvaluator", "fast_net", "softmax"]
 
 Answer = Callable[[], tuple[dict, int]]   # () -> (outputs by name, model iteration)
 
@@ -41,17 +42,48 @@ class StaleIteration(RuntimeError):
 
 
 class PipeService:
-    """Requests to the Predictor over a pipe; answers are matched to requests by id."""
+    """Requests to the Predictor over a pipe; answers are matched to requests by id.
+
+    When the Predictor hands out its evaluator in a form this process can run itself (the
+    model on the CPU fast path, `predict.evaluate_in_selfplayers`), requests that evaluator
+    answers (its kinds, for its iteration or the newest) are answered here, with no round trip;
+    the newest `HOLD` such evaluators are kept.  The Predictor announces an iteration with a
+    small `Reload` (when it loads one, and when a request shows this end lacks it), read here
+    at most every `CHECK_S`; the evaluator itself comes only as the answer to an
+    `EvaluatorRequest`, while this end reads, so a large message never meets a full pipe in
+    both directions.
+    """
+
+    HOLD = 2          # the Predictor's rule: the newest iteration and the one before it
+    CHECK_S = 0.05    # how often `submit` looks for a Reload on the pipe
 
     def __init__(self, conn: Connection, timeout: float = 120.0):
         self.conn = conn
         self.timeout = timeout
-        self.requests = 0
+        self.requests = 0                # requests sent to the Predictor
+        self.local_batches = 0           # requests answered in this process
+        self.local_positions = 0
+        self.local: dict[int, object] = {}   # iteration -> evaluator, oldest first
         self._next_id = 0
+        self._inbox: dict[int, EvalResponse] = {}   # answers read before they were collected
+        self._wanted: int | None = None  # an iteration announced by a Reload, to fetch
+        self._next_check = 0.0
 
     def submit(self, kind: str, inputs: dict, iteration: int = -1) -> Answer:
-        """Send a request now; the returned function waits for its answer.  Answers must be
-        collected in the order submitted."""
+        """Send a request now (or answer it here); the returned function waits for its answer.
+        Answers must be collected in the order submitted."""
+        now = time.monotonic()
+        if now >= self._next_check:
+            self._next_check = now + self.CHECK_S
+            self._read_pending()
+        if self._wanted is not None:
+            self._fetch(self._wanted)
+        evaluator = self._local_for(kind, iteration)
+        if evaluator is not None:
+            self.local_batches += 1
+            self.local_positions += len(next(iter(inputs.values()))) if inputs else 0
+            result = (evaluator.run(kind, inputs), evaluator.iteration)
+            return lambda: result
         self._next_id += 1
         self.requests += 1
         request_id = self._next_id
@@ -65,16 +97,58 @@ class PipeService:
 
         return collect
 
+    def _local_for(self, kind: str, iteration: int):
+        if not self.local:
+            return None
+        evaluator = self.local.get(iteration if iteration >= 0 else next(reversed(self.local)))
+        return evaluator if evaluator is not None and kind in evaluator.kinds else None
+
+    def _fetch(self, iteration: int) -> None:
+        """Ask the Predictor for its evaluator of `iteration` and wait for it."""
+        self._wanted = None
+        self.conn.send(EvaluatorRequest(iteration))
+        while True:
+            message = self._next_message(time.monotonic() + self.timeout)
+            if isinstance(message, EvaluatorUpdate):
+                break
+        if message.evaluator is not None:
+            self.local.pop(message.iteration, None)
+            self.local[message.iteration] = message.evaluator
+            for old in sorted(self.local)[:-self.HOLD]:
+                del self.local[old]
+        if self._wanted in self.local:
+            self._wanted = None    # announced again while this one was on its way
+
+    def _read_pending(self) -> None:
+        while self.conn.poll(0):
+            self._take(self.conn.recv())
+
+    def _take(self, message) -> None:
+        if isinstance(message, EvalResponse):
+            self._inbox[message.request_id] = message
+        elif isinstance(message, Reload) and self._would_hold(message.iteration):
+            self._wanted = message.iteration
+
+    def _would_hold(self, iteration: int) -> bool:
+        """True for an iteration not held here that would be kept among the newest HOLD."""
+        return iteration not in self.local and (len(self.local) < self.HOLD
+                                                or iteration > min(self.local))
+
+    def _next_message(self, deadline: float):
+        left = deadline - time.monotonic()
+        if left <= 0 or not self.conn.poll(left):
+            raise PredictorTimeout(f"no answer from the Predictor within {self.timeout:g} s")
+        message = self.conn.recv()
+        self._take(message)
+        return message
+
     def _receive(self, request_id: int) -> EvalResponse:
         deadline = time.monotonic() + self.timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.conn.poll(left):
-                raise PredictorTimeout(f"no answer from the Predictor within {self.timeout:g} s")
-            response = self.conn.recv()
-            if isinstance(response, EvalResponse) and response.request_id == request_id:
-                return response
-            # an answer to an earlier request (given up before a restart): skip it
+        for old in [k for k in self._inbox if k < request_id]:
+            del self._inbox[old]   # answers to requests given up (before a restart)
+        while request_id not in self._inbox:
+            self._next_message(deadline)
+        return self._inbox.pop(request_id)
 
 
 class LocalService:
@@ -99,14 +173,16 @@ class PositionEvaluator:
 
     Calling it with vertices returns (probs float32 [B, A], values float32 [B]); `submit` sends
     now and answers later, so the search can select its next batch meanwhile.  Answers are
-    remembered per model iteration (`cache_size` entries, oldest out first); a new iteration
-    clears them.
+    remembered per model iteration (`cache_size` entries, oldest out first, and no more than
+    `CACHE_BYTES` of policies: a large action space holds fewer); a new iteration clears them.
     """
+
+    CACHE_BYTES = 64 * 2**20
 
     def __init__(self, graph, service, cache_size: int = 0):
         self.graph = graph
         self.service = service
-        self.cache_size = cache_size
+        self.cache_size = min(cache_size, self.CACHE_BYTES // (4 * graph.action_space_size + 200))
         self.iteration = -1            # model iteration of the latest answer
         self._cache: dict = {}         # vertex -> (probs [A], value), for self.iteration
         self.cache_hits = 0
@@ -159,12 +235,66 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+def fast_net(model, conv: bool = True):
+    """The model on the CPU fast path: an ONNX Runtime session when onnxruntime is installed,
+    else NumPy for models without convolutions; None when the model has a layer the fast path
+    does not know, is not a (policy, value) model, or has convolutions and `conv` is False."""
+    from gamegym import onnxnet
+    net = NumpyNet.from_keras(model)
+    if net is None or len(net.outputs) != 2 or (net.has_conv and not conv):
+        return None
+    if onnxnet.available():
+        return onnxnet.OnnxNet(net)
+    return None if net.has_conv else net   # NumPy convolutions lose to TensorFlow's
+
+
+class FastEvaluator:
+    """AlphaZero's model call on the CPU fast path (`fast_net`), without TensorFlow.  It
+    pickles, so a Selfplayer can run it itself (`PipeService`)."""
+
+    kinds = ("evaluate",)
+
+    def __init__(self, net, iteration: int):
+        self.net = net
+        self.iteration = iteration
+        self.input_shape = tuple(net.input_shape)
+
+    @property
+    def path(self) -> str:
+        """"onnx" or "numpy"."""
+        return "numpy" if isinstance(self.net, NumpyNet) else "onnx"
+
+    def run(self, kind: str, inputs: dict) -> dict:
+        """{"x": positions} -> {"probs": [B, A], "values": [B]}."""
+        _check_kind(kind)
+        probs, values = self(inputs["x"])
+        return {"probs": probs, "values": values}
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _check_shape(x, self.input_shape)
+        logits, values = self.net(x)
+        return softmax(logits), values.reshape(-1)
+
+
+def _check_kind(kind: str) -> None:
+    if kind != "evaluate":
+        raise ValueError(f"this model answers 'evaluate' requests, not {kind!r}")
+
+
+def _check_shape(x: np.ndarray, input_shape: tuple) -> None:
+    if x.shape[1:] != input_shape:
+        raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's input "
+                         f"shape {input_shape}")
+
+
 class ModelEvaluator:
     """AlphaZero's model call: positions x [B, *input_shape] -> softmax policy [B, A] and value
     [B] in [-1, 1].  Answers the "evaluate" kind of request.
 
-    Small dense models run through the NumPy fast path (`gamegym.numpynet`) unless `fast` is
-    False; everything else through one traced TensorFlow function.
+    Unless `fast` is False, models the CPU fast path knows run there (`fast_net`: ONNX Runtime,
+    or NumPy for dense models), except convolutional ones when TensorFlow has a GPU; everything
+    else runs through one traced TensorFlow function.  `portable()` is the fast path's evaluator,
+    which another process can run without TensorFlow.
     """
 
     FAST_PATH_MAX_PARAMS = 2_000_000
@@ -176,11 +306,13 @@ class ModelEvaluator:
         self.model = model
         shape = model.inputs[0].shape[1:]
         self.input_shape = tuple(int(d) for d in shape)
-        self.numpy = None
+        self.fast = None
+        self._conv = not tf.config.list_logical_devices("GPU")   # the GPU path stays TensorFlow
         if fast and model.count_params() <= self.FAST_PATH_MAX_PARAMS:
-            self.numpy = NumpyDenseModel.from_keras(model)
-        if self.numpy is not None:
-            self.model = None  # the weights live in the NumPy copy
+            net = fast_net(model, self._conv)
+            self.fast = FastEvaluator(net, iteration) if net is not None else None
+        if self.fast is not None:
+            self.model = None  # the weights live in the fast path's copy
             return
 
         @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
@@ -195,14 +327,24 @@ class ModelEvaluator:
 
         self._predict = predict
 
+    @property
+    def path(self) -> str:
+        """Where the model runs: "onnx", "numpy" or "tensorflow"."""
+        return self.fast.path if self.fast is not None else "tensorflow"
+
+    def portable(self) -> "FastEvaluator | None":
+        """This iteration's evaluator in a form a process without TensorFlow runs (None when
+        the model runs in TensorFlow)."""
+        return self.fast
+
     def update(self, model, iteration: int) -> bool:
         """Take the weights of a new iteration of the same network, keeping the traced function
         (a new trace per reload would grow memory).  False when the shapes differ."""
-        if self.numpy is not None:
-            fast = NumpyDenseModel.from_keras(model)
-            if fast is None:
+        if self.fast is not None:
+            net = fast_net(model, self._conv)
+            if net is None:
                 return False
-            self.numpy, self.iteration = fast, iteration
+            self.fast, self.iteration = FastEvaluator(net, iteration), iteration
             return True
         new = model.get_weights()
         if [w.shape for w in new] != [w.shape for w in self.model.get_weights()]:
@@ -213,18 +355,14 @@ class ModelEvaluator:
 
     def run(self, kind: str, inputs: dict) -> dict:
         """The Predictor's entry: {"x": positions} -> {"probs": [B, A], "values": [B]}."""
-        if kind != "evaluate":
-            raise ValueError(f"this model answers 'evaluate' requests, not {kind!r}")
+        _check_kind(kind)
         probs, values = self(inputs["x"])
         return {"probs": probs, "values": values}
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = np.asarray(x, np.float32)
-        if x.shape[1:] != self.input_shape:
-            raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's input "
-                             f"shape {self.input_shape}")
-        if self.numpy is not None:
-            logits, values = self.numpy(x)
-            return softmax(logits), values
+        if self.fast is not None:
+            return self.fast(x)
+        _check_shape(x, self.input_shape)
         probs, values = self._predict(x)
         return probs.numpy(), values.numpy()

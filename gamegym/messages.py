@@ -32,9 +32,28 @@ class EvalResponse:
 
 @dataclass
 class Reload:
-    """Tell the Predictor a new model iteration was published."""
+    """A new model iteration was published: the Trainer tells the Predictor, and the Predictor
+    tells its clients when they run the model themselves (`predict.evaluate_in_selfplayers`)."""
 
     iteration: int
+
+
+@dataclass
+class EvaluatorRequest:
+    """A Predictor client asks for the evaluator of a model iteration in a form it can run
+    itself, without TensorFlow (see gamegym.inference.PipeService)."""
+
+    iteration: int = -1      # -1: the newest
+
+
+@dataclass
+class EvaluatorUpdate:
+    """The Predictor's answer to an EvaluatorRequest: the evaluator (an object with
+    `iteration`, `kinds` and `run(kind, inputs) -> outputs`), or None when the model does not
+    run outside TensorFlow or the session turned this off."""
+
+    iteration: int
+    evaluator: object = None
 
 
 @dataclass

@@ -20,6 +20,14 @@ def role_of(name: str) -> str:
     return name.rstrip("0123456789")
 
 
+def mean_batch(sums: dict) -> float:
+    """Positions per network call, from summed reports ("role.figure" -> total): the
+    Predictor's batches and those the Selfplayers evaluated themselves."""
+    batches = sums.get("predictor.batches", 0.0) + sums.get("selfplayer.local_batches", 0.0)
+    positions = sums.get("predictor.positions", 0.0) + sums.get("selfplayer.local_positions", 0.0)
+    return positions / batches if batches else 0.0
+
+
 class Monitor:
     """Aggregates the processes' Reports into rates over a sliding window of seconds."""
 
@@ -62,13 +70,12 @@ class Monitor:
                 if isinstance(value, (int, float)):
                     sums[f"{role}.{key}"] += value
         span = min(self.window, max(1e-9, time.monotonic() - self.started))
-        batches = sums.get("predictor.batches", 0.0)
         return {
             "searches_per_s": sums.get("selfplayer.searches", 0.0) / span,
             "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
             "games_per_s": sums.get("selfplayer.games", 0.0) / span,
             "samples_per_s": sums.get("selfplayer.samples", 0.0) / span,
-            "mean_batch": sums.get("predictor.positions", 0.0) / batches if batches else 0.0,
+            "mean_batch": mean_batch(sums),
         }
 
     def watch(self, name: str, pid: int) -> None:

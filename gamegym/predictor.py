@@ -10,6 +10,12 @@ The model call is the learner's (`Learner.make_evaluator`): AlphaZero answers "e
 requests; a learner whose searches carry state made by one iteration (MuZero's hidden states)
 tags its requests with that iteration.  The Predictor therefore holds the newest `HOLD`
 iterations; a request for an older one gets an error answer and its search starts again.
+
+When the evaluator has a form that runs without TensorFlow (`portable()`: the model on the CPU
+fast path) and `predict.evaluate_in_selfplayers` is on, the Predictor hands it to the clients
+that ask (`EvaluatorRequest`) and announces each iteration with a `Reload`: the Selfplayers then
+evaluate their own leaves, with no round trip (see `gamegym.inference.PipeService`), and only
+what the handed-out evaluators cannot answer comes here.
 """
 from __future__ import annotations
 
@@ -20,7 +26,8 @@ from multiprocessing.connection import Connection, wait
 
 import numpy as np
 
-from gamegym.messages import EvalRequest, EvalResponse, Reload, Report
+from gamegym.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
+                               Reload, Report)
 from gamegym.process import child_entry
 
 log = logging.getLogger("gamegym.predictor")
@@ -38,6 +45,7 @@ class Predictor:
         self.config = config.predict
         self.learner = get_learner(config.train.learner)
         self.clients = list(clients)
+        self.live = list(clients)    # clients whose pipe is open
         self.controls = [control] if control is not None else []
         self.reports = reports
         self.held: dict[int, object] = {}   # iteration -> evaluator, oldest first
@@ -68,12 +76,23 @@ class Predictor:
         if reuse is None or not reuse.update(model, iteration):
             reuse = self.learner.make_evaluator(model, iteration, fast=self.config.numpy_fastpath)
         self.held[iteration] = reuse
-        log.info("loaded model iteration %d from %s", iteration, path)
+        log.info("loaded model iteration %d from %s (%s)", iteration, path,
+                 getattr(reuse, "path", type(reuse).__name__))
+        if self._portable(reuse) is not None:
+            for conn in self.live:
+                _send(conn, Reload(iteration))
+
+    def _portable(self, evaluator):
+        """The evaluator as the clients may run it themselves, or None."""
+        if not self.config.evaluate_in_selfplayers:
+            return None
+        portable = getattr(evaluator, "portable", None)
+        return portable() if portable is not None else None
 
     def serve(self, stop_event) -> None:
         self.load(max(0, self.session.current_iteration()))
         timeout = self.config.batch_timeout_ms / 1000.0
-        live = list(self.clients)
+        live = self.live
         while live:
             ready = wait(live + self.controls, timeout=1.0)
             if not ready:
@@ -114,6 +133,11 @@ class Predictor:
                 continue
             if isinstance(message, EvalRequest):
                 pending.append((conn, message))
+            elif isinstance(message, EvaluatorRequest):
+                iteration = (self.evaluator.iteration if message.iteration < 0
+                             else message.iteration)
+                held = self.held.get(iteration)
+                _send(conn, EvaluatorUpdate(iteration, self._portable(held) if held else None))
 
     def _handle_control(self, control: Connection) -> None:
         """Act on a control message (a Reload from the Trainer)."""
@@ -141,6 +165,11 @@ class Predictor:
                 for conn, request in members:
                     _send(conn, EvalResponse(request.request_id, iteration, {}, error))
                 continue
+            portable = self._portable(evaluator)
+            if portable is not None and kind in portable.kinds:
+                # these clients could have answered themselves: tell them the iteration
+                for conn in {id(c): c for c, _ in members}.values():
+                    _send(conn, Reload(iteration))
             requests = [r for _, r in members]
             inputs = {name: np.concatenate([r.inputs[name] for r in requests])
                       if len(requests) > 1 else requests[0].inputs[name]

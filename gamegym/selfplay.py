@@ -1,7 +1,8 @@
 """The Selfplayer: plays games through the learner's self-play driver, writes them as samples.
 
 Never imports TensorFlow: network evaluations go to the Predictor through a pipe (a
-`gamegym.inference.PipeService`), one message per batch.  The driver is the learner's
+`gamegym.inference.PipeService`), one message per batch, or, when the Predictor hands out its
+model on the CPU fast path, are answered in this process.  The driver is the learner's
 (`Learner.selfplayer`); AlphaZero's (`gamegym.searchplay.SearchSelfplay`) plays one game at a
 time with MCTS whose concurrent searches send their leaves in one message.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -54,52 +56,92 @@ class SampleWriter:
 
 
 class Counters:
-    """Throughput counters reported to the gym every few seconds."""
+    """Throughput counters reported to the gym every `interval` seconds by a thread of their
+    own, so that a game longer than the interval still reports its searches as they happen."""
 
-    def __init__(self, role: str, reports, interval: float = 2.0):
+    def __init__(self, role: str, reports, progress=None, interval: float = 2.0):
         self.role, self.reports, self.interval = role, reports, interval
+        self.progress = progress        # () -> figures done since its last call, or None
         self.values: dict = defaultdict(float)
+        self._lock = threading.Lock()
         self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = None
 
     def add(self, **figures) -> None:
-        for key, value in figures.items():
-            self.values[key] += value
-        now = time.monotonic()
-        if self.reports is not None and now - self._last >= self.interval:
-            self.flush(now)
+        with self._lock:
+            for key, value in figures.items():
+                self.values[key] += value
 
-    def flush(self, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
+    def start(self) -> None:
         if self.reports is not None:
-            figures = dict(self.values, seconds=now - self._last)
-            self.reports.put(Report(self.role, os.getpid(), figures))
-        self.values.clear()
-        self._last = now
+            self._thread = threading.Thread(target=self._run, name="counters", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.flush()
+
+    def stop(self) -> None:
+        """Stop the thread and send what is left."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.flush()
+
+    def flush(self) -> None:
+        if self.progress is not None:
+            self.add(**self.progress())
+        with self._lock:
+            now = time.monotonic()
+            if self.reports is not None:
+                self.reports.put(Report(self.role, os.getpid(),
+                                        dict(self.values, seconds=now - self._last)))
+            self.values.clear()
+            self._last = now
 
 
 def selfplay_loop(driver, cfg, samples_dir: Path, name: str, stop_event, reports=None,
-                  max_games: int | None = None) -> int:
+                  max_games: int | None = None, service=None) -> int:
     """Take finished games from a self-play driver until stopped; flush every
-    `gamelog_dump_threshold` games and at the end."""
+    `gamelog_dump_threshold` games and at the end.  With the driver's model `service`, the
+    network calls it answered in this process are counted too."""
     writer = SampleWriter(samples_dir, name)
-    counters = Counters(name, reports)
+    counters = Counters(name, reports, _progress(driver, service))
+    counters.start()
     games = 0
-    before = driver.searches_done
     try:
         for record, iteration in driver.play(stop_event.is_set):
             writer.add(record, iteration)
             games += 1
-            counters.add(games=1, positions=len(record), searches=driver.searches_done - before,
-                         truncated=int(record.truncated))
-            before = driver.searches_done
+            counters.add(games=1, positions=len(record), truncated=int(record.truncated))
             if writer.pending_games >= cfg.gamelog_dump_threshold:
                 counters.add(samples=writer.flush())
             if max_games is not None and games >= max_games:
                 break
     finally:
         counters.add(samples=writer.flush())
-        counters.flush()
+        counters.stop()
     return games
+
+
+def _progress(driver, service):
+    """() -> the searches (and network calls answered in this process) since the last call;
+    read from the counters' thread while the driver plays (plain int reads)."""
+    last = [0, 0, 0]
+    last[:] = _totals(driver, service)
+
+    def since() -> dict:
+        now = _totals(driver, service)
+        delta = [a - b for a, b in zip(now, last)]
+        last[:] = now
+        return {"searches": delta[0], "local_batches": delta[1], "local_positions": delta[2]}
+    return since
+
+
+def _totals(driver, service) -> list[int]:
+    return [driver.searches_done, getattr(service, "local_batches", 0),
+            getattr(service, "local_positions", 0)]
 
 
 @child_entry("selfplayer")
@@ -112,5 +154,6 @@ def selfplayer_main(session_path, config, index, conn, reports, seed, *, stop_ev
     driver = get_learner(config.train.learner).selfplayer(graph, service, config,
                                                           np.random.default_rng(seed))
     games = selfplay_loop(driver, config.selfplay, session.samples_dir, f"selfplayer{index}",
-                          stop_event, reports)
-    log.info("played %d games; %d requests to the Predictor", games, service.requests)
+                          stop_event, reports, service=service)
+    log.info("played %d games; %d requests to the Predictor, %d batches evaluated here",
+             games, service.requests, service.local_batches)

@@ -152,3 +152,21 @@ def test_learning_benchmark_json_and_plot(tmp_path):
     assert plot.stat().st_size > 1000
     kept = json.loads((tmp_path / "kept" / "models" / "current.json").read_text())
     assert kept["iteration"] == final["iteration"]          # the session is kept
+
+
+@pytest.mark.slow
+def test_throughput_bench_reports_every_figure_the_targets_need():
+    done = gamegym("bench", "--game", TICTACTOE, "--seconds", "3", "--selfplayers", "1",
+                   "--threads", "4", "--searchcount", "16", "--network-seconds", "1", "--json",
+                   timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["searches_per_s"] > 0 and 0 < figures["efficiency"]
+    assert 0 < figures["cpu_efficiency"] and figures["ceiling_searches_per_cpu_s"] > 0
+    assert set(figures["rss_mb_by_role"]) == {"predictor", "selfplayer"}
+    assert all(mb > 10 for mb in figures["rss_mb_by_role"].values())
+    assert set(figures["cpu_by_role"]) == {"predictor", "selfplayer"}
+    assert figures["network_path"] == "onnx, in the Selfplayers"
+    paths = figures["network_evals_per_cpu_s"]
+    assert {"tensorflow", "xla", "numpy", "onnx"} <= set(paths)
+    assert all(rate > 0 for per in paths.values() for rate in per.values())

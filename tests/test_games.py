@@ -496,3 +496,20 @@ def test_the_expansion_cache_stays_under_its_limit():
     assert seen > 500   # the walk expanded more vertices than the cache keeps
     # a forgotten vertex is expanded again, to the same children
     assert graph.children_at(graph.roots[0]) == Santorini(3, 1).children_at(graph.roots[0])
+
+
+def test_the_expansion_cache_is_bounded_by_children_too():
+    # a vertex of a large board holds many children: the cache counts them as well
+    from games.santorini import Santorini
+    graph = Santorini(5, 2)
+    graph.cache_child_limit = 2_000
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        vertex = graph.roots[0]
+        while graph.children_at(vertex):
+            held = sum(len(c) for c in graph._children.values())
+            assert held < 2_000 + max(len(c) for c in graph._children.values())
+            assert held == graph._cached_children
+            children = graph.children_at(vertex)
+            vertex = children[rng.integers(len(children))]
+    assert len(graph._children) < 2_000 // 10          # far fewer vertices than the limit

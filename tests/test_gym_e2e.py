@@ -57,6 +57,10 @@ def test_new_resume_files_and_resume_again(session):
         assert "starting" in log or role == "gym"
         assert "Traceback" not in log, log
     assert not (session / "session.lock").exists()
+    # the model runs on the CPU fast path, in the Selfplayer itself (predict defaults)
+    played = re.search(r"(\d+) batches evaluated here",
+                       (session / "logs" / "selfplayer0.log").read_text())
+    assert played and int(played.group(1)) > 0
 
     status = json.loads(gamegym("status", str(session), "--json").stdout)
     assert status["iteration"] == current["iteration"] and status["samples"] > 0

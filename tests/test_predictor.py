@@ -1,6 +1,8 @@
-"""The batching Predictor and its NumPy fast path return what a direct model call returns."""
+"""The batching Predictor and the CPU fast path (NumPy, ONNX Runtime) return what a direct model
+call returns; Selfplayers that run the model themselves get it from the Predictor."""
 import multiprocessing
 import threading
+from multiprocessing.connection import wait
 
 import numpy as np
 import pytest
@@ -10,7 +12,7 @@ from games.santorini import Santorini
 from gamegym.config import GymConfig
 from gamegym.messages import EvalRequest, EvalResponse, Reload
 from gamegym.networks import build_network
-from gamegym.numpynet import NumpyDenseModel
+from gamegym.numpynet import NumpyNet
 from gamegym.inference import ModelEvaluator
 from gamegym.predictor import predictor_main
 from gamegym.session import Session
@@ -36,17 +38,75 @@ def positions(graph, n, seed=0):
     return np.stack(out)
 
 
+def trained_like(model, seed=0):
+    """The model with batch-normalisation statistics and scales away from their initial 1 and
+    0, as after training (so folding them into the convolutions is put to the test)."""
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        if type(layer).__name__ == "BatchNormalization":
+            c = layer.gamma.shape[0]
+            layer.set_weights([rng.uniform(0.5, 1.5, c), rng.normal(0, 0.3, c),
+                               rng.normal(0, 0.5, c), rng.uniform(0.2, 2.0, c)])
+    return model
+
+
+def preset_architectures():
+    """(name, graph, network options) of every bundled preset, and Santorini 5x5-2 with the
+    network a session without a preset gets."""
+    from gamegym.graph import load_game
+    from gamegym.presets import PRESETS
+    found = [(name, load_game(p["game"], p["game_args"]), p["network"])
+             for name, p in sorted(PRESETS.items())]
+    return found + [("santorini-5-2 (default network)", Santorini(5, 2), None)]
+
+
+@pytest.mark.parametrize("name, graph, network", preset_architectures(),
+                         ids=[a[0] for a in preset_architectures()])
+def test_fast_paths_match_keras_on_every_preset_architecture(name, graph, network):
+    from gamegym.networks import network_for_game
+    from gamegym.onnxnet import OnnxNet
+    model = trained_like(network_for_game(graph, network, seed=3))
+    x = positions(graph, 37)
+    reference = [t.numpy() for t in model(x, training=False)]
+    steps = NumpyNet.from_keras(model)
+    assert steps is not None
+    for net in (steps, OnnxNet(steps)):
+        outputs = net(x)
+        for got, want in zip(outputs, reference):
+            assert got.shape == want.shape
+            assert np.abs(got - want).max() < 1e-4, (type(net).__name__, name)
+    evaluator = ModelEvaluator(model)
+    assert evaluator.path == "onnx" and evaluator.portable() is evaluator.fast
+    probs, values = evaluator(x)
+    ref_probs, ref_values = direct(model, x)
+    assert np.abs(probs - ref_probs).max() < 1e-4 and np.abs(values - ref_values).max() < 1e-4
+
+
+def test_fast_path_survives_pickling_and_answers_alike():
+    import pickle
+    graph = ConnectFour()
+    model = trained_like(build_network(graph.numpify(graph.roots[0]).shape, 7, "residual", 8, 1,
+                                       seed=0))
+    evaluator = ModelEvaluator(model, iteration=4)
+    x = positions(graph, 9)
+    copy = pickle.loads(pickle.dumps(evaluator.portable()))
+    assert copy.iteration == 4 and copy.kinds == ("evaluate",)
+    mine, theirs = copy.run("evaluate", {"x": x}), evaluator.run("evaluate", {"x": x})
+    assert np.array_equal(mine["probs"], theirs["probs"])
+    assert np.array_equal(mine["values"], theirs["values"])
+
+
 def test_numpy_fast_path_matches_keras():
     graph = Santorini(3, 1)
     model = build_network(graph.numpify(graph.roots[0]).shape, graph.action_space_size,
                           "dense", width=48, blocks=3, seed=1)
     x = positions(graph, 40)
-    fast = NumpyDenseModel.from_keras(model)
-    assert fast is not None
+    fast = NumpyNet.from_keras(model)
+    assert fast is not None and not fast.has_conv
     logits, value = fast(x)
     ref_logits, ref_value = model(x, training=False)
     assert np.allclose(logits, ref_logits.numpy(), atol=1e-5)
-    assert np.allclose(value, ref_value.numpy().reshape(-1), atol=1e-5)
+    assert np.allclose(value, ref_value.numpy(), atol=1e-5)
     for fast_path in (True, False):
         probs, values = ModelEvaluator(model, fast=fast_path)(x)
         ref_probs, ref_values = direct(model, x)
@@ -68,18 +128,24 @@ def test_numpy_activations_are_exact_and_quiet_at_large_inputs(name):
     assert np.allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
-def test_conv_models_stay_on_tensorflow():
+def test_unknown_layers_and_fast_off_stay_on_tensorflow():
+    import keras
     graph = ConnectFour()
-    model = build_network(graph.numpify(graph.roots[0]).shape, 7, "residual", 8, 1, seed=0)
-    assert NumpyDenseModel.from_keras(model) is None
-    evaluator = ModelEvaluator(model)
-    assert evaluator.numpy is None
-    x = positions(graph, 10)
-    probs, values = evaluator(x)
-    ref_probs, ref_values = direct(model, x)
-    assert np.allclose(probs, ref_probs, atol=1e-5) and np.allclose(values, ref_values, atol=1e-5)
+    shape = graph.numpify(graph.roots[0]).shape
+    inputs = keras.Input(shape)
+    x = keras.layers.Flatten()(keras.layers.Conv2D(4, 3, strides=2)(inputs))
+    odd = keras.Model(inputs, [keras.layers.Dense(7)(x), keras.layers.Dense(1)(x)])
+    assert NumpyNet.from_keras(odd) is None     # a strided convolution
+    model = build_network(shape, 7, "residual", 8, 1, seed=0)
+    for evaluator in (ModelEvaluator(odd), ModelEvaluator(model, fast=False)):
+        assert evaluator.path == "tensorflow" and evaluator.portable() is None
+        x = positions(graph, 10)
+        probs, values = evaluator(x)
+        ref_probs, ref_values = direct(evaluator.model, x)
+        assert np.allclose(probs, ref_probs, atol=1e-5)
+        assert np.allclose(values, ref_values, atol=1e-5)
     with pytest.raises(ValueError, match="do not fit the model's input shape"):
-        evaluator(np.zeros((1, 3, 3, 2), np.float32))
+        ModelEvaluator(model)(np.zeros((1, 3, 3, 2), np.float32))
 
 
 @pytest.mark.slow
@@ -88,7 +154,8 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
     shape = graph.numpify(graph.roots[0]).shape
     session = Session(tmp_path / "s")
     config = GymConfig(game="games.santorini:Santorini", game_args={"dimension": 3,
-                                                                    "units_per_player": 1})
+                                                                    "units_per_player": 1},
+                       predict={"evaluate_in_selfplayers": False})   # every answer from here
     session.create(config)
     models = [build_network(shape, 73, "dense", 32, 2, seed=s) for s in (1, 2)]
     session.publish_model(models[0], 0)
@@ -166,7 +233,7 @@ def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
             expected = direct(models[cycle % 3 % 2], x)
             assert np.allclose(probs, expected[0], atol=1e-5)
             assert predictor.evaluator.iteration == cycle % 3
-    assert (predictor.evaluator.numpy is not None) == fast
+    assert (predictor.evaluator.path != "tensorflow") == fast
     growth = (rss[-1] - rss[9]) / 2**20
     assert growth < 8, f"memory grew {growth:.1f} MiB over 30 reloads"
 
@@ -176,7 +243,8 @@ def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_pat
     graph = Santorini(3, 1)
     shape = graph.numpify(graph.roots[0]).shape
     session = Session(tmp_path / "s")
-    config = GymConfig(game="games.santorini:Santorini")
+    config = GymConfig(game="games.santorini:Santorini",
+                       predict={"evaluate_in_selfplayers": False})   # every answer from here
     session.create(config)
     models = [build_network(shape, 73, "dense", 16, 1, seed=s) for s in range(HOLD + 1)]
     for iteration, model in enumerate(models):
@@ -197,3 +265,130 @@ def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_pat
     assert answers[2].outputs == {} and "iteration 0 is no longer held" in answers[2].error
     assert answers[3].iteration == HOLD     # untagged: the newest
     assert np.allclose(answers[3].outputs["values"], direct(models[HOLD], x[:2])[1], atol=1e-5)
+
+
+def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path):
+    from gamegym.inference import FastEvaluator, PipeService
+    from gamegym.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.predictor import Predictor
+    graph = Santorini(3, 1)
+    shape = graph.numpify(graph.roots[0]).shape
+    session = Session(tmp_path / "s")
+    config = GymConfig(game="games.santorini:Santorini")
+    session.create(config)
+    models = [build_network(shape, 73, "dense", 16, 1, seed=s) for s in range(2)]
+    for iteration, model in enumerate(models):
+        session.publish_model(model, iteration)
+    client_end, predictor_end = multiprocessing.Pipe()
+    predictor = Predictor(session, config, [predictor_end], None)
+    predictor.load(0)
+    assert client_end.recv() == Reload(0)            # announced to every client on load
+    x = positions(graph, 6)
+    # a request the client could have answered itself is answered, and the iteration announced
+    pending = [(predictor_end, EvalRequest(1, "evaluate", {"x": x}))]
+    predictor._evaluate(pending)
+    assert client_end.recv() == Reload(0)
+    assert isinstance(client_end.recv(), EvalResponse)
+    # the client asks for the evaluator and gets one that runs without TensorFlow
+    client_end.send(EvaluatorRequest(-1))
+    predictor._receive(wait([predictor_end], 5), [], predictor.live)
+    update = client_end.recv()
+    assert isinstance(update, EvaluatorUpdate) and update.iteration == 0
+    assert isinstance(update.evaluator, FastEvaluator)
+
+    # the client side: a Reload read on the pipe makes it fetch, then it answers itself
+    service = PipeService(client_end, timeout=5.0)
+    predictor.load(1)                                 # sends Reload(1)
+    thread = threading.Thread(target=lambda: predictor._receive(
+        wait([predictor_end], 5), [], predictor.live))
+    thread.start()
+    outputs, iteration = service.submit("evaluate", {"x": x})()
+    thread.join()
+    assert iteration == 1 and service.requests == 0 and service.local_batches == 1
+    probs, values = direct(models[1], x)
+    assert np.allclose(outputs["probs"], probs, atol=1e-5)
+    assert np.allclose(outputs["values"], values, atol=1e-5)
+    assert not predictor_end.poll()                   # nothing more was sent to the Predictor
+    # a kind the evaluator does not answer still goes to the Predictor
+    service.submit("recurrent", {"x": x})
+    assert predictor_end.recv().kind == "recurrent"
+
+
+def test_no_evaluator_is_handed_out_when_the_session_turns_it_off(tmp_path):
+    from gamegym.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.predictor import Predictor
+    session = Session(tmp_path / "s")
+    config = GymConfig(game="games.santorini:Santorini",
+                       predict={"evaluate_in_selfplayers": False})
+    session.create(config)
+    session.publish_model(build_network((3, 3, 9), 73, "dense", 16, 1, seed=0), 0)
+    client_end, predictor_end = multiprocessing.Pipe()
+    predictor = Predictor(session, config, [predictor_end], None)
+    predictor.load(0)
+    client_end.send(EvaluatorRequest(-1))
+    predictor._receive([predictor_end], [], predictor.live)
+    assert client_end.recv() == EvaluatorUpdate(0, None)
+    assert not client_end.poll()                      # and no Reload was announced
+
+
+class Constant:
+    """A picklable stand-in for a handed-out evaluator: answers "evaluate" with its iteration."""
+
+    kinds = ("evaluate",)
+
+    def __init__(self, iteration):
+        self.iteration = iteration
+
+    def run(self, kind, inputs):
+        return {"values": np.full(len(inputs["x"]), self.iteration, np.float32)}
+
+
+def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest_two():
+    from gamegym.inference import PipeService
+    from gamegym.messages import EvaluatorRequest, EvaluatorUpdate
+    client_end, predictor_end = multiprocessing.Pipe()
+    service = PipeService(client_end, timeout=5.0)
+    asked = []
+
+    def predictor(count):   # answers `count` EvaluatorRequests, announcing again meanwhile
+        for _ in range(count):
+            request = predictor_end.recv()
+            asked.append(request)
+            predictor_end.send(Reload(request.iteration))
+            predictor_end.send(EvaluatorUpdate(request.iteration, Constant(request.iteration)))
+
+    x = {"x": np.zeros((3, 1), np.float32)}
+    for iteration in (3, 4, 5):
+        predictor_end.send(Reload(iteration))
+        thread = threading.Thread(target=predictor, args=(1,))
+        thread.start()
+        service._next_check = 0.0          # read the pipe at this submit
+        outputs, answered = service.submit("evaluate", x)()
+        thread.join()
+        assert answered == iteration and outputs["values"].tolist() == [iteration] * 3
+        service._next_check = 0.0
+        assert service.submit("evaluate", x)()[1] == iteration   # no second fetch
+    assert asked == [EvaluatorRequest(3), EvaluatorRequest(4), EvaluatorRequest(5)]
+    assert sorted(service.local) == [4, 5] and service.requests == 0
+    predictor_end.send(Reload(3))            # older than both held: not fetched again
+    service._next_check = 0.0
+    assert service.submit("evaluate", x, iteration=5)()[1] == 5
+    assert service._wanted is None and not predictor_end.poll()
+    # an iteration no longer held goes to the Predictor, whose answers may come out of order
+    first = service.submit("evaluate", x, iteration=3)
+    second = service.submit("evaluate", x, iteration=2)
+    requests = [predictor_end.recv(), predictor_end.recv()]
+    for request in reversed(requests):
+        predictor_end.send(EvalResponse(request.request_id, request.iteration, {"v": request.iteration}))
+    assert first() == ({"v": 3}, 3) and second() == ({"v": 2}, 2)
+
+
+def test_without_onnxruntime_dense_models_take_numpy_and_conv_models_tensorflow(monkeypatch):
+    from gamegym import onnxnet
+    monkeypatch.setattr(onnxnet, "available", lambda: False)
+    graph = ConnectFour()
+    shape = graph.numpify(graph.roots[0]).shape
+    dense = ModelEvaluator(build_network(shape, 7, "dense", 16, 1, seed=0))
+    conv = ModelEvaluator(build_network(shape, 7, "residual", 8, 1, seed=0))
+    assert dense.path == "numpy" and dense.portable() is not None
+    assert conv.path == "tensorflow" and conv.portable() is None

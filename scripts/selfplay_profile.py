@@ -1,0 +1,97 @@
+"""Where one Selfplayer's time goes, per search: self-play in this process with the game's preset
+network on the fast path (as a Selfplayer runs it) against the same search with a uniform
+evaluator, both in CPU time, with the network and numpify calls timed apart.
+
+    python scripts/selfplay_profile.py games.connectfour:ConnectFour '{"rows": 6, "columns": 7}'
+
+The "with model / ceiling" ratio is what the bench's efficiency approaches on a quiet machine
+whose cores the Selfplayers keep busy (the README's "Each bundled game" table).
+"""
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from gamegym.config import GymConfig
+from gamegym.graph import load_game
+from gamegym.inference import LocalService, ModelEvaluator, PositionEvaluator
+from gamegym.mcts import Search, SearchParams, uniform_evaluator
+from gamegym.networks import network_for_game
+from gamegym.presets import preset_for
+from gamegym.searchplay import selfplay_game
+from gamegym.tfsetup import configure_tensorflow
+
+
+class Timed:
+    """An evaluator that adds its CPU time and positions to `totals`."""
+
+    def __init__(self, evaluator, totals):
+        self.evaluator, self.totals = evaluator, totals
+        self.kinds, self.iteration = evaluator.kinds, evaluator.iteration
+
+    def run(self, kind, inputs):
+        start = time.process_time()
+        outputs = self.evaluator.run(kind, inputs)
+        self.totals["network"] += time.process_time() - start
+        self.totals["positions"] += len(inputs["x"])
+        return outputs
+
+
+def play(graph, cfg, evaluate, seconds):
+    """(searches, CPU seconds) of whole self-play games for about `seconds` of CPU."""
+    search = Search(graph, evaluate, SearchParams.from_selfplay(cfg))
+    rng = np.random.default_rng(0)
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        selfplay_game(graph, search, cfg, rng)
+    return search.searches_done, time.process_time() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("game")
+    parser.add_argument("game_args", nargs="?", default="{}")
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--threads", type=int, default=24, help="concurrent searches")
+    args = parser.parse_args()
+    configure_tensorflow(use_gpu=False, threads=1)
+    graph = load_game(args.game, json.loads(args.game_args))
+    found = preset_for(args.game, graph.game_args)
+    model = network_for_game(graph, found[1]["network"] if found else None, seed=0)
+    evaluator = ModelEvaluator(model).portable()
+    if evaluator is None:
+        raise SystemExit("this network has no fast path here (is onnxruntime installed?)")
+    cfg = GymConfig(game=args.game, game_args=graph.game_args,
+                    selfplay={"searchthreadcount": args.threads}).selfplay
+    totals = {"network": 0.0, "positions": 0, "numpify": 0.0}
+    numpify = graph.numpify
+
+    def timed_numpify(vertex):
+        start = time.process_time()
+        x = numpify(vertex)
+        totals["numpify"] += time.process_time() - start
+        return x
+
+    searches, cpu = play(graph, cfg, uniform_evaluator(graph.action_space_size), args.seconds)
+    ceiling = cpu / searches
+    graph.numpify = timed_numpify
+    service = LocalService(Timed(evaluator, totals))
+    searches, cpu = play(graph, cfg, PositionEvaluator(graph, service, cfg.evaluation_cache),
+                         args.seconds)
+    per = {k: totals[k] / searches * 1e6 for k in ("network", "numpify")}
+    total = cpu / searches * 1e6
+    print(f"{args.game} {graph.game_args}, {model.name} on {evaluator.path}, "
+          f"{args.threads} concurrent searches")
+    print(f"  with model / ceiling   {ceiling * 1e6 / total:.2f}")
+    print(f"  per search             {total:.1f} µs: search and game {ceiling * 1e6:.1f}, network "
+          f"{per['network']:.1f}, numpify {per['numpify']:.1f}, rest "
+          f"{total - ceiling * 1e6 - per['network'] - per['numpify']:.1f}")
+    print(f"  network                {totals['positions'] / searches:.2f} positions per search, "
+          f"{totals['network'] / max(1, totals['positions']) * 1e6:.1f} µs per position")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
