@@ -60,25 +60,31 @@ def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0) -> dic
 
 
 def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
-    """A real Predictor and Selfplayers (no Trainer) for `seconds`; rates from their reports."""
+    """A real Predictor and Selfplayers (no Trainer) for `seconds`, on the config's backend;
+    rates from their reports."""
     from gamegym.gym import GameGym
     from gamegym.supervisor import Supervisor
-    gym = GameGym(session_path)
+    gym = GameGym(session_path, config=config)
     gym.session.acquire_lock()
-    supervisor = Supervisor(gym, max_seconds=None, max_iterations=None, roles=("predictor",
-                                                                               "selfplayer"))
+    supervisor = Supervisor(gym, max_seconds=None, max_iterations=None, roles=())
     try:
         supervisor.start()
         _wait_until_playing(supervisor, timeout=120)
         # measure from here: discard warm-up reports, prime CPU counters
         monitor = gym.monitor
         monitor.events.clear()
-        processes = {n: psutil.Process(c.process.pid) for n, c in supervisor.children.items()}
+        processes = {}
+        for name, pid in supervisor.backend.pids().items():
+            try:
+                processes[name] = psutil.Process(pid)
+            except psutil.Error:
+                pass
         cpu_start = {n: _cpu_seconds(p) for n, p in processes.items()}
         start = time.monotonic()
         monitor.started = start
         while time.monotonic() - start < seconds:
             supervisor._drain(timeout=0.2)
+            supervisor._poll_backend()
         elapsed = time.monotonic() - start
         sums: dict = {}
         for _, role, figures in monitor.events:
@@ -90,18 +96,20 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             role = name.rstrip("0123456789")
             used = _cpu_seconds(process) - cpu_start[name]
             cpu[role] = cpu.get(role, 0.0) + 100.0 * used / elapsed
+        selfplayers = supervisor.backend.status()["selfplayers"]
     finally:
         supervisor.shutdown()
         gym.session.release_lock()
     span = sum(f.get("seconds", 0.0) for _, r, f in monitor.events if r == "selfplayer")
-    span = span / max(1, config.selfplay.selfplayprocesses) or elapsed
+    span = span / max(1, selfplayers) or elapsed
     batches = sums.get("predictor.batches", 0.0)
     return {"searches_per_s": sums.get("selfplayer.searches", 0.0) / span,
             "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
             "games_per_s": sums.get("selfplayer.games", 0.0) / span,
             "mean_batch": sums.get("predictor.positions", 0.0) / batches if batches else 0.0,
             "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
-            "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()}}
+            "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()},
+            "selfplayers": selfplayers}
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
@@ -115,22 +123,17 @@ def _cpu_seconds(process: psutil.Process) -> float:
 def _wait_until_playing(supervisor, timeout: float) -> None:
     """Warm-up: until every Selfplayer has reported searches (TensorFlow loaded, traced)."""
     deadline = time.monotonic() + timeout
-    seen: set = set()
-    want = supervisor.config.selfplay.selfplayprocesses
-    while time.monotonic() < deadline and len(seen) < want:
-        try:
-            report = supervisor.reports.get(timeout=0.5)
-        except Exception:
-            supervisor._check_children()
-            if supervisor.failure:
-                raise RuntimeError(supervisor.failure)
-            continue
-        supervisor.gym.monitor.add(report)
-        if report.role.startswith("selfplayer") and report.figures.get("searches", 0) > 0:
-            seen.add(report.role)
-    if len(seen) < want:
-        raise RuntimeError("the Selfplayers did not start playing within "
-                           f"{timeout:.0f} s; see the logs in the bench session")
+    monitor = supervisor.gym.monitor
+    while time.monotonic() < deadline:
+        supervisor._drain(timeout=0.5)
+        supervisor._poll_backend()
+        if supervisor.failure:
+            raise RuntimeError(supervisor.failure)
+        want = supervisor.backend.status()["selfplayers"]
+        if want and len(monitor.playing) >= want:
+            return
+    raise RuntimeError("the Selfplayers did not start playing within "
+                       f"{timeout:.0f} s; see the logs in the bench session")
 
 
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
