@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection
 from gamegym.fileio import disk_full_message
 from gamegym.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
 
-__all__ = ["SelfplayBackend", "ProcessBackend", "make_backend", "MAX_SELFPLAYER_RESTARTS",
+__all__ = ["SelfplayBackend", "ProcessBackend", "MAX_SELFPLAYER_RESTARTS",
            "JOIN_SELFPLAYERS_S", "JOIN_PREDICTOR_S"]
 
 log = logging.getLogger("gamegym.backends")
@@ -66,14 +66,6 @@ class SelfplayBackend:
 
     def alive(self) -> bool:
         raise NotImplementedError
-
-
-def make_backend(host) -> SelfplayBackend:
-    """The backend `selfplay.backend` names."""
-    if host.config.selfplay.backend == "ray":
-        from gamegym.raybackend import RayBackend
-        return RayBackend(host)
-    return ProcessBackend(host)
 
 
 def restart_seed(seed: int, index: int, restarts: int) -> int:

@@ -13,7 +13,7 @@ import queue
 import time
 
 from gamegym.backends import (JOIN_PREDICTOR_S, JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS,
-                              make_backend)
+                              ProcessBackend, SelfplayBackend)
 from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full
 from gamegym.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
 
@@ -24,6 +24,14 @@ log = logging.getLogger("gamegym.supervisor")
 
 JOIN_TRAINER_S = 10.0       # a Trainer mid-iteration is cut (nothing half-published)
 FORCED_JOIN_S = 1.0          # per group, after a second Ctrl+C
+
+
+def make_backend(host) -> SelfplayBackend:
+    """The backend `selfplay.backend` names (see gamegym.backends)."""
+    if host.config.selfplay.backend == "ray":
+        from gamegym.raybackend import RayBackend
+        return RayBackend(host)
+    return ProcessBackend(host)
 
 
 class Supervisor:
