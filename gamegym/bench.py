@@ -2,7 +2,9 @@
 
 - search ceiling: in-process MCTS with a uniform stub evaluator on one core (searches/s)
 - network ceiling: the Predictor's model on this machine at several batch sizes (evals/s)
-- end to end: a real Predictor and N real Selfplayer processes for N seconds
+- end to end: a real Predictor and N real Selfplayers for N seconds, as processes or as Ray
+  actors on a Ray started on this machine (`--backend ray`), or both one after the other
+  (`--backend both`: the ratio of the two on the same cores)
 - efficiency: end-to-end searches/s / (search ceiling x cores the Selfplayers had)
 """
 from __future__ import annotations
@@ -136,9 +138,23 @@ def _wait_until_playing(supervisor, timeout: float) -> None:
                        f"{timeout:.0f} s; see the logs in the bench session")
 
 
+def on_backend(config: GymConfig, backend: str) -> GymConfig:
+    """The bench's config on a backend; on Ray the machine's cores are shared out so that every
+    Selfplayer fits beside the Predictor, as the processes share them."""
+    if backend == "processes":
+        return config
+    cores = psutil.cpu_count(logical=True) or 1
+    share = (cores - config.selfplay.ray_predictor_cpus) / config.selfplay.selfplayprocesses
+    return config.updated({"selfplay": {"backend": "ray", "ray_address": "local",
+                                        "ray_selfplayer_cpus": max(0.01, int(share * 1000) / 1000)}})
+
+
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
-              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0) -> dict:
-    """All figures of one bench run (see the module docstring)."""
+              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
+              backend: str = "processes", repeat: int = 1) -> dict:
+    """All figures of one bench run (see the module docstring).  With `backend` "both" the
+    two backends run `repeat` times each, in turn, and the ratio is the median of the pairs'
+    (on a busy machine a single pair says little)."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args)
@@ -152,15 +168,19 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
-        e2e = end_to_end(path, config, seconds)
+        names = ("processes", "ray") if backend == "both" else (backend,)
+        pairs = [{name: end_to_end(path, on_backend(config, name), seconds) for name in names}
+                 for _ in range(max(1, repeat) if backend == "both" else 1)]
+        runs = pairs[len(pairs) // 2]
+        e2e = runs["processes" if backend == "both" else backend]
         from gamegym.tfsetup import load_model
         model = load_model(gym.session.model_path(0))
     sizes = [1, 8, max(1, round(e2e["mean_batch"])), batchsize]
     network = network_ceiling(model, graph, sizes)
     cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)
     efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores)
-    return {
-        "game": game, "game_args": graph.game_args,
+    figures = {
+        "game": game, "game_args": graph.game_args, "backend": backend,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
         "games_per_s": round(e2e["games_per_s"], 3),
@@ -178,6 +198,20 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
                    "batch_timeout_ms": batch_timeout_ms,
                    "cores": psutil.cpu_count(logical=True)},
     }
+    if backend == "both":
+        ray_run = runs["ray"]
+        figures["ray"] = {"searches_per_s": round(ray_run["searches_per_s"], 1),
+                          "positions_per_s": round(ray_run["positions_per_s"], 2),
+                          "mean_batch": round(ray_run["mean_batch"], 2),
+                          "predictor_busy_fraction": round(ray_run["predictor_busy"], 3),
+                          "cpu_by_role": ray_run["cpu_by_role"],
+                          "selfplayers": ray_run["selfplayers"]}
+        ratios = [pair["ray"]["searches_per_s"] / max(1e-9, pair["processes"]["searches_per_s"])
+                  for pair in pairs]
+        figures["ray_vs_processes"] = round(float(np.median(ratios)), 3)
+        figures["ray_vs_processes_pairs"] = [round(r, 3) for r in ratios]
+        figures["config"]["repeat"] = len(pairs)
+    return figures
 
 
 def print_report(figures: dict) -> None:
@@ -197,14 +231,26 @@ def print_report(figures: dict) -> None:
           f"{ORIGINAL['searches_per_s']} searches/s)")
     cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(figures["cpu_by_role"].items()))
     print(f"  CPU by role         {cpu}")
+    if "ray" in figures:
+        ray_run = figures["ray"]
+        cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(ray_run["cpu_by_role"].items()))
+        pairs = ", ".join(f"{r:.2f}" for r in figures["ray_vs_processes_pairs"])
+        print(f"  on Ray              {ray_run['searches_per_s']:>10.0f} searches/s, mean batch "
+              f"{ray_run['mean_batch']:.1f}: x{figures['ray_vs_processes']:.2f} the processes' "
+              f"(median of the pairs run in turn: {pairs})")
+        print(f"  CPU by role on Ray  {cpu}")
 
 
 def cmd_bench(args) -> int:
     if args.learning:
         from gamegym.learnbench import cmd_learning
         return cmd_learning(args)
+    if args.backend != "processes":
+        from gamegym.raybackend import import_ray
+        import_ray(local=True)
     figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
-                        args.searchcount, args.batchsize, args.batch_timeout_ms)
+                        args.searchcount, args.batchsize, args.batch_timeout_ms, args.backend,
+                        args.repeat)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
@@ -222,6 +268,11 @@ def add_commands(sub) -> None:
     p.add_argument("--searchcount", type=int, default=100)
     p.add_argument("--batchsize", type=int, default=64)
     p.add_argument("--batch-timeout-ms", type=float, default=2.0)
+    p.add_argument("--backend", choices=("processes", "ray", "both"), default="processes",
+                   help="where the Selfplayers run: processes, Ray actors on a Ray started here, "
+                        "or both one after the other (their ratio)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="(--backend both) run each backend this many times, in turn")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--learning", metavar="MODULE:CLASS",
                    help="instead: train this bundled game from scratch and print its curve")

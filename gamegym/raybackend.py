@@ -94,6 +94,7 @@ class NodeGroup:
     address: object = None           # where the node's Selfplayers connect
     address_ref: object = None       # the open address call, until it answers
     poll_ref: object = None          # the open take call to the Predictor
+    pid: int | None = None           # the Predictor's process id (on its node)
     last_poll: float = 0.0
     restarts: int = 0
     died: str = ""                   # why its last Predictor died
@@ -360,7 +361,8 @@ class RayBackend(SelfplayBackend):
                 answer, error = self._get(group.poll_ref)
                 group.poll_ref = None
                 if answer:
-                    self._watch(group, "predictor", answer["pid"])
+                    group.pid = answer["pid"]
+                    self._watch(group, "predictor", group.pid)
                     self._logs.write(f"predictor-{group.label}", answer["logs"])
                     for report in answer["reports"]:
                         self.host.gym.monitor.add(report)
@@ -428,9 +430,14 @@ class RayBackend(SelfplayBackend):
 
     def pids(self) -> dict[str, int]:
         """Actors' process ids on this machine, and the Ray processes the gym started."""
-        pids = {s.name: s.pid for g in self.groups.values() for s in g.slots if s.pid}
-        if self.reaper is not None:
-            pids.update({f"ray-daemon{pid}": pid for pid in self.reaper.watched})
+        pids = {s.name: s.pid for g in self.groups.values() for s in g.slots
+                if s.pid and g.node_id == self.local_node}
+        pids.update({"predictor": g.pid for g in self.groups.values()
+                     if g.pid and g.node_id == self.local_node})
+        if self.reaper is not None:   # Ray's own processes (an idle worker may be an actor now)
+            actors = set(pids.values())
+            pids.update({f"ray-daemon{pid}": pid for pid in self.reaper.watched
+                         if pid not in actors})
         return pids
 
     # ----- stop -----------------------------------------------------------------------------
