@@ -75,7 +75,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
         # measure from here: discard warm-up reports, prime CPU counters
         monitor = gym.monitor
         monitor.events.clear()
-        processes = {}
+        processes = {"gym": psutil.Process()}   # the head: this process
         for name, pid in supervisor.backend.pids().items():
             try:
                 processes[name] = psutil.Process(pid)
@@ -98,7 +98,8 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             role = name.rstrip("0123456789")
             used = _cpu_seconds(process) - cpu_start[name]
             cpu[role] = cpu.get(role, 0.0) + 100.0 * used / elapsed
-        selfplayers = supervisor.backend.status()["selfplayers"]
+        backend = supervisor.backend.status()
+        selfplayers = backend["selfplayers"]
     finally:
         supervisor.shutdown()
         gym.session.release_lock()
@@ -111,7 +112,9 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             "mean_batch": sums.get("predictor.positions", 0.0) / batches if batches else 0.0,
             "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
             "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()},
-            "selfplayers": selfplayers}
+            "selfplayers": selfplayers,
+            "head": {k: v for k, v in backend.items()
+                     if k.startswith("head_") or k == "object_store"}}
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
@@ -145,8 +148,9 @@ def on_backend(config: GymConfig, backend: str) -> GymConfig:
         return config
     cores = psutil.cpu_count(logical=True) or 1
     share = (cores - config.selfplay.ray_predictor_cpus) / config.selfplay.selfplayprocesses
+    share = max(0.01, int(share * 1000) / 1000)
     return config.updated({"selfplay": {"backend": "ray", "ray_address": "local",
-                                        "ray_selfplayer_cpus": max(0.01, int(share * 1000) / 1000)}})
+                                        "ray_selfplayer_cpus": share}})
 
 
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
@@ -191,6 +195,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         "network_path": network["path"],
         "efficiency": round(efficiency, 3),
         "cpu_by_role": e2e["cpu_by_role"],
+        **({"head": e2e["head"]} if e2e["head"] else {}),
         "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
                                                 1)},
         "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
@@ -204,8 +209,9 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
                           "positions_per_s": round(ray_run["positions_per_s"], 2),
                           "mean_batch": round(ray_run["mean_batch"], 2),
                           "predictor_busy_fraction": round(ray_run["predictor_busy"], 3),
+                          "games_per_s": round(ray_run["games_per_s"], 3),
                           "cpu_by_role": ray_run["cpu_by_role"],
-                          "selfplayers": ray_run["selfplayers"]}
+                          "selfplayers": ray_run["selfplayers"], "head": ray_run["head"]}
         ratios = [pair["ray"]["searches_per_s"] / max(1e-9, pair["processes"]["searches_per_s"])
                   for pair in pairs]
         figures["ray_vs_processes"] = round(float(np.median(ratios)), 3)
@@ -239,6 +245,11 @@ def print_report(figures: dict) -> None:
               f"{ray_run['mean_batch']:.1f}: x{figures['ray_vs_processes']:.2f} the processes' "
               f"(median of the pairs run in turn: {pairs})")
         print(f"  CPU by role on Ray  {cpu}")
+    head = figures.get("ray", figures).get("head")
+    if head:
+        print(f"  the head on Ray     {head['head_write_ms_per_file'] or 0:.2f} ms to write a "
+              f"sample file, {head['head_broadcast_ms']:.1f} ms to put a model; object store "
+              f"{head['object_store']}")
 
 
 def cmd_bench(args) -> int:
@@ -246,7 +257,7 @@ def cmd_bench(args) -> int:
         from gamegym.learnbench import cmd_learning
         return cmd_learning(args)
     if args.backend != "processes":
-        from gamegym.raybackend import import_ray
+        from gamegym.raycluster import import_ray
         import_ray(local=True)
     figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
                         args.searchcount, args.batchsize, args.batch_timeout_ms, args.backend,

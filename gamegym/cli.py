@@ -41,7 +41,7 @@ def cmd_resume(args) -> int:
     if args.ray is not None:   # this run only: the session's config.json keeps its backend
         gym.config = gym.config.updated({"selfplay": {"backend": "ray", "ray_address": args.ray}})
     if gym.config.selfplay.backend == "ray":
-        from gamegym.raybackend import import_ray
+        from gamegym.raycluster import import_ray
         import_ray(local=gym.config.selfplay.ray_address == "local")   # without Ray: an error
                                                                         # naming the extra
     return gym.resume(max_seconds=args.max_seconds, max_iterations=args.max_iterations)

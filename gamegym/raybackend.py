@@ -25,46 +25,26 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
-import signal
-import sys
-import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from gamegym.backends import (JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS, SelfplayBackend,
                               restart_seed)
-from gamegym.config import ConfigError
 from gamegym.messages import Reload, Report
 from gamegym.process import log_path
-from gamegym.rayreaper import start_reaper
+from gamegym.raycluster import RayConnection, import_ray, object_store_use
 from gamegym.selfplay import SampleWriter
 
-__all__ = ["RayBackend", "import_ray", "RAY_MISSING"]
+__all__ = ["RayBackend"]
 
 log = logging.getLogger("gamegym.raybackend")
 
-RAY_MISSING = ("selfplay.backend 'ray' needs Ray, which is not installed; install the extra: "
-               "pip install -e \".[ray]\" (in a checkout) or pip install \"gamegym[ray]\"")
 TAKE_WAIT_S = 2.0        # a Selfplayer's take returns at least this often (with its reports)
 RECONCILE_S = 3.0        # how often nodes are listed and dead actors restarted
 PREDICTOR_POLL_S = 2.0   # how often the Predictors' reports are taken
 STORE_STATS_S = 30.0     # how often the object store's use is asked for
 RATE_WINDOW_S = 20.0     # searches/s per node over this window
-
-
-def import_ray(local: bool = False):
-    """The ray module, or a ConfigError naming the extra that installs it.  `local`: the gym
-    will start Ray on this machine, which then listens on 127.0.0.1 only (not on the network)
-    and asks for Ray's token (Ray reads both settings when it is first imported)."""
-    if local and "ray" not in sys.modules:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # loopback only
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(RAY_MISSING) from None
-    return ray
 
 
 @dataclass
@@ -110,8 +90,7 @@ class RayBackend(SelfplayBackend):
         super().__init__(host)
         self.address = self.config.selfplay.ray_address
         self.ray = import_ray(local=self.address == "local")
-        self.started_ray = False
-        self.reaper = None
+        self.connection = RayConnection(self.ray, self.address)
         self.authkey = os.urandom(32)   # only this run's actors may talk to its Predictors
         self._control_in, self._control_out = host.ctx.Pipe(duplex=False)
         self.groups: dict[str, NodeGroup] = {}
@@ -124,35 +103,12 @@ class RayBackend(SelfplayBackend):
         self._store = (0.0, None)     # (when asked, object store figures)
         self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0}
         self.stopping = False
-        self.local_node = None
 
     # ----- start ----------------------------------------------------------------------------
     def start(self) -> None:
-        self._connect()
+        self.connection.open(self.config.selfplay, self.host.ctx)
         self._broadcast(max(0, self.session.current_iteration()))
         self._reconcile()
-
-    def _connect(self) -> None:
-        with _gym_signals():   # Ray's own SIGTERM handling would end the gym without a stop
-            self._init_ray()
-        self.local_node = self.ray.get_runtime_context().get_node_id()
-        log.info("ray %s: %s", self.ray.__version__, self.ray.cluster_resources())
-
-    def _init_ray(self) -> None:
-        ray, cfg = self.ray, self.config.selfplay
-        options = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
-        if self.address == "local":
-            before = set(_descendants())
-            with _python_path():   # the workers import the game and gamegym as this process does
-                ray.init(num_cpus=os.cpu_count(), _node_ip_address="127.0.0.1",
-                         object_store_memory=cfg.ray_object_store_mib * 2**20, **options)
-            self.started_ray = True
-            self.reaper = start_reaper(self.host.ctx, [p for p in _descendants() if p not in before])
-            print(f"[gamegym] started Ray on this machine ({os.cpu_count()} CPUs, object store "
-                  f"{cfg.ray_object_store_mib} MiB)", flush=True)
-        else:
-            ray.init(address=self.address, **options)
-            print(f"[gamegym] joined the Ray cluster at {self.address}", flush=True)
 
     def model_channel(self):
         return self._control_out
@@ -386,7 +342,7 @@ class RayBackend(SelfplayBackend):
 
     def _watch(self, group: NodeGroup, name: str, pid: int) -> None:
         """CPU and memory of the actors on this machine go into the status line."""
-        if group.node_id == self.local_node and name not in self.host.gym.monitor.processes:
+        if group.node_id == self.connection.local_node and name not in self.host.gym.monitor.processes:
             self.host.gym.monitor.watch(name, pid)
 
     # ----- status ---------------------------------------------------------------------------
@@ -401,7 +357,7 @@ class RayBackend(SelfplayBackend):
                 rates[label] = round(sum(n for _, n in events) / span, 1)
         slots = [s for g in self.groups.values() for s in g.slots]
         files = self.head["files"]
-        return {"name": self.name, "address": self.address, "started_ray": self.started_ray,
+        return {"name": self.name, "address": self.address, "started_ray": self.connection.started,
                 "nodes": sum(1 for g in self.groups.values() if g.predictor is not None),
                 "selfplayers": len(slots),
                 "selfplayers_alive": sum(1 for s in slots if s.actor is not None and s.pid),
@@ -410,34 +366,25 @@ class RayBackend(SelfplayBackend):
                 if files else None,
                 "head_broadcast_ms": round(1000 * self.head["broadcast_s"] /
                                            max(1, self.head["broadcasts"]), 2),
-                "object_store": self._store_stats(now)}
+                "object_store": self._store_use(now)}
 
-    def _store_stats(self, now: float) -> dict | None:
-        """Object store use across the cluster (asked at most every STORE_STATS_S)."""
+    def _store_use(self, now: float) -> dict | None:
+        """Object store use across the cluster, asked at most every STORE_STATS_S."""
         asked, figures = self._store
-        if figures is not None and now - asked < STORE_STATS_S:
-            return figures
-        try:
-            from ray._private.internal_api import get_memory_info_reply, get_state_from_address
-            stats = get_memory_info_reply(get_state_from_address(None), timeout_seconds=5).store_stats
-            figures = {"used_mib": round(stats.object_store_bytes_used / 2**20, 2),
-                       "objects": int(stats.num_local_objects)}
-        except Exception as error:   # a private API: its absence costs the figure only
-            log.debug("object store figures: %s", error)
-            figures = None
-        self._store = (now, figures)
+        if figures is None or now - asked >= STORE_STATS_S:
+            figures = object_store_use()
+            self._store = (now, figures)
         return figures
 
     def pids(self) -> dict[str, int]:
         """Actors' process ids on this machine, and the Ray processes the gym started."""
         pids = {s.name: s.pid for g in self.groups.values() for s in g.slots
-                if s.pid and g.node_id == self.local_node}
+                if s.pid and g.node_id == self.connection.local_node}
         pids.update({"predictor": g.pid for g in self.groups.values()
-                     if g.pid and g.node_id == self.local_node})
-        if self.reaper is not None:   # Ray's own processes (an idle worker may be an actor now)
-            actors = set(pids.values())
-            pids.update({f"ray-daemon{pid}": pid for pid in self.reaper.watched
-                         if pid not in actors})
+                     if g.pid and g.node_id == self.connection.local_node})
+        actors = set(pids.values())   # Ray's own processes (an idle worker may be an actor now)
+        pids.update({f"ray-daemon{pid}": pid for pid in self.connection.ray_pids()
+                     if pid not in actors})
         return pids
 
     # ----- stop -----------------------------------------------------------------------------
@@ -477,10 +424,7 @@ class RayBackend(SelfplayBackend):
         for group in self.groups.values():
             self._kill_group(group)
         self.model_ref = None
-        self.ray.shutdown()   # a Ray this gym started stops with it; a joined one runs on
-        if self.reaper is not None:
-            self.reaper.stop()
-        log.info("ray %s", "shut down" if self.started_ray else f"left running at {self.address}")
+        self.connection.close()
 
     def alive(self) -> bool:
         return any(g.predictor is not None or any(s.actor is not None for s in g.slots)
@@ -507,42 +451,3 @@ class ActorLogs:
             handler.emit(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
 
 
-class _gym_signals:
-    """The signal handlers of SIGINT and SIGTERM as they were before the block (the gym's
-    clean stop), whatever the block installed."""
-
-    def __enter__(self):
-        self.main = threading.current_thread() is threading.main_thread()
-        self.saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def __exit__(self, *exc):
-        if self.main:
-            for sig, handler in self.saved.items():
-                if handler is not None:
-                    signal.signal(sig, handler)
-        return False
-
-
-class _python_path:
-    """PYTHONPATH set to this process's sys.path while a local Ray starts, so its workers find
-    gamegym and the game where this process does (as spawned processes do)."""
-
-    def __enter__(self):
-        self.saved = os.environ.get("PYTHONPATH")
-        paths = [p or os.getcwd() for p in sys.path] + (self.saved or "").split(os.pathsep)
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in dict.fromkeys(paths) if p)
-
-    def __exit__(self, *exc):
-        if self.saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = self.saved
-        return False
-
-
-def _descendants() -> list[int]:
-    import psutil
-    try:
-        return [p.pid for p in psutil.Process().children(recursive=True)]
-    except psutil.Error:
-        return []

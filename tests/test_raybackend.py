@@ -284,7 +284,8 @@ def test_a_failed_predictor_takes_its_selfplayers_down_and_comes_back_with_them(
     backend.poll()   # the failure, then the restart of the Predictor
     assert predictor.killed and all(a.killed for a in first)
     answer_addresses(backend)
-    assert len(fake_ray.alive("PredictorActor")) == 1 and len(fake_ray.alive("SelfplayerActor")) == 2
+    assert len(fake_ray.alive("PredictorActor")) == 1
+    assert len(fake_ray.alive("SelfplayerActor")) == 2
 
 
 def test_the_stop_takes_the_last_files_then_kills_everything(fake_ray, tmp_path):
@@ -310,7 +311,7 @@ def test_the_stop_takes_the_last_files_then_kills_everything(fake_ray, tmp_path)
 
 def test_without_ray_asking_for_it_names_the_extra(monkeypatch, tmp_path, capsys):
     from gamegym.cli import main
-    from gamegym.raybackend import import_ray
+    from gamegym.raycluster import import_ray
     monkeypatch.setitem(sys.modules, "ray", None)      # as if not installed
     with pytest.raises(ConfigError, match=r'pip install -e "\.\[ray\]"'):
         import_ray()
