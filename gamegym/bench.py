@@ -82,6 +82,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             except psutil.Error:
                 pass
         cpu_start = {n: _cpu_seconds(p) for n, p in processes.items()}
+        before = supervisor.backend.status()
         start = time.monotonic()
         monitor.started = start
         while time.monotonic() - start < seconds:
@@ -106,15 +107,29 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
     span = sum(f.get("seconds", 0.0) for _, r, f in monitor.events if r == "selfplayer")
     span = span / max(1, selfplayers) or elapsed
     batches = sums.get("predictor.batches", 0.0)
-    return {"searches_per_s": sums.get("selfplayer.searches", 0.0) / span,
+    searches = sums.get("selfplayer.searches", 0.0) / span
+    cores_used = sum(cpu.values()) / 100.0   # every role's, the head's and Ray's included
+    return {"searches_per_s": searches, "searches_per_cpu_s": searches / max(cores_used, 1e-9),
             "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
             "games_per_s": sums.get("selfplayer.games", 0.0) / span,
             "mean_batch": sums.get("predictor.positions", 0.0) / batches if batches else 0.0,
             "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
             "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()},
             "selfplayers": selfplayers,
-            "head": {k: v for k, v in backend.items()
-                     if k.startswith("head_") or k == "object_store"}}
+            "head": head_figures(before, backend, elapsed, cpu.get("gym", 0.0))}
+
+
+def head_figures(before: dict, after: dict, elapsed: float, cpu_percent: float) -> dict:
+    """On Ray, what the head spent: its CPU per take call and per sample file over the measured
+    window, the time to write a file and to put a model, the object store's use."""
+    if "head_takes" not in after:
+        return {}
+    takes = (after["head_takes"] - before["head_takes"]) / elapsed
+    files = (after["head_files"] - before["head_files"]) / elapsed
+    return {"takes_per_s": round(takes, 2), "files_per_s": round(files, 2),
+            "cpu_ms_per_take": round(10 * cpu_percent / takes, 2) if takes else None,
+            "write_ms_per_file": after["head_write_ms_per_file"],
+            "broadcast_ms": after["head_broadcast_ms"], "object_store": after["object_store"]}
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
@@ -195,6 +210,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         "network_path": network["path"],
         "efficiency": round(efficiency, 3),
         "cpu_by_role": e2e["cpu_by_role"],
+        "searches_per_cpu_s": round(e2e["searches_per_cpu_s"], 1),
         **({"head": e2e["head"]} if e2e["head"] else {}),
         "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
                                                 1)},
@@ -210,12 +226,16 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
                           "mean_batch": round(ray_run["mean_batch"], 2),
                           "predictor_busy_fraction": round(ray_run["predictor_busy"], 3),
                           "games_per_s": round(ray_run["games_per_s"], 3),
+                          "searches_per_cpu_s": round(ray_run["searches_per_cpu_s"], 1),
                           "cpu_by_role": ray_run["cpu_by_role"],
                           "selfplayers": ray_run["selfplayers"], "head": ray_run["head"]}
         ratios = [pair["ray"]["searches_per_s"] / max(1e-9, pair["processes"]["searches_per_s"])
                   for pair in pairs]
         figures["ray_vs_processes"] = round(float(np.median(ratios)), 3)
         figures["ray_vs_processes_pairs"] = [round(r, 3) for r in ratios]
+        per_cpu = [pair["ray"]["searches_per_cpu_s"] / max(1e-9, pair["processes"][
+            "searches_per_cpu_s"]) for pair in pairs]
+        figures["ray_vs_processes_per_cpu"] = round(float(np.median(per_cpu)), 3)
         figures["config"]["repeat"] = len(pairs)
     return figures
 
@@ -243,13 +263,15 @@ def print_report(figures: dict) -> None:
         pairs = ", ".join(f"{r:.2f}" for r in figures["ray_vs_processes_pairs"])
         print(f"  on Ray              {ray_run['searches_per_s']:>10.0f} searches/s, mean batch "
               f"{ray_run['mean_batch']:.1f}: x{figures['ray_vs_processes']:.2f} the processes' "
-              f"(median of the pairs run in turn: {pairs})")
+              f"(median of the pairs run in turn: {pairs}); per CPU-second used: "
+              f"x{figures['ray_vs_processes_per_cpu']:.2f}")
         print(f"  CPU by role on Ray  {cpu}")
     head = figures.get("ray", figures).get("head")
     if head:
-        print(f"  the head on Ray     {head['head_write_ms_per_file'] or 0:.2f} ms to write a "
-              f"sample file, {head['head_broadcast_ms']:.1f} ms to put a model; object store "
-              f"{head['object_store']}")
+        print(f"  the head on Ray     {head['takes_per_s']} takes/s and {head['files_per_s']} "
+              f"sample files/s at {head['cpu_ms_per_take']} ms of CPU per take; "
+              f"{head['write_ms_per_file'] or 0:.2f} ms to write a file, "
+              f"{head['broadcast_ms']:.1f} ms to put a model; object store {head['object_store']}")
 
 
 def cmd_bench(args) -> int:

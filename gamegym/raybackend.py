@@ -101,7 +101,7 @@ class RayBackend(SelfplayBackend):
         self._searches: dict[str, deque] = defaultdict(deque)   # node label -> (time, searches)
         self._logs = ActorLogs(self.session.logs_dir)
         self._store = (0.0, None)     # (when asked, object store figures)
-        self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0}
+        self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0, "takes": 0}
         self.stopping = False
 
     # ----- start ----------------------------------------------------------------------------
@@ -261,6 +261,7 @@ class RayBackend(SelfplayBackend):
             self._take_result(group, slot, result)
 
     def _take_result(self, group: NodeGroup, slot: Slot, result: dict) -> None:
+        self.head["takes"] += 1
         slot.pid = result["pid"]
         self._watch(group, slot.name, slot.pid)
         self._logs.write(slot.name, result["logs"])
@@ -366,6 +367,7 @@ class RayBackend(SelfplayBackend):
                 if files else None,
                 "head_broadcast_ms": round(1000 * self.head["broadcast_s"] /
                                            max(1, self.head["broadcasts"]), 2),
+                "head_files": files, "head_takes": self.head["takes"],
                 "object_store": self._store_use(now)}
 
     def _store_use(self, now: float) -> dict | None:
