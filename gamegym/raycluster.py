@@ -184,7 +184,11 @@ def reap_when_orphaned(processes: list[tuple[int, float]], stop_conn) -> None:
         return
     ready = wait([parent.sentinel, stop_conn])
     if stop_conn in ready:
-        return
+        try:
+            stop_conn.recv()
+            return            # the gym stopped Ray itself
+        except (EOFError, OSError):
+            pass              # the gym died: its end of the pipe closed with it
     alive = []
     for pid, started in processes:
         try:

@@ -366,3 +366,39 @@ def test_a_selfplayer_actors_files_wait_for_the_gym_and_are_whole(tmp_path):
     assert sum(r.figures.get("samples", 0) for r in reports) == 0   # the gym counts them
     relay.close()
     assert relay.take(5.0)["closed"]
+
+
+REAPED = """
+import multiprocessing, subprocess, sys, time
+from gamegym.raycluster import start_reaper
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("spawn")
+    kept = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    reaped = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    start_reaper(ctx, [kept.pid]).stop()          # stopped: it leaves its processes alone
+    reaper = start_reaper(ctx, [reaped.pid])
+    print(kept.pid, reaped.pid, flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.mark.slow
+def test_the_reaper_kills_what_a_killed_gym_started_and_only_that(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import psutil
+    script = tmp_path / "gym.py"
+    script.write_text(REAPED)
+    here = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])
+    gym = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": here})
+    kept, reaped = (psutil.Process(int(pid)) for pid in gym.stdout.readline().split())
+    try:
+        gym.send_signal(signal.SIGKILL)
+        gym.wait()
+        gone, alive = psutil.wait_procs([reaped], timeout=10)
+        assert gone, "the reaper did not stop the process of the killed gym"
+        assert kept.is_running()
+    finally:
+        kept.kill()
