@@ -21,6 +21,7 @@ the config, the gym (its monitor and stop request), and how to spawn and join ch
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from multiprocessing.connection import Connection
 
 from gamegym.fileio import disk_full_message
@@ -36,7 +37,7 @@ JOIN_PREDICTOR_S = 5.0
 MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot, then the gym stops with an error
 
 
-class SelfplayBackend:
+class SelfplayBackend(ABC):
     """The interface (see the module docstring); `host` is the Supervisor."""
 
     name = ""
@@ -46,26 +47,33 @@ class SelfplayBackend:
         self.session = host.session
         self.config = host.config
 
+    @abstractmethod
     def start(self) -> None:
-        raise NotImplementedError
+        """Start the Predictor(s) and the Selfplayers."""
 
+    @abstractmethod
     def model_channel(self) -> Connection:
-        raise NotImplementedError
+        """Where the Trainer announces each published iteration (a Reload)."""
 
+    @abstractmethod
     def poll(self) -> str:
-        raise NotImplementedError
+        """Reports, finished games, restarts; why the gym must stop, or ""."""
 
+    @abstractmethod
     def status(self) -> dict:
-        raise NotImplementedError
+        """name, nodes, selfplayers, selfplayers_alive (and on Ray more) for the status line."""
 
+    @abstractmethod
     def stop_selfplayers(self) -> None:
-        raise NotImplementedError
+        """Selfplayers finish their move, their games are written, they exit."""
 
+    @abstractmethod
     def stop(self) -> None:
-        raise NotImplementedError
+        """Stop everything else the backend started."""
 
+    @abstractmethod
     def alive(self) -> bool:
-        raise NotImplementedError
+        """Whether anything the backend started still runs."""
 
 
 def restart_seed(seed: int, index: int, restarts: int) -> int:

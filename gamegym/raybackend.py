@@ -140,27 +140,30 @@ class RayBackend(SelfplayBackend):
                 self._add_node(node, info)
         for group in self.groups.values():
             if group.predictor is None and group.selfplayers:
-                if group.restarts >= MAX_SELFPLAYER_RESTARTS:
-                    return (f"the Predictor on node {group.label} died too often; see "
-                            f"{log_path(self.session.logs_dir, 'predictor-' + group.label)}")
-                group.restarts += 1
-                self._restarting(f"the Predictor on node {group.label}", group.died,
-                                 "restarting it and its Selfplayers")
+                failure = self._restart(group, f"the Predictor on node {group.label}",
+                                        f"predictor-{group.label}", "restarting it and its "
+                                        "Selfplayers")
+                if failure:
+                    return failure
                 self._start_predictor(group)
             for slot in group.slots:
                 if slot.actor is None and not slot.closed and group.address is not None:
-                    if slot.restarts >= MAX_SELFPLAYER_RESTARTS:
-                        return (f"{slot.name} died (too many restarts); "
-                                f"see {log_path(self.session.logs_dir, slot.name)}")
-                    slot.restarts += 1
-                    self._restarting(f"{slot.name} on node {group.label}", slot.died,
-                                     "restarting it")
+                    failure = self._restart(slot, f"{slot.name} on node {group.label}",
+                                            slot.name, "restarting it")
+                    if failure:
+                        return failure
                     self._start_selfplayer(group, slot)
         return ""
 
-    def _restarting(self, what: str, why: str, action: str) -> None:
-        log.warning("%s died (%s); %s", what, why, action)
+    def _restart(self, thing, what: str, log_name: str, action: str) -> str:
+        """Count a restart of a slot or a node's Predictor; past the limit, the failure."""
+        if thing.restarts >= MAX_SELFPLAYER_RESTARTS:
+            return (f"{what} died (too many restarts); see "
+                    f"{log_path(self.session.logs_dir, log_name)}")
+        thing.restarts += 1
+        log.warning("%s died (%s); %s", what, thing.died, action)
         print(f"[gamegym] {what} died; {action}", flush=True)
+        return ""
 
     def _add_node(self, node: str, info: dict) -> None:
         cfg = self.config.selfplay
@@ -343,8 +346,9 @@ class RayBackend(SelfplayBackend):
 
     def _watch(self, group: NodeGroup, name: str, pid: int) -> None:
         """CPU and memory of the actors on this machine go into the status line."""
-        if group.node_id == self.connection.local_node and name not in self.host.gym.monitor.processes:
-            self.host.gym.monitor.watch(name, pid)
+        monitor = self.host.gym.monitor
+        if group.node_id == self.connection.local_node and name not in monitor.processes:
+            monitor.watch(name, pid)
 
     # ----- status ---------------------------------------------------------------------------
     def status(self) -> dict:
