@@ -4,10 +4,12 @@ removed mid-run, `exit`, SIGTERM of a gym that started its own Ray.  Skipped wit
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -34,15 +36,21 @@ def cli(*args):
     return [sys.executable, "-m", "gamegym.cli", *args]
 
 
-@pytest.fixture
-def session(tmp_path):
-    config = tmp_path / "small.json"
+@pytest.fixture(scope="module")
+def new_session(tmp_path_factory):
+    """One new session for the module (making it imports TensorFlow); each test copies it."""
+    folder = tmp_path_factory.mktemp("ray")
+    config = folder / "small.json"
     config.write_text(json.dumps(SMALL))
-    path = tmp_path / "ttt"
-    done = subprocess.run(cli("new", str(path), "--game", "games.tictactoe:TicTacToe",
+    done = subprocess.run(cli("new", str(folder / "ttt"), "--game", "games.tictactoe:TicTacToe",
                               "--config", str(config)), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    return path
+    return folder / "ttt"
+
+
+@pytest.fixture
+def session(new_session, tmp_path):
+    return Path(shutil.copytree(new_session, tmp_path / "ttt"))
 
 
 @pytest.fixture
