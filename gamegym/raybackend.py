@@ -214,9 +214,10 @@ class RayBackend(SelfplayBackend):
 
     def _lose_node(self, group: NodeGroup) -> None:
         count = len(group.slots)
-        print(f"[gamegym] node {group.label} left the cluster: its {count} Selfplayers and "
-              "their games in flight are lost", flush=True)
         log.warning("node %s is gone; %d Selfplayers lost", group.label, count)
+        if count:
+            print(f"[gamegym] node {group.label} left the cluster: its {count} Selfplayers and "
+                  "their games in flight are lost", flush=True)
         self._kill_group(group)
         del self.groups[group.node_id]
 
@@ -280,6 +281,8 @@ class RayBackend(SelfplayBackend):
             self._searches[group.label].append((now, report.figures.get("searches", 0)))
         if result["error"]:
             self._actor_died(group, slot, result["error"].strip().splitlines()[-1])
+        elif result["closed"] and not self.stopping:
+            self._actor_died(group, slot, "its self-play ended unasked")
         elif result["closed"]:
             slot.closed = True
             self._kill(slot.actor)
@@ -423,10 +426,11 @@ class RayBackend(SelfplayBackend):
     def stop(self) -> None:
         self.stopping = True
         stops = {g.label: g.predictor.stop.remote() for g in self.groups.values() if g.predictor}
-        ready, _ = self.ray.wait(list(stops.values()), num_returns=len(stops), timeout=5.0)
-        for label, ref in stops.items():
-            if ref in ready:
-                self._logs.write(f"predictor-{label}", self._get(ref)[0] or [])
+        if stops:   # (a Ray call without a connection would start a Ray of its own)
+            ready, _ = self.ray.wait(list(stops.values()), num_returns=len(stops), timeout=5.0)
+            for label, ref in stops.items():
+                if ref in ready:
+                    self._logs.write(f"predictor-{label}", self._get(ref)[0] or [])
         for group in self.groups.values():
             self._kill_group(group)
         self.model_ref = None

@@ -19,6 +19,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 import threading
 from multiprocessing.connection import wait
@@ -73,6 +74,7 @@ class RayConnection:
                 print(f"[gamegym] started Ray on this machine ({os.cpu_count()} CPUs, object "
                       f"store {selfplay_config.ray_object_store_mib} MiB)", flush=True)
             else:
+                check_reachable(self.address)
                 self.ray.init(address=self.address, **options)
                 print(f"[gamegym] joined the Ray cluster at {self.address}", flush=True)
         self.local_node = self.ray.get_runtime_context().get_node_id()
@@ -83,10 +85,26 @@ class RayConnection:
         return self.reaper.watched if self.reaper is not None else []
 
     def close(self) -> None:
-        self.ray.shutdown()   # a Ray this gym started stops with it; a joined one runs on
+        if self.ray.is_initialized():
+            self.ray.shutdown()   # a Ray this gym started stops with it; a joined one runs on
+            log.info("ray %s", "shut down" if self.started else f"left running at {self.address}")
         if self.reaper is not None:
             self.reaper.stop()
-        log.info("ray %s", "shut down" if self.started else f"left running at {self.address}")
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A clear error at once when nothing listens at a cluster's HOST:PORT (Ray itself retries
+    for minutes); "auto" is Ray's to resolve."""
+    if address == "auto":
+        return
+    host, _, port = address.split("://")[-1].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"config field 'selfplay.ray_address': no Ray cluster answers at "
+                          f"{address} ({error}); start one there with 'ray start --head', or "
+                          "give --ray alone to start Ray on this machine") from None
 
 
 def object_store_use() -> dict | None:

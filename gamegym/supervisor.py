@@ -86,13 +86,13 @@ class Supervisor:
     # ----- watch ----------------------------------------------------------------------------
     def run(self) -> int:
         gym = self.gym
-        self.start()
         started = time.monotonic()
         first_iteration = self.session.current_iteration()
         gym.monitor.iteration = max(gym.monitor.iteration, first_iteration)
         last_status = time.monotonic()
         interval = self.config.status_interval
         try:
+            self.start()   # inside: a start that fails half-way stops what it started
             while not gym.stop_requested.is_set():
                 self._drain(timeout=0.5)
                 self._check_children()

@@ -71,6 +71,9 @@ class FakeRay(types.ModuleType):
     def init(self, **kwargs):
         self.init_kwargs = kwargs
 
+    def is_initialized(self):
+        return hasattr(self, "init_kwargs") and not self.shut_down
+
     def nodes(self):
         return self.node_list
 
@@ -128,7 +131,7 @@ def fake_ray(monkeypatch):
     return fake
 
 
-def make_backend(tmp_path, selfplay=None, address="10.0.0.1:6379"):
+def make_backend(tmp_path, selfplay=None, address="auto"):
     import multiprocessing
     from gamegym.raybackend import RayBackend
     config = GymConfig(game="games.tictactoe:TicTacToe", selfplay={
@@ -307,6 +310,16 @@ def test_the_stop_takes_the_last_files_then_kills_everything(fake_ray, tmp_path)
     backend.stop()
     assert all(a.killed for a in fake_ray.actors) and fake_ray.shut_down
     assert not backend.alive()
+
+
+def test_a_cluster_address_where_nothing_listens_is_refused_at_once(fake_ray, tmp_path):
+    import socket
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]          # closed when the block ends: nothing listens
+    with pytest.raises(ConfigError, match=rf"no Ray cluster answers at 127.0.0.1:{port}"):
+        make_backend(tmp_path, address=f"127.0.0.1:{port}")
+    assert not hasattr(fake_ray, "init_kwargs")
 
 
 def test_without_ray_asking_for_it_names_the_extra(monkeypatch, tmp_path, capsys):
