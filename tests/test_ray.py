@@ -99,12 +99,18 @@ def actor_processes():
     return found
 
 
-def test_two_nodes_a_node_lost_mid_run_and_exit(session, cluster):
+def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster):
     gym = start_gym(session, "--ray", cluster.address, "--max-iterations", "8")
     lines = []
     try:
         read_until(gym, r"ray 2 nodes, selfplayers 2/2, searches/s by node \S+ \d+ \S+ \d+",
                    lines)
+        ours = psutil.Process().children(recursive=True)   # the cluster's processes
+        killed = [p for p in actor_processes() if p in ours and
+                  "SelfplayerActor" in " ".join(p.cmdline())]
+        killed[0].kill()                   # a killed worker process: restarted on its node
+        read_until(gym, r"selfplayer\d on node \S+ died; restarting it", lines)
+        read_until(gym, r"ray 2 nodes, selfplayers 2/2", lines)
         lost_at = int(read_until(gym, r"it ([1-9]) ", lines).group(1))
         cluster.remove_node(cluster.worker)
         read_until(gym, r"node \S+ left the cluster: its 1 Selfplayers", lines)
