@@ -4,8 +4,9 @@
   searches per CPU-second)
 - network paths: the session's model through each way of running it, at several batch sizes
   (evaluations per CPU-second, `gamegym.netbench`), and the path the session uses
-- end to end: a real Predictor and N real Selfplayer processes for N seconds; CPU and memory
-  (RSS) of each role
+- end to end: a real Predictor and N real Selfplayers for N seconds, as processes or as Ray
+  actors on a Ray started on this machine (`--backend ray`), or both one after the other
+  (`--backend both`: the ratio of the two on the same cores); CPU and memory (RSS) of each role
 - efficiency: end-to-end searches/s / (search ceiling x cores the Selfplayers had)
 - CPU efficiency: end-to-end searches per CPU-second of all roles / the ceiling's searches per
   CPU-second.  On a quiet machine whose cores the roles keep busy it equals the efficiency; on
@@ -53,25 +54,32 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
 
 
 def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
-    """A real Predictor and Selfplayers (no Trainer) for `seconds`; rates from their reports."""
+    """A real Predictor and Selfplayers (no Trainer) for `seconds`, on the config's backend;
+    rates from their reports."""
     from gamegym.gym import GameGym
     from gamegym.supervisor import Supervisor
-    gym = GameGym(session_path)
+    gym = GameGym(session_path, config=config)
     gym.session.acquire_lock()
-    supervisor = Supervisor(gym, max_seconds=None, max_iterations=None, roles=("predictor",
-                                                                               "selfplayer"))
+    supervisor = Supervisor(gym, max_seconds=None, max_iterations=None, roles=())
     try:
         supervisor.start()
         _wait_until_playing(supervisor, timeout=120)
         # measure from here: discard warm-up reports, prime CPU counters
         monitor = gym.monitor
         monitor.events.clear()
-        processes = {n: psutil.Process(c.process.pid) for n, c in supervisor.children.items()}
+        processes = {"gym": psutil.Process()}   # the head: this process
+        for name, pid in supervisor.backend.pids().items():
+            try:
+                processes[name] = psutil.Process(pid)
+            except psutil.Error:
+                pass
         cpu_start = {n: _cpu_seconds(p) for n, p in processes.items()}
+        before = supervisor.backend.status()
         start = time.monotonic()
         monitor.started = start
         while time.monotonic() - start < seconds:
             supervisor._drain(timeout=0.2)
+            supervisor._poll_backend()
         elapsed = time.monotonic() - start
         sums: dict = {}
         for _, role, figures in monitor.events:
@@ -84,18 +92,37 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             used = _cpu_seconds(process) - cpu_start[name]
             cpu[role] = cpu.get(role, 0.0) + 100.0 * used / elapsed
             rss.setdefault(role, []).append(_rss_mb(process))
+        backend = supervisor.backend.status()
+        selfplayers = backend["selfplayers"]
     finally:
         supervisor.shutdown()
         gym.session.release_lock()
     span = sum(f.get("seconds", 0.0) for _, r, f in monitor.events if r == "selfplayer")
-    span = span / max(1, config.selfplay.selfplayprocesses) or elapsed
-    return {"searches_per_s": sums.get("selfplayer.searches", 0.0) / span,
+    span = span / max(1, selfplayers) or elapsed
+    searches = sums.get("selfplayer.searches", 0.0) / span
+    cores_used = sum(cpu.values()) / 100.0   # every role's, the head's and Ray's included
+    return {"searches_per_s": searches, "searches_per_cpu_s": searches / max(cores_used, 1e-9),
             "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
             "games_per_s": sums.get("selfplayer.games", 0.0) / span,
             "mean_batch": mean_batch(sums),
             "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
             "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()},
-            "rss_mb_by_role": {k: round(sum(v) / len(v), 1) for k, v in rss.items()}}
+            "rss_mb_by_role": {k: round(sum(v) / len(v), 1) for k, v in rss.items()},
+            "selfplayers": selfplayers,
+            "head": head_figures(before, backend, elapsed, cpu.get("gym", 0.0))}
+
+
+def head_figures(before: dict, after: dict, elapsed: float, cpu_percent: float) -> dict:
+    """On Ray, what the head spent: its CPU per take call and per sample file over the measured
+    window, the time to write a file and to put a model, the object store's use."""
+    if "head_takes" not in after:
+        return {}
+    takes = (after["head_takes"] - before["head_takes"]) / elapsed
+    files = (after["head_files"] - before["head_files"]) / elapsed
+    return {"takes_per_s": round(takes, 2), "files_per_s": round(files, 2),
+            "cpu_ms_per_take": round(10 * cpu_percent / takes, 2) if takes else None,
+            "write_ms_per_file": after["head_write_ms_per_file"],
+            "broadcast_ms": after["head_broadcast_ms"], "object_store": after["object_store"]}
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
@@ -117,32 +144,42 @@ def _rss_mb(process: psutil.Process) -> float:
 def _wait_until_playing(supervisor, timeout: float) -> None:
     """Warm-up: until every Selfplayer has reported searches (TensorFlow loaded, traced)."""
     deadline = time.monotonic() + timeout
-    seen: set = set()
-    want = supervisor.config.selfplay.selfplayprocesses
-    while time.monotonic() < deadline and len(seen) < want:
-        try:
-            report = supervisor.reports.get(timeout=0.5)
-        except Exception:
-            supervisor._check_children()
-            if supervisor.failure:
-                raise RuntimeError(supervisor.failure)
-            continue
-        supervisor.gym.monitor.add(report)
-        if report.role.startswith("selfplayer") and report.figures.get("searches", 0) > 0:
-            seen.add(report.role)
-    if len(seen) < want:
-        raise RuntimeError("the Selfplayers did not start playing within "
-                           f"{timeout:.0f} s; see the logs in the bench session")
+    monitor = supervisor.gym.monitor
+    while time.monotonic() < deadline:
+        supervisor._drain(timeout=0.5)
+        supervisor._poll_backend()
+        if supervisor.failure:
+            raise RuntimeError(supervisor.failure)
+        want = supervisor.backend.status()["selfplayers"]
+        if want and len(monitor.playing) >= want:
+            return
+    raise RuntimeError("the Selfplayers did not start playing within "
+                       f"{timeout:.0f} s; see the logs in the bench session")
+
+
+def on_backend(config: GymConfig, backend: str) -> GymConfig:
+    """The bench's config on a backend; on Ray the machine's cores are shared out so that every
+    Selfplayer fits beside the Predictor, as the processes share them."""
+    if backend == "processes":
+        return config
+    cores = psutil.cpu_count(logical=True) or 1
+    share = (cores - config.selfplay.ray_predictor_cpus) / config.selfplay.selfplayprocesses
+    share = max(0.01, int(share * 1000) / 1000)
+    return config.updated({"selfplay": {"backend": "ray", "ray_address": "local",
+                                        "ray_selfplayer_cpus": share}})
 
 
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
               searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
               fastpath: bool = True, in_selfplayers: bool = True,
-              network_seconds: float = 8.0, network: dict | None = None) -> dict:
+              network_seconds: float = 8.0, network: dict | None = None,
+              backend: str = "processes", repeat: int = 1) -> dict:
     """All figures of one bench run (see the module docstring).  `fastpath` and
     `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
-    (network config fields) replaces the game's preset network."""
+    (network config fields) replaces the game's preset network.  With `backend` "both" the
+    two backends run `repeat` times each, in turn, and the ratio is the median of the pairs'
+    (on a busy machine a single pair says little)."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args)
@@ -160,7 +197,11 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
-        e2e = end_to_end(path, config, seconds)
+        names = ("processes", "ray") if backend == "both" else (backend,)
+        pairs = [{name: end_to_end(path, on_backend(config, name), seconds) for name in names}
+                 for _ in range(max(1, repeat) if backend == "both" else 1)]
+        runs = pairs[len(pairs) // 2]
+        e2e = runs["processes" if backend == "both" else backend]
         used_path = _session_path(config, gym.session)
         network = {}
         if network_seconds > 0:
@@ -172,8 +213,8 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores)
     cores_used = sum(e2e["cpu_by_role"].values()) / 100.0
     per_cpu_s = e2e["searches_per_s"] / cores_used if cores_used else 0.0
-    return {
-        "game": game, "game_args": graph.game_args,
+    figures = {
+        "game": game, "game_args": graph.game_args, "backend": backend,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
         "games_per_s": round(e2e["games_per_s"], 3),
@@ -187,6 +228,8 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         "cpu_efficiency": round(per_cpu_s / ceiling["searches_per_cpu_s"], 3),
         "cpu_by_role": e2e["cpu_by_role"],
         "rss_mb_by_role": e2e["rss_mb_by_role"],
+        "searches_per_cpu_s": round(e2e["searches_per_cpu_s"], 1),
+        **({"head": e2e["head"]} if e2e["head"] else {}),
         "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
                                                 1)},
         "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
@@ -196,6 +239,30 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
                    "network": dataclasses.asdict(config.network),
                    "cores": psutil.cpu_count(logical=True)},
     }
+    if backend == "both":
+        figures.update(ray_figures(pairs, runs["ray"]))
+        figures["config"]["repeat"] = len(pairs)
+    return figures
+
+
+def ray_figures(pairs: list[dict], ray_run: dict) -> dict:
+    """The Ray run beside the processes one: its figures and the ratios of the pairs."""
+    ratios = [pair["ray"]["searches_per_s"] / max(1e-9, pair["processes"]["searches_per_s"])
+              for pair in pairs]
+    per_cpu = [pair["ray"]["searches_per_cpu_s"] / max(1e-9, pair["processes"][
+        "searches_per_cpu_s"]) for pair in pairs]
+    return {"ray": {"searches_per_s": round(ray_run["searches_per_s"], 1),
+                    "positions_per_s": round(ray_run["positions_per_s"], 2),
+                    "mean_batch": round(ray_run["mean_batch"], 2),
+                    "predictor_busy_fraction": round(ray_run["predictor_busy"], 3),
+                    "games_per_s": round(ray_run["games_per_s"], 3),
+                    "searches_per_cpu_s": round(ray_run["searches_per_cpu_s"], 1),
+                    "cpu_by_role": ray_run["cpu_by_role"],
+                    "rss_mb_by_role": ray_run["rss_mb_by_role"],
+                    "selfplayers": ray_run["selfplayers"], "head": ray_run["head"]},
+            "ray_vs_processes": round(float(np.median(ratios)), 3),
+            "ray_vs_processes_pairs": [round(r, 3) for r in ratios],
+            "ray_vs_processes_per_cpu": round(float(np.median(per_cpu)), 3)}
 
 
 def sample_positions(graph, count: int, seed: int = 0) -> np.ndarray:
@@ -256,6 +323,21 @@ def print_report(figures: dict) -> None:
             if base and path != "tensorflow":
                 ratio = "   x" + "/".join(f"{per[n] / base[n]:.1f}" for n in sizes)
             print(f"    {path:<10}" + "".join(f"{per[n]:>9}" for n in sizes) + ratio)
+    if "ray" in figures:
+        ray_run = figures["ray"]
+        cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(ray_run["cpu_by_role"].items()))
+        pairs = ", ".join(f"{r:.2f}" for r in figures["ray_vs_processes_pairs"])
+        print(f"  on Ray              {ray_run['searches_per_s']:>10.0f} searches/s, mean batch "
+              f"{ray_run['mean_batch']:.1f}: x{figures['ray_vs_processes']:.2f} the processes' "
+              f"(median of the pairs run in turn: {pairs}); per CPU-second used: "
+              f"x{figures['ray_vs_processes_per_cpu']:.2f}")
+        print(f"  CPU by role on Ray  {cpu}")
+    head = figures.get("ray", figures).get("head")
+    if head:
+        print(f"  the head on Ray     {head['takes_per_s']} takes/s and {head['files_per_s']} "
+              f"sample files/s at {head['cpu_ms_per_take']} ms of CPU per take; "
+              f"{head['write_ms_per_file'] or 0:.2f} ms to write a file, "
+              f"{head['broadcast_ms']:.1f} ms to put a model; object store {head['object_store']}")
 
 
 def cmd_bench(args) -> int:
@@ -285,11 +367,15 @@ def cmd_bench(args) -> int:
         else:
             print_peer_report(figures)
         return 0
+    if args.backend != "processes":
+        from gamegym.raycluster import import_ray
+        import_ray(local=True)
     figures = run_bench(args.game or "games.santorini:Santorini", args.game_args, args.seconds,
                         args.selfplayers, args.threads, args.searchcount, args.batchsize,
                         args.batch_timeout_ms, fastpath=not args.tensorflow,
                         in_selfplayers=not args.predictor_only,
-                        network_seconds=args.network_seconds, network=args.network)
+                        network_seconds=args.network_seconds, network=args.network,
+                        backend=args.backend, repeat=args.repeat)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
@@ -319,6 +405,11 @@ def add_commands(sub) -> None:
                         '\'{"kind": "residual", "width": 32, "blocks": 3}\'')
     p.add_argument("--network-seconds", type=float, default=8.0,
                    help="time for the network paths side by side (0: skip them)")
+    p.add_argument("--backend", choices=("processes", "ray", "both"), default="processes",
+                   help="where the Selfplayers run: processes, Ray actors on a Ray started here, "
+                        "or both one after the other (their ratio)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="(--backend both) run each backend this many times, in turn")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--learning", metavar="MODULE:CLASS",
                    help="instead: train this bundled game from scratch and print its curve")

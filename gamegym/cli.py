@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from gamegym.cliutil import json_object
@@ -37,6 +38,12 @@ def cmd_resume(args) -> int:
         config = GymConfig.from_json_file(args.config, fill={"game": stored.game,
                                                              "game_args": stored.game_args})
     gym = GameGym(args.session, config=config)
+    if args.ray is not None:   # this run only: the session's config.json keeps its backend
+        gym.config = gym.config.updated({"selfplay": {"backend": "ray", "ray_address": args.ray}})
+    if gym.config.selfplay.backend == "ray":
+        from gamegym.raycluster import import_ray
+        import_ray(local=gym.config.selfplay.ray_address == "local")   # without Ray: an error
+                                                                        # naming the extra
     return gym.resume(max_seconds=args.max_seconds, max_iterations=args.max_iterations)
 
 
@@ -62,7 +69,9 @@ def cmd_continue(args) -> int:
 
 
 def session_status(path: str) -> dict:
-    """What `gamegym status` shows: iteration, samples, games, last losses, lock holder."""
+    """What `gamegym status` shows: iteration, samples, games, last losses, lock holder, and
+    where self-play runs (from the newest status record of the running or last run)."""
+    from gamegym.fileio import last_jsonl
     from gamegym.samples import SampleCounter
     from gamegym.session import Session
     session = Session(path)
@@ -79,7 +88,16 @@ def session_status(path: str) -> dict:
         "running": holder is not None, "running_pid": holder["pid"] if holder else None,
         "replay": config.train.replay,
         "replay_figures": reports[-1].get("replay_figures", {}) if reports else {},
+        "backend": backend_status(config, last_jsonl(session.monitoring_dir / "status.jsonl")),
     }
+
+
+def backend_status(config, record: dict | None) -> dict:
+    """The backend of the newest status record (with its time), else the configured one."""
+    if record and isinstance(record.get("backend"), dict):
+        return {**record["backend"], "time": record.get("time")}
+    cfg = config.selfplay
+    return {"name": cfg.backend, **({"address": cfg.ray_address} if cfg.backend == "ray" else {})}
 
 
 def cmd_status(args) -> int:
@@ -98,7 +116,25 @@ def cmd_status(args) -> int:
         print(f"replay    {status['replay']}: {replay_summary(status['replay_figures'])} "
               "(mean replay count, new share of the last draws, priority 10th..90th percentile)")
     print(f"running   {'yes, pid %s' % status['running_pid'] if status['running'] else 'no'}")
+    print(f"selfplay  {describe_backend(status['backend'], status['running'])}")
     return 0
+
+
+def describe_backend(backend: dict, running: bool) -> str:
+    """'processes' or 'ray at ADDRESS: N nodes, A of S Selfplayers alive' and per node
+    searches/s; figures of a run that ended are marked as such."""
+    text = backend["name"]
+    if backend.get("address"):
+        text += f" at {backend['address']}"
+    if "selfplayers" in backend:
+        text += (f": {backend.get('nodes', 1)} node(s), {backend['selfplayers_alive']} of "
+                 f"{backend['selfplayers']} Selfplayers alive")
+        if not running and backend.get("time"):
+            text += time.strftime(" (when the last run last reported, %Y-%m-%d %H:%M)",
+                                  time.localtime(backend["time"]))
+    for node, rate in sorted(backend.get("searches_per_s_by_node", {}).items()):
+        text += f"\n          node {node}: {rate:.0f} searches/s"
+    return text
 
 
 def cmd_check(args) -> int:
@@ -123,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seconds", type=float)
     p.add_argument("--max-iterations", type=int, help="stop after this many new iterations")
     p.add_argument("--config", type=Path, help="change settings (fixed fields excepted)")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="run the Selfplayers on Ray for this run: alone, a Ray started on this "
+                        "machine; 'auto' or HOST:PORT, the cluster there (needs the [ray] extra)")
     p.set_defaults(run=cmd_resume)
 
     p = sub.add_parser("continue", help="a new session carrying on from another one's model "

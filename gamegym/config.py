@@ -19,6 +19,7 @@ __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "T
            "GymConfig", "LEARNERS", "REPLAYS"]
 
 LEARNERS = ("alphazero",)
+BACKENDS = ("processes", "ray")
 REPLAYS = ("window", "uniform", "prioritized", "curious")
 
 
@@ -131,6 +132,13 @@ class SelfplayConfig:
     gamelog_dump_threshold: int = 10  # finished games kept in memory before a sample file is written
     evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off;
     #                                   at most 64 MB of them, fewer on a large action space)
+    backend: str = "processes"      # where Selfplayers run: "processes" here, or "ray" (a cluster)
+    ray_address: str = "local"      # "local": start Ray on this machine; "auto" or "HOST:PORT":
+                                    # join a running cluster (selfplayprocesses is then per node)
+    ray_selfplayer_cpus: float = 0.5  # CPUs a Selfplayer actor reserves on its node
+    ray_predictor_cpus: float = 0.5   # CPUs the Predictor actor of each node reserves
+    ray_object_store_mib: int = 128   # object store of the Ray started with "local" (it holds
+                                      # only models in broadcast and games on their way)
 
     def validate(self) -> None:
         _int_in(self, "selfplayprocesses", 1, 256)
@@ -147,6 +155,14 @@ class SelfplayConfig:
         _int_in(self, "max_moves", 1)
         _int_in(self, "gamelog_dump_threshold", 1, 100_000)
         _int_in(self, "evaluation_cache", 0)
+        _choice(self, "backend", BACKENDS)
+        _check(isinstance(self.ray_address, str) and (
+            self.ray_address in ("local", "auto") or ":" in self.ray_address),
+            "selfplay.ray_address", "must be 'local', 'auto' or a cluster address HOST:PORT, "
+            f"got {self.ray_address!r}")
+        _float_in(self, "ray_selfplayer_cpus", 0.0, 1024.0, low_open=True)
+        _float_in(self, "ray_predictor_cpus", 0.0, 1024.0, low_open=True)
+        _int_in(self, "ray_object_store_mib", 75, 1_000_000)
 
 
 @dataclass

@@ -19,7 +19,7 @@ log = logging.getLogger("gamegym.debugrun")
 
 
 def run_single_process(gym, max_seconds: float | None, max_iterations: int | None) -> int:
-    from gamegym.selfplay import selfplay_loop
+    from gamegym.selfplay import SampleWriter, selfplay_loop
     from gamegym.tfsetup import configure_tensorflow
     from gamegym.trainer import build_trainer
     session, config = gym.session, gym.config
@@ -34,6 +34,7 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
         return learner.selfplayer(graph, LocalService(evaluator), config, rng)
 
     driver = driver_for(session.current_iteration())
+    writer = SampleWriter(session.samples_dir, "debug")
     started = time.monotonic()
     trained = 0
     never = threading.Event()
@@ -44,7 +45,7 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
         if max_iterations is not None and trained >= max_iterations:
             gym.request_stop(f"{max_iterations} new iterations trained")
             break
-        selfplay_loop(driver, config.selfplay, session.samples_dir, "debug", never,
+        selfplay_loop(driver, config.selfplay, writer, never,
                       max_games=config.selfplay.gamelog_dump_threshold)
         ok, reason = trainer.ready()
         log.info("trainer: %s", reason)

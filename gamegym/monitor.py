@@ -41,6 +41,8 @@ class Monitor:
         self.rating: tuple = (None, None)   # (iteration, Elo) of the latest evaluation
         self.processes: dict[str, psutil.Process] = {}
         self.started = time.monotonic()
+        self.backend = None   # where self-play runs (gamegym.backends); its status() is shown
+        self.playing: set[str] = set()   # Selfplayers (by name) that have reported searches
 
     def add(self, report) -> None:
         now = time.monotonic()
@@ -53,6 +55,8 @@ class Monitor:
             self.last_losses = figures.get("losses", {})
             self.replay = figures.get("replay") or {}
             return
+        if figures.get("searches"):
+            self.playing.add(report.role)
         if report.role == "predictor" and "iteration" in figures:
             self.iteration = max(self.iteration, int(figures["iteration"]))
         self.events.append((now, role_of(report.role), figures))
@@ -109,7 +113,8 @@ class Monitor:
                 "last_losses": self.last_losses, "rating": self.rating[1],
                 **({"replay": self.replay} if self.replay else {}),
                 "rated_iteration": self.rating[0], **{k: round(v, 2) for k, v in self.rates().items()},
-                "resources": self.resources()}
+                "resources": self.resources(),
+                **({"backend": self.backend.status()} if self.backend is not None else {})}
 
     def status_line(self, status: dict | None = None) -> str:
         s = status or self.status()
@@ -121,7 +126,7 @@ class Monitor:
         return (f"it {s['iteration']} | games {s['games']} | samples/s {s['samples_per_s']:.1f} | "
                 f"searches/s {s['searches_per_s']:.0f} | batch {s['mean_batch']:.1f} | "
                 f"loss {'-' if loss is None else f'{loss:.3f}'} | {rating}"
-                f"{_replay_part(s.get('replay'))}{res}")
+                f"{backend_summary(s.get('backend'))}{_replay_part(s.get('replay'))}{res}")
 
     def record(self, monitoring_dir: Path, status: dict) -> None:
         append_jsonl(monitoring_dir / "status.jsonl", status)
@@ -167,6 +172,20 @@ def plot_replay(session) -> Path | None:
     axes[0].set_title(f"replay buffer ({reports[-1].get('replay', '')})")
     figure.tight_layout()
     return save_figure(figure, session.plots_dir / "replay.png")
+
+
+def backend_summary(backend: dict | None) -> str:
+    """The status line's account of where self-play runs: 'selfplayers 2/2 | ' on this machine;
+    on Ray also the nodes and each node's searches/s."""
+    if not backend:
+        return ""
+    alive = f"selfplayers {backend['selfplayers_alive']}/{backend['selfplayers']}"
+    if backend.get("name") != "ray":
+        return f"{alive} | "
+    nodes = " ".join(f"{node} {rate:.0f}" for node, rate in
+                     sorted(backend.get("searches_per_s_by_node", {}).items()))
+    return (f"ray {backend['nodes']} node{'s' if backend['nodes'] != 1 else ''}, {alive}"
+            f"{', searches/s by node ' + nodes if nodes else ''} | ")
 
 
 def plot_training(session) -> Path | None:

@@ -4,7 +4,9 @@ Every Selfplayer owns one end of a duplex pipe; the Predictor waits on all of th
 (`multiprocessing.connection.wait`, no polling), gathers requests until `batchsize` positions,
 until every client has a request waiting, or until `batch_timeout_ms` passes, evaluates them with
 one model call per kind of request and sends each client its slice.  A `Reload` on the control
-pipe loads a new iteration.
+pipe loads a new iteration.  Models come from `models`: the session folder, or on a Ray node the
+copies of the models the gym broadcast (`gamegym.raybackend`), where Selfplayers also join
+later (`add_client`).
 
 The model call is the learner's (`Learner.make_evaluator`): AlphaZero answers "evaluate"
 requests; a learner whose searches carry state made by one iteration (MuZero's hidden states)
@@ -20,8 +22,10 @@ what the handed-out evaluators cannot answer comes here.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import time
+from collections import deque
 from multiprocessing.connection import Connection, wait
 
 import numpy as np
@@ -36,12 +40,15 @@ HOLD = 2   # model iterations held at once: the newest and the one before it
 
 
 class Predictor:
-    """The batching loop over client pipes (runs inside the Predictor process)."""
+    """The batching loop over client pipes (runs inside the Predictor process).
 
-    def __init__(self, session, config, clients: list[Connection], control: Connection | None,
+    `models` is where model iterations are read: the Session, or anything else with
+    `model_path(iteration)` and `current_iteration()`."""
+
+    def __init__(self, models, config, clients: list[Connection], control: Connection | None,
                  reports=None):
         from gamegym.learners import get_learner
-        self.session = session
+        self.models = models
         self.config = config.predict
         self.learner = get_learner(config.train.learner)
         self.clients = list(clients)
@@ -53,6 +60,20 @@ class Predictor:
         self._positions = 0
         self._busy = 0.0
         self._last_report = time.monotonic()
+        self._joining: deque = deque()   # clients added from another thread, not yet served
+        self._wake: Connection | None = None   # add_client's signal to the serving loop
+
+    def accept_clients(self) -> None:
+        """Serve until stopped even with no client, and take clients added by `add_client`
+        (call before `serve`)."""
+        wake_in, self._wake = multiprocessing.Pipe(duplex=False)
+        self.controls.append(wake_in)
+
+    def add_client(self, conn: Connection) -> None:
+        """A new client from another thread (a Selfplayer that joined); served from the next
+        turn of the loop."""
+        self._joining.append(conn)
+        self._wake.send(None)
 
     @property
     def evaluator(self):
@@ -67,7 +88,7 @@ class Predictor:
             return
         from gamegym.tfsetup import load_model
         import keras
-        path = self.session.model_path(iteration)
+        path = self.models.model_path(iteration)
         keras.backend.clear_session()  # Keras' global name state would grow with every reload
         model = load_model(path)
         reuse = None
@@ -90,10 +111,10 @@ class Predictor:
         return portable() if portable is not None else None
 
     def serve(self, stop_event) -> None:
-        self.load(max(0, self.session.current_iteration()))
+        self.load(max(0, self.models.current_iteration()))
         timeout = self.config.batch_timeout_ms / 1000.0
-        live = self.live
-        while live:
+        live = self.live   # clients that join are added to it
+        while live or self._wake is not None:
             ready = wait(live + self.controls, timeout=1.0)
             if not ready:
                 self._report(force=False)
@@ -148,6 +169,10 @@ class Predictor:
             return
         if isinstance(message, Reload) and message.iteration != self.evaluator.iteration:
             self.load(message.iteration)
+        while self._joining:
+            conn = self._joining.popleft()
+            self.clients.append(conn)
+            self.live.append(conn)
 
     def _evaluate(self, pending) -> None:
         """One model call per (kind, iteration) among the pending requests."""

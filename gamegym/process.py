@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,28 @@ def derive_seed(seed: int, *path: int) -> int:
 def log_path(logs_dir: Path, role: str) -> Path:
     """The log file of a process role (the one setup_logging writes)."""
     return logs_dir / f"{role}.log"
+
+
+def where_to_look(logs_dir: Path, name: str) -> str:
+    """Where the cause of a child's death is: its log, or the console when it died before
+    opening one (e.g. while spawn imported the main script)."""
+    path = log_path(logs_dir, name)
+    if path.is_file():
+        return f"see {path}"
+    return "its error is on the console above: it died before it opened its log"
+
+
+@dataclass
+class Child:
+    """A child process of the gym: its entry point and arguments, the running process, and how
+    often its slot was restarted."""
+
+    name: str
+    target: object
+    args: tuple
+    process: multiprocessing.Process | None = None
+    restarts: int = 0
+    extra: dict = field(default_factory=dict)
 
 
 def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logging.Logger:

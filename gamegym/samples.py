@@ -33,7 +33,8 @@ import numpy as np
 
 from gamegym.fileio import atomic_write_bytes, quarantine
 
-__all__ = ["GameRecord", "SampleBatch", "SampleCounter", "write_sample_file", "read_sample_file",
+__all__ = ["GameRecord", "SampleBatch", "SampleCounter", "encode_sample_file", "write_sample_file",
+           "read_sample_file",
            "load_samples", "sample_iterations", "sample_files", "n_step_value_targets"]
 
 log = logging.getLogger(__name__)
@@ -142,16 +143,24 @@ def records_to_arrays(records: list[GameRecord]) -> dict[str, np.ndarray]:
     return arrays
 
 
-def write_sample_file(path: Path, records: list[GameRecord]) -> int:
-    """Atomically write finished games to `path` (.npz); returns the number of samples."""
+def encode_sample_file(records: list[GameRecord]) -> tuple[bytes, int]:
+    """The bytes of a sample file holding finished games, and its number of samples
+    (b"", 0 when no game has a position)."""
     records = [r for r in records if len(r)]
     if not records:
-        return 0
+        return b"", 0
     arrays = records_to_arrays(records)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
-    atomic_write_bytes(Path(path), buffer.getvalue())
-    return len(arrays["z"])
+    return buffer.getvalue(), len(arrays["z"])
+
+
+def write_sample_file(path: Path, records: list[GameRecord]) -> int:
+    """Atomically write finished games to `path` (.npz); returns the number of samples."""
+    data, samples = encode_sample_file(records)
+    if samples:
+        atomic_write_bytes(Path(path), data)
+    return samples
 
 
 def read_sample_file(path: Path) -> dict[str, np.ndarray]:

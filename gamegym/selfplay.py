@@ -21,17 +21,21 @@ from gamegym.graph import load_game
 from gamegym.inference import PipeService
 from gamegym.messages import Report
 from gamegym.process import child_entry
-from gamegym.samples import GameRecord, write_sample_file
+from gamegym.fileio import atomic_write_bytes
+from gamegym.samples import GameRecord, encode_sample_file
 
 log = logging.getLogger("gamegym.selfplay")
 
 
 class SampleWriter:
-    """Keeps finished games per model iteration and writes them as sample files."""
+    """Keeps finished games per model iteration and writes them as sample files, one file per
+    iteration at each flush.  `publish` is where a file goes: here the session folder; a Ray
+    Selfplayer hands the file's bytes to the gym instead (`gamegym.raybackend`)."""
 
-    def __init__(self, samples_dir: Path, name: str):
-        self.samples_dir = Path(samples_dir)
-        self.name = f"{name}-{os.getpid()}"
+    def __init__(self, samples_dir: Path | None, name: str):
+        self.samples_dir = Path(samples_dir) if samples_dir is not None else None
+        self.role = name                       # e.g. selfplayer3: whose games these are
+        self.name = f"{name}-{os.getpid()}"    # file names: <name>-<sequence>-<unix time>.npz
         self._pending: dict[int, list[GameRecord]] = defaultdict(list)
         self._sequence = 0
         self.samples_written = 0
@@ -44,15 +48,23 @@ class SampleWriter:
         self._pending[max(0, iteration)].append(record)
 
     def flush(self) -> int:
+        """Publish the pending games; returns the number of samples written."""
         written = 0
         for iteration, records in sorted(self._pending.items()):
-            self._sequence += 1
-            path = (self.samples_dir / str(iteration) /
-                    f"{self.name}-{self._sequence:06d}-{int(time.time())}.npz")
-            written += write_sample_file(path, records)
+            data, samples = encode_sample_file(records)
+            if samples:
+                written += self.publish(iteration, data, samples, len(records))
         self._pending.clear()
         self.samples_written += written
         return written
+
+    def publish(self, iteration: int, data: bytes, samples: int, games: int) -> int:
+        """Write one encoded sample file of `iteration` atomically; returns its samples."""
+        self._sequence += 1
+        path = (self.samples_dir / str(iteration) /
+                f"{self.name}-{self._sequence:06d}-{int(time.time())}.npz")
+        atomic_write_bytes(path, data)
+        return samples
 
 
 class Counters:
@@ -101,13 +113,12 @@ class Counters:
             self._last = now
 
 
-def selfplay_loop(driver, cfg, samples_dir: Path, name: str, stop_event, reports=None,
+def selfplay_loop(driver, cfg, writer: SampleWriter, stop_event, reports=None,
                   max_games: int | None = None, service=None) -> int:
     """Take finished games from a self-play driver until stopped; flush every
     `gamelog_dump_threshold` games and at the end.  With the driver's model `service`, the
     network calls it answered in this process are counted too."""
-    writer = SampleWriter(samples_dir, name)
-    counters = Counters(name, reports, _progress(driver, service))
+    counters = Counters(writer.role, reports, _progress(driver, service))
     counters.start()
     games = 0
     try:
@@ -153,7 +164,7 @@ def selfplayer_main(session_path, config, index, conn, reports, seed, *, stop_ev
     service = PipeService(conn)
     driver = get_learner(config.train.learner).selfplayer(graph, service, config,
                                                           np.random.default_rng(seed))
-    games = selfplay_loop(driver, config.selfplay, session.samples_dir, f"selfplayer{index}",
-                          stop_event, reports, service=service)
+    writer = SampleWriter(session.samples_dir, f"selfplayer{index}")
+    games = selfplay_loop(driver, config.selfplay, writer, stop_event, reports, service=service)
     log.info("played %d games; %d requests to the Predictor, %d batches evaluated here",
              games, service.requests, service.local_batches)

@@ -1,4 +1,9 @@
-"""The gym's process supervisor: spawn, watch, restart Selfplayers, stop everything cleanly."""
+"""The gym's process supervisor: spawn, watch, restart Selfplayers, stop everything cleanly.
+
+The Trainer and the Evaluator are child processes of the gym; where the Selfplayers and their
+Predictor run is the backend's business (`gamegym.backends`: processes on this machine, or Ray
+actors on a cluster).
+"""
 from __future__ import annotations
 
 import logging
@@ -6,35 +11,34 @@ import multiprocessing
 import os
 import queue
 import time
-from dataclasses import dataclass, field
 
+from gamegym.backends import (JOIN_PREDICTOR_S, JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS,
+                              ProcessBackend, SelfplayBackend)
 from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full
-from gamegym.process import EXIT_DISK_FULL, derive_seed, log_path
+from gamegym.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
+
+__all__ = ["Supervisor", "Child", "MAX_SELFPLAYER_RESTARTS", "JOIN_SELFPLAYERS_S",
+           "JOIN_TRAINER_S", "JOIN_PREDICTOR_S"]
 
 log = logging.getLogger("gamegym.supervisor")
 
-JOIN_SELFPLAYERS_S = 20.0   # a Selfplayer finishes its move and flushes its games
 JOIN_TRAINER_S = 10.0       # a Trainer mid-iteration is cut (nothing half-published)
-JOIN_PREDICTOR_S = 5.0
 FORCED_JOIN_S = 1.0          # per group, after a second Ctrl+C
-MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot, then the gym stops with an error
 
 
-@dataclass
-class Child:
-    name: str
-    target: object
-    args: tuple
-    process: multiprocessing.Process | None = None
-    restarts: int = 0
-    extra: dict = field(default_factory=dict)
+def make_backend(host) -> SelfplayBackend:
+    """The backend `selfplay.backend` names (see gamegym.backends)."""
+    if host.config.selfplay.backend == "ray":
+        from gamegym.raybackend import RayBackend
+        return RayBackend(host)
+    return ProcessBackend(host)
 
 
 class Supervisor:
     """Runs the processes of one GameGym.resume()."""
 
     def __init__(self, gym, max_seconds: float | None, max_iterations: int | None,
-                 roles: tuple = ("predictor", "trainer", "selfplayer", "evaluator")):
+                 roles: tuple = ("trainer", "evaluator")):
         self.gym = gym
         self.roles = roles
         self.session = gym.session
@@ -44,11 +48,12 @@ class Supervisor:
         self.ctx = multiprocessing.get_context("spawn")
         self.stop_event = self.ctx.Event()
         self.reports = self.ctx.Queue()
-        self.children: dict[str, Child] = {}
+        self.children: dict[str, Child] = {}   # the Trainer and the Evaluator
+        self.backend = make_backend(self)          # the Selfplayers and their Predictor
         self.failure = ""
 
     # ----- start ----------------------------------------------------------------------------
-    def _spawn(self, child: Child) -> None:
+    def spawn(self, child: Child) -> None:
         child.process = self.ctx.Process(
             target=child.target, name=child.name,
             args=(self.session.logs_dir, self.config.log_level, child.name, *child.args),
@@ -62,46 +67,36 @@ class Supervisor:
         # threads spinning in the Predictor take CPU from the Selfplayers
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(name, "1")
-        from gamegym.predictor import predictor_main
-        from gamegym.selfplay import selfplayer_main
         from gamegym.trainer import trainer_main
         path, cfg = str(self.session.path), self.config
-        count = cfg.selfplay.selfplayprocesses
-        pipes = [self.ctx.Pipe(duplex=True) for _ in range(count)]
-        control_in, control_out = self.ctx.Pipe(duplex=False)
-        self.children["predictor"] = Child(
-            "predictor", predictor_main, (path, cfg, [p[0] for p in pipes], control_in, self.reports))
-        self.children["trainer"] = Child(
-            "trainer", trainer_main, (path, cfg, control_out, self.reports, derive_seed(cfg.seed, 2)))
-        if cfg.evaluate.every:
+        self.gym.monitor.watch("gym", os.getpid())
+        self.gym.monitor.backend = self.backend
+        self.backend.start()
+        if "trainer" in self.roles:
+            self.children["trainer"] = Child(
+                "trainer", trainer_main, (path, cfg, self.backend.model_channel(), self.reports,
+                                          derive_seed(cfg.seed, 2)))
+        if cfg.evaluate.every and "evaluator" in self.roles:
             from gamegym.evaluation import evaluator_main
             self.children["evaluator"] = Child(
                 "evaluator", evaluator_main, (path, cfg, self.reports, derive_seed(cfg.seed, 3)))
-        for i in range(count):
-            self.children[f"selfplayer{i}"] = Child(
-                f"selfplayer{i}", selfplayer_main,
-                (path, cfg, i, pipes[i][1], self.reports, derive_seed(cfg.seed, 1, i, 0)),
-                extra={"index": i})
-        self.gym.monitor.watch("gym", os.getpid())
-        for name in list(self.children):
-            if name.rstrip("0123456789") not in self.roles:
-                del self.children[name]
         for child in self.children.values():
-            self._spawn(child)
+            self.spawn(child)
 
     # ----- watch ----------------------------------------------------------------------------
     def run(self) -> int:
         gym = self.gym
-        self.start()
         started = time.monotonic()
         first_iteration = self.session.current_iteration()
         gym.monitor.iteration = max(gym.monitor.iteration, first_iteration)
         last_status = time.monotonic()
         interval = self.config.status_interval
         try:
+            self.start()   # inside: a start that fails half-way stops what it started
             while not gym.stop_requested.is_set():
                 self._drain(timeout=0.5)
                 self._check_children()
+                self._poll_backend()
                 if self.max_seconds is not None and time.monotonic() - started >= self.max_seconds:
                     gym.request_stop(f"time limit of {self.max_seconds:g} s reached")
                 if self.max_iterations is not None and \
@@ -146,64 +141,53 @@ class Supervisor:
                 return
 
     def _check_children(self) -> None:
+        """A dead Trainer or Evaluator stops the gym, naming it and where its error is."""
         for child in list(self.children.values()):
             process = child.process
             if process is None or process.is_alive():
                 continue
             code = process.exitcode
+            where = where_to_look(self.session.logs_dir, child.name)
             if code == EXIT_DISK_FULL:   # a restart would fail the same way
-                self.failure = (f"{child.name} could not write ({self._where_to_look(child)}): "
+                self.failure = (f"{child.name} could not write ({where}): "
                                 f"{disk_full_message(self.session.path)}")
-                self.gym.request_stop(self.failure)
-                return
-            if child.name.startswith("selfplayer") and child.restarts < MAX_SELFPLAYER_RESTARTS:
-                child.restarts += 1
-                log.warning("%s died (exit code %s); restart %d of %d", child.name, code,
-                            child.restarts, MAX_SELFPLAYER_RESTARTS)
-                print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
-                args = list(child.args)
-                args[-1] = derive_seed(self.config.seed, 1, child.extra["index"], child.restarts)
-                child.args = tuple(args)
-                self._spawn(child)
-                continue
-            what = "too many restarts" if child.name.startswith("selfplayer") else \
-                f"exit code {code}"
-            self.failure = f"{child.name} died ({what}); {self._where_to_look(child)}"
+            else:
+                self.failure = f"{child.name} died (exit code {code}); {where}"
             self.gym.request_stop(self.failure)
             return
 
-    def _where_to_look(self, child) -> str:
-        """Where the cause of a child's death is: its log, or the console when it died before
-        opening one (e.g. while spawn imported the main script)."""
-        path = log_path(self.session.logs_dir, child.name)
-        if path.is_file():
-            return f"see {path}"
-        return "its error is on the console above: it died before it opened its log"
+    def _poll_backend(self) -> None:
+        try:
+            failure = self.backend.poll()
+        except OSError as error:   # the gym itself writes the sample files of a Ray backend
+            if not is_disk_full(error):
+                raise
+            failure = disk_full_message(self.session.path, error)
+        if failure and not self.failure:
+            self.failure = failure
+            self.gym.request_stop(failure)
 
     # ----- stop -----------------------------------------------------------------------------
     def shutdown(self) -> None:
         """Selfplayers flush and exit first, then the Trainer, then the Predictor."""
         self.stop_event.set()
-        groups = [([c for n, c in self.children.items() if n.startswith("selfplayer")],
-                   JOIN_SELFPLAYERS_S),
-                  ([self.children.get("trainer"), self.children.get("evaluator")],
-                   JOIN_TRAINER_S),
-                  ([self.children.get("predictor")], JOIN_PREDICTOR_S)]
-        for group, limit in groups:
-            self._join(group, limit)
+        self.backend.stop_selfplayers()
+        self.join([self.children.get("trainer"), self.children.get("evaluator")], JOIN_TRAINER_S)
+        self.backend.stop()
         self._drain(timeout=0.1)
         self._remove_leftovers()
 
     def _remove_leftovers(self) -> None:
         """A child killed mid-write (a forced stop) leaves its temporary file behind; once no
         child is alive none of them is being written, so the folder is left tidy."""
-        if any(c.process is not None and c.process.is_alive() for c in self.children.values()):
+        if self.backend.alive() or any(c.process is not None and c.process.is_alive()
+                                       for c in self.children.values()):
             return
         removed = self.session.tidy()
         if removed:
             log.info("removed %d temporary files left by children stopped mid-write", removed)
 
-    def _join(self, group: list, limit: float) -> None:
+    def join(self, group: list, limit: float) -> None:
         """Wait up to `limit` seconds for the group (1 s once the stop is forced, even when the
         force comes during the wait), then terminate, then kill what is left."""
         started = time.monotonic()

@@ -1,4 +1,5 @@
-"""The supervisor's decisions on dead children, and the Selfplayer's bounded wait for answers.
+"""The supervisor's and the processes backend's decisions on dead children, and the
+Selfplayer's bounded wait for answers.
 
 The children here are stand-ins with the `multiprocessing.Process` attributes the supervisor
 reads, so each decision is checked exactly and quickly; tests/test_faults.py kills real ones.
@@ -15,6 +16,7 @@ from gamegym.config import GymConfig
 from gamegym.messages import EvalResponse
 from gamegym.process import EXIT_DISK_FULL
 from gamegym.inference import PipeService, PositionEvaluator, PredictorTimeout
+from gamegym.backends import ProcessBackend
 from gamegym.supervisor import MAX_SELFPLAYER_RESTARTS, Child, Supervisor
 from games.tictactoe import TicTacToe
 
@@ -37,6 +39,7 @@ class LiveProcess:
 class FakeGym:
     def __init__(self, path):
         self.session = SimpleNamespace(path=path, logs_dir=path / "logs")
+        self.monitor = SimpleNamespace()
         self.config = GymConfig(game="games.tictactoe:TicTacToe")
         self.stop_requested = threading.Event()
         self.reasons = []
@@ -55,27 +58,39 @@ def supervisor(tmp_path, monkeypatch):
         spawned.append(child.name)
         child.process = LiveProcess()
 
-    monkeypatch.setattr(supervisor, "_spawn", spawn)
+    monkeypatch.setattr(supervisor, "spawn", spawn)
     supervisor.spawned = spawned
+    assert isinstance(supervisor.backend, ProcessBackend)
     (tmp_path / "logs").mkdir()
     for name in ("predictor", "trainer", "selfplayer0", "selfplayer1"):
-        supervisor.children[name] = Child(name, None, (0,), LiveProcess(), extra={"index": 0})
+        owner = supervisor.children if name == "trainer" else supervisor.backend.children
+        owner[name] = Child(name, None, (0,), LiveProcess(), extra={"index": 0})
         (tmp_path / "logs" / f"{name}.log").write_text("started\n")   # as a real child does
     return supervisor
 
 
+def check(supervisor):
+    """One turn of the supervisor's watch loop."""
+    supervisor._check_children()
+    supervisor._poll_backend()
+
+
+def child(supervisor, name):
+    return {**supervisor.children, **supervisor.backend.children}[name]
+
+
 def test_dead_selfplayer_is_restarted_with_a_new_seed_until_the_limit(supervisor):
-    child = supervisor.children["selfplayer1"]
+    slot = child(supervisor, "selfplayer1")
     seeds = []
     for _ in range(MAX_SELFPLAYER_RESTARTS):
-        child.process = DeadProcess(-9)
-        supervisor._check_children()
-        seeds.append(child.args[-1])
+        slot.process = DeadProcess(-9)
+        check(supervisor)
+        seeds.append(slot.args[-1])
     assert supervisor.spawned == ["selfplayer1"] * MAX_SELFPLAYER_RESTARTS
     assert len(set(seeds)) == MAX_SELFPLAYER_RESTARTS      # no restart replays the same games
     assert not supervisor.gym.stop_requested.is_set()
-    child.process = DeadProcess(-9)                        # one death too many
-    supervisor._check_children()
+    slot.process = DeadProcess(-9)                         # one death too many
+    check(supervisor)
     assert len(supervisor.spawned) == MAX_SELFPLAYER_RESTARTS
     assert supervisor.failure.startswith("selfplayer1 died (too many restarts); see ")
     assert supervisor.failure.endswith("selfplayer1.log")
@@ -84,16 +99,16 @@ def test_dead_selfplayer_is_restarted_with_a_new_seed_until_the_limit(supervisor
 
 @pytest.mark.parametrize("role", ["trainer", "predictor"])
 def test_dead_trainer_or_predictor_stops_the_gym_naming_it(supervisor, role):
-    supervisor.children[role].process = DeadProcess(1)
-    supervisor._check_children()
+    child(supervisor, role).process = DeadProcess(1)
+    check(supervisor)
     assert supervisor.spawned == []
     assert supervisor.failure.startswith(f"{role} died (exit code 1); see ")
     assert supervisor.gym.reasons == [supervisor.failure]
 
 
 def test_a_child_that_found_the_disk_full_is_not_restarted(supervisor):
-    supervisor.children["selfplayer0"].process = DeadProcess(EXIT_DISK_FULL)
-    supervisor._check_children()
+    child(supervisor, "selfplayer0").process = DeadProcess(EXIT_DISK_FULL)
+    check(supervisor)
     assert supervisor.spawned == []
     assert "selfplayer0 could not write" in supervisor.failure
     assert "free some space" in supervisor.failure

@@ -1,0 +1,169 @@
+"""The Ray backend with real Ray: a two-node `ray.cluster_utils.Cluster` on this machine, a node
+removed mid-run, `exit`, SIGTERM of a gym that started its own Ray.  Skipped without Ray
+(`pip install -e ".[ray]"`; CI installs it)."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gamegym.samples import read_sample_file
+
+pytestmark = pytest.mark.slow
+
+# every Ray here listens on 127.0.0.1 only, without a token (set before ray is imported)
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+ray = pytest.importorskip("ray", reason="ray is not installed: pip install -e \".[ray]\"")
+
+SMALL = {
+    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
+                 "gamelog_dump_threshold": 3, "ray_selfplayer_cpus": 0.5,
+                 "ray_predictor_cpus": 0.5},
+    "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+    "status_interval": 1.0,
+}
+ACTORS = ("ray::SelfplayerActor", "ray::PredictorActor")
+
+
+def cli(*args):
+    return [sys.executable, "-m", "gamegym.cli", *args]
+
+
+@pytest.fixture(scope="module")
+def new_session(tmp_path_factory):
+    """One new session for the module (making it imports TensorFlow); each test copies it."""
+    folder = tmp_path_factory.mktemp("ray")
+    config = folder / "small.json"
+    config.write_text(json.dumps(SMALL))
+    done = subprocess.run(cli("new", str(folder / "ttt"), "--game", "games.tictactoe:TicTacToe",
+                              "--config", str(config)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return folder / "ttt"
+
+
+@pytest.fixture
+def session(new_session, tmp_path):
+    return Path(shutil.copytree(new_session, tmp_path / "ttt"))
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    """Two nodes of one CPU each on this machine; whatever Ray process they started is gone
+    afterwards (the agents of a removed node outlive it by a minute otherwise)."""
+    from ray.cluster_utils import Cluster
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    node = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    cluster.worker = cluster.add_node(**node)
+    started = [(p, p.create_time()) for p in psutil.Process().children(recursive=True)]
+    yield cluster
+    cluster.shutdown()
+    for process, created in started:
+        try:
+            if process.create_time() == created:
+                process.kill()
+        except psutil.Error:
+            pass
+
+
+def start_gym(session, *args):
+    return subprocess.Popen(cli("resume", str(session), *args), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def read_until(gym, pattern, lines, timeout=150):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = gym.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        found = re.search(pattern, line)
+        if found:
+            return found
+    raise AssertionError(f"never saw {pattern!r}:\n" + "".join(lines))
+
+
+def actor_processes():
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any(a in " ".join(process.info["cmdline"] or ()) for a in ACTORS):
+            found.append(process)
+    return found
+
+
+def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster):
+    gym = start_gym(session, "--ray", cluster.address, "--max-iterations", "8")
+    lines = []
+    try:
+        read_until(gym, r"ray 2 nodes, selfplayers 2/2, searches/s by node \S+ \d+ \S+ \d+",
+                   lines)
+        ours = psutil.Process().children(recursive=True)   # the cluster's processes
+        killed = [p for p in actor_processes() if p in ours and
+                  "SelfplayerActor" in " ".join(p.cmdline())]
+        killed[0].kill()                   # a killed worker process: restarted on its node
+        read_until(gym, r"selfplayer\d on node \S+ died; restarting it", lines)
+        read_until(gym, r"ray 2 nodes, selfplayers 2/2", lines)
+        lost_at = int(read_until(gym, r"it ([1-9]) ", lines).group(1))
+        cluster.remove_node(cluster.worker)
+        read_until(gym, r"node \S+ left the cluster: its 1 Selfplayers", lines)
+        read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
+        read_until(gym, rf"it ({lost_at + 2}|{lost_at + 3}) ", lines)   # training goes on
+        gym.stdin.write("exit\n")
+        gym.stdin.flush()
+        assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    output = "".join(lines) + gym.stdout.read()
+    assert "stopping: 'exit' typed" in output
+    deadline = time.monotonic() + 15
+    while actor_processes() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not actor_processes(), "an actor outlived the gym"
+    assert cluster.head_node.remaining_processes_alive()   # a joined cluster is left running
+    # every sample file is whole and in the folder of the iteration that played it; both
+    # nodes' Selfplayers wrote some; the Trainer read them
+    files = sorted((session / "samples").glob("*/*.npz"))
+    assert {f.name.split("-")[0] for f in files} == {"selfplayer0", "selfplayer1"}
+    final = json.loads((session / "models" / "current.json").read_text())["iteration"]
+    assert final >= lost_at + 2
+    assert {int(f.parent.name) for f in files} >= {0, 1}
+    assert all(int(f.parent.name) <= final for f in files)
+    for path in files:
+        assert len(read_sample_file(path)["z"]) > 0
+    assert not list(session.rglob(".*.tmp*"))
+    for it in range(1, final + 1):
+        report = json.loads((session / "train" / f"{it}.json").read_text())
+        assert all((session / "samples" / name).is_file() for name in report["sources"])
+    for name in ("selfplayer0", "selfplayer1"):
+        log = (session / "logs" / f"{name}.log").read_text()
+        assert f"{name} starting" in log and "Traceback" not in log
+    status = subprocess.run(cli("status", str(session), "--json"), capture_output=True,
+                            text=True)
+    assert json.loads(status.stdout)["backend"]["name"] == "ray"
+
+
+def test_sigterm_stops_a_gym_and_the_ray_it_started(session):
+    gym = start_gym(session, "--ray", "--max-iterations", "50")
+    lines = []
+    try:
+        read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
+        started = psutil.Process(gym.pid).children(recursive=True)
+        assert any("raylet" in " ".join(p.cmdline()) for p in started)
+        gym.send_signal(signal.SIGTERM)
+        assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    _, alive = psutil.wait_procs(started, timeout=10)
+    assert not alive, f"outlived the gym: {[p.cmdline()[:2] for p in alive]}"
+    assert "ray shut down" in (session / "logs" / "gym.log").read_text()
+    assert not (session / "session.lock").exists()
