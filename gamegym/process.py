@@ -67,13 +67,16 @@ def watch_parent(on_death) -> None:
 def child_entry(role: str):
     """Decorator for a process entry point `fn(session_path, config, ..., stop_event)`.
 
-    Sets up the per-role log, ignores SIGINT (the gym coordinates shutdown), exits when the
-    parent dies, and logs start, any traceback, and an 'exiting' line.
+    Sets up the per-role log (Python warnings included: the console is the gym's), ignores
+    SIGINT (the gym coordinates shutdown), exits when the parent dies, and logs start, any
+    traceback, and an 'exiting' line that says whether the process imported TensorFlow.  A
+    failure also gets one line on the console: the role and the error, without the traceback.
     """
     def wrap(fn):
         @functools.wraps(fn)
         def run(logs_dir, level, name, *args, **kwargs):
             logger = setup_logging(logs_dir, name or role, level)
+            logging.captureWarnings(True)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             stop_event = kwargs.get("stop_event")
 
@@ -97,12 +100,23 @@ def child_entry(role: str):
                     code = EXIT_DISK_FULL
                 else:
                     code = 1
-            except BaseException:
+                    _say_failure(name or role, error)
+            except BaseException as error:
                 logger.exception("%s failed", name or role)
                 code = 1
+                _say_failure(name or role, error)
             finally:
-                logger.info("%s exiting", name or role)
+                logger.info("%s exiting (%s)", name or role, "TensorFlow imported"
+                            if "tensorflow" in sys.modules else "TensorFlow not imported")
                 logging.shutdown()
             sys.exit(code)
         return run
     return wrap
+
+
+def _say_failure(name: str, error: BaseException) -> None:
+    """One console line for a child's failure (the traceback is in its log)."""
+    first = next((line for line in str(error).splitlines() if line.strip()), "")
+    print(f"[gamegym] {name} failed: {type(error).__name__}: {first}"[:300], file=sys.stderr,
+          flush=True)
+

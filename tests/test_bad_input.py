@@ -92,19 +92,31 @@ sys.exit(GameGym(sys.argv[1], graph=TicTacToe(), config=config).resume(max_secon
 
 @pytest.mark.slow
 def test_script_without_a_main_guard_is_told_so_and_stops(tmp_path):
-    """spawn runs the main script again in every child: the gym made there names the fix."""
+    """spawn runs the main script again in every child: the gym made there names the fix,
+    whether the script creates the session (its first model is made in a child) or resumes it."""
     script = tmp_path / "unguarded.py"
     script.write_text(UNGUARDED)
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "s")],
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    fix = "put the code that starts the gym under `if __name__ == \"__main__\":`"
+    session = tmp_path / "s"
+
+    def run_script():
+        return subprocess.run([sys.executable, str(script), str(session)], capture_output=True,
+                              text=True, timeout=180, stdin=subprocess.DEVNULL)
+
+    done = run_script()
     assert done.returncode == 1, done.stderr[-2000:]
-    assert "put the code that starts the gym under `if __name__ == \"__main__\":`" \
-        in done.stderr
+    assert fix in done.stderr
+    assert "the process making the first model of " in done.stderr
+    assert not session.exists()                  # no half-made session
+
+    assert gamegym("new", str(session), "--game", "games.tictactoe:TicTacToe").returncode == 0
+    done = run_script()
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert fix in done.stderr
     assert "predictor died (exit code 1); its error is on the console above: it died before " \
         "it opened its log" in done.stdout
-    session = tmp_path / "s"   # the session the script made is whole and not locked
     assert json.loads((session / "config.json").read_text())["game"] == "games.tictactoe:TicTacToe"
-    assert not (session / "session.lock").exists()
+    assert not (session / "session.lock").exists()   # the session is whole and not locked
 
 
 WRITER = """
