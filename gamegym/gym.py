@@ -17,6 +17,7 @@ from gamegym.config import GymConfig
 from gamegym.fileio import disk_full_message, is_disk_full
 from gamegym.graph import GameGraph, game_spec, load_game
 from gamegym.monitor import Monitor
+from gamegym.process import in_spawned_child
 from gamegym.session import Session, SessionError
 from gamegym.tfsetup import tensorflow_imported
 
@@ -34,7 +35,7 @@ class GameGym:
 
     def __init__(self, session_path, graph: GameGraph | None = None,
                  config: GymConfig | None = None, initial_model=None):
-        if getattr(multiprocessing.current_process(), "_inheriting", False):
+        if in_spawned_child():
             # a child started with spawn imports the parent's main script again: without the
             # guard every child would build a gym of its own (and start children of its own)
             raise GymError("a GameGym is being made while a child process starts up: the gym "

@@ -120,3 +120,9 @@ def _say_failure(name: str, error: BaseException) -> None:
     print(f"[gamegym] {name} failed: {type(error).__name__}: {first}"[:300], file=sys.stderr,
           flush=True)
 
+
+def in_spawned_child() -> bool:
+    """Whether this is a process started by multiprocessing's spawn (or forkserver) method.
+    Such a child imports the parent's main script again under the name '__mp_main__', so code
+    under `if __name__ == "__main__":` does not run there, and code outside it does."""
+    return getattr(sys.modules.get("__main__"), "__name__", "") == "__mp_main__"
