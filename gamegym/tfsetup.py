@@ -92,7 +92,8 @@ def configure_tensorflow(use_gpu: bool = True, gpu_memorylimit: int = 0, threads
         except RuntimeError as error:  # already initialised in this process
             log.debug("tensorflow already configured: %s", error)
         _configured.update(use_gpu=use_gpu, threads=threads)
-        import keras  # noqa: F401  (its first import also talks; keep it in the log)
+        import keras  # (its first import also talks; keep it in the log)
+        _numpy2_array_protocol(keras)
     problem = gpu_problem(use_gpu, gpu_memorylimit, len(gpus), _nvidia_driver_present())
     if problem:
         log.warning("%s", problem)
@@ -147,6 +148,29 @@ def _keep_python_loggers_off_the_console() -> None:
         if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
             logger.addHandler(logging.NullHandler())
         logger.propagate = True
+
+
+def _numpy2_array_protocol(keras) -> None:
+    """Give Keras variables the `copy` keyword NumPy 2 passes to `__array__`.
+
+    Keras 3 (up to 3.15 at least) defines `Variable.__array__(self, dtype=None)`; NumPy 2 calls
+    it with `copy=` first and, when that fails, warns "__array__ implementation doesn't accept a
+    copy keyword" and calls again without it.  Every `model.save` converts each weight that way
+    (the DeprecationWarnings the test suite used to show by the hundred).  The method below is
+    the one NumPy's migration guide asks for; it stands aside once Keras has its own."""
+    import inspect
+
+    import numpy as np
+    variable = keras.Variable
+    original = variable.__array__
+    if "copy" in inspect.signature(original).parameters:
+        return
+
+    def __array__(self, dtype=None, copy=None):
+        array = original(self, dtype)
+        return np.array(array, copy=True) if copy else array
+
+    variable.__array__ = __array__
 
 
 def load_model(path: Path):
