@@ -80,7 +80,9 @@ def plot_ratings(session, ratings: dict) -> None:
 @child_entry("evaluator")
 def evaluator_main(session_path, config, reports, seed, *, stop_event):
     from gamegym.session import Session
+    from gamegym.tensorboard import BoardWriter, evaluation_scalars
     session = Session(session_path)
+    board = BoardWriter(session.tensorboard_dir, "evaluator")
     graph = load_game(config.game, config.game_args)
     rng = np.random.default_rng(seed)
     done = {r["iteration"] for r in read_jsonl(session.evaluation_dir / "results.jsonl")}
@@ -93,9 +95,13 @@ def evaluator_main(session_path, config, reports, seed, *, stop_event):
             ratings = evaluate_iteration(session, config, graph, iteration, rng)
             done.add(iteration)
             last = iteration
+            rows = [r for r in read_jsonl(session.evaluation_dir / "results.jsonl")
+                    if r.get("iteration") == iteration]
+            board.scalars(iteration, evaluation_scalars(iteration, ratings, rows))
             reports.put(Report("evaluator", os.getpid(), {
                 "rating": ratings.get(iteration_name(iteration)), "rated_iteration": iteration}))
         stop_event.wait(2.0)
+    board.close()
 
 
 # ----- command line ---------------------------------------------------------------------------

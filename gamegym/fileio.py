@@ -104,6 +104,25 @@ def read_jsonl(path: Path) -> list[dict]:
     return rows
 
 
+def last_jsonl(path: Path, tail_bytes: int = 1 << 16) -> dict | None:
+    """The last whole JSON line of a file (read from its end: the file may be long), or None."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - tail_bytes))
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(row, dict):
+            return row
+    return None
+
+
 def remove_leftovers(folder: Path) -> int:
     """Delete temporary files left by writers that died; returns how many."""
     count = 0

@@ -8,8 +8,9 @@ import queue
 import time
 from dataclasses import dataclass, field
 
-from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full
+from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full, last_jsonl
 from gamegym.process import EXIT_DISK_FULL, derive_seed, log_path
+from gamegym.tensorboard import BoardWriter, status_scalars
 
 log = logging.getLogger("gamegym.supervisor")
 
@@ -96,6 +97,10 @@ class Supervisor:
         started = time.monotonic()
         first_iteration = self.session.current_iteration()
         gym.monitor.iteration = max(gym.monitor.iteration, first_iteration)
+        status_path = self.session.monitoring_dir / "status.jsonl"
+        earlier = last_jsonl(status_path) or {}   # the TensorBoard charts go on from there
+        gym.monitor.earlier_seconds = float(earlier.get("run_seconds", 0.0))
+        board = BoardWriter(self.session.tensorboard_dir, "gym")
         last_status = time.monotonic()
         interval = self.config.status_interval
         try:
@@ -111,7 +116,8 @@ class Supervisor:
                     last_status = time.monotonic()
                     status = gym.monitor.status()
                     try:
-                        append_jsonl(self.session.monitoring_dir / "status.jsonl", status)
+                        append_jsonl(status_path, status)
+                        board.scalars(int(status["run_seconds"]), status_scalars(status))
                     except OSError as error:
                         if not is_disk_full(error):
                             raise
@@ -120,6 +126,7 @@ class Supervisor:
                     print(f"[gamegym] {gym.monitor.status_line(status)}", flush=True)
         finally:
             self.shutdown()
+            board.close()
             if interval:   # where it ended: the last figures, the latest rating included
                 print(f"[gamegym] final: {gym.monitor.status_line(gym.monitor.status())}",
                       flush=True)
