@@ -105,8 +105,10 @@ def play_match(graph: GameGraph, first: Player, second: Player, rng: np.random.G
 
 def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
               rng: np.random.Generator, names: tuple[str, str] = ("player", "opponent"),
-              max_moves: int = 1000) -> MatchResult:
-    """`games` games, alternating who starts; results from `player`'s view."""
+              max_moves: int = 1000,
+              after_game: Callable[[MatchResult], None] | None = None) -> MatchResult:
+    """`games` games, alternating who starts; results from `player`'s view.  `after_game` is
+    called with the result so far after each game (a progress bar listens)."""
     result = MatchResult(*names)
     for game in range(games):
         if game % 2 == 0:
@@ -119,6 +121,8 @@ def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
             result.losses += 1
         else:
             result.draws += 1
+        if after_game is not None:
+            after_game(result)
     return result
 
 

@@ -21,6 +21,7 @@ from gamegym.graph import load_game
 from gamegym.mcts import choose_action
 from gamegym.players import Solver, SolverPlayer
 from gamegym.presets import initial_model_path, preset_for
+from gamegym.progress import ProgressBars
 
 # game spec -> (opponent, whether to measure the optimal-move rate)
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
@@ -60,9 +61,10 @@ def optimal_move_rate(graph, player, games: int, rng, solver,
 
 
 def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rng,
-            solver=None, explore_plies: int = 0) -> dict:
+            solver=None, explore_plies: int = 0, bars: ProgressBars | None = None) -> dict:
     """One curve point for the newest iteration: a match of `games` games against the
     opponent and, with a solver, the optimal-move rate over half as many self-play games."""
+    bars = bars or ProgressBars(enabled=False)
     started = time.monotonic()
     iteration = session.current_iteration()
     player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
@@ -70,8 +72,11 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
         opponent = SolverPlayer(hurry=False, solver=solver)
     else:
         opponent = make_player(opponent_spec, session, graph)
-    result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}",
-                                                             opponent_spec))
+    bar = bars.add(f"evaluating iteration {iteration} vs {opponent_spec}", games, "games")
+    result = run_match(graph, player, opponent, games, rng,
+                       (f"iteration:{iteration}", opponent_spec),
+                       after_game=lambda so_far: bars.update(bar, completed=so_far.games))
+    bars.remove(bar)
     point = {"iteration": iteration, **{k: v for k, v in result.to_dict().items()
                                         if k in ("wins", "draws", "losses", "score")}}
     if solver is not None:
@@ -112,11 +117,12 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     print(f"[bench] the newest iteration plays with {searchcount} searches per move "
           f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
           flush=True)
-    with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
+    with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, \
+            ProgressBars() as bars:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
         curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
-                                solver, explore), "minutes": 0.0})  # the untrained start
+                                solver, explore, bars), "minutes": 0.0})  # the untrained start
         show(curve[-1], opponent)
         outcome: dict = {}
 
@@ -127,20 +133,31 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
                 outcome["error"] = error
 
         runner = threading.Thread(target=train, daemon=True)
+        training = bars.add("training", round(minutes * 60), "s")
         started = time.monotonic()
+        next_point = started + interval * 60
+        peak_rss: dict = {}
         runner.start()
         while runner.is_alive():
-            runner.join(timeout=interval * 60)
+            runner.join(timeout=min(1.0, max(0.0, next_point - time.monotonic())))
+            for role, rss in gym.monitor.memory().items():
+                peak_rss[role] = max(rss, peak_rss.get(role, 0.0))
+            bars.update(training, completed=min(minutes * 60, time.monotonic() - started),
+                        description=f"training, iteration {gym.session.current_iteration()}")
+            if runner.is_alive() and time.monotonic() < next_point:
+                continue
+            next_point += interval * 60
             elapsed = (time.monotonic() - started) / 60
             iteration = gym.session.current_iteration()
             if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
                                  and elapsed - curve[-1]["minutes"] < interval / 2):
                 continue   # the run ended just after the last point: nothing new to measure
             point = measure(gym.session, graph, opponent, games, searchcount, rng, solver,
-                            explore)
+                            explore, bars)
             point["minutes"] = round(elapsed, 2)
             curve.append(point)
             show(point, opponent)
+        bars.remove(training)
         if "error" in outcome:
             raise RuntimeError(f"the gym failed during the learning benchmark: "
                                f"{outcome['error']!r}") from outcome["error"]
@@ -150,13 +167,14 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
         # the final figure: the last iteration again, on `final_factor` times the games (after
         # the training clock, so a cheap curve and a precise final number)
         final = measure(gym.session, graph, opponent, games * final_factor, searchcount, rng,
-                        solver, explore)
+                        solver, explore, bars)
         final.update(minutes=curve[-1]["minutes"], opponent=opponent)
         show(final, opponent, "final")
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
                "opponent": opponent, "curve": curve, "final": final,
                "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
-               "selfplay_searchcount": config.selfplay.searchcount}
+               "selfplay_searchcount": config.selfplay.searchcount,
+               "peak_rss_mib_by_role": peak_rss}
     if plot_path is not None and curve:
         plot_curve(figures, plot_path)
         figures["plot"] = str(plot_path)
@@ -204,6 +222,8 @@ def cmd_learning(args) -> int:
     figures = run_learning_bench(args.learning, args.game_args,
                                  args.minutes, args.interval, args.eval_games,
                                  args.eval_searchcount, args.plot, keep=args.keep)
+    rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(figures["peak_rss_mib_by_role"].items()))
     print(json.dumps(figures, sort_keys=True) if args.json else
-          f"final: {figures['final']}")
+          f"final: {figures['final']}\npeak memory by role: {rss} MiB resident (the "
+          "benchmark's own process, 'gym', also evaluates with TensorFlow)")
     return 0
