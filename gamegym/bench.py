@@ -80,6 +80,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
         while time.monotonic() - start < seconds:
             supervisor._drain(timeout=0.2)
         elapsed = time.monotonic() - start
+        rss = monitor.memory()   # the gym's (this process) and each role's, at the end
         sums: dict = {}
         for _, role, figures in monitor.events:
             for key, value in figures.items():
@@ -101,7 +102,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             "games_per_s": sums.get("selfplayer.games", 0.0) / span,
             "mean_batch": sums.get("predictor.positions", 0.0) / batches if batches else 0.0,
             "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
-            "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()}}
+            "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()}, "rss_mib_by_role": rss}
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
@@ -168,6 +169,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         "network_path": network["path"],
         "efficiency": round(efficiency, 3),
         "cpu_by_role": e2e["cpu_by_role"],
+        "rss_mib_by_role": e2e["rss_mib_by_role"],
         "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
                                                 1)},
         "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
@@ -194,6 +196,8 @@ def print_report(figures: dict) -> None:
           f"{ORIGINAL['searches_per_s']} searches/s)")
     cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(figures["cpu_by_role"].items()))
     print(f"  CPU by role         {cpu}")
+    rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(figures["rss_mib_by_role"].items()))
+    print(f"  memory by role      {rss} MiB resident")
 
 
 def cmd_bench(args) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from gamegym.cliutil import json_object
@@ -41,7 +42,10 @@ def cmd_resume(args) -> int:
 
 
 def session_status(path: str) -> dict:
-    """What `gamegym status` shows: iteration, samples, games, last losses, lock holder."""
+    """What `gamegym status` shows: iteration, samples, games, last losses, lock holder, and
+    the CPU and memory of each role from the gym's last status line (monitoring/status.jsonl:
+    live while a gym runs, the last seen otherwise)."""
+    from gamegym.fileio import last_jsonl
     from gamegym.samples import SampleCounter
     from gamegym.session import Session
     session = Session(path)
@@ -49,6 +53,7 @@ def session_status(path: str) -> dict:
     counts = SampleCounter(session.samples_dir).per_iteration()
     reports = session.train_reports()
     holder = session.lock_holder() if session.lock_path.exists() else None
+    last = last_jsonl(session.monitoring_dir / "status.jsonl") or {}
     return {
         "session": str(session.path), "game": config.game, "game_args": config.game_args,
         "learner": config.train.learner, "iteration": session.current_iteration(),
@@ -56,6 +61,7 @@ def session_status(path: str) -> dict:
         "samples_per_iteration": {str(k): n for k, (n, _) in sorted(counts.items())},
         "games": sum(g for _, g in counts.values()), "last_losses": reports[-1]["losses"] if reports else {},
         "running": holder is not None, "running_pid": holder["pid"] if holder else None,
+        "resources": last.get("resources", {}), "resources_time": last.get("time"),
     }
 
 
@@ -71,6 +77,13 @@ def cmd_status(args) -> int:
     losses = ", ".join(f"{k} {v:.4f}" for k, v in sorted(status["last_losses"].items()))
     print(f"losses    {losses or '(not trained yet)'}")
     print(f"running   {'yes, pid %s' % status['running_pid'] if status['running'] else 'no'}")
+    if status["resources"]:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["resources_time"]))
+        roles = sorted(status["resources"].items())
+        print(f"memory    " + ", ".join(f"{role} {r['rss_mib']:.0f} MiB" for role, r in roles) +
+              f"  (resident, by role, {'now' if status['running'] else 'last seen'}: {when})")
+        print(f"cpu       " + ", ".join(f"{role} {r['cpu_percent']:.0f}%" for role, r in roles) +
+              "  (100% = one core)")
     return 0
 
 
