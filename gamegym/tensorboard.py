@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -43,7 +44,7 @@ class BoardWriter:
         if self._failed:
             return
         try:
-            from tensorboardX.proto import event_pb2, summary_pb2
+            event_pb2, summary_pb2, _ = _tensorboardx()
             summary = summary_pb2.Summary(value=[
                 summary_pb2.Summary.Value(tag=tag, simple_value=float(value))
                 for tag, value in sorted(values.items())
@@ -60,7 +61,7 @@ class BoardWriter:
 
     def _open(self):
         if self._events is None:
-            from tensorboardX.event_file_writer import EventsWriter
+            EventsWriter = _tensorboardx()[2]
             self.folder.mkdir(parents=True, exist_ok=True)
             # events.out.tfevents.<time>.<host>.<role>.<pid>.<n>: a new file per writer
             self._events = EventsWriter(
@@ -75,6 +76,22 @@ class BoardWriter:
             except OSError:
                 pass
             self._events = None
+
+
+def _tensorboardx():
+    """tensorboardX's protos and file writer.  Its package imports boto3 and Google Cloud
+    Storage when they are installed, for s3:// and gs:// log folders we never use (16 MiB in
+    the gym's process where boto3 is installed); they are kept out of this import."""
+    skipped = [name for name in ("boto3", "google.cloud.storage") if name not in sys.modules]
+    for name in skipped:
+        sys.modules[name] = None   # makes `import boto3` there fail, as when not installed
+    try:
+        from tensorboardX.event_file_writer import EventsWriter
+        from tensorboardX.proto import event_pb2, summary_pb2
+    finally:
+        for name in skipped:
+            del sys.modules[name]
+    return event_pb2, summary_pb2, EventsWriter
 
 
 def train_scalars(report: dict, learning_rate: float | None = None) -> dict:
