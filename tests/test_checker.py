@@ -348,3 +348,19 @@ def test_gamegym_check_command():
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"checked {spec} ") and ": 20 random games (seed 0), " in lines[0]
     assert lines[1:] == ["no contract violations found"]
+
+
+def test_the_readme_example_game_passes_the_checker():
+    """The one-heap Nim of the README ("Adding your own game") is run from the README's own
+    text, so that copy of a Nim game stays correct; the tests' own is tests/nim.py."""
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(import numpy as np\nfrom gamegym import GameGraph\n.*?)```",
+                     readme, re.S)
+    assert code, "the README's example game is gone"
+    namespace: dict = {}
+    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    checker = GraphChecker(namespace["Nim"](10), seed=0)
+    assert checker.run(20) == [] and checker.notes == []
+    assert checker.games_played == 20
