@@ -139,6 +139,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_writer_at_random_moments_leaves_only_whole_files(tmp_path):
     rng = random.Random(0)
     for _ in range(8):
@@ -181,6 +182,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_model_publisher_at_random_moments_leaves_only_whole_models(tmp_path):
     from gamegym.presets import INITIAL_MODELS
     from gamegym.session import Session

@@ -49,6 +49,7 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
     assert (session.plots_dir / "rating.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_evaluate_command(two_iterations):
     path = str(two_iterations.session.path)
     done = gamegym("evaluate", path, "--against", "solver", "--games", "4",
@@ -67,6 +68,7 @@ def test_evaluate_command(two_iterations):
     assert done.returncode == 2 and "unknown player 'minimax:2'" in done.stderr
 
 
+@pytest.mark.slow
 def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
     path = str(two_iterations.session.path)
     # "0" is always a legal answer (the first listed move); one bad answer first
