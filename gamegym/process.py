@@ -122,7 +122,11 @@ def _say_failure(name: str, error: BaseException) -> None:
 
 
 def in_spawned_child() -> bool:
-    """Whether this is a process started by multiprocessing's spawn (or forkserver) method.
-    Such a child imports the parent's main script again under the name '__mp_main__', so code
-    under `if __name__ == "__main__":` does not run there, and code outside it does."""
-    return getattr(sys.modules.get("__main__"), "__name__", "") == "__mp_main__"
+    """Whether this process is a child started by multiprocessing's spawn (or forkserver)
+    method that is running the parent's main script again as it starts up.  The child runs the
+    script under the name '__mp_main__' (so code under `if __name__ == "__main__":` does not
+    run there, and code outside it does); while it does, sys.modules['__mp_main__'] is that
+    script's module, and otherwise the same module as sys.modules['__main__'] (multiprocessing
+    makes the one an alias of the other)."""
+    running = sys.modules.get("__mp_main__")
+    return running is not None and running is not sys.modules.get("__main__")
