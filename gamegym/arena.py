@@ -29,11 +29,11 @@ def model_player(session, graph: GameGraph, iteration: int | None = None,
     from gamegym.inference import LocalService
     from gamegym.learners import get_learner
     from gamegym.tfsetup import configure_tensorflow, load_model
-    configure_tensorflow(use_gpu=False)
     iteration = session.current_iteration() if iteration is None else iteration
-    if iteration not in session.model_iterations():
+    if iteration not in session.model_iterations():   # said before TensorFlow's seconds
         raise ValueError(f"session {session.path} has no model iteration {iteration} "
                          f"(it has {session.model_iterations()})")
+    configure_tensorflow(use_gpu=False)
     learner = get_learner(session.load_config().train.learner)
     evaluator = learner.make_evaluator(load_model(session.model_path(iteration)), iteration)
     return learner.player(graph, LocalService(evaluator), searchcount, threads)

@@ -130,8 +130,8 @@ def cmd_evaluate(args) -> int:
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration() if args.iteration is None else args.iteration
+    opponent = make_player(args.against, session, graph, args.searchcount)   # a bad one: at once
     player = model_player(session, graph, iteration, args.searchcount)
-    opponent = make_player(args.against, session, graph, args.searchcount)
     with ProgressBars() as bars:
         bar = bars.add(f"{iteration_name(iteration)} vs {args.against}", args.games, "games")
         result = run_match(graph, player, opponent, args.games, np.random.default_rng(args.seed),
