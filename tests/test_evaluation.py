@@ -93,11 +93,11 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
         "status_interval": 1.0}))
     path = tmp_path / "s"
     assert gamegym("new", str(path), "--game", TICTACTOE, "--config", str(config)).returncode == 0
-    done = gamegym("resume", str(path), "--max-iterations", "3")
+    done = gamegym("resume", str(path), "--max-iterations", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = read_jsonl(path / "evaluation" / "results.jsonl")
     assert rows and all(r["opponent"] == "random" and r["games"] == 2 for r in rows)
-    assert {r["iteration"] for r in rows} <= {1, 2, 3}
+    assert {r["iteration"] for r in rows} <= {1, 2}
     ratings = json.loads((path / "evaluation" / "ratings.json").read_text())
     assert ratings["random"] == 0 and f"iteration:{rows[-1]['iteration']}" in ratings
     assert (path / "plots" / "rating.png").exists()
@@ -107,12 +107,13 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
 @pytest.mark.slow
 def test_learning_benchmark_json_and_plot(tmp_path):
     plot = tmp_path / "curve.png"
-    done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.6", "--interval", "0.3",
+    done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.4", "--interval", "0.2",
                    "--eval-games", "2", "--eval-searchcount", "8", "--plot", str(plot),
                    "--keep", str(tmp_path / "kept"), "--json", timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.6
+    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.4
+    assert {"gym", "predictor", "trainer", "selfplayer"} <= set(figures["peak_rss_mib_by_role"])
     assert figures["eval_searchcount"] == 8 and figures["eval_threads"] == 8
     assert figures["selfplay_searchcount"] == 64            # the tic-tac-toe preset's
     curve = figures["curve"]
