@@ -79,9 +79,11 @@ def child_entry(role: str):
             logging.captureWarnings(True)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             stop_event = kwargs.get("stop_event")
+            orphaned = threading.Event()
 
             def parent_died():
                 logger.error("gym process died; stopping")
+                orphaned.set()
                 if stop_event is not None:
                     stop_event.set()
                 timer = threading.Timer(8.0, lambda: os._exit(3))
@@ -109,6 +111,11 @@ def child_entry(role: str):
                 logger.info("%s exiting (%s)", name or role, "TensorFlow imported"
                             if "tensorflow" in sys.modules else "TensorFlow not imported")
                 logging.shutdown()
+            if orphaned.is_set():
+                # the gym is gone: no one reads the report queue, and the interpreter's exit
+                # would wait on its feeder thread (until the timer above: 8 s); every file is
+                # already published whole, so nothing is lost by leaving at once
+                os._exit(code)
             sys.exit(code)
         return run
     return wrap
