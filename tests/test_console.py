@@ -27,7 +27,9 @@ def user_env() -> dict:
 def test_resume_prints_no_tensorflow_noise_and_only_trainer_and_predictor_import_it(
         new_session):
     session = new_session()
-    done = gamegym("resume", session, "--max-seconds", "6", env=user_env())
+    # until an iteration is trained: every role has started and worked (a time limit could
+    # stop the gym before a Selfplayer, slow to start on a loaded machine, got going)
+    done = gamegym("resume", session, "--max-iterations", "1", env=user_env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stderr == "", done.stderr
     assert not NOISE.search(done.stdout), done.stdout
