@@ -149,6 +149,7 @@ def test_sigkill_of_a_writer_at_random_moments_leaves_only_whole_files(tmp_path)
         time.sleep(rng.uniform(0.05, 0.6))
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
+        writer.stdout.close()
     files = sample_files(tmp_path, 0)
     assert len(files) >= 5
     for path in files:
@@ -194,6 +195,7 @@ def test_sigkill_of_a_model_publisher_at_random_moments_leaves_only_whole_models
         time.sleep(rng.uniform(0.02, 0.3))
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
+        writer.stdout.close()
     session = Session(tmp_path)
     iterations = session.model_iterations()
     assert len(iterations) >= 10
