@@ -3,10 +3,13 @@
     python script_trialrun.py                # starts sessions/trialrun, or resumes it
     python script_trialrun.py --minutes 5    # stop by itself after 5 minutes
 
-Type 'status' for a status line, 'exit' (or Ctrl+C) to stop; run it again to resume.
+Type 'status' for a status line, 'exit' (or Ctrl+C) to stop; run it again to resume.  When it
+stops, the newest model plays 20 quick games against the perfect player (tic-tac-toe's exact
+solver) and one line says how it did.
 """
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from gamegym import GameGym, GymConfig
@@ -19,6 +22,19 @@ PRESET = PRESETS["tictactoe"]
 def trial_config() -> GymConfig:
     """The tic-tac-toe preset: learns within minutes on two cores."""
     return GymConfig(**PRESET, status_interval=10.0)
+
+
+def show_verdict(gym: GameGym) -> None:
+    """How strong the newest model is: a short match against the exact solver (seconds)."""
+    from gamegym.evaluation import verdict
+    print("[gamegym] checking the newest model against the perfect player ...", flush=True)
+    started = time.monotonic()
+    try:
+        line = verdict(gym.session, "solver", games=20)
+    except KeyboardInterrupt:
+        print("[gamegym] check skipped", flush=True)
+        return
+    print(f"[gamegym] {line} ({time.monotonic() - started:.0f} s)", flush=True)
 
 
 def main() -> int:
@@ -37,7 +53,10 @@ def main() -> int:
                       initial_model=initial_model_path(config.game, config.game_args,
                                                     config.network))
     seconds = args.minutes * 60 if args.minutes else None
-    return gym.resume(max_seconds=seconds, max_iterations=args.iterations)
+    code = gym.resume(max_seconds=seconds, max_iterations=args.iterations)
+    if code == 0:
+        show_verdict(gym)
+    return code
 
 
 if __name__ == "__main__":

@@ -32,11 +32,11 @@ def model_player(session, graph: GameGraph, iteration: int | None = None,
     from gamegym.inference import LocalService
     from gamegym.learners import get_learner
     from gamegym.tfsetup import configure_tensorflow, load_model
-    configure_tensorflow(use_gpu=False)
     iteration = session.current_iteration() if iteration is None else iteration
-    if iteration not in session.model_iterations():
+    if iteration not in session.model_iterations():   # said before TensorFlow's seconds
         raise ValueError(f"session {session.path} has no model iteration {iteration} "
                          f"(it has {session.model_iterations()})")
+    configure_tensorflow(use_gpu=False)
     learner = get_learner(session.load_config().train.learner)
     evaluator = learner.make_evaluator(load_model(session.model_path(iteration)), iteration)
     return learner.player(graph, LocalService(evaluator), searchcount, threads)
@@ -108,8 +108,10 @@ def play_match(graph: GameGraph, first: Player, second: Player, rng: np.random.G
 
 def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
               rng: np.random.Generator, names: tuple[str, str] = ("player", "opponent"),
-              max_moves: int = 1000) -> MatchResult:
-    """`games` games, alternating who starts; results from `player`'s view."""
+              max_moves: int = 1000,
+              after_game: Callable[[MatchResult], None] | None = None) -> MatchResult:
+    """`games` games, alternating who starts; results from `player`'s view.  `after_game` is
+    called with the result so far after each game (a progress bar listens)."""
     result = MatchResult(*names)
     for game in range(games):
         if game % 2 == 0:
@@ -122,6 +124,8 @@ def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
             result.losses += 1
         else:
             result.draws += 1
+        if after_game is not None:
+            after_game(result)
     return result
 
 

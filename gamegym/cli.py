@@ -70,7 +70,8 @@ def cmd_continue(args) -> int:
 
 def session_status(path: str) -> dict:
     """What `gamegym status` shows: iteration, samples, games, last losses, lock holder, and
-    where self-play runs (from the newest status record of the running or last run)."""
+    where self-play runs and the CPU and memory of each role (from the gym's newest status
+    record, monitoring/status.jsonl: live while a gym runs, the last seen otherwise)."""
     from gamegym.fileio import last_jsonl
     from gamegym.samples import SampleCounter
     from gamegym.session import Session
@@ -79,6 +80,7 @@ def session_status(path: str) -> dict:
     counts = SampleCounter(session.samples_dir).per_iteration()
     reports = session.train_reports()
     holder = session.lock_holder() if session.lock_path.exists() else None
+    last = last_jsonl(session.monitoring_dir / "status.jsonl") or {}
     return {
         "session": str(session.path), "game": config.game, "game_args": config.game_args,
         "learner": config.train.learner, "iteration": session.current_iteration(),
@@ -88,7 +90,8 @@ def session_status(path: str) -> dict:
         "running": holder is not None, "running_pid": holder["pid"] if holder else None,
         "replay": config.train.replay,
         "replay_figures": reports[-1].get("replay_figures", {}) if reports else {},
-        "backend": backend_status(config, last_jsonl(session.monitoring_dir / "status.jsonl")),
+        "backend": backend_status(config, last or None),
+        "resources": last.get("resources", {}), "resources_time": last.get("time"),
     }
 
 
@@ -117,6 +120,13 @@ def cmd_status(args) -> int:
               "(mean replay count, new share of the last draws, priority 10th..90th percentile)")
     print(f"running   {'yes, pid %s' % status['running_pid'] if status['running'] else 'no'}")
     print(f"selfplay  {describe_backend(status['backend'], status['running'])}")
+    if status["resources"]:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["resources_time"]))
+        roles = sorted(status["resources"].items())
+        print("memory    " + ", ".join(f"{role} {r['rss_mib']:.0f} MiB" for role, r in roles) +
+              f"  (resident, by role, {'now' if status['running'] else 'last seen'}: {when})")
+        print("cpu       " + ", ".join(f"{role} {r['cpu_percent']:.0f}%" for role, r in roles) +
+              "  (100% = one core)")
     return 0
 
 

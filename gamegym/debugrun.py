@@ -23,7 +23,7 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
     from gamegym.tfsetup import configure_tensorflow
     from gamegym.trainer import build_trainer
     session, config = gym.session, gym.config
-    configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit)
+    configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, announce=True)
     graph = load_game(config.game, config.game_args)
     rng = np.random.default_rng(derive_seed(config.seed, 1, 0, 0))
     trainer = build_trainer(session, config, np.random.default_rng(derive_seed(config.seed, 2)))

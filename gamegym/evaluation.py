@@ -17,6 +17,7 @@ from gamegym.fileio import append_jsonl, atomic_write_json, read_jsonl
 from gamegym.graph import load_game
 from gamegym.messages import Report
 from gamegym.process import child_entry
+from gamegym.progress import ProgressBars
 
 log = logging.getLogger("gamegym.evaluation")
 
@@ -80,7 +81,9 @@ def plot_ratings(session, ratings: dict) -> None:
 @child_entry("evaluator")
 def evaluator_main(session_path, config, reports, seed, *, stop_event):
     from gamegym.session import Session
+    from gamegym.tensorboard import BoardWriter, evaluation_scalars
     session = Session(session_path)
+    board = BoardWriter(session.tensorboard_dir, "evaluator")
     graph = load_game(config.game, config.game_args)
     rng = np.random.default_rng(seed)
     done = {r["iteration"] for r in read_jsonl(session.evaluation_dir / "results.jsonl")}
@@ -93,9 +96,31 @@ def evaluator_main(session_path, config, reports, seed, *, stop_event):
             ratings = evaluate_iteration(session, config, graph, iteration, rng)
             done.add(iteration)
             last = iteration
+            rows = [r for r in read_jsonl(session.evaluation_dir / "results.jsonl")
+                    if r.get("iteration") == iteration]
+            board.scalars(iteration, evaluation_scalars(iteration, ratings, rows))
             reports.put(Report("evaluator", os.getpid(), {
                 "rating": ratings.get(iteration_name(iteration)), "rated_iteration": iteration}))
         stop_event.wait(2.0)
+    board.close()
+
+
+OPPONENT_NAMES = {"solver": "the perfect player (exact solver)", "random": "a random player"}
+
+
+def verdict(session, opponent: str = "solver", games: int = 20, searchcount: int = 64,
+            seed: int = 0) -> str:
+    """One line on how strong the newest iteration is: a short match against `opponent`."""
+    config = session.load_config()
+    graph = load_game(config.game, config.game_args)
+    iteration = session.current_iteration()
+    player = model_player(session, graph, iteration, searchcount)
+    result = run_match(graph, player, make_player(opponent, session, graph, searchcount), games,
+                       np.random.default_rng(seed), (iteration_name(iteration), opponent),
+                       max_moves=config.selfplay.max_moves)
+    against = OPPONENT_NAMES.get(opponent, opponent.replace("alphabeta:", "alpha-beta depth "))
+    return (f"iteration {iteration} against {against}: {result.wins} wins, {result.draws} "
+            f"draws, {result.losses} losses in {result.games} games")
 
 
 # ----- command line ---------------------------------------------------------------------------
@@ -105,11 +130,14 @@ def cmd_evaluate(args) -> int:
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration() if args.iteration is None else args.iteration
+    opponent = make_player(args.against, session, graph, args.searchcount)   # a bad one: at once
     player = model_player(session, graph, iteration, args.searchcount)
-    opponent = make_player(args.against, session, graph, args.searchcount)
-    result = run_match(graph, player, opponent, args.games, np.random.default_rng(args.seed),
-                       names=(iteration_name(iteration), args.against),
-                       max_moves=config.selfplay.max_moves)
+    with ProgressBars() as bars:
+        bar = bars.add(f"{iteration_name(iteration)} vs {args.against}", args.games, "games")
+        result = run_match(graph, player, opponent, args.games, np.random.default_rng(args.seed),
+                           names=(iteration_name(iteration), args.against),
+                           max_moves=config.selfplay.max_moves,
+                           after_game=lambda so_far: bars.update(bar, completed=so_far.games))
     record = {**result.to_dict(), "iteration": iteration, "time": time.time()}
     if args.json:
         print(json.dumps(record, sort_keys=True))

@@ -17,7 +17,9 @@ from gamegym.config import GymConfig
 from gamegym.fileio import disk_full_message, is_disk_full
 from gamegym.graph import GameGraph, game_spec, load_game
 from gamegym.monitor import Monitor
+from gamegym.process import in_spawned_child
 from gamegym.session import Session, SessionError
+from gamegym.tfsetup import tensorflow_imported
 
 __all__ = ["GameGym", "GymError"]
 
@@ -33,7 +35,7 @@ class GameGym:
 
     def __init__(self, session_path, graph: GameGraph | None = None,
                  config: GymConfig | None = None, initial_model=None):
-        if getattr(multiprocessing.current_process(), "_inheriting", False):
+        if in_spawned_child():
             # a child started with spawn imports the parent's main script again: without the
             # guard every child would build a gym of its own (and start children of its own)
             raise GymError("a GameGym is being made while a child process starts up: the gym "
@@ -76,12 +78,11 @@ class GameGym:
             config = GymConfig(game=game_spec(graph), game_args=graph.game_args)
         elif graph is not None:
             config = config.updated({"game": game_spec(graph), "game_args": graph.game_args})
-        graph = load_game(config.game, config.game_args)  # the spec must rebuild the game
-        model = make_initial_model(graph, config, initial_model)
+        load_game(config.game, config.game_args)  # the spec must rebuild the game
         folder_was_there = self.session.path.exists()
         try:
             self.session.create(config)
-            self.session.publish_model(model, 0)
+            publish_initial_model(self.session, config, initial_model)
         except BaseException as error:
             self.session.discard_new(folder_was_there)  # no half-made session
             if is_disk_full(error):
@@ -112,6 +113,8 @@ class GameGym:
                 from gamegym.supervisor import Supervisor
                 return Supervisor(self, max_seconds, max_iterations).run()
         finally:
+            log.info("gym exiting (%s)", "TensorFlow imported" if tensorflow_imported()
+                     else "TensorFlow not imported")
             self.session.release_lock()
 
     def request_stop(self, reason: str) -> None:
@@ -123,6 +126,50 @@ class GameGym:
 
     def print_status(self) -> None:
         print(f"[gamegym] {self.monitor.status_line()}", flush=True)
+
+
+def publish_initial_model(session: Session, config: GymConfig, initial_model=None) -> None:
+    """Publish models/0.keras of a new session (see `make_initial_model`).
+
+    Making it needs TensorFlow; a process that has not imported TensorFlow yet (the gym's own,
+    the `gamegym new` command) makes it in a short-lived child process instead, so it stays
+    small (the gym's process only supervises).  An error in the child is raised here."""
+    if tensorflow_imported() or not isinstance(initial_model, (str, os.PathLike, type(None))):
+        graph = load_game(config.game, config.game_args)
+        session.publish_model(make_initial_model(graph, config, initial_model), 0)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    path = None if initial_model is None else str(initial_model)
+    child = ctx.Process(target=_initial_model_main, args=(str(session.path), config, path, send),
+                        name="initial-model", daemon=True)
+    child.start()
+    send.close()
+    try:
+        error = receive.recv()
+    except EOFError:   # it died before it could answer (e.g. while spawn imported the script)
+        child.join()
+        raise GymError(f"the process making the first model of {session.path} died (exit code "
+                       f"{child.exitcode}); its error is on the console above") from None
+    finally:
+        receive.close()
+    child.join()
+    if error is not None:
+        raise error
+
+
+def _initial_model_main(session_path: str, config: GymConfig, initial_model, answer) -> None:
+    """The child of `publish_initial_model`: answers None, or the exception that stopped it."""
+    try:
+        graph = load_game(config.game, config.game_args)
+        Session(session_path).publish_model(make_initial_model(graph, config, initial_model), 0)
+    except BaseException as error:
+        try:
+            answer.send(error)
+        except Exception:   # an exception that does not pickle: its text
+            answer.send(GymError(f"{type(error).__name__}: {error}"))
+        return
+    answer.send(None)
 
 
 def make_initial_model(graph: GameGraph, config: GymConfig, initial_model=None):

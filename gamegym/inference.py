@@ -301,7 +301,8 @@ class ModelEvaluator:
     kinds = ("evaluate",)
 
     def __init__(self, model, iteration: int = 0, fast: bool = True):
-        import tensorflow as tf
+        from gamegym.tfsetup import import_tensorflow
+        tf = import_tensorflow()
         self.iteration = iteration
         self.model = model
         shape = model.inputs[0].shape[1:]

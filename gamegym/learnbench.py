@@ -25,6 +25,7 @@ from gamegym.mcts import choose_action
 from gamegym.players import Solver, SolverPlayer
 from gamegym.playerspecs import check_player_spec
 from gamegym.presets import initial_model_path, preset_for
+from gamegym.progress import ProgressBars
 
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
@@ -68,10 +69,11 @@ def optimal_move_rate(graph, player, games: int, rng, solver,
 
 
 def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
-            solver=None, explore_plies: int = 0) -> dict:
+            solver=None, explore_plies: int = 0, bars: ProgressBars | None = None) -> dict:
     """One curve point for the newest iteration: a match of `games` games against each
     opponent and, with a solver, the optimal-move rate over half as many self-play games.
     The first opponent's figures are also the point's own `wins`, `draws`, `losses`, `score`."""
+    bars = bars or ProgressBars(enabled=False)
     started = time.monotonic()
     iteration = session.current_iteration()
     player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
@@ -81,7 +83,10 @@ def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
             opponent = SolverPlayer(hurry=False, solver=solver)
         else:
             opponent = make_player(spec, session, graph)
-        result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec))
+        bar = bars.add(f"evaluating iteration {iteration} vs {spec}", games, "games")
+        result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec),
+                           after_game=lambda so_far: bars.update(bar, completed=so_far.games))
+        bars.remove(bar)
         point["by_opponent"][spec] = {k: v for k, v in result.to_dict().items()
                                       if k in ("wins", "draws", "losses", "score")}
     point.update(point["by_opponent"][opponents[0]])
@@ -118,17 +123,19 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     print(f"[bench] the newest iteration plays with {searchcount} searches per move "
           f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
           flush=True)
-    with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
+    with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, \
+            ProgressBars() as bars:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network))
-        curve, final = train_and_measure(gym, graph, opponents, solver, minutes, interval, games,
-                                         searchcount, rng, final_factor)
+        curve, final, peak_rss = train_and_measure(gym, graph, opponents, solver, minutes,
+                                                   interval, games, searchcount, rng,
+                                                   final_factor, bars)
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
                "opponent": opponents[0], "opponents": list(opponents), "curve": curve,
                "final": final,
                "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
                "selfplay_searchcount": config.selfplay.searchcount,
-               "replay": config.train.replay, "seed": seed}
+               "replay": config.train.replay, "seed": seed, "peak_rss_mib_by_role": peak_rss}
     if plot_path is not None and curve:
         plot_curve(figures, plot_path)
         figures["plot"] = str(plot_path)
@@ -157,14 +164,15 @@ def bench_opponents(game: str, graph, opponents: tuple | None = None
 
 
 def train_and_measure(gym, graph, opponents: tuple, solver, minutes: float, interval: float,
-                      games: int, searchcount: int, rng, final_factor: int = 4
-                      ) -> tuple[list, dict]:
+                      games: int, searchcount: int, rng, final_factor: int = 4,
+                      bars: ProgressBars | None = None) -> tuple[list, dict, dict]:
     """Run `gym` for `minutes`, measuring its newest iteration at the start and every
-    `interval` minutes; returns the curve and the final figure (on `final_factor` times the
-    games, after the clock)."""
+    `interval` minutes; returns the curve, the final figure (on `final_factor` times the
+    games, after the clock) and the peak resident memory (MiB) of each role."""
+    bars = bars or ProgressBars(enabled=False)
     explore = gym.config.selfplay.temperature_drop_move
     curve = [{**measure(gym.session, graph, opponents, games, searchcount, rng, solver,
-                        explore), "minutes": 0.0}]   # where it starts
+                        explore, bars), "minutes": 0.0}]   # where it starts
     show(curve[-1])
     outcome: dict = {}
 
@@ -175,19 +183,31 @@ def train_and_measure(gym, graph, opponents: tuple, solver, minutes: float, inte
             outcome["error"] = error
 
     runner = threading.Thread(target=train, daemon=True)
+    training = bars.add("training", round(minutes * 60), "s")
     started = time.monotonic()
+    next_point = started + interval * 60
+    peak_rss: dict = {}
     runner.start()
     while runner.is_alive():
-        runner.join(timeout=interval * 60)
+        runner.join(timeout=min(1.0, max(0.0, next_point - time.monotonic())))
+        for role, rss in gym.monitor.memory().items():
+            peak_rss[role] = max(rss, peak_rss.get(role, 0.0))
+        bars.update(training, completed=min(minutes * 60, time.monotonic() - started),
+                    description=f"training, iteration {gym.session.current_iteration()}")
+        if runner.is_alive() and time.monotonic() < next_point:
+            continue
+        next_point += interval * 60
         elapsed = (time.monotonic() - started) / 60
         iteration = gym.session.current_iteration()
         if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
                              and elapsed - curve[-1]["minutes"] < interval / 2):
             continue   # the run ended just after the last point: nothing new to measure
-        point = measure(gym.session, graph, opponents, games, searchcount, rng, solver, explore)
+        point = measure(gym.session, graph, opponents, games, searchcount, rng, solver, explore,
+                        bars)
         point["minutes"] = round(elapsed, 2)
         curve.append(point)
         show(point)
+    bars.remove(training)
     if "error" in outcome:
         raise RuntimeError(f"the gym failed during the learning benchmark: "
                            f"{outcome['error']!r}") from outcome["error"]
@@ -197,10 +217,10 @@ def train_and_measure(gym, graph, opponents: tuple, solver, minutes: float, inte
     # the final figure: the last iteration again, on `final_factor` times the games (after
     # the training clock, so a cheap curve and a precise final number)
     final = measure(gym.session, graph, opponents, games * final_factor, searchcount, rng,
-                    solver, explore)
+                    solver, explore, bars)
     final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
     show(final, "final")
-    return curve, final
+    return curve, final, peak_rss
 
 
 def show(point: dict, label: str = "") -> None:
@@ -251,6 +271,8 @@ def cmd_learning(args) -> int:
                                  args.minutes, args.interval, args.eval_games,
                                  args.eval_searchcount, args.plot, keep=args.keep,
                                  opponents=opponents)
+    rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(figures["peak_rss_mib_by_role"].items()))
     print(json.dumps(figures, sort_keys=True) if args.json else
-          f"final: {figures['final']}")
+          f"final: {figures['final']}\npeak memory by role: {rss} MiB resident (the "
+          "benchmark's own process, 'gym', also evaluates with TensorFlow)")
     return 0

@@ -43,6 +43,7 @@ class Monitor:
         self.started = time.monotonic()
         self.backend = None   # where self-play runs (gamegym.backends); its status() is shown
         self.playing: set[str] = set()   # Selfplayers (by name) that have reported searches
+        self.earlier_seconds = 0.0   # how long the session ran before this run (its resumes)
 
     def add(self, report) -> None:
         now = time.monotonic()
@@ -106,8 +107,21 @@ class Monitor:
             usage[role]["rss_mib"] += rss
         return {role: {k: round(v, 1) for k, v in figures.items()} for role, figures in usage.items()}
 
+    def memory(self) -> dict:
+        """Resident MiB per role now (summed over its processes), the gym included; unlike
+        `resources` it leaves the CPU counters of the status line alone."""
+        usage: dict = defaultdict(float)
+        for name, process in list(self.processes.items()):
+            try:
+                usage[role_of(name)] += process.memory_info().rss / 2**20
+            except psutil.Error:
+                continue
+        return {role: round(rss, 1) for role, rss in usage.items()}
+
     def status(self) -> dict:
-        return {"time": time.time(), "iteration": self.iteration,
+        run_seconds = self.earlier_seconds + time.monotonic() - self.started
+        return {"time": time.time(), "run_seconds": round(run_seconds, 1),
+                "iteration": self.iteration,
                 "games": int(self.totals.get("selfplayer.games", 0)),
                 "samples": int(self.totals.get("selfplayer.samples", 0)),
                 "last_losses": self.last_losses, "rating": self.rating[1],

@@ -11,13 +11,13 @@ A seed makes the initial weights reproducible without touching any global random
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from gamegym.tfsetup import import_keras
 
-import keras  # noqa: E402
-from keras import layers  # noqa: E402
+if TYPE_CHECKING:
+    import keras
 
 __all__ = ["build_network", "network_for_game", "NETWORK_OPTIONS"]
 
@@ -34,6 +34,8 @@ def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense
     kind "residual": 3x3 conv stem + `blocks` residual blocks (conv-BN-relu, conv-BN, add, relu)
     of `width` filters, then a 1x1 conv to 4 planes shared by both heads.
     """
+    keras = import_keras()   # quietly, through gamegym.tfsetup
+    layers = keras.layers
     input_shape = tuple(int(d) for d in input_shape)
     if kind not in ("dense", "residual"):
         raise ValueError(f"unknown network kind {kind!r}; use 'dense' or 'residual'")
@@ -61,6 +63,7 @@ def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense
 
 
 def _dense_torso(inputs, width, blocks, weights):
+    layers = import_keras().layers
     x = layers.Flatten()(inputs)
     for i in range(blocks):
         x = layers.Dense(width, activation="swish", name=f"dense_{i}", **weights())(x)
@@ -68,6 +71,8 @@ def _dense_torso(inputs, width, blocks, weights):
 
 
 def _residual_torso(inputs, width, blocks, weights):
+    layers = import_keras().layers
+
     def conv_bn(x, name):
         x = layers.Conv2D(width, 3, padding="same", use_bias=False, name=name, **weights())(x)
         return layers.BatchNormalization(name=f"{name}_bn")(x)
@@ -102,8 +107,14 @@ def network_for_game(graph, preset=None, seed: int | None = None) -> keras.Model
     (rank-3 input) of at least 5x5 and a dense one otherwise."""
     options = network_options(preset)
     shape = tuple(graph.numpify(graph.roots[0]).shape)
-    kind = options["kind"]
+    return build_network(shape, graph.action_space_size, kind=network_kind(shape, options["kind"]),
+                         width=options["width"], blocks=options["blocks"], l2=options["l2"],
+                         seed=seed)
+
+
+def network_kind(input_shape: tuple, kind: str = "auto") -> str:
+    """The kind a network of this input shape gets: "auto" means residual for boards (rank-3
+    input) of at least 5x5, dense otherwise."""
     if kind == "auto":
-        kind = "residual" if len(shape) == 3 and min(shape[:2]) >= 5 else "dense"
-    return build_network(shape, graph.action_space_size, kind=kind, width=options["width"],
-                         blocks=options["blocks"], l2=options["l2"], seed=seed)
+        return "residual" if len(input_shape) == 3 and min(input_shape[:2]) >= 5 else "dense"
+    return kind

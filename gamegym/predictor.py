@@ -86,8 +86,8 @@ class Predictor:
         if iteration in self.held:
             self.held[iteration] = self.held.pop(iteration)
             return
-        from gamegym.tfsetup import load_model
-        import keras
+        from gamegym.tfsetup import import_keras, load_model
+        keras = import_keras()
         path = self.models.model_path(iteration)
         keras.backend.clear_session()  # Keras' global name state would grow with every reload
         model = load_model(path)
@@ -239,6 +239,7 @@ def _send(conn: Connection, response: EvalResponse) -> None:
 def predictor_main(session_path, config, clients, control, reports, *, stop_event):
     from gamegym.session import Session
     from gamegym.tfsetup import configure_tensorflow
-    configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, threads=1)
+    configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, threads=1,
+                         announce=True)   # a missing GPU: one line on the console, from here
     predictor = Predictor(Session(session_path), config, clients, control, reports)
     predictor.serve(stop_event)

@@ -1,7 +1,9 @@
 """Presets of the bundled games: starter networks (initialmodels/) and session settings."""
 from __future__ import annotations
 
+import json
 import logging
+import zipfile
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -73,13 +75,26 @@ def initial_model_path(game: str, game_args: dict, network=None) -> Path | None:
 
 
 def _is_network(path: Path, game: str, game_args: dict, network) -> bool:
-    """True when the model file has the architecture (name, weight shapes) of `network`."""
+    """True when the model file is the network `network` describes: its name (kind, width,
+    blocks), input shape, policy size and L2, read from the file's config.json without loading
+    the model, so the process that asks (the gym's, a benchmark's) needs no TensorFlow.  The
+    weight shapes follow from these; tests/test_learner.py checks every weight shape of the
+    committed files against a freshly built network."""
     from gamegym.graph import load_game
-    from gamegym.networks import network_for_game
-    from gamegym.tfsetup import configure_tensorflow, load_model
-    # as when the gym builds the first model: the GPU is the Predictor's, not this process's
-    configure_tensorflow(use_gpu=False)
+    from gamegym.networks import network_kind, network_options
     graph = load_game(game, game_args)
-    stored, fresh = load_model(path), network_for_game(graph, network)
-    return (stored.name, [w.shape for w in stored.weights]) == (
-        fresh.name, [w.shape for w in fresh.weights])
+    options = network_options(network)
+    shape = tuple(graph.numpify(graph.roots[0]).shape)
+    name = f"{network_kind(shape, options['kind'])}_{options['width']}x{options['blocks']}"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json"))["config"]
+        layers = {layer["config"]["name"]: layer["config"] for layer in config["layers"]}
+        stored_shape = tuple(layers[config["input_layers"][0]]["batch_shape"][1:])
+        policy = layers[config["output_layers"][0][0]]["units"]
+        l2 = {(c.get("kernel_regularizer") or {}).get("config", {}).get("l2", 0.0)
+              for c in layers.values() if "kernel_initializer" in c}
+    except (OSError, KeyError, IndexError, TypeError, ValueError, zipfile.BadZipFile):
+        return False
+    return (config.get("name"), stored_shape, policy, l2) == (
+        name, shape, graph.action_space_size, {float(options["l2"])})

@@ -90,18 +90,23 @@ def watch_parent(on_death) -> None:
 def child_entry(role: str):
     """Decorator for a process entry point `fn(session_path, config, ..., stop_event)`.
 
-    Sets up the per-role log, ignores SIGINT (the gym coordinates shutdown), exits when the
-    parent dies, and logs start, any traceback, and an 'exiting' line.
+    Sets up the per-role log (Python warnings included: the console is the gym's), ignores
+    SIGINT (the gym coordinates shutdown), exits when the parent dies, and logs start, any
+    traceback, and an 'exiting' line that says whether the process imported TensorFlow.  A
+    failure also gets one line on the console: the role and the error, without the traceback.
     """
     def wrap(fn):
         @functools.wraps(fn)
         def run(logs_dir, level, name, *args, **kwargs):
             logger = setup_logging(logs_dir, name or role, level)
+            logging.captureWarnings(True)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             stop_event = kwargs.get("stop_event")
+            orphaned = threading.Event()
 
             def parent_died():
                 logger.error("gym process died; stopping")
+                orphaned.set()
                 if stop_event is not None:
                     stop_event.set()
                 timer = threading.Timer(8.0, lambda: os._exit(3))
@@ -120,12 +125,38 @@ def child_entry(role: str):
                     code = EXIT_DISK_FULL
                 else:
                     code = 1
-            except BaseException:
+                    _say_failure(name or role, error)
+            except BaseException as error:
                 logger.exception("%s failed", name or role)
                 code = 1
+                _say_failure(name or role, error)
             finally:
-                logger.info("%s exiting", name or role)
+                logger.info("%s exiting (%s)", name or role, "TensorFlow imported"
+                            if "tensorflow" in sys.modules else "TensorFlow not imported")
                 logging.shutdown()
+            if orphaned.is_set():
+                # the gym is gone: no one reads the report queue, and the interpreter's exit
+                # would wait on its feeder thread (until the timer above: 8 s); every file is
+                # already published whole, so nothing is lost by leaving at once
+                os._exit(code)
             sys.exit(code)
         return run
     return wrap
+
+
+def _say_failure(name: str, error: BaseException) -> None:
+    """One console line for a child's failure (the traceback is in its log)."""
+    first = next((line for line in str(error).splitlines() if line.strip()), "")
+    print(f"[gamegym] {name} failed: {type(error).__name__}: {first}"[:300], file=sys.stderr,
+          flush=True)
+
+
+def in_spawned_child() -> bool:
+    """Whether this process is a child started by multiprocessing's spawn (or forkserver)
+    method that is running the parent's main script again as it starts up.  The child runs the
+    script under the name '__mp_main__' (so code under `if __name__ == "__main__":` does not
+    run there, and code outside it does); while it does, sys.modules['__mp_main__'] is that
+    script's module, and otherwise the same module as sys.modules['__main__'] (multiprocessing
+    makes the one an alias of the other)."""
+    running = sys.modules.get("__mp_main__")
+    return running is not None and running is not sys.modules.get("__main__")

@@ -154,9 +154,9 @@ def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
                 session = continue_session(base.session.path, Path(folder) / mode, new_game,
                                            new_args, replay_overrides(preset, mode))
                 gym = GameGym(session.path)
-                curve, final = train_and_measure(gym, new_graph, opponents, solver, minutes,
-                                                 interval, games, searchcount,
-                                                 np.random.default_rng(seed))
+                curve, final, _ = train_and_measure(gym, new_graph, opponents, solver, minutes,
+                                                    interval, games, searchcount,
+                                                    np.random.default_rng(seed))
                 runs.append({**_run_record(mode, seed, curve, final), "base": pretrained})
     result = {"game": game, "game_args": graph.game_args, "adapt_to": new_game,
               "adapt_args": new_graph.game_args, "pretrain": pretrain, "minutes": minutes,

@@ -166,7 +166,9 @@ def write_sample_file(path: Path, records: list[GameRecord]) -> int:
 def read_sample_file(path: Path) -> dict[str, np.ndarray]:
     """Load and verify one sample file; raises ValueError when it is damaged or inconsistent."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        # the file is opened here, not by np.load: a damaged archive makes np.load raise before
+        # it hands back the object that would close the file (an unclosed file per bad file)
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
         raise ValueError(f"damaged sample file {path}: {error}") from error

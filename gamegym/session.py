@@ -27,8 +27,8 @@ from gamegym.fileio import atomic_publish, atomic_write_json, quarantine, remove
 __all__ = ["Session", "SessionError", "SessionLockedError"]
 
 log = logging.getLogger(__name__)
-FOLDERS = ("models", "samples", "train", "replay", "evaluation", "monitoring", "plots", "logs",
-           "quarantine")
+FOLDERS = ("models", "samples", "train", "replay", "evaluation", "monitoring", "tensorboard",
+           "plots", "logs", "quarantine")
 
 
 class SessionError(Exception):
@@ -53,6 +53,7 @@ class Session:
         self.evaluation_dir = self.path / "evaluation"
         self.monitoring_dir = self.path / "monitoring"
         self.plots_dir = self.path / "plots"
+        self.tensorboard_dir = self.path / "tensorboard"
         self.logs_dir = self.path / "logs"
         self.quarantine_dir = self.path / "quarantine"
         self._locked = False

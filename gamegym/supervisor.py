@@ -14,8 +14,9 @@ import time
 
 from gamegym.backends import (JOIN_PREDICTOR_S, JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS,
                               ProcessBackend, SelfplayBackend)
-from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full
+from gamegym.fileio import append_jsonl, disk_full_message, is_disk_full, last_jsonl
 from gamegym.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
+from gamegym.tensorboard import BoardWriter, status_scalars
 
 __all__ = ["Supervisor", "Child", "MAX_SELFPLAYER_RESTARTS", "JOIN_SELFPLAYERS_S",
            "JOIN_TRAINER_S", "JOIN_PREDICTOR_S"]
@@ -89,6 +90,10 @@ class Supervisor:
         started = time.monotonic()
         first_iteration = self.session.current_iteration()
         gym.monitor.iteration = max(gym.monitor.iteration, first_iteration)
+        status_path = self.session.monitoring_dir / "status.jsonl"
+        earlier = last_jsonl(status_path) or {}   # the TensorBoard charts go on from there
+        gym.monitor.earlier_seconds = float(earlier.get("run_seconds", 0.0))
+        board = BoardWriter(self.session.tensorboard_dir, "gym")
         last_status = time.monotonic()
         interval = self.config.status_interval
         try:
@@ -106,7 +111,8 @@ class Supervisor:
                     last_status = time.monotonic()
                     status = gym.monitor.status()
                     try:
-                        append_jsonl(self.session.monitoring_dir / "status.jsonl", status)
+                        append_jsonl(status_path, status)
+                        board.scalars(int(status["run_seconds"]), status_scalars(status))
                     except OSError as error:
                         if not is_disk_full(error):
                             raise
@@ -115,6 +121,7 @@ class Supervisor:
                     print(f"[gamegym] {gym.monitor.status_line(status)}", flush=True)
         finally:
             self.shutdown()
+            board.close()
             if interval:   # where it ended: the last figures, the latest rating included
                 print(f"[gamegym] final: {gym.monitor.status_line(gym.monitor.status())}",
                       flush=True)

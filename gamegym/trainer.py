@@ -144,9 +144,11 @@ def build_trainer(session, config, rng, listeners=None) -> Trainer:
 def trainer_main(session_path, config, control, reports, seed, *, stop_event):
     from gamegym.monitor import plot_replay, plot_training
     from gamegym.session import Session
+    from gamegym.tensorboard import BoardWriter, train_scalars
     from gamegym.tfsetup import configure_tensorflow
     session = Session(session_path)
     configure_tensorflow(config.predict.use_gpu, 0, threads=0)
+    board = BoardWriter(session.tensorboard_dir, "trainer")
 
     def publish(report: dict) -> None:
         control.send(Reload(report["iteration"]))
@@ -154,9 +156,13 @@ def trainer_main(session_path, config, control, reports, seed, *, stop_event):
                                                     "losses": report["losses"],
                                                     "samples": report["samples"],
                                                     "replay": report.get("replay_figures", {})}))
+        board.scalars(report["iteration"], train_scalars(report, config.train.learning_rate))
         plot_training(session)
         if "replay_figures" in report:
             plot_replay(session)
 
     trainer = build_trainer(session, config, np.random.default_rng(seed), [publish])
-    trainer.run(stop_event)
+    try:
+        trainer.run(stop_event)
+    finally:
+        board.close()

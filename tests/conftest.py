@@ -1,3 +1,96 @@
-import os
+"""Shared test set-up: how the suite is organised, and the fixtures every test file may use.
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+Conventions (tests/README.md says the same at more length):
+- `python -m pytest` runs everything CI runs, on every core (pytest-xdist, `-n auto` in
+  pyproject.toml); `-m "not slow"` leaves out the real-process tests for a quick run, `-n 0`
+  runs in one process (for a debugger or `-x`).
+- A test that starts real processes (a gym, a `gamegym` command) is marked `slow`.  Keep it
+  short: a tiny network, `--max-iterations 1` or 2, small sample counts (`SMALL`).
+- Get a session from `new_session` (a copy of a template made once per worker) instead of
+  running `gamegym new` again; run commands with `gamegym(...)`.
+- Every subprocess imports this checkout's code (PYTHONPATH is set below), not an installed
+  copy, and sees no TensorFlow logging settings of ours: what it prints is what a user sees.
+- Warnings raised from gamegym's own code are errors (pyproject.toml, filterwarnings).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TICTACTOE = "games.tictactoe:TicTacToe"
+
+# subprocesses (scripts, `python -m gamegym.cli`) import the code under test, wherever they run
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+# the settings of a small tic-tac-toe session that trains an iteration within seconds
+SMALL = {
+    "network": {"kind": "dense", "width": 16, "blocks": 1},
+    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
+                 "gamelog_dump_threshold": 5},
+    "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+    "status_interval": 2.0,
+}
+
+
+def gamegym(*args, timeout: float = 240, input: str | None = None, env: dict | None = None,
+            **kwargs) -> subprocess.CompletedProcess:
+    """Run `python -m gamegym.cli ARGS` (this checkout's code) and capture its output."""
+    return subprocess.run([sys.executable, "-m", "gamegym.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, input=input,
+                          stdin=None if input is not None else subprocess.DEVNULL,
+                          env=env, **kwargs)
+
+
+def merged(base: dict, changes: dict) -> dict:
+    """`base` with `changes` merged in, section by section."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key].update(value)
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.fixture(scope="session")
+def session_template(tmp_path_factory) -> Path:
+    """A new tic-tac-toe session with SMALL's network, made once per worker by `gamegym new`
+    (its first model needs TensorFlow in a child process: seconds)."""
+    folder = tmp_path_factory.mktemp("template")
+    config = folder / "small.json"
+    config.write_text(json.dumps(SMALL))
+    path = folder / "ttt"
+    done = gamegym("new", path, "--game", TICTACTOE, "--config", config)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return path
+
+
+@pytest.fixture
+def new_session(session_template, tmp_path):
+    """Make a new tic-tac-toe session (as `gamegym new` would) at tmp_path/NAME, with SMALL's
+    settings changed by `changes` (any field but the network), by copying the template."""
+    def make(name: str = "ttt", changes: dict | None = None) -> Path:
+        path = tmp_path / name
+        shutil.copytree(session_template, path)
+        config = json.loads((path / "config.json").read_text())
+        changes = dict(changes or {})
+        if "network" in changes:
+            raise ValueError("the template's network is fixed; make a session with "
+                             "`gamegym new` for another one")
+        (path / "config.json").write_text(json.dumps(merged(config, changes), indent=2))
+        return path
+    return make
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests first: with several workers the long ones then overlap instead of trailing
+    at the end (the order within each group stays as written)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -92,19 +92,31 @@ sys.exit(GameGym(sys.argv[1], graph=TicTacToe(), config=config).resume(max_secon
 
 @pytest.mark.slow
 def test_script_without_a_main_guard_is_told_so_and_stops(tmp_path):
-    """spawn runs the main script again in every child: the gym made there names the fix."""
+    """spawn runs the main script again in every child: the gym made there names the fix,
+    whether the script creates the session (its first model is made in a child) or resumes it."""
     script = tmp_path / "unguarded.py"
     script.write_text(UNGUARDED)
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "s")],
-                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    fix = "put the code that starts the gym under `if __name__ == \"__main__\":`"
+    session = tmp_path / "s"
+
+    def run_script():
+        return subprocess.run([sys.executable, str(script), str(session)], capture_output=True,
+                              text=True, timeout=180, stdin=subprocess.DEVNULL)
+
+    done = run_script()
     assert done.returncode == 1, done.stderr[-2000:]
-    assert "put the code that starts the gym under `if __name__ == \"__main__\":`" \
-        in done.stderr
+    assert fix in done.stderr
+    assert "the process making the first model of " in done.stderr
+    assert not session.exists()                  # no half-made session
+
+    assert gamegym("new", str(session), "--game", "games.tictactoe:TicTacToe").returncode == 0
+    done = run_script()
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert fix in done.stderr
     assert "predictor died (exit code 1); its error is on the console above: it died before " \
         "it opened its log" in done.stdout
-    session = tmp_path / "s"   # the session the script made is whole and not locked
     assert json.loads((session / "config.json").read_text())["game"] == "games.tictactoe:TicTacToe"
-    assert not (session / "session.lock").exists()
+    assert not (session / "session.lock").exists()   # the session is whole and not locked
 
 
 WRITER = """
@@ -127,6 +139,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_writer_at_random_moments_leaves_only_whole_files(tmp_path):
     rng = random.Random(0)
     for _ in range(8):
@@ -136,6 +149,7 @@ def test_sigkill_of_a_writer_at_random_moments_leaves_only_whole_files(tmp_path)
         time.sleep(rng.uniform(0.05, 0.6))
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
+        writer.stdout.close()
     files = sample_files(tmp_path, 0)
     assert len(files) >= 5
     for path in files:
@@ -169,6 +183,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_model_publisher_at_random_moments_leaves_only_whole_models(tmp_path):
     from gamegym.presets import INITIAL_MODELS
     from gamegym.session import Session
@@ -180,6 +195,7 @@ def test_sigkill_of_a_model_publisher_at_random_moments_leaves_only_whole_models
         time.sleep(rng.uniform(0.02, 0.3))
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
+        writer.stdout.close()
     session = Session(tmp_path)
     iterations = session.model_iterations()
     assert len(iterations) >= 10

@@ -49,6 +49,7 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
     assert (session.plots_dir / "rating.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_evaluate_command(two_iterations):
     path = str(two_iterations.session.path)
     done = gamegym("evaluate", path, "--against", "solver", "--games", "4",
@@ -73,6 +74,7 @@ def test_evaluate_command(two_iterations):
     assert json.loads(done.stdout)["opponent"] == "mcts:30"
 
 
+@pytest.mark.slow
 def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
     path = str(two_iterations.session.path)
     # "0" is always a legal answer (the first listed move); one bad answer first
@@ -125,13 +127,14 @@ def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
 @pytest.mark.slow
 def test_learning_benchmark_json_and_plot(tmp_path):
     plot = tmp_path / "curve.png"
-    done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.6", "--interval", "0.3",
+    done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.4", "--interval", "0.2",
                    "--eval-games", "2", "--eval-searchcount", "8", "--plot", str(plot),
                    "--opponents", "solver,mcts:20", "--keep", str(tmp_path / "kept"), "--json",
                    timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.6
+    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.4
+    assert {"gym", "predictor", "trainer", "selfplayer"} <= set(figures["peak_rss_mib_by_role"])
     assert figures["eval_searchcount"] == 8 and figures["eval_threads"] == 8
     assert figures["selfplay_searchcount"] == 64            # the tic-tac-toe preset's
     curve = figures["curve"]

@@ -1,5 +1,6 @@
 """The bundled games: known positions with exact outcomes, a slow reference for Santorini's rules,
-and the GameGraph contract (symmetries, numpify) on random playouts."""
+and the conformance test: every bundled game passes `gamegym check` (the GameGraph contract,
+symmetries and numpify included) and the rules all of them share."""
 from __future__ import annotations
 
 import math
@@ -11,18 +12,21 @@ import pytest
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 from games.tictactoe import TicTacToe, TicTacToeVariant
+from gamegym.checker import GraphChecker
 
-ALL_GAMES = [
-    pytest.param(TicTacToe, {}, id="tictactoe"),
-    pytest.param(TicTacToeVariant, {"blocked": [0, 4]}, id="tictactoe-blocked-0-4"),
-    pytest.param(TicTacToeVariant, {"blocked": [1], "misere": True}, id="tictactoe-misere"),
-    pytest.param(ConnectFour, {}, id="connectfour-6x7"),
-    pytest.param(ConnectFour, {"rows": 4, "columns": 4}, id="connectfour-4x4"),
-    pytest.param(ConnectFour, {"rows": 5, "columns": 4}, id="connectfour-5x4"),
-    pytest.param(Santorini, {}, id="santorini-3x1"),
-    pytest.param(Santorini, {"dimension": 3, "units_per_player": 2}, id="santorini-3x2"),
-    pytest.param(Santorini, {"dimension": 4, "units_per_player": 1}, id="santorini-4x1"),
-    pytest.param(Santorini, {"dimension": 5, "units_per_player": 2}, id="santorini-5x2"),
+ALL_GAMES = [   # game, arguments, random games the checker plays
+    pytest.param(TicTacToe, {}, 20, id="tictactoe"),
+    pytest.param(TicTacToeVariant, {"blocked": [0, 4]}, 20, id="tictactoe-blocked-0-4"),
+    pytest.param(TicTacToeVariant, {"blocked": [1], "misere": True}, 20, id="tictactoe-misere"),
+    pytest.param(ConnectFour, {}, 20, id="connectfour-6x7"),
+    pytest.param(ConnectFour, {"rows": 4, "columns": 4}, 20, id="connectfour-4x4"),
+    pytest.param(ConnectFour, {"rows": 5, "columns": 4}, 20, id="connectfour-5x4"),
+    pytest.param(ConnectFour, {"rows": 4, "columns": 5}, 20, id="connectfour-4x5"),
+    pytest.param(Santorini, {}, 20, id="santorini-3x1"),
+    pytest.param(Santorini, {"dimension": 3, "units_per_player": 2}, 10, id="santorini-3x2"),
+    pytest.param(Santorini, {"dimension": 4, "units_per_player": 1}, 10, id="santorini-4x1"),
+    pytest.param(Santorini, {"dimension": 4, "units_per_player": 2}, 5, id="santorini-4x2"),
+    pytest.param(Santorini, {"dimension": 5, "units_per_player": 2}, 5, id="santorini-5x2"),
 ]
 
 
@@ -416,36 +420,15 @@ def test_santorini_rejects_bad_arguments(kwargs):
 
 
 # ----- the GameGraph contract on random playouts ---------------------------------------------
-@pytest.mark.parametrize("cls, kwargs", ALL_GAMES)
-def test_symmetries_map_legal_moves_to_legal_moves(cls, kwargs):
+@pytest.mark.parametrize("cls, kwargs, games", ALL_GAMES)
+def test_every_bundled_game_passes_the_checker_and_the_rules_they_share(cls, kwargs, games):
     game = cls(**kwargs)
-    rng = np.random.default_rng(7)
-    perms = [game.transform_actions(k) for k in range(game.symmetry_count)]
-    for perm in perms:
-        assert sorted(perm.tolist()) == list(range(game.action_space_size))
-    assert perms[0].tolist() == list(range(game.action_space_size))
-    for vertex in playout_vertices(game, rng, games=6):
-        children, actions = game.expansion(vertex)
-        assert game.transform(vertex, 0) == vertex
-        for k, perm in enumerate(perms):
-            image = game.transform(vertex, k)
-            image_children, image_actions = game.expansion(image)
-            mapped = {int(perm[a]): game.transform(child, k) for a, child in zip(actions, children)}
-            assert mapped == dict(zip(image_actions, image_children))
-            assert game.score_at(image) == game.score_at(vertex)
-
-
-@pytest.mark.parametrize("cls, kwargs", ALL_GAMES)
-def test_contract_and_numpify_round_trip(cls, kwargs):
-    game = cls(**kwargs)
-    rng = np.random.default_rng(11)
-    shape = game.numpify(game.roots[0]).shape
-    for vertex in playout_vertices(game, rng, games=8):
-        children, actions = game.expansion(vertex)
-        assert len(children) == len(actions) <= game.outdegree_max
-        assert len(set(actions)) == len(actions)
-        assert all(0 <= a < game.action_space_size for a in actions)
+    checker = GraphChecker(game, seed=0)   # the contract, symmetries and numpify included
+    assert checker.run(games) == [] and checker.notes == []
+    assert checker.games_played == games
+    for vertex in playout_vertices(game, np.random.default_rng(11), games=4):
         score = game.score_at(vertex)
+        children = game.children_at(vertex)
         assert score in (-1.0, 0.0, 1.0)  # only the last move decides these games
         if score == 1.0:
             assert getattr(game, "misere", False)   # who completes a line loses
@@ -453,10 +436,6 @@ def test_contract_and_numpify_round_trip(cls, kwargs):
             assert not children
         if not children and cls is Santorini:
             assert score == -1.0      # Santorini has no draws
-        array = game.numpify(vertex)
-        assert array.shape == shape and array.dtype == np.float32
-        assert game.unnumpify(array) == vertex
-        hash(vertex)
         assert isinstance(game.render(vertex), str)
 
 

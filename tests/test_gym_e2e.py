@@ -9,29 +9,15 @@ import numpy as np
 import psutil
 import pytest
 
+from conftest import SMALL, gamegym
+from test_tensorboard import read_scalars
+
 pytestmark = pytest.mark.slow
-
-SMALL = {
-    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
-                 "gamelog_dump_threshold": 5},
-    "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
-    "status_interval": 2.0,
-}
-
-
-def gamegym(*args, timeout=240, **kwargs):
-    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
 
 
 @pytest.fixture
-def session(tmp_path):
-    config = tmp_path / "small.json"
-    config.write_text(json.dumps(SMALL))
-    path = tmp_path / "ttt"
-    done = gamegym("new", str(path), "--game", "games.tictactoe:TicTacToe", "--config", str(config))
-    assert done.returncode == 0, done.stderr
-    return path
+def session(new_session):
+    return new_session()
 
 
 def test_new_resume_files_and_resume_again(session):
@@ -66,10 +52,23 @@ def test_new_resume_files_and_resume_again(session):
     assert status["iteration"] == current["iteration"] and status["samples"] > 0
     assert status["running"] is False
 
+    first_run = read_scalars(session / "tensorboard")
     again = gamegym("resume", str(session), "--max-iterations", "1")
     assert again.returncode == 0, again.stdout + again.stderr
     after = json.loads((session / "models" / "current.json").read_text())["iteration"]
     assert after >= current["iteration"] + 1
+
+    # TensorBoard: one run, the second resume goes on from the first (iterations and seconds)
+    scalars = read_scalars(session / "tensorboard")
+    assert [step for step, _ in scalars["train/loss"]] == list(range(1, after + 1))
+    assert scalars["train/learning_rate"][0][1] == json.loads(
+        (session / "config.json").read_text())["train"]["learning_rate"]
+    for tag in ("throughput/searches_per_s", "throughput/games_per_s", "predictor/mean_batch",
+                "memory/gym_rss_mib", "memory/selfplayer_rss_mib", "cpu/trainer_percent"):
+        assert tag in scalars, sorted(scalars)
+    steps = [step for step, _ in scalars["throughput/searches_per_s"]]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
+    assert len(steps) > len(first_run["throughput/searches_per_s"])   # more of the same run
 
 
 def test_exit_on_the_console_stops_everything(session):
@@ -104,8 +103,7 @@ def test_exit_on_the_console_stops_everything(session):
 
 def test_debug_single_process_trains_in_one_process(tmp_path):
     from gamegym import GameGym, GymConfig
-    config = GymConfig(game="games.tictactoe:TicTacToe", debug_single_process=True,
-                       network={"kind": "dense", "width": 16, "blocks": 1}, **SMALL)
+    config = GymConfig(game="games.tictactoe:TicTacToe", debug_single_process=True, **SMALL)
     gym = GameGym(tmp_path / "debug", config=config)
     assert gym.resume(max_iterations=1, console=False) == 0
     assert gym.session.current_iteration() == 1

@@ -213,9 +213,13 @@ def test_initial_models_fit_their_games(name):
     x = graph.numpify(graph.roots[0])[None]
     logits, value = model(x, training=False)
     assert logits.shape == (1, graph.action_space_size) and value.shape == (1, 1)
-    # the check the benches make: the file must be the preset's network (name, weight shapes)
-    assert initial_model_path(preset["game"], preset["game_args"], preset["network"]) == path, \
+    # the file is the preset's network, weight shape for weight shape; and the benches' cheap
+    # check (its config.json, without TensorFlow) says so too
+    fresh = network_for_game(graph, preset["network"])
+    assert (model.name, [w.shape for w in model.weights]) == \
+        (fresh.name, [w.shape for w in fresh.weights]), \
         f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
+    assert initial_model_path(preset["game"], preset["game_args"], preset["network"]) == path
 
 
 def test_a_starter_model_of_another_network_is_not_used(caplog):

@@ -127,7 +127,7 @@ def santorini_endgames(graph, rng, count, built):
 def test_solver_matches_the_reference_on_santorini_endgames():
     graph, rng = Santorini(3, 1), np.random.default_rng(7)
     solver, memo = Solver(graph), {}
-    for vertex in santorini_endgames(graph, rng, 6, built=16):
+    for vertex in santorini_endgames(graph, rng, 6, built=17):   # the reference: 480,000 vertices
         solution = solver.solve(vertex)
         assert solution.value == reference_value(graph, vertex, memo)
         for child, action in zip(graph.children_at(vertex), graph.actions_at(vertex)):

@@ -206,6 +206,9 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
     assert process.exitcode == 0
 
 
+RELOADS, WARM_UP = 24, 8
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fast", [True, False])
 def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
@@ -224,18 +227,18 @@ def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
     x = positions(graph, 16)
     process = psutil.Process()
     rss = []
-    for cycle in range(40):
+    for cycle in range(RELOADS):
         predictor.load(cycle % 3)
-        for _ in range(20):
+        for _ in range(10):
             probs, values = predictor.evaluator(x)
         rss.append(process.memory_info().rss)
-        if cycle in (0, 1, 2, 39):
+        if cycle in (0, 1, 2, RELOADS - 1):
             expected = direct(models[cycle % 3 % 2], x)
             assert np.allclose(probs, expected[0], atol=1e-5)
             assert predictor.evaluator.iteration == cycle % 3
     assert (predictor.evaluator.path != "tensorflow") == fast
-    growth = (rss[-1] - rss[9]) / 2**20
-    assert growth < 8, f"memory grew {growth:.1f} MiB over 30 reloads"
+    growth = (rss[-1] - rss[WARM_UP - 1]) / 2**20
+    assert growth < 8, f"memory grew {growth:.1f} MiB over {RELOADS - WARM_UP} reloads"
 
 
 def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_path):

@@ -54,8 +54,8 @@ class AlphaZeroLearner(Learner):
         return network_for_game(graph, network_config)
 
     def compile(self, model, train_config) -> None:
-        import keras
-        import tensorflow as tf
+        from gamegym.tfsetup import import_keras, import_tensorflow
+        keras, tf = import_keras(), import_tensorflow()
         self.optimizer = keras.optimizers.Adam(
             learning_rate=float(option(train_config, "learning_rate")))
         self._model = model

@@ -1,0 +1,93 @@
+"""Progress bars for long work at the console (`gamegym evaluate`, `gamegym bench --learning`):
+how much is done, the time elapsed and the expected end.  Drawn with rich on stderr, and only
+when stderr is a terminal: piped or captured output (scripts, CI, `--json > file`) gets none.
+
+    with ProgressBars() as bars:
+        games = bars.add("iteration:7 vs solver", total=20, unit="games")
+        ...
+        bars.update(games, completed=5)
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+__all__ = ["ProgressBars"]
+
+
+class ProgressBars:
+    """Any number of bars, drawn together; every method is a no-op when they are off."""
+
+    def __init__(self, enabled: bool | None = None, file=None):
+        stream = file if file is not None else sys.stderr
+        self.enabled = _is_terminal(stream) if enabled is None else enabled
+        self._file = file
+        self._progress = None
+
+    def __enter__(self) -> "ProgressBars":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn)
+            console = Console(file=self._file, stderr=self._file is None,
+                              force_terminal=True if self._file is not None else None)
+            self._progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[unit]}"), TimeElapsedColumn(), _EndColumn(),
+                console=console,
+                # prints to stdout go above the bars when both are on this terminal
+                redirect_stdout=self._file is None and _is_terminal(sys.stdout),
+                redirect_stderr=False)
+            self._progress.start()
+        return self
+
+    def add(self, description: str, total: float, unit: str = ""):
+        """A new bar; returns its handle (None when bars are off)."""
+        if self._progress is None:
+            return None
+        return self._progress.add_task(description, total=total, unit=unit)
+
+    def update(self, bar, completed: float | None = None, description: str | None = None,
+               total: float | None = None) -> None:
+        if self._progress is None or bar is None:
+            return
+        fields = {k: v for k, v in (("completed", completed), ("description", description),
+                                    ("total", total)) if v is not None}
+        self._progress.update(bar, **fields)
+
+    def remove(self, bar) -> None:
+        if self._progress is not None and bar is not None:
+            self._progress.remove_task(bar)
+
+    def __exit__(self, *exc) -> bool:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+        return False
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _end_column_class():
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class EndColumn(ProgressColumn):
+        """The wall-clock time the bar is expected to be full."""
+
+        def render(self, task) -> Text:
+            if task.finished or task.time_remaining is None:
+                return Text("")
+            end = time.localtime(time.time() + task.time_remaining)
+            return Text(f"ends ~{time.strftime('%H:%M:%S', end)}", style="progress.remaining")
+
+    return EndColumn
+
+
+def _EndColumn():
+    return _end_column_class()()
