@@ -166,7 +166,7 @@ def test_throughput_bench_reports_every_figure_the_targets_need():
     figures = json.loads(done.stdout)
     assert figures["searches_per_s"] > 0 and 0 < figures["efficiency"]
     assert 0 < figures["cpu_efficiency"] and figures["ceiling_searches_per_cpu_s"] > 0
-    assert set(figures["rss_mb_by_role"]) == {"predictor", "selfplayer"}
+    assert set(figures["rss_mb_by_role"]) == {"gym", "predictor", "selfplayer"}   # gym: the bench
     assert all(mb > 10 for mb in figures["rss_mb_by_role"].values())
     assert set(figures["cpu_by_role"]) == {"predictor", "selfplayer"}
     assert figures["network_path"] == "onnx, in the Selfplayers"
