@@ -168,7 +168,7 @@ def test_throughput_bench_reports_every_figure_the_targets_need():
     assert 0 < figures["cpu_efficiency"] and figures["ceiling_searches_per_cpu_s"] > 0
     assert set(figures["rss_mb_by_role"]) == {"gym", "predictor", "selfplayer"}   # gym: the bench
     assert all(mb > 10 for mb in figures["rss_mb_by_role"].values())
-    assert set(figures["cpu_by_role"]) == {"predictor", "selfplayer"}
+    assert set(figures["cpu_by_role"]) == {"gym", "predictor", "selfplayer"}
     assert figures["network_path"] == "onnx, in the Selfplayers"
     paths = figures["network_evals_per_cpu_s"]
     assert {"tensorflow", "xla", "numpy", "onnx"} <= set(paths)
