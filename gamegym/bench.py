@@ -4,6 +4,10 @@
 - network ceiling: the Predictor's model on this machine at several batch sizes (evals/s)
 - end to end: a real Predictor and N real Selfplayer processes for N seconds
 - efficiency: end-to-end searches/s / (search ceiling x cores the Selfplayers had)
+
+With `--learner muzero` the same figures are measured for MuZero's latent search (stub: uniform
+priors, zero values, rewards and hidden states) and the recurrent model call, and then the
+AlphaZero mode's on the same game in the same run, so the ratio compares one machine state.
 """
 from __future__ import annotations
 
@@ -16,8 +20,9 @@ import numpy as np
 import psutil
 
 from gamegym.cliutil import json_object
-from gamegym.config import GymConfig
+from gamegym.config import LEARNERS, GymConfig
 from gamegym.graph import load_game
+from gamegym.latentsearch import LatentSearch, uniform_latent_evaluator
 from gamegym.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.presets import initial_model_path, preset_for
 from gamegym.searchplay import selfplay_game
@@ -26,10 +31,19 @@ ORIGINAL = {"searches_per_s": 410, "positions_per_s": 4, "games_per_s": 0.24,
             "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16"}
 
 
-def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
+# learner -> its search with a stub evaluator (uniform priors, nothing else to compute)
+STUB_SEARCHES = {
+    "alphazero": lambda graph, params: Search(
+        graph, uniform_evaluator(graph.action_space_size), params),
+    "muzero": lambda graph, params: LatentSearch(
+        graph, uniform_latent_evaluator(graph.action_space_size), params),
+}
+
+
+def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "alphazero") -> dict:
     """Searches/s of whole self-play games with a uniform evaluator, in this process."""
-    search = Search(graph, uniform_evaluator(graph.action_space_size),
-                    SearchParams.from_selfplay(cfg))
+    stub = STUB_SEARCHES.get(learner, STUB_SEARCHES["alphazero"])
+    search = stub(graph, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(seed)
     games = positions = 0
     start = time.perf_counter()
@@ -42,18 +56,20 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
             "positions_per_s": positions / elapsed, "games_per_s": games / elapsed}
 
 
-def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0) -> dict:
-    """Evaluations/s of the Predictor's model call at each batch size."""
-    from gamegym.inference import ModelEvaluator
-    evaluator = ModelEvaluator(model)
+def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0,
+                    learner: str = "alphazero") -> dict:
+    """Evaluations/s of the Predictor's model call at each batch size (the call a search
+    makes for most leaves: AlphaZero's evaluation, MuZero's recurrent inference)."""
+    from gamegym.learners import get_learner
+    evaluator = get_learner(learner).make_evaluator(model, 0)
     x1 = graph.numpify(graph.roots[0])
     figures = {"path": "numpy" if evaluator.numpy is not None else "tensorflow"}
     for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
-        x = np.repeat(x1[None], size, axis=0)
-        evaluator(x)  # trace
+        kind, inputs = evaluator.search_request(np.repeat(x1[None], size, axis=0))
+        evaluator.run(kind, inputs)  # trace
         count, start = 0, time.perf_counter()
         while time.perf_counter() - start < seconds_each:
-            evaluator(x)
+            evaluator.run(kind, inputs)
             count += size
         figures[str(size)] = count / (time.perf_counter() - start)
     return figures
@@ -134,30 +150,49 @@ def _wait_until_playing(supervisor, timeout: float) -> None:
 
 
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
-              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0) -> dict:
-    """All figures of one bench run (see the module docstring)."""
+              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
+              learner: str = "alphazero") -> dict:
+    """All figures of one bench run (see the module docstring); for a learner other than
+    AlphaZero, AlphaZero's figures of the same run under "alphazero" and the ratios of the
+    two under "vs_alphazero"."""
+    figures = _bench_one(game, game_args, seconds, selfplayers, threads, searchcount, batchsize,
+                         batch_timeout_ms, learner)
+    if learner != "alphazero":
+        reference = _bench_one(game, game_args, seconds, selfplayers, threads, searchcount,
+                               batchsize, batch_timeout_ms, "alphazero")
+        figures["alphazero"] = {k: v for k, v in reference.items() if k not in ("config",)}
+        figures["vs_alphazero"] = {
+            key: round(figures[key] / reference[key], 3) if reference[key] else None
+            for key in ("searches_per_s", "positions_per_s", "ceiling_searches_per_s_per_core")}
+    return figures
+
+
+def _bench_one(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
+               searchcount: int, batchsize: int, batch_timeout_ms: float, learner: str) -> dict:
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
-    found = preset_for(game, graph.game_args)
+    found = preset_for(game, graph.game_args, learner)
     config = GymConfig(game=game, game_args=graph.game_args, status_interval=0.0,
                        network=found[1]["network"] if found else {},
                        selfplay={"selfplayprocesses": selfplayers, "searchthreadcount": threads,
                                  "searchcount": searchcount},
-                       predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms})
-    ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0))
+                       predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms},
+                       train={"learner": learner})
+    ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=learner)
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network))
+                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                                                       learner))
         e2e = end_to_end(path, config, seconds)
         from gamegym.tfsetup import load_model
         model = load_model(gym.session.model_path(0))
     sizes = [1, 8, max(1, round(e2e["mean_batch"])), batchsize]
-    network = network_ceiling(model, graph, sizes)
+    network = network_ceiling(model, graph, sizes, learner=learner)
     cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)
     efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores)
     return {
-        "game": game, "game_args": graph.game_args,
+        "game": game, "game_args": graph.game_args, "learner": learner,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
         "games_per_s": round(e2e["games_per_s"], 3),
@@ -182,6 +217,17 @@ def print_report(figures: dict) -> None:
     print(f"game {figures['game']} {figures['game_args']}: {c['selfplayers']} Selfplayers x "
           f"{c['threads']} threads, {c['searchcount']} searches/move, {c['seconds']:g} s, "
           f"{c['cores']} cores")
+    _print_figures(figures)
+    if "alphazero" in figures:
+        ratio = figures["vs_alphazero"]
+        print(f"alphazero, the same run (x{ratio['searches_per_s']} searches/s, "
+              f"x{ratio['ceiling_searches_per_s_per_core']} search ceiling for "
+              f"{figures['learner']}):")
+        _print_figures(figures["alphazero"])
+
+
+def _print_figures(figures: dict) -> None:
+    print(f"  learner             {figures['learner']}")
     print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} searches/s "
           "on one core (uniform evaluator)")
     nets = ", ".join(f"batch {k}: {v}" for k, v in figures["network_evals_per_s"].items())
@@ -201,7 +247,7 @@ def cmd_bench(args) -> int:
         from gamegym.learnbench import cmd_learning
         return cmd_learning(args)
     figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
-                        args.searchcount, args.batchsize, args.batch_timeout_ms)
+                        args.searchcount, args.batchsize, args.batch_timeout_ms, args.learner)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
@@ -219,6 +265,9 @@ def add_commands(sub) -> None:
     p.add_argument("--searchcount", type=int, default=100)
     p.add_argument("--batchsize", type=int, default=64)
     p.add_argument("--batch-timeout-ms", type=float, default=2.0)
+    p.add_argument("--learner", choices=LEARNERS, default="alphazero",
+                   help="the mode to measure (another than alphazero is measured next to it; "
+                        "with --learning, the learner to train)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--learning", metavar="MODULE:CLASS",
                    help="instead: train this bundled game from scratch and print its curve")

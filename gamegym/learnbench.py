@@ -84,15 +84,17 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
 
 def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
                        games: int, searchcount: int, plot_path: Path | None,
-                       final_factor: int = 4, keep: Path | None = None) -> dict:
-    """Train `game` from scratch for `minutes` and return its curve (see the module doc).
-    With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards)."""
+                       final_factor: int = 4, keep: Path | None = None,
+                       learner: str = "alphazero") -> dict:
+    """Train `game` from scratch for `minutes` with the preset of `learner` and return its
+    curve (see the module doc).  With `keep`, the session is made there and kept (e.g. to
+    `gamegym play` it afterwards)."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
-    found = preset_for(game, graph.game_args)
+    found = preset_for(game, graph.game_args, learner)
     if found is None:
-        raise ValueError(f"no bundled preset for {game} {graph.game_args}; the learning "
-                         "benchmark runs on the bundled games")
+        raise ValueError(f"no bundled {learner} preset for {game} {graph.game_args}; the "
+                         "learning benchmark runs on the bundled games")
     if keep is not None and Path(keep).exists():
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
@@ -109,12 +111,13 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
               f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
               flush=True)
     explore = config.selfplay.temperature_drop_move
-    print(f"[bench] the newest iteration plays with {searchcount} searches per move "
+    print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per move "
           f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network))
+                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                                                       learner))
         curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
                                 solver, explore), "minutes": 0.0})  # the untrained start
         show(curve[-1], opponent)
@@ -153,7 +156,8 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
                         solver, explore)
         final.update(minutes=curve[-1]["minutes"], opponent=opponent)
         show(final, opponent, "final")
-    figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
+    figures = {"game": game, "game_args": graph.game_args, "learner": learner,
+               "minutes": minutes,
                "opponent": opponent, "curve": curve, "final": final,
                "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
                "selfplay_searchcount": config.selfplay.searchcount}
@@ -193,6 +197,7 @@ def plot_curve(figures: dict, path: Path) -> None:
     axis.set_ylim(0, 1.05)
     axis.set_xlabel("minutes of training (2-core CPU)")
     axis.set_title(f"{figures['game'].split(':')[1]} {figures['game_args'] or ''}, "
+                   f"{figures.get('learner', 'alphazero')}, "
                    f"{figures['eval_searchcount']} searches per move", fontsize="medium")
     axis.grid(alpha=0.3)
     axis.legend(fontsize="small")
@@ -203,7 +208,8 @@ def plot_curve(figures: dict, path: Path) -> None:
 def cmd_learning(args) -> int:
     figures = run_learning_bench(args.learning, args.game_args,
                                  args.minutes, args.interval, args.eval_games,
-                                 args.eval_searchcount, args.plot, keep=args.keep)
+                                 args.eval_searchcount, args.plot, keep=args.keep,
+                                 learner=args.learner)
     print(json.dumps(figures, sort_keys=True) if args.json else
           f"final: {figures['final']}")
     return 0

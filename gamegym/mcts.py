@@ -133,6 +133,16 @@ class Search:
         self._flushing = False
 
     # ----- public ---------------------------------------------------------------------------
+    def new_root(self, vertex: Hashable) -> Node:
+        """A root node for a search from `vertex`."""
+        return Node(vertex)
+
+    def next_root(self, root: Node, index: int) -> Node:
+        """The root of the next move after child `index` of `root` is played: the searched
+        child itself, so its subtree is kept."""
+        child = root.children[index]
+        return child if child is not None else Node(root.child_vertices[index])
+
     def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None) -> Node:
         """Run `searchcount` searches from `root` (expanded first, noised if configured)."""
         count = self.params.searchcount if searchcount is None else searchcount
@@ -197,7 +207,7 @@ class Search:
                     self._flush(batch)
                 self._back_up_all(waiting)
                 continue
-            answer = submit([node.vertex for node in batch]) if batch else None
+            answer = submit(self._inputs(batch)) if batch else None
             if in_flight is not None:
                 self._complete(*in_flight)
             in_flight = (batch, waiting, answer) if batch or waiting else None
@@ -259,22 +269,25 @@ class Search:
                 batch, self._queue = self._queue, []
                 self._cond.release()
                 try:
-                    probs, values = self.evaluate([node.vertex for node in batch])
+                    outputs = self.evaluate(self._inputs(batch))
                 except BaseException as error:
                     self._cond.acquire()
                     self._error = error
                     self._cond.notify_all()
                     raise
                 self._cond.acquire()
-                self._apply(batch, probs, values)
+                self._apply(batch, *outputs)
                 self._cond.notify_all()
         finally:
             self._flushing = False
 
     def _flush(self, batch: list[Node]) -> None:
         """Evaluate nodes directly (root expansion, outside the worker threads)."""
-        probs, values = self.evaluate([node.vertex for node in batch])
-        self._apply(batch, probs, values)
+        self._apply(batch, *self.evaluate(self._inputs(batch)))
+
+    def _inputs(self, batch: list[Node]) -> list:
+        """What the evaluator is called with for a batch of leaves: their vertices."""
+        return [node.vertex for node in batch]
 
     def _apply(self, batch: list[Node], probs: np.ndarray, values: np.ndarray) -> None:
         self.evaluations += len(batch)

@@ -4,8 +4,9 @@ Outputs, in this order:
   policy  float32 [B, A]  logits over action ids, no softmax: callers mask the illegal actions
   value   float32 [B, 1]  tanh, the position's value from the mover's view
 
-Models use only built-in Keras layers, so `keras.models.load_model(path, compile=False)` needs no
-custom objects.  L2 weight decay lives in the layers' kernel regularizers (`model.losses`).
+Models use built-in Keras layers and gamegym's own `MinMaxScale` (MuZero's hidden states), which
+is registered with Keras when this module is imported; `gamegym.tfsetup.load_model` imports it,
+so `load_model(path)` needs no custom objects.  L2 weight decay lives in the layers' kernel regularizers (`model.losses`).
 A seed makes the initial weights reproducible without touching any global random state.
 """
 from __future__ import annotations
@@ -19,10 +20,24 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
-__all__ = ["build_network", "network_for_game", "NETWORK_OPTIONS"]
+__all__ = ["build_network", "network_for_game", "NETWORK_OPTIONS", "MinMaxScale"]
 
 # network options and their defaults (gamegym.config.NetworkConfig holds the same fields)
-NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4}
+NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4, "hidden_size": 0}
+
+
+@keras.saving.register_keras_serializable(package="gamegym")
+class MinMaxScale(layers.Layer):
+    """Scales each sample's values to [0, 1]: (x - min) / (max - min) over all its features
+    (MuZero's hidden states, so they share the range of the action input)."""
+
+    EPSILON = 1e-6
+
+    def call(self, x):
+        axes = tuple(range(1, len(x.shape)))
+        low = keras.ops.min(x, axis=axes, keepdims=True)
+        high = keras.ops.max(x, axis=axes, keepdims=True)
+        return (x - low) / (high - low + self.EPSILON)
 
 
 def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense",

@@ -83,6 +83,7 @@ def load_model(path: Path):
     """Load a Keras model file for inference; a clear error when the file is damaged."""
     configure_tensorflow()
     import keras
+    import gamegym.networks  # noqa: F401  (registers gamegym's own layers with Keras)
     try:
         return keras.models.load_model(path, compile=False)
     except Exception as error:

@@ -21,7 +21,8 @@ from gamegym.graph import load_game  # noqa: E402
 from gamegym.learners import Learner, TrainReport, get_learner  # noqa: E402
 from gamegym.learners.alphazero import Augmenter  # noqa: E402
 from gamegym.networks import build_network, network_for_game  # noqa: E402
-from gamegym.presets import INITIAL_MODELS, PRESETS, initial_model_path  # noqa: E402
+from gamegym.presets import (INITIAL_MODELS, PRESETS, initial_model_path,  # noqa: E402
+                             preset_learner)
 from gamegym.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 
 TicTacToe = pytest.importorskip("games.tictactoe").TicTacToe
@@ -210,11 +211,15 @@ def test_initial_models_fit_their_games(name):
     preset = PRESETS[name]
     graph = load_game(preset["game"], preset["game_args"])
     model = keras.models.load_model(path, compile=False)
-    x = graph.numpify(graph.roots[0])[None]
-    logits, value = model(x, training=False)
-    assert logits.shape == (1, graph.action_space_size) and value.shape == (1, 1)
+    learner = get_learner(preset_learner(preset))
+    learner.check_fits(model, graph)
+    evaluator = learner.make_evaluator(model, 0, fast=False)
+    outputs = evaluator.run(*evaluator.search_request(graph.numpify(graph.roots[0])[None]))
+    assert outputs["probs"].shape == (1, graph.action_space_size)
+    assert outputs["values"].shape == (1,)
     # the check the benches make: the file must be the preset's network (name, weight shapes)
-    assert initial_model_path(preset["game"], preset["game_args"], preset["network"]) == path, \
+    assert initial_model_path(preset["game"], preset["game_args"], preset["network"],
+                              preset_learner(preset)) == path, \
         f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
 
 
