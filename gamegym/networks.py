@@ -6,8 +6,9 @@ Outputs, in this order:
 
 Models use built-in Keras layers and gamegym's own `MinMaxScale` (MuZero's hidden states), which
 is registered with Keras when this module is imported; `gamegym.tfsetup.load_model` imports it,
-so `load_model(path)` needs no custom objects.  L2 weight decay lives in the layers' kernel regularizers (`model.losses`).
-A seed makes the initial weights reproducible without touching any global random state.
+so `load_model(path)` needs no custom objects.  L2 weight decay lives in the layers' kernel
+regularizers (`model.losses`).  A seed makes the initial weights reproducible without touching
+any global random state.
 """
 from __future__ import annotations
 
