@@ -167,6 +167,7 @@ class TrainConfig:
                                     # MuZero's td_steps
     value_target_mix: float = 0.0   # value target = (1 - m) * that + m * own search value
     num_unroll_steps: int = 5       # MuZero: dynamics steps unrolled from each sample (K)
+    reward_loss_weight: float = 1.0  # MuZero: weight of the reward MSE (the paper's: 1)
     keep_models: int = 0            # keep only the newest N model files (0 = keep all)
 
     def validate(self) -> None:
@@ -188,6 +189,7 @@ class TrainConfig:
         _float_in(self, "value_target_mix", 0.0, 1.0)
         _int_in(self, "value_td_steps", 0, 10_000)
         _int_in(self, "num_unroll_steps", 1, 100)
+        _float_in(self, "reward_loss_weight", 0.0, 1000.0)
         _int_in(self, "keep_models", 0)
 
 

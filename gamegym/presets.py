@@ -40,13 +40,13 @@ PRESETS = {
     # MuZero (train.learner "muzero"): the same games searched in a learned model
     "tictactoe-muzero": {
         "game": "games.tictactoe:TicTacToe", "game_args": {},
-        "network": {"kind": "dense", "width": 64, "blocks": 2, "hidden_size": 32},
+        "network": {"kind": "dense", "width": 128, "blocks": 2, "hidden_size": 64},
         "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 8, "searchcount": 64,
                      "temperature_drop_move": 4, "gamelog_dump_threshold": 20,
                      "dirichlet_alpha": 1.0},
-        "train": {"learner": "muzero", "num_unroll_steps": 5, "min_samplecount": 400,
+        "train": {"learner": "muzero", "num_unroll_steps": 3, "min_samplecount": 400,
                   "min_new_samples": 400, "max_samplecount": 8000, "max_sampleage": 6,
-                  "epochs": 4, "batchsize": 64},
+                  "epochs": 6, "batchsize": 32, "learning_rate": 3e-3, "reward_loss_weight": 4.0},
     },
     "connectfour-muzero": {
         "game": "games.connectfour:ConnectFour", "game_args": {"rows": 6, "columns": 7},

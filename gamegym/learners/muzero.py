@@ -8,8 +8,10 @@ as AlphaZero's (gamegym.samples), so nothing else in the gym changes.
 Training.  Every sample (position t of a game) starts an unroll of K = `num_unroll_steps`:
 s_0 = h(x_t), s_k = g(s_{k-1}, a_{t+k-1}); f(s_k) gives policy and value, g the reward.  The loss
 of step k is
-    l_k = CE(pi_{t+k}, policy_k) + w * (z_{t+k} - value_k)^2 + (u_{t+k} - reward_k)^2
-with pi the visit policy, w `value_loss_weight`, z the value target of AlphaZero
+    l_k = CE(pi_{t+k}, policy_k) + w * (z_{t+k} - value_k)^2 + w_r * (u_{t+k} - reward_k)^2
+with pi the visit policy, w `value_loss_weight`, w_r `reward_loss_weight` (the paper's is 1; a
+board game pays one reward a game, which a small budget learns faster with more weight), z the
+value target of AlphaZero
 (`value_td_steps` = MuZero's td_steps: the n-step value, discount 1 with the sign flipped every
 ply; a truncated game bootstraps from its stored root value; then `value_target_mix`) and u the
 reward of the move into t+k: the game's result for the player who made the last move, 0 for every
@@ -29,7 +31,7 @@ priority of its last step, and after the step every unrolled step that is a samp
 loss (`SequenceDraws`); `TrainReport.per_sample_loss` holds each sample's latest step loss.
 
 Training options read from the train config as AlphaZero's (see gamegym.learners.alphazero), and
-`num_unroll_steps`.
+`num_unroll_steps`, `reward_loss_weight`.
 """
 from __future__ import annotations
 
@@ -127,7 +129,7 @@ class MuZeroLearner(Learner):
                         sampler=None) -> TrainReport:
         self._ready(model, train_config)
         self.optimizer.learning_rate.assign(float(option(train_config, "learning_rate")))
-        weight = np.array(option(train_config, "value_loss_weight"), np.float32)
+        weight = _weights(train_config)
         size = int(option(train_config, "batchsize"))
         start = time.time()
         inputs, targets, ids = self.make_targets(batch, graph, train_config)
@@ -200,9 +202,15 @@ class MuZeroLearner(Learner):
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
         self._ready(model, train_config)
         inputs, targets, ids = self.make_targets(batch, train_config=train_config)
-        weight = np.float32(option(train_config, "value_loss_weight"))
+        weight = _weights(train_config)
         data = _Unrolls(inputs, targets, None, False)
         return self._start_losses(data, np.arange(len(ids)), weight)
+
+
+def _weights(train_config) -> np.ndarray:
+    """float32 [2]: the weights of the value and the reward losses (a tensor argument)."""
+    return np.array([option(train_config, "value_loss_weight"),
+                     option(train_config, "reward_loss_weight")], np.float32)
 
 
 def unroll_targets(batch, unroll: int, z: np.ndarray) -> dict:
@@ -422,7 +430,7 @@ def _make_steps(model, parts, optimizer) -> _Steps:
         policy = tf.nn.softmax_cross_entropy_with_logits(labels=pi, logits=logits) * policy_mask
         value_loss = tf.square(value - values) * value_mask
         reward_loss = tf.square(reward - rewards) * reward_mask
-        step_losses = policy + weight * value_loss + reward_loss   # [B, K+1]
+        step_losses = policy + weight[0] * value_loss + weight[1] * reward_loss   # [B, K+1]
         unroll = actions.shape[1]
         scale = tf.constant(step_weights(unroll)) if unroll else tf.ones([1])
         sequence = tf.reduce_sum(step_losses * scale, axis=1)
@@ -454,6 +462,7 @@ def _make_steps(model, parts, optimizer) -> _Steps:
         h, _, f = parts
         logits, v = f(h(x, training=False), training=False)
         policy = tf.nn.softmax_cross_entropy_with_logits(labels=pi[:, 0], logits=logits)
-        return policy + weight * tf.square(value[:, 0] - tf.reshape(v, [-1])) * value_mask[:, 0]
+        value_loss = tf.square(value[:, 0] - tf.reshape(v, [-1])) * value_mask[:, 0]
+        return policy + weight[0] * value_loss
 
     return _Steps(train, evaluate, start)
