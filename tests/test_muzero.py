@@ -430,6 +430,45 @@ def test_save_and_load_keep_every_answer(tmp_path, tiny_model):
     assert hidden.min() >= 0 and hidden.max() <= 1     # min-max scaled
 
 
+def test_the_numpy_evaluator_goes_to_a_process_without_tensorflow(tmp_path, tiny_model):
+    """What a Selfplayer needs (its driver, and the portable evaluator the Predictor may hand
+    it) unpickles and runs without importing TensorFlow."""
+    import pickle
+    import subprocess
+    import sys
+    from gamegym.learners import get_learner
+    from gamegym.learners.muzeronumpy import MINMAX_EPSILON
+    from gamegym.networks import MinMaxScale
+    assert MINMAX_EPSILON == MinMaxScale.EPSILON
+    evaluator = get_learner("muzero").make_evaluator(tiny_model, 3)
+    portable = evaluator.portable()
+    assert portable is not None and portable.iteration == 3
+    x = TicTacToe().numpify(WIN_IN_ONE)[None]
+    (tmp_path / "e.pkl").write_bytes(pickle.dumps((portable, x, evaluator.run("initial",
+                                                                             {"x": x}))))
+    script = f"""
+import pickle, sys
+import numpy as np
+from games.tictactoe import TicTacToe
+from gamegym.config import GymConfig
+from gamegym.inference import LocalService
+from gamegym.learners import get_learner
+portable, x, want = pickle.load(open({str(tmp_path / "e.pkl")!r}, "rb"))
+got = portable.run("initial", {{"x": x}})
+assert all(np.allclose(got[k], want[k], atol=1e-6) for k in want)
+config = GymConfig(game="{GAME}", train={{"learner": "muzero"}}, selfplay={{"searchcount": 8}})
+driver = get_learner("muzero").selfplayer(TicTacToe(), LocalService(portable), config,
+                                          np.random.default_rng(0))
+record, iteration = next(driver.play(lambda: False))
+assert len(record) >= 5 and iteration == 3
+assert "tensorflow" not in sys.modules and "keras" not in sys.modules, "TensorFlow imported"
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "ok", done.stdout + done.stderr
+
+
 # ----- refusals --------------------------------------------------------------------------------
 
 class PassingTicTacToe(TicTacToe):

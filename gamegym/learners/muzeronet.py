@@ -24,8 +24,9 @@ gym checks for every model.
 `MuZeroEvaluator` answers the Predictor's two request kinds:
   "initial"    {"x": observations}                 -> {"hidden", "probs", "values"}
   "recurrent"  {"hidden": [B, ...], "action": [B]} -> {"hidden", "reward", "probs", "values"}
-with NumPy for small dense networks (as AlphaZero's fast path) and one traced TensorFlow function
-per kind otherwise.
+with NumPy for small dense networks (gamegym.learners.muzeronumpy, as AlphaZero's fast path;
+`portable()` hands that evaluator to a process without TensorFlow) and one traced TensorFlow
+function per kind otherwise.
 """
 from __future__ import annotations
 
@@ -39,13 +40,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
-from gamegym.inference import softmax  # noqa: E402
+from gamegym.learners.muzeronumpy import PARTS, MuZeroNumpyEvaluator  # noqa: E402
 from gamegym.networks import MinMaxScale, network_options  # noqa: E402
-from gamegym.numpynet import ACTIVATIONS  # noqa: E402
 
-__all__ = ["build_muzero_network", "muzero_parts", "MuZeroEvaluator", "NumpyGraph"]
-
-PARTS = ("representation", "dynamics", "prediction")
+__all__ = ["build_muzero_network", "muzero_parts", "MuZeroEvaluator"]
 
 
 def build_muzero_network(graph, preset=None, seed: int | None = None) -> keras.Model:
@@ -170,7 +168,7 @@ class MuZeroEvaluator:
         self.actions = int(g.inputs[1].shape[-1])
         self.numpy = None
         if fast and model.count_params() <= self.FAST_PATH_MAX_PARAMS:
-            self.numpy = _numpy_parts(model)
+            self.numpy = MuZeroNumpyEvaluator.from_keras(model, iteration)
         if self.numpy is not None:
             self.model = None
             return
@@ -197,7 +195,7 @@ class MuZeroEvaluator:
     def update(self, model, iteration: int) -> bool:
         """Take a new iteration's weights of the same network (False when shapes differ)."""
         if self.numpy is not None:
-            fast = _numpy_parts(model)
+            fast = MuZeroNumpyEvaluator.from_keras(model, iteration)
             if fast is None:
                 return False
             self.numpy, self.iteration = fast, iteration
@@ -209,107 +207,31 @@ class MuZeroEvaluator:
         self.iteration = iteration
         return True
 
+    def portable(self) -> MuZeroNumpyEvaluator | None:
+        """The NumPy evaluator of this iteration for a process without TensorFlow (the
+        Selfplayers), or None when the model runs on TensorFlow."""
+        return self.numpy
+
     def run(self, kind: str, inputs: dict) -> dict:
+        if self.numpy is not None:
+            return self.numpy.run(kind, inputs)
         if kind == "initial":
             x = np.asarray(inputs["x"], np.float32)
             if x.shape[1:] != self.input_shape:
                 raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's "
                                  f"input shape {self.input_shape}")
-            if self.numpy is not None:
-                h, _, f = self.numpy
-                (hidden,) = h(x)
-                logits, value = f(hidden)
-                return {"hidden": hidden, "probs": softmax(logits), "values": value.reshape(-1)}
             hidden, probs, values = self._initial(x)
             return {"hidden": hidden.numpy(), "probs": probs.numpy(), "values": values.numpy()}
         if kind == "recurrent":
-            hidden = np.asarray(inputs["hidden"], np.float32)
-            action = np.asarray(inputs["action"], np.int32)
-            if self.numpy is not None:
-                _, g, f = self.numpy
-                hidden, reward = g(hidden, np.eye(self.actions, dtype=np.float32)[action])
-                logits, value = f(hidden)
-                return {"hidden": hidden, "reward": reward.reshape(-1), "probs": softmax(logits),
-                        "values": value.reshape(-1)}
-            hidden, reward, probs, values = self._recurrent(hidden, action)
+            hidden, reward, probs, values = self._recurrent(
+                np.asarray(inputs["hidden"], np.float32), np.asarray(inputs["action"], np.int32))
             return {"hidden": hidden.numpy(), "reward": reward.numpy(), "probs": probs.numpy(),
                     "values": values.numpy()}
-        raise ValueError(f"a MuZero model answers 'initial' and 'recurrent' requests, "
-                         f"not {kind!r}")
+        raise ValueError(f"a MuZero model answers {' and '.join(map(repr, self.kinds))} "
+                         f"requests, not {kind!r}")
 
     def search_request(self, x: np.ndarray) -> tuple[str, dict]:
         """The request a search makes for most of its leaves, for positions x (benchmarks)."""
         hidden = self.run("initial", {"x": x})["hidden"]
         return "recurrent", {"hidden": hidden,
                              "action": np.arange(len(x), dtype=np.int32) % self.actions}
-
-
-def _numpy_parts(model):
-    parts = tuple(NumpyGraph.from_keras(part) for part in muzero_parts(model))
-    return None if None in parts else parts
-
-
-class NumpyGraph:
-    """A NumPy forward pass of a functional Keras model made of Flatten, Dense (plain
-    activations), Concatenate and MinMaxScale layers; `from_keras` gives None for anything
-    else.  Called with the model's inputs in order, returns its outputs as a list."""
-
-    def __init__(self, steps: list, inputs: list, outputs: list):
-        self.steps = steps      # (name, kind, input names, W, b, activation), in graph order
-        self.inputs = inputs
-        self.outputs = outputs
-
-    @classmethod
-    def from_keras(cls, model) -> "NumpyGraph | None":
-        steps = []
-        for layer in model.layers:
-            kind = type(layer).__name__
-            if kind == "InputLayer":
-                continue
-            nodes = getattr(layer, "_inbound_nodes", [])
-            if len(nodes) != 1:
-                return None
-            sources = [_producer(t) for t in nodes[0].input_tensors]
-            if None in sources:
-                return None
-            if kind == "Dense":
-                activation = getattr(layer.activation, "__name__", "")
-                if activation not in ACTIVATIONS:
-                    return None
-                weights = layer.get_weights()
-                bias = weights[1] if len(weights) > 1 else np.zeros(weights[0].shape[1])
-                steps.append((layer.name, kind, sources, weights[0].astype(np.float32),
-                              bias.astype(np.float32), activation))
-            elif kind in ("Flatten", "MinMaxScale") or (
-                    kind == "Concatenate" and layer.axis in (-1, 1)):
-                steps.append((layer.name, kind, sources, None, None, None))
-            else:
-                return None
-        inputs = [_producer(t) for t in model.inputs]
-        outputs = [_producer(t) for t in model.outputs]
-        known = {name for name, *_ in steps} | set(inputs)
-        if None in inputs or any(o not in known for o in outputs):
-            return None
-        return cls(steps, inputs, outputs)
-
-    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        values = {name: np.asarray(a, np.float32) for name, a in zip(self.inputs, arrays)}
-        for name, kind, sources, weights, bias, activation in self.steps:
-            x = [values[s] for s in sources]
-            if kind == "Dense":
-                values[name] = ACTIVATIONS[activation](x[0] @ weights + bias)
-            elif kind == "Flatten":
-                values[name] = x[0].reshape(len(x[0]), -1)
-            elif kind == "Concatenate":
-                values[name] = np.concatenate(x, axis=-1)
-            else:   # MinMaxScale
-                axes = tuple(range(1, x[0].ndim))
-                low = x[0].min(axis=axes, keepdims=True)
-                high = x[0].max(axis=axes, keepdims=True)
-                values[name] = (x[0] - low) / (high - low + MinMaxScale.EPSILON)
-        return [values[name] for name in self.outputs]
-
-
-def _producer(tensor) -> str | None:
-    history = getattr(tensor, "_keras_history", None)
-    return history[0].name if history is not None else None
