@@ -196,8 +196,10 @@ def plot_curve(figures: dict, path: Path) -> None:
                   label="final, on more games")
     axis.set_ylim(0, 1.05)
     axis.set_xlabel("minutes of training (2-core CPU)")
-    axis.set_title(f"{figures['game'].split(':')[1]} {figures['game_args'] or ''}, "
-                   f"{figures.get('learner', 'alphazero')}, "
+    name = figures["game"].split(":")[1]
+    if figures["game_args"]:
+        name = f"{name} {figures['game_args']}"
+    axis.set_title(f"{name}, {figures.get('learner', 'alphazero')}, "
                    f"{figures['eval_searchcount']} searches per move", fontsize="medium")
     axis.grid(alpha=0.3)
     axis.legend(fontsize="small")

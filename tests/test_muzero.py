@@ -17,13 +17,9 @@ from gamegym.latentsearch import (LatentEvaluator, LatentNode, LatentSearch,  # 
 from gamegym.mcts import SearchParams, choose_action, visit_policy  # noqa: E402
 from gamegym.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 
+from test_mcts import MUST_BLOCK, WIN_IN_ONE  # noqa: E402  (boards: win in one, must block)
+
 GAME = "games.tictactoe:TicTacToe"
-WIN_IN_ONE = (1, 1, 0,
-              -1, -1, 0,
-              0, 0, 0)      # cell 2 wins at once (cell 5 would only block)
-MUST_BLOCK = (-1, -1, 0,
-              1, 0, 0,
-              0, 0, 0)      # the opponent threatens cell 2
 
 
 class OracleModel:
@@ -402,7 +398,18 @@ def test_a_sampler_hears_every_unrolled_step(tiny_model):
     for index, losses in sampler.updates:
         assert 8 <= len(index) <= 8 * 4 and len(losses) == len(index)   # up to K+1 per start
         assert np.isfinite(losses).all()
-    assert not np.isnan(report.per_sample_loss).any()
+    trained = np.unique(np.concatenate([index for index, _ in sampler.updates]))
+    assert np.isfinite(report.per_sample_loss[trained]).all()
+    # one small step: the samples it did not reach get no loss made up for them
+    sampler = RecordingSampler(np.ones(len(batch)))
+    config.update(num_updates_per_train_iter=1, batchsize=2, validation_split=0.0)
+    report = learner.train_iteration(model, batch, config, np.random.default_rng(1),
+                                     sampler=sampler)
+    trained = np.unique(sampler.updates[0][0])
+    untouched = np.setdiff1d(np.arange(len(batch)), trained)
+    assert len(untouched) >= len(batch) - 8
+    assert np.isfinite(report.per_sample_loss[trained]).all()
+    assert np.isnan(report.per_sample_loss[untouched]).all()
 
 
 def test_save_and_load_keep_every_answer(tmp_path, tiny_model):

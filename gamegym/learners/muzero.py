@@ -28,7 +28,8 @@ no legal moves are known, so it must learn them.
 Replay.  Without a sampler the samples are the starts of an epoch's minibatches (or of
 `num_updates_per_train_iter` uniform ones).  With a replay's sampler a sequence is drawn by the
 priority of its last step, and after the step every unrolled step that is a sample gets its own
-loss (`SequenceDraws`); `TrainReport.per_sample_loss` holds each sample's latest step loss.
+loss (`SequenceDraws`); `TrainReport.per_sample_loss` holds each sample's latest step loss
+(with a sampler, NaN for the samples no step reached).
 
 Training options read from the train config as AlphaZero's (see gamegym.learners.alphazero), and
 `num_unroll_steps`, `reward_loss_weight`.
@@ -157,7 +158,9 @@ class MuZeroLearner(Learner):
                 steps = [perm[i:i + size] for i in range(0, len(perm), size)]
                 self._epoch(data, steps, weight, rng, losses, history)
                 self._validate(data, val, weight, rng, losses, history)
-        unseen = np.flatnonzero(np.isnan(losses))
+        # not trained on: their losses are computed here, except with a replay's sampler (it
+        # heard every trained one; a whole large buffer would be costly): NaN
+        unseen = np.flatnonzero(np.isnan(losses)) if sampler is None else ()
         if len(unseen):
             losses[unseen] = self._start_losses(data, unseen, weight)
         return TrainReport(history=history, samples=len(train), seconds=time.time() - start,
