@@ -264,7 +264,7 @@ def tiny_model():
 
 def test_the_gradient_into_each_dynamics_step_is_halved(tiny_model):
     import tensorflow as tf
-    from gamegym.learners.muzero import scale_gradient, step_weights, unroll_predictions
+    from gamegym.learners.unrolls import scale_gradient, step_weights, unroll_predictions
     from gamegym.learners.muzeronet import muzero_parts
     parts = muzero_parts(tiny_model)
     x = np.random.default_rng(0).random((4, 3, 3, 2)).astype(np.float32)
@@ -327,7 +327,7 @@ def test_muzero_overfits_one_game():
     the unroll from its first position (the dynamics alone, no observation after it)."""
     import tensorflow as tf
     from gamegym.learners import get_learner
-    from gamegym.learners.muzero import unroll_predictions
+    from gamegym.learners.unrolls import unroll_predictions
     from gamegym.learners.muzeronet import muzero_parts
     rec = random_game(3)
     batch = make_batch([rec, record([0], [0.0], truncated=True)])   # the last game: a stub
@@ -369,7 +369,7 @@ class RecordingSampler:
 
 
 def test_sequences_are_drawn_by_the_priority_of_their_last_step():
-    from gamegym.learners.muzero import SequenceDraws
+    from gamegym.learners.unrolls import SequenceDraws
     batch = make_batch([record(list(range(7)), [0.0] * 7, result=1.0),
                         record([0, 1], [0.0] * 2, result=1.0)])
     unroll = 2
