@@ -476,6 +476,18 @@ print("ok")
     assert done.stdout.strip() == "ok", done.stdout + done.stderr
 
 
+def test_the_bench_ceilings_measure_muzero(tiny_model):
+    """`gamegym bench --learner muzero`: its search ceiling runs the latent search on whole
+    games, and its network ceiling the recurrent call."""
+    from gamegym.bench import network_ceiling, search_ceiling
+    graph = TicTacToe()
+    cfg = GymConfig(game=GAME, selfplay={"searchcount": 16, "searchthreadcount": 4}).selfplay
+    ceiling = search_ceiling(graph, cfg, 0.3, learner="muzero")
+    assert ceiling["searches_per_s"] > 0 and ceiling["games_per_s"] > 0
+    network = network_ceiling(tiny_model, graph, [1, 4], seconds_each=0.05, learner="muzero")
+    assert network["path"] == "numpy" and network["1"] > 0 and network["4"] > 0
+
+
 # ----- refusals --------------------------------------------------------------------------------
 
 class PassingTicTacToe(TicTacToe):
