@@ -16,6 +16,11 @@ search both are exactly the sequential search (`reference_search` in the tests).
 
 Values are negamax: every node's statistics are from the view of the player to move there.
 
+A search over something other than the GameGraph's vertices (MuZero's, `gamegym.latentsearch`)
+subclasses `Search`: it overrides the tree operations (`_open`, `_select`, `_apply`, `_backup`),
+what the evaluator is asked (`_inputs`) and the roots (`new_root`, `next_root`), and keeps the
+drivers above, virtual loss and the root noise.
+
 With `solver=True` (off by default) the search is also an MCTS-solver (Winands, Bjornsson and
 Saito, 2008): terminal scores are exact, and a node is *proven* once one child is a proven loss
 for the player to move there (so the node is a win) or all its children are proven (its value is
