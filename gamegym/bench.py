@@ -11,6 +11,10 @@
 - CPU efficiency: end-to-end searches per CPU-second of all roles / the ceiling's searches per
   CPU-second.  On a quiet machine whose cores the roles keep busy it equals the efficiency; on
   a loaded one it says what the roles would do with the cores to themselves.
+
+With `--learner muzero` the same figures are measured for MuZero's latent search (stub: uniform
+priors, zero values, rewards and hidden states) and the recurrent model call, and then the
+AlphaZero mode's on the same game in the same run, so the ratio compares one machine state.
 """
 from __future__ import annotations
 
@@ -25,9 +29,10 @@ import numpy as np
 import psutil
 
 from gamegym.cliutil import json_object
-from gamegym.config import GymConfig
+from gamegym.config import LEARNERS, GymConfig
 from gamegym.graph import load_game
 from gamegym.monitor import mean_batch
+from gamegym.latentsearch import LatentSearch, uniform_latent_evaluator
 from gamegym.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.presets import initial_model_path, preset_for
 from gamegym.searchplay import selfplay_game
@@ -36,10 +41,19 @@ ORIGINAL = {"searches_per_s": 410, "positions_per_s": 4, "games_per_s": 0.24,
             "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16"}
 
 
-def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
+# learner -> its search with a stub evaluator (uniform priors, nothing else to compute)
+STUB_SEARCHES = {
+    "alphazero": lambda graph, params: Search(
+        graph, uniform_evaluator(graph.action_space_size), params),
+    "muzero": lambda graph, params: LatentSearch(
+        graph, uniform_latent_evaluator(graph.action_space_size), params),
+}
+
+
+def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "alphazero") -> dict:
     """Searches/s of whole self-play games with a uniform evaluator, in this process."""
-    search = Search(graph, uniform_evaluator(graph.action_space_size),
-                    SearchParams.from_selfplay(cfg))
+    stub = STUB_SEARCHES.get(learner, STUB_SEARCHES["alphazero"])
+    search = stub(graph, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(seed)
     games = positions = 0
     start, cpu = time.perf_counter(), time.process_time()
@@ -51,6 +65,29 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
     return {"searches_per_s": search.searches_done / elapsed,
             "searches_per_cpu_s": search.searches_done / max(cpu, 1e-9),
             "positions_per_s": positions / elapsed, "games_per_s": games / elapsed}
+
+
+def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0,
+                    learner: str = "alphazero") -> dict:
+    """Evaluations per CPU-second of a learner's model call at each batch size, as
+    {path: {batch size: rate}} like `gamegym.netbench.compare_paths` (the call a search makes
+    for most leaves: MuZero's recurrent inference, Bootstrapped's Q values).  The learners
+    whose models are not AlphaZero's are measured on the path the session uses."""
+    from gamegym.learners import get_learner
+    evaluator = get_learner(learner).make_evaluator(model, 0)
+    x1 = graph.numpify(graph.roots[0])
+    path = getattr(evaluator, "path", None) or (
+        "numpy" if getattr(evaluator, "numpy", None) is not None else "tensorflow")
+    rates = {}
+    for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
+        kind, inputs = evaluator.search_request(np.repeat(x1[None], size, axis=0))
+        evaluator.run(kind, inputs)  # trace
+        count, start, cpu = 0, time.perf_counter(), time.process_time()
+        while time.perf_counter() - start < seconds_each:
+            evaluator.run(kind, inputs)
+            count += size
+        rates[size] = round(count / max(time.process_time() - cpu, 1e-9))
+    return {f"{learner} {path}": rates}
 
 
 def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
@@ -174,16 +211,39 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
               searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
               fastpath: bool = True, in_selfplayers: bool = True,
               network_seconds: float = 8.0, network: dict | None = None,
-              backend: str = "processes", repeat: int = 1) -> dict:
+              backend: str = "processes", repeat: int = 1,
+              learner: str = "alphazero") -> dict:
     """All figures of one bench run (see the module docstring).  `fastpath` and
     `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
     (network config fields) replaces the game's preset network.  With `backend` "both" the
     two backends run `repeat` times each, in turn, and the ratio is the median of the pairs'
-    (on a busy machine a single pair says little)."""
+    (on a busy machine a single pair says little).  For a learner other than AlphaZero,
+    AlphaZero's figures of the same run are under "alphazero" and the ratios of the two under
+    "vs_alphazero"."""
+    options = dict(fastpath=fastpath, in_selfplayers=in_selfplayers,
+                   network_seconds=network_seconds, network=network, backend=backend,
+                   repeat=repeat)
+    figures = _bench_one(game, game_args, seconds, selfplayers, threads, searchcount, batchsize,
+                         batch_timeout_ms, learner=learner, **options)
+    if learner != "alphazero":
+        reference = _bench_one(game, game_args, seconds, selfplayers, threads, searchcount,
+                               batchsize, batch_timeout_ms, learner="alphazero",
+                               **{**options, "network": None})
+        figures["alphazero"] = {k: v for k, v in reference.items() if k not in ("config",)}
+        figures["vs_alphazero"] = {
+            key: round(figures[key] / reference[key], 3) if reference[key] else None
+            for key in ("searches_per_s", "positions_per_s", "ceiling_searches_per_s_per_core")}
+    return figures
+
+
+def _bench_one(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
+               searchcount: int, batchsize: int, batch_timeout_ms: float, *, fastpath: bool,
+               in_selfplayers: bool, network_seconds: float, network: dict | None,
+               backend: str, repeat: int, learner: str) -> dict:
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
-    found = preset_for(game, graph.game_args)
+    found = preset_for(game, graph.game_args, learner)
     if network is None:
         network = found[1]["network"] if found else {}
     config = GymConfig(game=game, game_args=graph.game_args, status_interval=0.0,
@@ -192,12 +252,14 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
                                  "searchcount": searchcount},
                        predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms,
                                 "numpy_fastpath": fastpath,
-                                "evaluate_in_selfplayers": in_selfplayers})
-    ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0))
+                                "evaluate_in_selfplayers": in_selfplayers},
+                       train={"learner": learner})
+    ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=learner)
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network))
+                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                                                       learner))
         names = ("processes", "ray") if backend == "both" else (backend,)
         pairs = [{name: end_to_end(path, on_backend(config, name), seconds) for name in names}
                  for _ in range(max(1, repeat) if backend == "both" else 1)]
@@ -205,7 +267,12 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         e2e = runs["processes" if backend == "both" else backend]
         used_path = _session_path(config, gym.session)
         network = {}
-        if network_seconds > 0:
+        if network_seconds > 0 and learner != "alphazero":
+            from gamegym.tfsetup import load_model
+            sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
+            network = network_ceiling(load_model(gym.session.model_path(0)), graph, sizes,
+                                      network_seconds / len(sizes), learner)
+        elif network_seconds > 0:
             from gamegym.netbench import compare_paths
             sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
             network = compare_paths(gym.session.model_path(0), sample_positions(graph, 64),
@@ -215,7 +282,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     cores_used = sum(e2e["cpu_by_role"].values()) / 100.0
     per_cpu_s = e2e["searches_per_s"] / cores_used if cores_used else 0.0
     figures = {
-        "game": game, "game_args": graph.game_args, "backend": backend,
+        "game": game, "game_args": graph.game_args, "learner": learner, "backend": backend,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
         "games_per_s": round(e2e["games_per_s"], 3),
@@ -299,6 +366,17 @@ def print_report(figures: dict) -> None:
     print(f"game {figures['game']} {figures['game_args']}: {c['selfplayers']} Selfplayers x "
           f"{c['threads']} threads, {c['searchcount']} searches/move, {c['seconds']:g} s, "
           f"{c['cores']} cores")
+    _print_figures(figures)
+    if "alphazero" in figures:
+        ratio = figures["vs_alphazero"]
+        print(f"alphazero, the same run (x{ratio['searches_per_s']} searches/s, "
+              f"x{ratio['ceiling_searches_per_s_per_core']} search ceiling for "
+              f"{figures['learner']}):")
+        _print_figures(figures["alphazero"])
+
+
+def _print_figures(figures: dict) -> None:
+    print(f"  learner             {figures['learner']}")
     print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} searches/s "
           f"on one core (uniform evaluator; {figures['ceiling_searches_per_cpu_s']:.0f} per "
           "CPU-second)")
@@ -376,7 +454,7 @@ def cmd_bench(args) -> int:
                         args.batch_timeout_ms, fastpath=not args.tensorflow,
                         in_selfplayers=not args.predictor_only,
                         network_seconds=args.network_seconds, network=args.network,
-                        backend=args.backend, repeat=args.repeat)
+                        backend=args.backend, repeat=args.repeat, learner=args.learner)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
@@ -411,6 +489,9 @@ def add_commands(sub) -> None:
                         "or both one after the other (their ratio)")
     p.add_argument("--repeat", type=int, default=1,
                    help="(--backend both) run each backend this many times, in turn")
+    p.add_argument("--learner", choices=LEARNERS, default="alphazero",
+                   help="the mode to measure (another than alphazero is measured next to it; "
+                        "with --learning, the learner to train)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--learning", metavar="MODULE:CLASS",
                    help="instead: train this bundled game from scratch and print its curve")

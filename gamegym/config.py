@@ -18,7 +18,7 @@ __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "T
            "EvaluateConfig",
            "GymConfig", "LEARNERS", "REPLAYS"]
 
-LEARNERS = ("alphazero",)
+LEARNERS = ("alphazero", "muzero")
 BACKENDS = ("processes", "ray")
 REPLAYS = ("window", "uniform", "prioritized", "curious")
 
@@ -80,11 +80,14 @@ class NetworkConfig:
     width: int = 64            # units per dense layer / filters per conv layer
     blocks: int = 2            # dense layers / residual blocks
     l2: float = 1e-4           # L2 weight regularisation
+    hidden_size: int = 0       # MuZero: units of a dense network's hidden state (0 = width);
+                               # a residual network's hidden state is `width` planes of the board
 
     def validate(self) -> None:
         _choice(self, "kind", ("auto", "dense", "residual"))
         _int_in(self, "width", 1, 4096)
         _int_in(self, "blocks", 1, 64)
+        _int_in(self, "hidden_size", 0, 4096)
         _float_in(self, "l2", 0.0, 1.0)
 
 
@@ -185,8 +188,11 @@ class TrainConfig:
     num_updates_per_train_iter: int = 0  # >0: that many sampled minibatches instead of epochs
     value_loss_weight: float = 1.0  # weight of the value MSE against the policy cross-entropy
     value_td_steps: int = 0         # >0: the value target is the search value this many plies
-                                    # later, not the game result (0 = the result, AlphaZero)
+                                    # later, not the game result (0 = the result, AlphaZero);
+                                    # MuZero's td_steps
     value_target_mix: float = 0.0   # value target = (1 - m) * that + m * own search value
+    num_unroll_steps: int = 5       # MuZero: dynamics steps unrolled from each sample (K)
+    reward_loss_weight: float = 1.0  # MuZero: weight of the reward MSE (the paper's: 1)
     keep_models: int = 0            # keep only the newest N model files (0 = keep all)
     # the replay buffer (replay "uniform", "prioritized", "curious"; Curious Replay's defaults)
     replay_capacity: int = 100_000  # positions in the buffer; the oldest leave first
@@ -214,6 +220,8 @@ class TrainConfig:
         _float_in(self, "value_loss_weight", 0.0, 1000.0)
         _float_in(self, "value_target_mix", 0.0, 1.0)
         _int_in(self, "value_td_steps", 0, 10_000)
+        _int_in(self, "num_unroll_steps", 1, 100)
+        _float_in(self, "reward_loss_weight", 0.0, 1000.0)
         _int_in(self, "keep_models", 0)
         _int_in(self, "replay_capacity", 1, 100_000_000)
         _float_in(self, "curious_c", 0.0, 1e12)
@@ -298,6 +306,9 @@ class GymConfig:
             section = getattr(self, name)
             _check(isinstance(section, cls), name, f"must be a {cls.__name__}")
             section.validate()
+        _check(not (self.train.learner == "muzero" and self.selfplay.search_solver),
+               "selfplay.search_solver", "cannot be used with train.learner 'muzero': the "
+               "solver proves positions of the GameGraph, and MuZero searches a learned model")
 
     # ----- JSON round trip -----------------------------------------------------------------
     def to_dict(self) -> dict:

@@ -73,6 +73,10 @@ class GameGraph(ABC):
 
     cache_limit: int = 50_000
     cache_child_limit: int = 400_000
+    # True when every move hands the turn to the other player, as the negamax view of the
+    # contract assumes.  A game where a player may move twice in a row sets it False; the
+    # learners that search in a learned latent space (MuZero) refuse such a game.
+    turns_alternate: bool = True
 
     def __new__(cls, *args: Any, **kwargs: Any):
         graph = super().__new__(cls)

@@ -177,13 +177,18 @@ def make_initial_model(graph: GameGraph, config: GymConfig, initial_model=None):
     from gamegym.learners import get_learner
     from gamegym.tfsetup import configure_tensorflow, load_model
     configure_tensorflow(use_gpu=False)
+    learner = get_learner(config.train.learner)
     if initial_model is None:
-        model = get_learner(config.train.learner).build_model(graph, config.network)
+        model = learner.build_model(graph, config.network)
     elif isinstance(initial_model, (str, os.PathLike)):
         model = load_model(Path(initial_model))
     else:
         model = initial_model
     check_model_fits(model, graph)
+    try:
+        learner.check_fits(model, graph)
+    except ValueError as error:
+        raise GymError(f"the {learner.name} learner cannot use this model: {error}") from None
     return model
 
 

@@ -360,6 +360,10 @@ class ModelEvaluator:
         probs, values = self(inputs["x"])
         return {"probs": probs, "values": values}
 
+    def search_request(self, x: np.ndarray) -> tuple[str, dict]:
+        """The request a search makes for its leaves, for positions x (benchmarks)."""
+        return "evaluate", {"x": x}
+
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         x = np.asarray(x, np.float32)
         if self.fast is not None:

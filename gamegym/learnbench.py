@@ -102,35 +102,38 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
                        games: int, searchcount: int, plot_path: Path | None,
                        final_factor: int = 4, keep: Path | None = None,
                        opponents: tuple | None = None, overrides: dict | None = None,
-                       seed: int = 0) -> dict:
-    """Train `game` from scratch for `minutes` and return its curve (see the module doc).
+                       seed: int = 0, learner: str = "alphazero") -> dict:
+    """Train `game` from scratch for `minutes` with the preset of `learner` and return its
+    curve (see the module doc).
     With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards);
     `opponents` (player specs) replaces the game's benchmark opponents.  `overrides` change
     the preset's config (as GymConfig.updated takes them); `seed` is the session's seed and
     the evaluation's."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
-    found = preset_for(game, graph.game_args)
+    found = preset_for(game, graph.game_args, learner)
     if found is None:
-        raise ValueError(f"no bundled preset for {game} {graph.game_args}; the learning "
-                         "benchmark runs on the bundled games")
+        raise ValueError(f"no bundled {learner} preset for {game} {graph.game_args}; the "
+                         "learning benchmark runs on the bundled games")
     if keep is not None and Path(keep).exists():
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
     opponents, solver = bench_opponents(game, graph, opponents)
     config = GymConfig(**found[1], status_interval=30.0, seed=seed).updated(overrides or {})
     rng = np.random.default_rng(seed)
-    print(f"[bench] the newest iteration plays with {searchcount} searches per move "
+    print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per move "
           f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, \
             ProgressBars() as bars:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network))
+                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                                                       learner))
         curve, final, peak_rss = train_and_measure(gym, graph, opponents, solver, minutes,
                                                    interval, games, searchcount, rng,
                                                    final_factor, bars)
-    figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
+    figures = {"game": game, "game_args": graph.game_args, "learner": learner,
+               "minutes": minutes,
                "opponent": opponents[0], "opponents": list(opponents), "curve": curve,
                "final": final,
                "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
@@ -257,7 +260,10 @@ def plot_curve(figures: dict, path: Path) -> None:
                   label="final, on more games")
     axis.set_ylim(0, 1.05)
     axis.set_xlabel("minutes of training (2-core CPU)")
-    axis.set_title(f"{figures['game'].split(':')[1]} {figures['game_args'] or ''}, "
+    name = figures["game"].split(":")[1]
+    if figures["game_args"]:
+        name = f"{name} {figures['game_args']}"
+    axis.set_title(f"{name}, {figures.get('learner', 'alphazero')}, "
                    f"{figures['eval_searchcount']} searches per move", fontsize="medium")
     axis.grid(alpha=0.3)
     axis.legend(fontsize="small")
@@ -270,7 +276,7 @@ def cmd_learning(args) -> int:
     figures = run_learning_bench(args.learning, args.game_args,
                                  args.minutes, args.interval, args.eval_games,
                                  args.eval_searchcount, args.plot, keep=args.keep,
-                                 opponents=opponents)
+                                 opponents=opponents, learner=args.learner)
     rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(figures["peak_rss_mib_by_role"].items()))
     print(json.dumps(figures, sort_keys=True) if args.json else
           f"final: {figures['final']}\npeak memory by role: {rss} MiB resident (the "

@@ -16,6 +16,11 @@ search both are exactly the sequential search (`reference_search` in the tests).
 
 Values are negamax: every node's statistics are from the view of the player to move there.
 
+A search over something other than the GameGraph's vertices (MuZero's, `gamegym.latentsearch`)
+subclasses `Search`: it overrides the tree operations (`_open`, `_select`, `_apply`, `_backup`),
+what the evaluator is asked (`_inputs`) and the roots (`new_root`, `next_root`), and keeps the
+drivers above, virtual loss and the root noise.
+
 With `solver=True` (off by default) the search is also an MCTS-solver (Winands, Bjornsson and
 Saito, 2008): terminal scores are exact, and a node is *proven* once one child is a proven loss
 for the player to move there (so the node is a win) or all its children are proven (its value is
@@ -143,6 +148,16 @@ class Search:
         self._flushing = False
 
     # ----- public ---------------------------------------------------------------------------
+    def new_root(self, vertex: Hashable) -> Node:
+        """A root node for a search from `vertex`."""
+        return Node(vertex)
+
+    def next_root(self, root: Node, index: int) -> Node:
+        """The root of the next move after child `index` of `root` is played: the searched
+        child itself, so its subtree is kept."""
+        child = root.children[index]
+        return child if child is not None else Node(root.child_vertices[index])
+
     def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None) -> Node:
         """Run `searchcount` searches from `root` (expanded first, noised if configured)."""
         count = self.params.searchcount if searchcount is None else searchcount
@@ -207,7 +222,7 @@ class Search:
                     self._flush(batch)
                 self._back_up_all(waiting)
                 continue
-            answer = submit([node.vertex for node in batch]) if batch else None
+            answer = submit(self._inputs(batch)) if batch else None
             if in_flight is not None:
                 self._complete(*in_flight)
             in_flight = (batch, waiting, answer) if batch or waiting else None
@@ -269,22 +284,25 @@ class Search:
                 batch, self._queue = self._queue, []
                 self._cond.release()
                 try:
-                    probs, values = self.evaluate([node.vertex for node in batch])
+                    outputs = self.evaluate(self._inputs(batch))
                 except BaseException as error:
                     self._cond.acquire()
                     self._error = error
                     self._cond.notify_all()
                     raise
                 self._cond.acquire()
-                self._apply(batch, probs, values)
+                self._apply(batch, *outputs)
                 self._cond.notify_all()
         finally:
             self._flushing = False
 
     def _flush(self, batch: list[Node]) -> None:
         """Evaluate nodes directly (root expansion, outside the worker threads)."""
-        probs, values = self.evaluate([node.vertex for node in batch])
-        self._apply(batch, probs, values)
+        self._apply(batch, *self.evaluate(self._inputs(batch)))
+
+    def _inputs(self, batch: list[Node]) -> list:
+        """What the evaluator is called with for a batch of leaves: their vertices."""
+        return [node.vertex for node in batch]
 
     def _apply(self, batch: list[Node], probs: np.ndarray, values: np.ndarray) -> None:
         self.evaluations += len(batch)

@@ -4,9 +4,10 @@ Outputs, in this order:
   policy  float32 [B, A]  logits over action ids, no softmax: callers mask the illegal actions
   value   float32 [B, 1]  tanh, the position's value from the mover's view
 
-Models use only built-in Keras layers, so `keras.models.load_model(path, compile=False)` needs no
-custom objects.  L2 weight decay lives in the layers' kernel regularizers (`model.losses`).
-A seed makes the initial weights reproducible without touching any global random state.
+Models use only built-in Keras layers (MuZero's also `gamegym.layers.MinMaxScale`, which
+`gamegym.tfsetup.load_model` registers), so `load_model(path)` needs no custom objects.  L2 weight decay lives in the layers' kernel
+regularizers (`model.losses`).  A seed makes the initial weights reproducible without touching
+any global random state.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["build_network", "network_for_game", "NETWORK_OPTIONS"]
 
 # network options and their defaults (gamegym.config.NetworkConfig holds the same fields)
-NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4}
+NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4, "hidden_size": 0}
 
 
 def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense",

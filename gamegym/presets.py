@@ -1,4 +1,7 @@
-"""Presets of the bundled games: starter networks (initialmodels/) and session settings."""
+"""Presets of the bundled games: starter networks (initialmodels/) and session settings.
+
+A preset is per learner and game: its "train" section names the learner (AlphaZero's when it
+does not), and its starter model is initialmodels/<preset name>.keras, built by that learner."""
 from __future__ import annotations
 
 import json
@@ -36,6 +39,35 @@ PRESETS = {
         "train": {"min_samplecount": 1000, "min_new_samples": 1000, "max_samplecount": 20000,
                   "max_sampleage": 6, "epochs": 3, "batchsize": 64},
     },
+    # MuZero (train.learner "muzero"): the same games searched in a learned model
+    "tictactoe-muzero": {
+        "game": "games.tictactoe:TicTacToe", "game_args": {},
+        "network": {"kind": "dense", "width": 128, "blocks": 2, "hidden_size": 64},
+        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 8, "searchcount": 64,
+                     "temperature_drop_move": 4, "gamelog_dump_threshold": 20,
+                     "dirichlet_alpha": 1.0},
+        "train": {"learner": "muzero", "num_unroll_steps": 3, "reward_loss_weight": 4.0,
+                  "min_samplecount": 400, "min_new_samples": 400, "max_samplecount": 8000,
+                  "max_sampleage": 6, "epochs": 6, "batchsize": 32, "learning_rate": 3e-3},
+    },
+    "connectfour-muzero": {
+        "game": "games.connectfour:ConnectFour", "game_args": {"rows": 6, "columns": 7},
+        "network": {"kind": "residual", "width": 32, "blocks": 2},
+        "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 16, "searchcount": 100,
+                     "temperature_drop_move": 10, "dirichlet_alpha": 1.0},
+        "train": {"learner": "muzero", "num_unroll_steps": 5, "reward_loss_weight": 4.0,
+                  "min_samplecount": 2000, "min_new_samples": 2000, "max_samplecount": 40000,
+                  "max_sampleage": 8, "epochs": 1, "batchsize": 128, "learning_rate": 2e-3},
+    },
+    "santorini-3-1-muzero": {
+        "game": "games.santorini:Santorini", "game_args": {"dimension": 3, "units_per_player": 1},
+        "network": {"kind": "dense", "width": 128, "blocks": 2, "hidden_size": 64},
+        "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 16, "searchcount": 100,
+                     "temperature_drop_move": 6, "dirichlet_alpha": 0.8},
+        "train": {"learner": "muzero", "num_unroll_steps": 5, "reward_loss_weight": 4.0,
+                  "min_samplecount": 1000, "min_new_samples": 1000, "max_samplecount": 20000,
+                  "max_sampleage": 6, "epochs": 2, "batchsize": 32, "learning_rate": 3e-3},
+    },
 }
 
 
@@ -47,34 +79,41 @@ EXTRA_PRESETS = {
 }
 
 
-def preset_for(game: str, game_args: dict) -> tuple[str, dict] | None:
-    """(name, preset) of the bundled preset for this game and arguments, or None."""
+def preset_learner(preset: dict) -> str:
+    """The learner a preset is for."""
+    return preset.get("train", {}).get("learner", "alphazero")
+
+
+def preset_for(game: str, game_args: dict, learner: str = "alphazero") -> tuple[str, dict] | None:
+    """(name, preset) of the bundled preset for this game, arguments and learner, or None."""
     for name, preset in {**PRESETS, **EXTRA_PRESETS}.items():
-        if preset["game"] == game and preset["game_args"] == dict(game_args):
+        if (preset["game"] == game and preset["game_args"] == dict(game_args)
+                and preset_learner(preset) == learner):
             return name, preset
     return None
 
 
-def initial_model_path(game: str, game_args: dict, network=None) -> Path | None:
-    """The bundled starter model for this game, when there is one on disk.
+def initial_model_path(game: str, game_args: dict, network=None,
+                       learner: str = "alphazero") -> Path | None:
+    """The bundled starter model for this game and learner, when there is one on disk.
 
     With `network` (the session's network config), only when the file is that network: a
     preset whose network was edited without re-running scripts/make_initialmodels.py must
     not quietly train the old one.  The mismatch is logged and the session starts fresh."""
-    found = preset_for(game, game_args)
+    found = preset_for(game, game_args, learner)
     if found is None:
         return None
     path = INITIAL_MODELS / f"{found[0]}.keras"
     if not path.is_file():
         return None
-    if network is not None and not _is_network(path, game, game_args, network):
+    if network is not None and not _is_network(path, game, game_args, network, learner):
         log.warning("%s is not the network %s asks for (run scripts/make_initialmodels.py); "
                     "starting from a freshly built network", path.name, network)
         return None
     return path
 
 
-def _is_network(path: Path, game: str, game_args: dict, network) -> bool:
+def _is_network(path: Path, game: str, game_args: dict, network, learner: str) -> bool:
     """True when the model file is the network `network` describes: its name (kind, width,
     blocks), input shape, policy size and L2, read from the file's config.json without loading
     the model, so the process that asks (the gym's, a benchmark's) needs no TensorFlow.  The
@@ -82,6 +121,8 @@ def _is_network(path: Path, game: str, game_args: dict, network) -> bool:
     committed files against a freshly built network."""
     from gamegym.graph import load_game
     from gamegym.networks import network_kind, network_options
+    if learner != "alphazero":
+        return _is_learner_network(path, game, game_args, network, learner)
     graph = load_game(game, game_args)
     options = network_options(network)
     shape = tuple(graph.numpify(graph.roots[0]).shape)
@@ -98,3 +139,17 @@ def _is_network(path: Path, game: str, game_args: dict, network) -> bool:
         return False
     return (config.get("name"), stored_shape, policy, l2) == (
         name, shape, graph.action_space_size, {float(options["l2"])})
+
+
+def _is_learner_network(path: Path, game: str, game_args: dict, network, learner: str) -> bool:
+    """The same check for another learner's container model: built fresh and compared weight
+    shape for weight shape (this loads TensorFlow)."""
+    from gamegym.graph import load_game
+    from gamegym.learners import get_learner
+    from gamegym.tfsetup import configure_tensorflow, load_model
+    # as when the gym builds the first model: the GPU is the Predictor's, not this process's
+    configure_tensorflow(use_gpu=False)
+    graph = load_game(game, game_args)
+    stored, fresh = load_model(path), get_learner(learner).build_model(graph, network)
+    return (stored.name, [w.shape for w in stored.weights]) == (
+        fresh.name, [w.shape for w in fresh.weights])

@@ -67,7 +67,9 @@ def replay_overrides(preset: str, mode: str) -> dict:
     """The config changes that make the preset train with replay `mode`."""
     if mode == "window":
         return {"train": {"replay": "window", "num_updates_per_train_iter": 0}}
-    return {"train": {"replay": mode, **REPLAY_SETTINGS[preset]}}
+    # another learner's preset of a game ("tictactoe-muzero") takes the game's settings
+    settings = REPLAY_SETTINGS.get(preset) or REPLAY_SETTINGS[preset.rsplit("-", 1)[0]]
+    return {"train": {"replay": mode, **settings}}
 
 
 def minutes_to_perfect(curve: list[dict]) -> float | None:

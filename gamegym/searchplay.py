@@ -26,7 +26,7 @@ def selfplay_game(graph: GameGraph, search: Search, cfg, rng: np.random.Generato
                   should_stop: Callable[[], bool] = lambda: False) -> GameRecord | None:
     """One self-play game; None when stopped before it finished."""
     roots = graph.roots
-    node = Node(roots[int(rng.integers(len(roots)))] if len(roots) > 1 else roots[0])
+    node = search.new_root(roots[int(rng.integers(len(roots)))] if len(roots) > 1 else roots[0])
     record = GameRecord()
     size = graph.action_space_size
     move = 0
@@ -48,19 +48,23 @@ def selfplay_game(graph: GameGraph, search: Search, cfg, rng: np.random.Generato
         temperature = cfg.temperature if move < cfg.temperature_drop_move else 0.0
         index = choose_action(node, temperature, rng)
         record.action.append(node.actions[index])
-        child = node.children[index]
-        node = child if child is not None else Node(node.child_vertices[index])
+        node = search.next_root(node, index)
         move += 1
 
 
 class SearchSelfplay:
     """AlphaZero's self-play driver: one game at a time, MCTS over the GameGraph, leaves
-    evaluated through the model service with an evaluation cache."""
+    evaluated through the model service with an evaluation cache.  Another learner passes its
+    own `search` (MuZero's latent search); its evaluator's `iteration` tags the games."""
 
-    def __init__(self, graph: GameGraph, service, config, rng: np.random.Generator):
+    def __init__(self, graph: GameGraph, service, config, rng: np.random.Generator,
+                 search: Search | None = None):
         self.graph, self.config, self.rng = graph, config.selfplay, rng
-        self.evaluate = PositionEvaluator(graph, service, self.config.evaluation_cache)
-        self.search = Search(graph, self.evaluate, SearchParams.from_selfplay(self.config))
+        if search is None:
+            search = Search(graph, PositionEvaluator(graph, service, self.config.evaluation_cache),
+                            SearchParams.from_selfplay(self.config))
+        self.search = search
+        self.evaluate = search.evaluate
 
     @property
     def searches_done(self) -> int:
@@ -75,15 +79,19 @@ class SearchSelfplay:
 
 
 class MCTSPlayer(Player):
-    """Search with a model's evaluations; plays the most visited move (no noise)."""
+    """Search with a model's evaluations; plays the most visited move (no noise).
+    `search_class` is the search to run (MuZero's latent search; default the GameGraph one)."""
 
-    def __init__(self, evaluate, searchcount: int = 100, threads: int = 8):
+    def __init__(self, evaluate, searchcount: int = 100, threads: int = 8,
+                 search_class: type = Search):
         self.params = SearchParams(searchcount=searchcount, threads=threads)
         self.evaluate = evaluate
+        self.search_class = search_class
 
     def search(self, graph: GameGraph, vertex, rng: np.random.Generator) -> Node:
         """The searched root node (its visit counts are the move distribution)."""
-        return Search(graph, self.evaluate, self.params).run(Node(vertex), rng)
+        search = self.search_class(graph, self.evaluate, self.params)
+        return search.run(search.new_root(vertex), rng)
 
     def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
         root = self.search(graph, vertex, rng)

@@ -176,6 +176,7 @@ def _numpy2_array_protocol(keras) -> None:
 def load_model(path: Path):
     """Load a Keras model file for inference; a one-line error when it does not load."""
     keras = import_keras()
+    import gamegym.layers  # noqa: F401  (registers gamegym's own layers with Keras)
     try:
         return keras.models.load_model(path, compile=False)
     except Exception as error:

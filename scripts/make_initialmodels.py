@@ -1,9 +1,10 @@
 """Make the untrained starter models in initialmodels/: one per bundled game preset, seed 0.
 
-    python scripts/make_initialmodels.py
+    python scripts/make_initialmodels.py [PRESET ...]     # default: every preset
 
-Writes initialmodels/<preset name>.keras (tictactoe, connectfour, santorini-3-1) with the
-preset's network, and fails if a file is not well under 1 MB (they are committed).
+Writes initialmodels/<preset name>.keras (tictactoe, connectfour, santorini-3-1 and their
+-muzero presets), each built by its preset's learner with the preset's network, and fails if a
+file is not well under 1 MB (they are committed).
 """
 import os
 import sys
@@ -11,19 +12,26 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from gamegym.graph import load_game  # noqa: E402
-from gamegym.networks import network_for_game  # noqa: E402
-from gamegym.presets import INITIAL_MODELS, PRESETS  # noqa: E402
+from gamegym.learners import get_learner  # noqa: E402
+from gamegym.presets import INITIAL_MODELS, PRESETS, preset_learner  # noqa: E402
 
 SEED = 0
 MAX_BYTES = 800_000
 
 
-def main() -> int:
+def main(names: list[str]) -> int:
+    unknown = sorted(set(names) - set(PRESETS))
+    if unknown:
+        print(f"unknown preset(s) {unknown}; known: {sorted(PRESETS)}", file=sys.stderr)
+        return 2
     INITIAL_MODELS.mkdir(exist_ok=True)
     too_big = []
     for name, preset in sorted(PRESETS.items()):
+        if names and name not in names:
+            continue
         graph = load_game(preset["game"], preset["game_args"])
-        model = network_for_game(graph, preset["network"], seed=SEED)
+        learner = get_learner(preset_learner(preset))
+        model = learner.build_model(graph, preset["network"], seed=SEED)
         path = INITIAL_MODELS / f"{name}.keras"
         model.save(path)
         size = path.stat().st_size
@@ -39,4 +47,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -21,7 +21,8 @@ from gamegym.graph import load_game  # noqa: E402
 from gamegym.learners import Learner, TrainReport, get_learner  # noqa: E402
 from gamegym.learners.alphazero import Augmenter  # noqa: E402
 from gamegym.networks import build_network, network_for_game  # noqa: E402
-from gamegym.presets import INITIAL_MODELS, PRESETS, initial_model_path  # noqa: E402
+from gamegym.presets import (INITIAL_MODELS, PRESETS, initial_model_path,  # noqa: E402
+                             preset_learner)
 from gamegym.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 
 TicTacToe = pytest.importorskip("games.tictactoe").TicTacToe
@@ -210,16 +211,21 @@ def test_initial_models_fit_their_games(name):
     preset = PRESETS[name]
     graph = load_game(preset["game"], preset["game_args"])
     model = keras.models.load_model(path, compile=False)
-    x = graph.numpify(graph.roots[0])[None]
-    logits, value = model(x, training=False)
-    assert logits.shape == (1, graph.action_space_size) and value.shape == (1, 1)
-    # the file is the preset's network, weight shape for weight shape; and the benches' cheap
-    # check (its config.json, without TensorFlow) says so too
-    fresh = network_for_game(graph, preset["network"])
+    learner = get_learner(preset_learner(preset))
+    learner.check_fits(model, graph)
+    evaluator = learner.make_evaluator(model, 0, fast=False)
+    outputs = evaluator.run(*evaluator.search_request(graph.numpify(graph.roots[0])[None]))
+    assert outputs["probs"].shape == (1, graph.action_space_size)
+    assert outputs["values"].shape == (1,)
+    # the file is the preset's network, weight shape for weight shape; and the benches' check
+    # (for AlphaZero's its config.json, without TensorFlow) says so too
+    fresh = learner.build_model(graph, preset["network"])
     assert (model.name, [w.shape for w in model.weights]) == \
         (fresh.name, [w.shape for w in fresh.weights]), \
         f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
-    assert initial_model_path(preset["game"], preset["game_args"], preset["network"]) == path
+    assert initial_model_path(preset["game"], preset["game_args"], preset["network"],
+                              preset_learner(preset)) == path, \
+        f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
 
 
 def test_a_starter_model_of_another_network_is_not_used(caplog):

@@ -49,9 +49,9 @@ class AlphaZeroLearner(Learner):
         self._eval_step = None
 
     # ----- model ------------------------------------------------------------------------------
-    def build_model(self, graph, network_config):
+    def build_model(self, graph, network_config, seed: int | None = None):
         from gamegym.networks import network_for_game
-        return network_for_game(graph, network_config)
+        return network_for_game(graph, network_config, seed=seed)
 
     def compile(self, model, train_config) -> None:
         from gamegym.tfsetup import import_keras, import_tensorflow

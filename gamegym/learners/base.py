@@ -57,9 +57,15 @@ class Learner(ABC):
     name: str = ""
 
     @abstractmethod
-    def build_model(self, graph, network_config):
-        """A fresh Keras model for a new session of this game.  A learner with several
-        networks (MuZero's h, g, f) returns one container model holding them."""
+    def build_model(self, graph, network_config, seed: int | None = None):
+        """A fresh Keras model for a new session of this game (`seed`: reproducible initial
+        weights).  A learner with several networks (MuZero's h, g, f) returns one container
+        model holding them."""
+
+    def check_fits(self, model, graph) -> None:
+        """Raise ValueError (or GameGraphError) when this learner cannot train `model` on
+        `graph`: checked when a session is made, beyond the input and policy shapes the gym
+        checks for every learner.  Default: nothing more to check."""
 
     @abstractmethod
     def compile(self, model, train_config) -> None:

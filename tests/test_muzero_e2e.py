@@ -1,0 +1,81 @@
+"""A dummy run of the real thing with `train.learner = "muzero"`: real processes, a temporary
+session, two iterations with the Evaluator rating them, resume, evaluate; and every role in one
+process."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+TICTACTOE = "games.tictactoe:TicTacToe"
+SMALL = {
+    "network": {"width": 16, "blocks": 1, "hidden_size": 8},
+    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
+                 "gamelog_dump_threshold": 5},
+    "train": {"learner": "muzero", "num_unroll_steps": 3, "min_samplecount": 60,
+              "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+    "evaluate": {"every": 1, "games": 2, "searchcount": 8, "opponents": ["random", "previous"]},
+    "status_interval": 2.0,
+}
+
+
+def gamegym(*args, timeout=300, **kwargs):
+    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
+
+
+def test_new_resume_evaluate_and_resume_again(tmp_path):
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps(SMALL))
+    session = tmp_path / "mz"
+    done = gamegym("new", str(session), "--game", TICTACTOE, "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((session / "config.json").read_text())["train"]["learner"] == "muzero"
+
+    done = gamegym("resume", str(session), "--max-iterations", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 new iterations trained" in done.stdout
+    current = json.loads((session / "models" / "current.json").read_text())["iteration"]
+    assert current >= 2
+    for it in (1, 2):
+        report = json.loads((session / "train" / f"{it}.json").read_text())
+        assert report["learner"] == "muzero" and report["samples"] >= 54
+        assert {"loss", "policy_loss", "value_loss", "reward_loss"} <= set(report["losses"])
+        assert all(np.isfinite(v) for v in report["losses"].values())
+    files = sorted((session / "samples").glob("*/*.npz"))
+    assert files
+    with np.load(files[0]) as data:     # the same sample files as AlphaZero's
+        assert data["x"].shape[1:] == (3, 3, 2) and data["pi"].shape[1] == 9
+        assert np.allclose(data["pi"].sum(axis=1), 1.0, atol=1e-5)
+        assert (data["pi"][~data["legal"]] == 0).all()     # legal moves masked at the root
+    for role in ("predictor", "trainer", "selfplayer0", "evaluator"):
+        log = (session / "logs" / f"{role}.log").read_text()
+        assert "Traceback" not in log, log
+    ratings = json.loads((session / "evaluation" / "ratings.json").read_text())
+    assert ratings["random"] == 0 and any(name.startswith("iteration:") for name in ratings)
+
+    done = gamegym("evaluate", str(session), "--against", "random", "--games", "2",
+                   "--searchcount", "8", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["wins"] + result["draws"] + result["losses"] == 2
+
+    again = gamegym("resume", str(session), "--max-iterations", "1")
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = json.loads((session / "models" / "current.json").read_text())["iteration"]
+    assert after >= current + 1
+
+
+def test_every_role_in_one_process(tmp_path):
+    from gamegym.config import GymConfig
+    from gamegym.gym import GameGym
+    config = GymConfig.from_dict({**SMALL, "game": TICTACTOE, "debug_single_process": True,
+                                  "evaluate": {}})
+    gym = GameGym(tmp_path / "one", config=config)
+    assert gym.resume(max_iterations=1, console=False) == 0
+    assert gym.session.current_iteration() == 1
+    report = json.loads((tmp_path / "one" / "train" / "1.json").read_text())
+    assert report["learner"] == "muzero" and np.isfinite(report["losses"]["reward_loss"])
