@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "T
            "EvaluateConfig",
            "GymConfig", "LEARNERS", "REPLAYS"]
 
-LEARNERS = ("alphazero",)
+LEARNERS = ("alphazero", "bootstrapped")
 REPLAYS = ("window",)
 
 
@@ -77,12 +78,17 @@ class NetworkConfig:
     width: int = 64            # units per dense layer / filters per conv layer
     blocks: int = 2            # dense layers / residual blocks
     l2: float = 1e-4           # L2 weight regularisation
+    heads: int = 10            # (bootstrapped) K Q-heads on the shared torso; 1 = plain DQN
+    prior_scale: float = 0.0   # (bootstrapped) weight of a fixed random prior network added
+                               # to every head, never trained (0 = none)
 
     def validate(self) -> None:
         _choice(self, "kind", ("auto", "dense", "residual"))
         _int_in(self, "width", 1, 4096)
         _int_in(self, "blocks", 1, 64)
         _float_in(self, "l2", 0.0, 1.0)
+        _int_in(self, "heads", 1, 256)
+        _float_in(self, "prior_scale", 0.0, 100.0)
 
 
 @dataclass
@@ -123,6 +129,12 @@ class SelfplayConfig:
     max_moves: int = 200            # a game reaching this many moves is truncated
     gamelog_dump_threshold: int = 10  # finished games kept in memory before a sample file is written
     evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off)
+    epsilon: float | None = None    # (bootstrapped) chance of a random legal move in self-play;
+                                    # None: 0 with several heads, 0.1 with one (DQN)
+    concurrent_games: int = 64      # (bootstrapped) games a Selfplayer plays at once, one Q
+                                    # request for a move in each of them
+    positions_per_iteration: int = 0  # (bootstrapped) a Selfplayer waits for the next model once
+                                    # its finished games hold this many positions (0 = never)
 
     def validate(self) -> None:
         _int_in(self, "selfplayprocesses", 1, 256)
@@ -139,6 +151,10 @@ class SelfplayConfig:
         _int_in(self, "max_moves", 1)
         _int_in(self, "gamelog_dump_threshold", 1, 100_000)
         _int_in(self, "evaluation_cache", 0)
+        if self.epsilon is not None:
+            _float_in(self, "epsilon", 0.0, 1.0)
+        _int_in(self, "concurrent_games", 1, 65536)
+        _int_in(self, "positions_per_iteration", 0)
 
 
 @dataclass
@@ -163,6 +179,13 @@ class TrainConfig:
                                     # later, not the game result (0 = the result, AlphaZero)
     value_target_mix: float = 0.0   # value target = (1 - m) * that + m * own search value
     keep_models: int = 0            # keep only the newest N model files (0 = keep all)
+    mask_probability: float = 0.5   # (bootstrapped) p: each head trains on a position with
+                                    # chance p (a Bernoulli mask drawn in self-play, stored)
+    target_update_period: int = 500  # (bootstrapped) gradient steps between copies of the
+                                    # online Q-network to the target network
+    double_q: bool = True           # (bootstrapped) the online network picks the opponent's next
+                                    # move, the target network values it (double DQN)
+    discount: float = 1.0           # (bootstrapped) gamma in y = r - gamma * max Q_target(s', a')
 
     def validate(self) -> None:
         _choice(self, "learner", LEARNERS)
@@ -183,6 +206,10 @@ class TrainConfig:
         _float_in(self, "value_target_mix", 0.0, 1.0)
         _int_in(self, "value_td_steps", 0, 10_000)
         _int_in(self, "keep_models", 0)
+        _float_in(self, "mask_probability", 0.0, 1.0, low_open=True)
+        _int_in(self, "target_update_period", 1)
+        _bool(self, "double_q")
+        _float_in(self, "discount", 0.0, 1.0, low_open=True)
 
 
 @dataclass
@@ -194,11 +221,14 @@ class EvaluateConfig:
     games: int = 20                  # games per opponent (half of them as first player)
     opponents: list = field(default_factory=lambda: ["random", "alphabeta:2", "previous"])
     searchcount: int = 50            # searches per move of the model players
+    q_search: bool = False           # (bootstrapped) the model plays by MCTS with the heads' mean
+                                     # Q as leaf value, not by the heads' majority vote
 
     def validate(self) -> None:
         _int_in(self, "every", 0)
         _int_in(self, "games", 1, 10_000)
         _int_in(self, "searchcount", 1, 100_000)
+        _bool(self, "q_search")
         _check(isinstance(self.opponents, list) and all(
             isinstance(o, str) and (o in ("random", "solver", "previous") or
                                     o.startswith("alphabeta:") and o[10:].isdigit())
@@ -251,6 +281,22 @@ class GymConfig:
             section = getattr(self, name)
             _check(isinstance(section, cls), name, f"must be a {cls.__name__}")
             section.validate()
+        self._check_selfplay_pause()
+
+    def _check_selfplay_pause(self) -> None:
+        """Selfplayers that wait for each new model after `positions_per_iteration` positions
+        must together play enough for the Trainer to train it (else both would wait forever)."""
+        per_iteration = self.selfplay.positions_per_iteration * self.selfplay.selfplayprocesses
+        if not per_iteration or self.train.learner != "bootstrapped":
+            return
+        train = self.train
+        first = math.ceil(train.min_samplecount / (1.0 - train.validation_split))
+        _check(per_iteration >= max(train.min_new_samples, first), "selfplay.positions_per_iteration",
+               f"({self.selfplay.positions_per_iteration}) times selfplay.selfplayprocesses "
+               f"({self.selfplay.selfplayprocesses}) must be at least train.min_new_samples "
+               f"({train.min_new_samples}) and train.min_samplecount / (1 - "
+               f"train.validation_split) ({first}): the Selfplayers wait for a model the "
+               "Trainer trains only on that many samples")
 
     # ----- JSON round trip -----------------------------------------------------------------
     def to_dict(self) -> dict:

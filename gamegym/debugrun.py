@@ -45,7 +45,7 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
             gym.request_stop(f"{max_iterations} new iterations trained")
             break
         selfplay_loop(driver, config.selfplay, session.samples_dir, "debug", never,
-                      max_games=config.selfplay.gamelog_dump_threshold)
+                      max_games=config.selfplay.gamelog_dump_threshold, stop_when_idle=True)
         ok, reason = trainer.ready()
         log.info("trainer: %s", reason)
         if ok:

@@ -19,10 +19,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
-__all__ = ["build_network", "network_for_game", "NETWORK_OPTIONS"]
+__all__ = ["build_network", "build_torso", "network_for_game", "network_kind", "NETWORK_OPTIONS"]
 
-# network options and their defaults (gamegym.config.NetworkConfig holds the same fields)
-NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4}
+# network options and their defaults (gamegym.config.NetworkConfig holds the same fields);
+# heads and prior_scale shape the bootstrapped learner's Q-network (gamegym.learners.qnetwork)
+NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4, "heads": 10,
+                   "prior_scale": 0.0}
 
 
 def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense",
@@ -34,30 +36,47 @@ def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense
     kind "residual": 3x3 conv stem + `blocks` residual blocks (conv-BN-relu, conv-BN, add, relu)
     of `width` filters, then a 1x1 conv to 4 planes shared by both heads.
     """
+    input_shape = _checked_shape(input_shape, kind)
+    weights = layer_weights(seed, l2)
+    inputs = keras.Input(shape=input_shape, name="position")
+    torso = _TORSOS[kind](inputs, width, blocks, weights)
+    policy = layers.Dense(action_space_size, name="policy", **weights())(torso)
+    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden",
+                          **weights())(torso)
+    value = layers.Dense(1, activation="tanh", name="value", **weights())(hidden)
+    return keras.Model(inputs, [policy, value], name=f"{kind}_{width}x{blocks}")
+
+
+def build_torso(input_shape: tuple, kind: str = "dense", width: int = 64, blocks: int = 2,
+                l2: float = 1e-4, seed: int | None = None, name: str = "torso") -> keras.Model:
+    """The body of `build_network` as a model of its own: positions -> flat features [B, F],
+    for learners that put other heads on it (the bootstrapped learner's Q-heads)."""
+    input_shape = _checked_shape(input_shape, kind)
+    inputs = keras.Input(shape=input_shape, name="position")
+    return keras.Model(inputs, _TORSOS[kind](inputs, width, blocks, layer_weights(seed, l2)),
+                       name=name)
+
+
+def _checked_shape(input_shape: tuple, kind: str) -> tuple:
     input_shape = tuple(int(d) for d in input_shape)
     if kind not in ("dense", "residual"):
         raise ValueError(f"unknown network kind {kind!r}; use 'dense' or 'residual'")
     if kind == "residual" and len(input_shape) != 3:
         raise ValueError(f"a residual network needs (rows, columns, planes) input, "
                          f"got {input_shape}")
+    return input_shape
+
+
+def layer_weights(seed: int | None, l2: float):
+    """A function giving the keyword arguments of each new layer with a kernel: its initializer
+    (seeded from `seed` onwards when given) and its L2 regularizer."""
     seeds = itertools.count(seed) if seed is not None else itertools.repeat(None)
     regularizer = keras.regularizers.L2(l2) if l2 else None
 
     def weights() -> dict:
-        """Keyword arguments of a layer with a kernel: its initializer and regularizer."""
         return {"kernel_initializer": keras.initializers.GlorotUniform(seed=next(seeds)),
                 "kernel_regularizer": regularizer}
-
-    inputs = keras.Input(shape=input_shape, name="position")
-    if kind == "dense":
-        torso = _dense_torso(inputs, width, blocks, weights)
-    else:
-        torso = _residual_torso(inputs, width, blocks, weights)
-    policy = layers.Dense(action_space_size, name="policy", **weights())(torso)
-    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden",
-                          **weights())(torso)
-    value = layers.Dense(1, activation="tanh", name="value", **weights())(hidden)
-    return keras.Model(inputs, [policy, value], name=f"{kind}_{width}x{blocks}")
+    return weights
 
 
 def _dense_torso(inputs, width, blocks, weights):
@@ -81,6 +100,9 @@ def _residual_torso(inputs, width, blocks, weights):
     return layers.Flatten()(x)
 
 
+_TORSOS = {"dense": _dense_torso, "residual": _residual_torso}
+
+
 def network_options(preset=None) -> dict:
     """kind / width / blocks / l2 from a NetworkConfig-like object, a dict of those keys, a whole
     preset dict (its "network" entry), or None (the defaults).  Unknown dict keys are errors."""
@@ -102,8 +124,14 @@ def network_for_game(graph, preset=None, seed: int | None = None) -> keras.Model
     (rank-3 input) of at least 5x5 and a dense one otherwise."""
     options = network_options(preset)
     shape = tuple(graph.numpify(graph.roots[0]).shape)
-    kind = options["kind"]
+    return build_network(shape, graph.action_space_size, kind=network_kind(options["kind"], shape),
+                         width=options["width"], blocks=options["blocks"], l2=options["l2"],
+                         seed=seed)
+
+
+def network_kind(kind: str, shape: tuple) -> str:
+    """The network kind for positions of `shape`: "auto" picks a residual network for boards
+    (rank-3 input) of at least 5x5 and a dense one otherwise."""
     if kind == "auto":
-        kind = "residual" if len(shape) == 3 and min(shape[:2]) >= 5 else "dense"
-    return build_network(shape, graph.action_space_size, kind=kind, width=options["width"],
-                         blocks=options["blocks"], l2=options["l2"], seed=seed)
+        return "residual" if len(shape) == 3 and min(shape[:2]) >= 5 else "dense"
+    return kind

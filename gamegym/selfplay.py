@@ -78,15 +78,25 @@ class Counters:
 
 
 def selfplay_loop(driver, cfg, samples_dir: Path, name: str, stop_event, reports=None,
-                  max_games: int | None = None) -> int:
+                  max_games: int | None = None, stop_when_idle: bool = False) -> int:
     """Take finished games from a self-play driver until stopped; flush every
-    `gamelog_dump_threshold` games and at the end."""
+    `gamelog_dump_threshold` games and at the end.  A driver that waits for a newer model
+    yields None meanwhile: the games held are flushed then (the Trainer needs them to make that
+    model), and with `stop_when_idle` (one process doing every role) the loop returns."""
     writer = SampleWriter(samples_dir, name)
     counters = Counters(name, reports)
     games = 0
     before = driver.searches_done
     try:
-        for record, iteration in driver.play(stop_event.is_set):
+        for finished in driver.play(stop_event.is_set):
+            if finished is None:
+                if writer.pending_games:
+                    counters.add(samples=writer.flush())
+                if stop_when_idle:
+                    break
+                counters.add()
+                continue
+            record, iteration = finished
             writer.add(record, iteration)
             games += 1
             counters.add(games=1, positions=len(record), searches=driver.searches_done - before,

@@ -26,7 +26,7 @@ def test_json_round_trip(tmp_path):
     ({"game": GAME, "train": {"validation_split": 0.95}},
      "config field 'train.validation_split' must be in [0.0, 0.9], got 0.95"),
     ({"game": GAME, "train": {"learner": "alphago"}},
-     "config field 'train.learner' must be one of ['alphazero'], got 'alphago'"),
+     "config field 'train.learner' must be one of ['alphazero', 'bootstrapped'], got 'alphago'"),
     ({"game": GAME, "selfplay": {"searchthreadcount": "8"}},
      "config field 'selfplay.searchthreadcount' must be an integer, got '8'"),
     ({"game": GAME, "selfplay": {"search_solver": "yes"}},
