@@ -132,6 +132,7 @@ class BootstrappedLearner(Learner):
             return sample_losses(error, mask)
 
         self._train_step, self._eval_step = train_step, eval_step
+        self._td_targets = tf.function(td_targets, reduce_retracing=True)
 
     def _ready(self, model, train_config) -> None:
         options = (float(option(train_config, "discount")), bool(option(train_config, "double_q")))
@@ -176,6 +177,15 @@ class BootstrappedLearner(Learner):
                    "next_x": x[nxt], "next_legal": next_legal,
                    "mask": np.asarray(mask, np.float32)[ids]}
         return x[ids], targets, ids
+
+    def td_targets(self, model, batch, train_config=None) -> tuple[np.ndarray, np.ndarray]:
+        """(sample ids [M], y float32 [M, K]): the TD target of every transition of `batch` for
+        every head under the model's current target network (see the module docstring)."""
+        self._ready(model, train_config)
+        _, targets, ids = self.make_targets(batch, train_config=train_config)
+        y = self._td_targets(targets["reward"], targets["done"], targets["next_x"],
+                             targets["next_legal"])
+        return ids, y.numpy()
 
     # ----- training ---------------------------------------------------------------------------
     def train_iteration(self, model, batch, train_config, rng, graph=None,
