@@ -229,7 +229,14 @@ def add_commands(sub) -> None:
                    help="(--learning) games per curve point; the final point plays 4x as many")
     p.add_argument("--eval-searchcount", type=int, default=100)
     p.add_argument("--keep", type=Path, metavar="SESSION",
-                   help="(--learning) train in this new session folder and keep it")
+                   help="(--learning) train in this new session folder and keep it (with "
+                        "several learners: one folder each inside it)")
+    p.add_argument("--learner", default="alphazero",
+                   help="learner preset(s), comma-separated: alphazero, bootstrapped, dqn "
+                        "(--learning: one run each, one plot; else: throughput of each)")
+    p.add_argument("--against", metavar="SPECS",
+                   help="(--learning) opponents, comma-separated (random, alphabeta:D, solver) "
+                        "instead of the game's benchmark opponent")
     p.add_argument("--plot", type=Path, default=Path("learning.png"),
                    help="(--learning) where to write the curve")
     p.set_defaults(run=cmd_bench)

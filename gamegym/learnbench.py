@@ -2,8 +2,10 @@
 
 The gym runs in a temporary session; every `interval` minutes the newest iteration is evaluated
 in this process against the game's benchmark opponent (the exact solver where the game is small,
-alpha-beta otherwise).  For solvable games the curve also records the share of positions of the
-model's own games where it played a solver-optimal move.
+alpha-beta otherwise) or the opponents given.  For solvable games the curve also records the
+share of positions of the model's own games where it played a solver-optimal move.  Several
+learner presets (`--learner bootstrapped,dqn`) run one after the other with the same seeds and
+budget, and their curves share one plot.
 """
 from __future__ import annotations
 
@@ -59,21 +61,26 @@ def optimal_move_rate(graph, player, games: int, rng, solver,
     return (optimal / total if total else 0.0), total
 
 
-def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rng,
+def measure(session, graph, opponents: list[str], games: int, searchcount: int, rng,
             solver=None, explore_plies: int = 0) -> dict:
-    """One curve point for the newest iteration: a match of `games` games against the
-    opponent and, with a solver, the optimal-move rate over half as many self-play games."""
+    """One curve point for the newest iteration: a match of `games` games against each
+    opponent (the first one's result also at the top level) and, with a solver, the
+    optimal-move rate over half as many self-play games."""
     started = time.monotonic()
     iteration = session.current_iteration()
     player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
-    if opponent_spec == "solver" and solver is not None:
-        opponent = SolverPlayer(hurry=False, solver=solver)
-    else:
-        opponent = make_player(opponent_spec, session, graph)
-    result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}",
-                                                             opponent_spec))
-    point = {"iteration": iteration, **{k: v for k, v in result.to_dict().items()
-                                        if k in ("wins", "draws", "losses", "score")}}
+    point = {"iteration": iteration}
+    for spec in opponents:
+        if spec == "solver" and solver is not None:
+            opponent = SolverPlayer(hurry=False, solver=solver)
+        else:
+            opponent = make_player(spec, session, graph)
+        result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec))
+        figures = {k: v for k, v in result.to_dict().items()
+                   if k in ("wins", "draws", "losses", "score")}
+        point.setdefault("opponents", {})[spec] = figures
+        if spec == opponents[0]:
+            point.update(figures)
     if solver is not None:
         rate, positions = optimal_move_rate(graph, player, max(2, games // 2), rng, solver,
                                             explore_plies)
@@ -84,19 +91,22 @@ def measure(session, graph, opponent_spec: str, games: int, searchcount: int, rn
 
 def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
                        games: int, searchcount: int, plot_path: Path | None,
-                       final_factor: int = 4, keep: Path | None = None) -> dict:
-    """Train `game` from scratch for `minutes` and return its curve (see the module doc).
+                       final_factor: int = 4, keep: Path | None = None,
+                       learner: str = "alphazero", against: list[str] | None = None) -> dict:
+    """Train `game` from scratch for `minutes` with the learner preset `learner` and return its
+    curve (see the module doc); `against` replaces the game's benchmark opponent by these.
     With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards)."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
-    found = preset_for(game, graph.game_args)
+    found = preset_for(game, graph.game_args, learner)
     if found is None:
-        raise ValueError(f"no bundled preset for {game} {graph.game_args}; the learning "
-                         "benchmark runs on the bundled games")
+        raise ValueError(f"no bundled {learner} preset for {game} {graph.game_args}; the "
+                         "learning benchmark runs on the bundled games")
     if keep is not None and Path(keep).exists():
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
-    opponent, with_optimal = OPPONENTS.get(game, ("alphabeta:2", False))
+    standard, with_optimal = OPPONENTS.get(game, ("alphabeta:2", False))
+    opponents = list(against or [standard])
     config = GymConfig(**found[1], status_interval=30.0)
     rng = np.random.default_rng(0)
     curve = []
@@ -109,15 +119,21 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
               f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
               flush=True)
     explore = config.selfplay.temperature_drop_move
-    print(f"[bench] the newest iteration plays with {searchcount} searches per move "
-          f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
-          flush=True)
+    searches = config.train.learner != "bootstrapped" or config.evaluate.q_search
+    if searches:
+        print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per "
+              f"move ({EVAL_THREADS} concurrent); self-play uses {_selfplay_searches(config)}",
+              flush=True)
+    else:
+        print(f"[bench] {learner}: the newest iteration plays by the majority vote of its "
+              f"{config.network.heads} heads, no search (nor in self-play)", flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network))
-        curve.append({**measure(gym.session, graph, opponent, games, searchcount, rng,
+                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                                                       learner))
+        curve.append({**measure(gym.session, graph, opponents, games, searchcount, rng,
                                 solver, explore), "minutes": 0.0})  # the untrained start
-        show(curve[-1], opponent)
+        show(curve[-1], opponents)
         outcome: dict = {}
 
         def train():
@@ -136,11 +152,12 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
             if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
                                  and elapsed - curve[-1]["minutes"] < interval / 2):
                 continue   # the run ended just after the last point: nothing new to measure
-            point = measure(gym.session, graph, opponent, games, searchcount, rng, solver,
+            point = measure(gym.session, graph, opponents, games, searchcount, rng, solver,
                             explore)
             point["minutes"] = round(elapsed, 2)
             curve.append(point)
-            show(point, opponent)
+            show(point, opponents)
+        trained_minutes = (time.monotonic() - started) / 60
         if "error" in outcome:
             raise RuntimeError(f"the gym failed during the learning benchmark: "
                                f"{outcome['error']!r}") from outcome["error"]
@@ -149,61 +166,107 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
                                "see its output above")
         # the final figure: the last iteration again, on `final_factor` times the games (after
         # the training clock, so a cheap curve and a precise final number)
-        final = measure(gym.session, graph, opponent, games * final_factor, searchcount, rng,
+        final = measure(gym.session, graph, opponents, games * final_factor, searchcount, rng,
                         solver, explore)
-        final.update(minutes=curve[-1]["minutes"], opponent=opponent)
-        show(final, opponent, "final")
+        final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
+        show(final, opponents, "final")
+        positions = gym.monitor.totals.get("selfplayer.positions", 0.0)
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
-               "opponent": opponent, "curve": curve, "final": final,
-               "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
-               "selfplay_searchcount": config.selfplay.searchcount}
+               "learner": learner, "opponent": opponents[0], "opponents": opponents,
+               "curve": curve, "final": final,
+               "eval_searchcount": searchcount if searches else 0,
+               "eval_threads": EVAL_THREADS if searches else 0,
+               "eval_player": "search" if searches else "vote",
+               "selfplay_searchcount": _selfplay_searches(config),
+               "selfplay_positions_per_s": round(positions / max(1e-9, trained_minutes * 60), 1)}
     if plot_path is not None and curve:
-        plot_curve(figures, plot_path)
+        plot_curves([figures], plot_path)
         figures["plot"] = str(plot_path)
     return figures
 
 
-def show(point: dict, opponent: str, label: str = "") -> None:
+def _selfplay_searches(config) -> int:
+    """Searches per move in self-play (0: the learner's self-play does not search)."""
+    return 0 if config.train.learner == "bootstrapped" else config.selfplay.searchcount
+
+
+def run_learning_benches(learners: list[str], plot_path: Path | None, keep: Path | None = None,
+                         **options) -> dict:
+    """The learning bench of each learner preset in turn, with the same seeds and budget, and
+    one plot with all their curves."""
+    if len(learners) == 1:
+        return run_learning_bench(learner=learners[0], plot_path=plot_path, keep=keep, **options)
+    runs = [run_learning_bench(learner=name, plot_path=None, **options,
+                               keep=None if keep is None else Path(keep) / name)
+            for name in learners]
+    figures = {"runs": runs}
+    if plot_path is not None:
+        plot_curves(runs, plot_path)
+        figures["plot"] = str(plot_path)
+    return figures
+
+
+def show(point: dict, opponents: list[str], label: str = "") -> None:
     optimal = point.get("optimal_move_rate")
+    results = "; ".join(f"+{r['wins']} ={r['draws']} -{r['losses']} vs {spec}"
+                        for spec, r in point["opponents"].items())
     print(f"[bench] {label + ': ' if label else ''}{point['minutes']:.1f} min, iteration "
-          f"{point['iteration']}: +{point['wins']} ={point['draws']} -{point['losses']} vs "
-          f"{opponent}" + ("" if optimal is None else
-                           f", optimal moves {optimal:.1%} of {point['positions']}"),
+          f"{point['iteration']}: {results}" + ("" if optimal is None else
+                                                f", optimal moves {optimal:.1%} of "
+                                                f"{point['positions']}"),
           flush=True)
 
 
-def plot_curve(figures: dict, path: Path) -> None:
+def plot_curves(runs: list[dict], path: Path) -> None:
+    """One plot of the curves of one or more runs (learner presets) on the same game."""
     from gamegym.monitor import new_figure, save_figure
-    curve = figures["curve"]
-    figure, axis = new_figure((6, 3.5))
-    minutes = [p["minutes"] for p in curve]
-    axis.plot(minutes, [p["score"] for p in curve], marker="o",
-              label=f"score vs {figures['opponent']}")
-    if "optimal_move_rate" in curve[0]:
-        axis.plot(minutes, [p["optimal_move_rate"] for p in curve], marker="s",
-                  label="optimal-move rate")
-    final = figures.get("final")
-    if final and "minutes" in final:   # the final figure, measured on more games
-        for key, colour in (("score", "C0"), ("optimal_move_rate", "C1")):
-            if key in final:
-                axis.plot([final["minutes"]], [final[key]], marker="*", markersize=12,
-                          color=colour, linestyle="none")
+    figure, axis = new_figure((6.5, 4))
+    several = len(runs) > 1
+    for n, figures in enumerate(runs):
+        curve, final = figures["curve"], figures.get("final")
+        minutes = [p["minutes"] for p in curve]
+        name = f"{figures['learner']}: " if several else ""
+        lines = [(f"{name}score vs {spec}", [p["opponents"][spec]["score"] for p in curve],
+                  final["opponents"][spec]["score"] if final else None)
+                 for spec in figures["opponents"]]
+        if "optimal_move_rate" in curve[0]:
+            lines.append((f"{name}optimal-move rate", [p["optimal_move_rate"] for p in curve],
+                          final.get("optimal_move_rate") if final else None))
+        for m, (label, values, last) in enumerate(lines):
+            colour = f"C{n}" if several else f"C{m}"
+            style = ("-", "--", ":", "-.")[m % 4] if several else "-"
+            axis.plot(minutes, values, marker="os^v"[m % 4], color=colour, linestyle=style,
+                      label=label)
+            if last is not None and final and "minutes" in final:   # measured on more games
+                axis.plot([final["minutes"]], [last], marker="*", markersize=12, color=colour,
+                          linestyle="none")
+    if any(f.get("final") for f in runs):
         axis.plot([], [], marker="*", color="grey", linestyle="none",
                   label="final, on more games")
+    first = runs[0]
     axis.set_ylim(0, 1.05)
     axis.set_xlabel("minutes of training (2-core CPU)")
-    axis.set_title(f"{figures['game'].split(':')[1]} {figures['game_args'] or ''}, "
-                   f"{figures['eval_searchcount']} searches per move", fontsize="medium")
+    budget = ("majority vote, no search" if first.get("eval_player") == "vote" else
+              f"{first['eval_searchcount']} searches per move")
+    axis.set_title(f"{first['game'].split(':')[1]} {first['game_args'] or ''}, {budget}",
+                   fontsize="medium")
     axis.grid(alpha=0.3)
-    axis.legend(fontsize="small")
+    axis.legend(fontsize="x-small")
     figure.tight_layout()
     save_figure(figure, path)
 
 
 def cmd_learning(args) -> int:
-    figures = run_learning_bench(args.learning, args.game_args,
-                                 args.minutes, args.interval, args.eval_games,
-                                 args.eval_searchcount, args.plot, keep=args.keep)
-    print(json.dumps(figures, sort_keys=True) if args.json else
-          f"final: {figures['final']}")
+    learners = [name.strip() for name in args.learner.split(",") if name.strip()]
+    against = [spec.strip() for spec in args.against.split(",")] if args.against else None
+    figures = run_learning_benches(learners, args.plot, keep=args.keep, game=args.learning,
+                                   game_args=args.game_args, minutes=args.minutes,
+                                   interval=args.interval, games=args.eval_games,
+                                   searchcount=args.eval_searchcount, against=against)
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+    else:
+        for run in figures.get("runs", [figures]):
+            print(f"final ({run['learner']}): {run['final']}; self-play "
+                  f"{run['selfplay_positions_per_s']} positions/s")
     return 0

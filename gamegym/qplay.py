@@ -91,6 +91,8 @@ class QSelfplay:
         self.concurrent = cfg.concurrent_games
         self.cap = cfg.positions_per_iteration
         self.head_per_player = False
+        self.temperature = cfg.temperature
+        self.opening = cfg.temperature_drop_move if cfg.temperature > 0 else 0
         self.searches_done = 0    # moves decided (one Q evaluation each; there is no tree)
         self.iteration = -1       # the newest model iteration that answered
         self.played = 0           # positions of games finished with it (since the last wait)
@@ -157,7 +159,10 @@ class QSelfplay:
             legal = graph.legal_mask(game.vertex)
             head = game.heads[len(game.record) % 2]
             values = q_game[head]
-            if self.epsilon and rng.random() < self.epsilon:
+            if len(game.record) < self.opening:
+                p = softmax(np.where(legal, values / self.temperature, -np.inf)[None])[0]
+                action = int(rng.choice(len(p), p=p))
+            elif self.epsilon and rng.random() < self.epsilon:
                 action = int(rng.choice(np.flatnonzero(legal)))
             else:
                 action = int(np.where(legal, values, -np.inf).argmax())
