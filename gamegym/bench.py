@@ -4,6 +4,10 @@
 - network ceiling: the Predictor's model on this machine at several batch sizes (evals/s)
 - end to end: a real Predictor and N real Selfplayer processes for N seconds
 - efficiency: end-to-end searches/s / (search ceiling x cores the Selfplayers had)
+
+With `--learner alphazero,bootstrapped` each learner preset is measured in turn and the
+positions/s compared.  A learner whose self-play does not search (bootstrapped: one Q request
+per move) has no search ceiling nor efficiency; its "searches" are its moves.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import numpy as np
 import psutil
 
 from gamegym.cliutil import json_object
-from gamegym.config import GymConfig
+from gamegym.config import LEARNERS, GymConfig
 from gamegym.graph import load_game
 from gamegym.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.presets import initial_model_path, preset_for
@@ -42,18 +46,17 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0) -> dict:
             "positions_per_s": positions / elapsed, "games_per_s": games / elapsed}
 
 
-def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0) -> dict:
-    """Evaluations/s of the Predictor's model call at each batch size."""
-    from gamegym.inference import ModelEvaluator
-    evaluator = ModelEvaluator(model)
+def network_ceiling(evaluator, graph, batch_sizes, seconds_each: float = 1.0) -> dict:
+    """Evaluations/s of the Predictor's model call (a learner's evaluator) at each batch size."""
+    kind = evaluator.kinds[0]
     x1 = graph.numpify(graph.roots[0])
-    figures = {"path": "numpy" if evaluator.numpy is not None else "tensorflow"}
+    figures = {"path": "numpy" if getattr(evaluator, "numpy", None) is not None else "tensorflow"}
     for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
         x = np.repeat(x1[None], size, axis=0)
-        evaluator(x)  # trace
+        evaluator.run(kind, {"x": x})  # trace
         count, start = 0, time.perf_counter()
         while time.perf_counter() - start < seconds_each:
-            evaluator(x)
+            evaluator.run(kind, {"x": x})
             count += size
         figures[str(size)] = count / (time.perf_counter() - start)
     return figures
@@ -134,44 +137,56 @@ def _wait_until_playing(supervisor, timeout: float) -> None:
 
 
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
-              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0) -> dict:
-    """All figures of one bench run (see the module docstring)."""
+              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
+              learner: str = "alphazero") -> dict:
+    """All figures of one bench run (see the module docstring) with a learner preset."""
     from gamegym.gym import GameGym
+    from gamegym.learners import get_learner
     graph = load_game(game, game_args)
-    found = preset_for(game, graph.game_args)
+    found = preset_for(game, graph.game_args, learner)
+    if found is None and learner not in LEARNERS:
+        raise ValueError(f"the learner preset {learner!r} is only defined for the bundled games")
+    preset = found[1] if found else {"train": {"learner": learner}}
     config = GymConfig(game=game, game_args=graph.game_args, status_interval=0.0,
-                       network=found[1]["network"] if found else {},
-                       selfplay={"selfplayprocesses": selfplayers, "searchthreadcount": threads,
-                                 "searchcount": searchcount},
+                       network=preset.get("network", {}),
+                       selfplay={**preset.get("selfplay", {}), "selfplayprocesses": selfplayers,
+                                 "searchthreadcount": threads, "searchcount": searchcount,
+                                 "positions_per_iteration": 0},   # no Trainer to wait for
+                       train={"learner": preset.get("train", {}).get("learner", "alphazero")},
                        predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms})
-    ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0))
+    searches = config.train.learner != "bootstrapped"
+    ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0)) if searches else None
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network))
+                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                                                       learner))
         e2e = end_to_end(path, config, seconds)
         from gamegym.tfsetup import load_model
         model = load_model(gym.session.model_path(0))
     sizes = [1, 8, max(1, round(e2e["mean_batch"])), batchsize]
-    network = network_ceiling(model, graph, sizes)
+    network = network_ceiling(get_learner(config.train.learner).make_evaluator(model, 0), graph,
+                              sizes)
     cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)
-    efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores)
+    efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores) if ceiling else None
     return {
-        "game": game, "game_args": graph.game_args,
+        "game": game, "game_args": graph.game_args, "learner": learner,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
         "games_per_s": round(e2e["games_per_s"], 3),
         "mean_batch": round(e2e["mean_batch"], 2),
         "predictor_busy_fraction": round(e2e["predictor_busy"], 3),
-        "ceiling_searches_per_s_per_core": round(ceiling["searches_per_s"], 1),
+        "ceiling_searches_per_s_per_core": round(ceiling["searches_per_s"], 1) if ceiling else None,
         "network_evals_per_s": {k: round(v) for k, v in network.items() if k != "path"},
         "network_path": network["path"],
-        "efficiency": round(efficiency, 3),
+        "efficiency": round(efficiency, 3) if efficiency is not None else None,
         "cpu_by_role": e2e["cpu_by_role"],
         "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
                                                 1)},
         "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
-                   "searchcount": searchcount, "batchsize": batchsize,
+                   "searchcount": searchcount if searches else 0,
+                   "concurrent_games": 0 if searches else config.selfplay.concurrent_games,
+                   "batchsize": batchsize,
                    "batch_timeout_ms": batch_timeout_ms,
                    "cores": psutil.cpu_count(logical=True)},
     }
@@ -179,19 +194,22 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
 
 def print_report(figures: dict) -> None:
     c = figures["config"]
-    print(f"game {figures['game']} {figures['game_args']}: {c['selfplayers']} Selfplayers x "
-          f"{c['threads']} threads, {c['searchcount']} searches/move, {c['seconds']:g} s, "
-          f"{c['cores']} cores")
-    print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} searches/s "
-          "on one core (uniform evaluator)")
+    play = (f"{c['threads']} threads, {c['searchcount']} searches/move" if c["searchcount"] else
+            f"{c['concurrent_games']} games at once, no search")
+    print(f"game {figures['game']} {figures['game_args']}, {figures['learner']}: "
+          f"{c['selfplayers']} Selfplayers x {play}, {c['seconds']:g} s, {c['cores']} cores")
+    if figures["ceiling_searches_per_s_per_core"] is not None:
+        print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} "
+              "searches/s on one core (uniform evaluator)")
     nets = ", ".join(f"batch {k}: {v}" for k, v in figures["network_evals_per_s"].items())
     print(f"  network ceiling     {nets} evals/s ({figures['network_path']})")
     print(f"  end to end          {figures['searches_per_s']:>10.0f} searches/s, "
           f"{figures['positions_per_s']:.1f} positions/s, {figures['games_per_s']:.2f} games/s, "
           f"mean batch {figures['mean_batch']:.1f}")
-    print(f"  efficiency          {figures['efficiency']:.2f}   "
-          f"(x{figures['vs_original']['searches_per_s']} the original's "
-          f"{ORIGINAL['searches_per_s']} searches/s)")
+    if figures["efficiency"] is not None:
+        print(f"  efficiency          {figures['efficiency']:.2f}   "
+              f"(x{figures['vs_original']['searches_per_s']} the original's "
+              f"{ORIGINAL['searches_per_s']} searches/s)")
     cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(figures["cpu_by_role"].items()))
     print(f"  CPU by role         {cpu}")
 
@@ -200,12 +218,21 @@ def cmd_bench(args) -> int:
     if args.learning:
         from gamegym.learnbench import cmd_learning
         return cmd_learning(args)
-    figures = run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
-                        args.searchcount, args.batchsize, args.batch_timeout_ms)
+    runs = [run_bench(args.game, args.game_args, args.seconds, args.selfplayers, args.threads,
+                      args.searchcount, args.batchsize, args.batch_timeout_ms, learner.strip())
+            for learner in args.learner.split(",") if learner.strip()]
+    figures = runs[0] if len(runs) == 1 else {"runs": runs, "positions_per_s": {
+        r["learner"]: r["positions_per_s"] for r in runs}}
     if args.json:
         print(json.dumps(figures, sort_keys=True))
-    else:
-        print_report(figures)
+        return 0
+    for run in runs:
+        print_report(run)
+    if len(runs) > 1:
+        base = runs[0]
+        print(f"positions/s relative to {base['learner']}: " + ", ".join(
+            f"{r['learner']} x{r['positions_per_s'] / max(1e-9, base['positions_per_s']):.1f}"
+            for r in runs[1:]))
     return 0
 
 

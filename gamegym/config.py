@@ -123,7 +123,9 @@ class SelfplayConfig:
     exploration_const: float = 1.5  # PUCT exploration constant c_puct
     virtualloss: float = 1.0        # visits of value -1 added on a path while its leaf is evaluated
     temperature: float = 1.0        # move choice ~ visits^(1/temperature) in the opening
+                                    # (bootstrapped: ~ softmax(Q / temperature) of its head)
     temperature_drop_move: int = 8  # from this move on, play the most visited move (temperature 0)
+                                    # (bootstrapped: the acting head's best move)
     dirichlet_alpha: float = 0.5    # Dirichlet noise concentration at the root
     dirichlet_fraction: float = 0.25  # weight of the noise in the root priors (0 = off)
     max_moves: int = 200            # a game reaching this many moves is truncated
@@ -131,6 +133,7 @@ class SelfplayConfig:
     evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off)
     epsilon: float | None = None    # (bootstrapped) chance of a random legal move in self-play;
                                     # None: 0 with several heads, 0.1 with one (DQN)
+    head_per_side: bool = False     # (bootstrapped) each side of a game draws its own head
     concurrent_games: int = 64      # (bootstrapped) games a Selfplayer plays at once, one Q
                                     # request for a move in each of them
     positions_per_iteration: int = 0  # (bootstrapped) a Selfplayer waits for the next model once
@@ -153,6 +156,7 @@ class SelfplayConfig:
         _int_in(self, "evaluation_cache", 0)
         if self.epsilon is not None:
             _float_in(self, "epsilon", 0.0, 1.0)
+        _bool(self, "head_per_side")
         _int_in(self, "concurrent_games", 1, 65536)
         _int_in(self, "positions_per_iteration", 0)
 

@@ -65,8 +65,10 @@ class QSelfplay:
     """Self-play without search: `concurrent_games` games at once, in two groups so that one
     group's request is at the Predictor while the other group moves.
 
-    Each game draws one head uniformly and plays the legal move that head values most (a
-    uniformly random legal move with chance `epsilon`).  A sample per position: pi one-hot on
+    Each game draws one head uniformly (with `head_per_side`, one for each side) and plays the
+    legal move that head values most (a uniformly random legal move with chance `epsilon`);
+    in the first `temperature_drop_move` plies of a game it samples the move from
+    softmax(Q / temperature) of that head over the legal moves instead, so that games differ.  A sample per position: pi one-hot on
     the move, root_value the acting head's Q of it, and three columns of its own (stored in the
     sample files): "mask" bool [K] (Bernoulli(mask_probability) per head), "head" int16 (the
     acting head) and "terminal" bool (this move ended the game; never set in a truncated game).
@@ -90,7 +92,7 @@ class QSelfplay:
         self.max_moves = cfg.max_moves
         self.concurrent = cfg.concurrent_games
         self.cap = cfg.positions_per_iteration
-        self.head_per_player = False
+        self.head_per_side = cfg.head_per_side
         self.temperature = cfg.temperature
         self.opening = cfg.temperature_drop_move if cfg.temperature > 0 else 0
         self.searches_done = 0    # moves decided (one Q evaluation each; there is no tree)
@@ -148,7 +150,7 @@ class QSelfplay:
     def _new_game(self) -> _Game:
         roots = self.graph.roots
         vertex = roots[int(self.rng.integers(len(roots)))] if len(roots) > 1 else roots[0]
-        heads = self.rng.integers(self.heads, size=2 if self.head_per_player else 1)
+        heads = self.rng.integers(self.heads, size=2 if self.head_per_side else 1)
         return _Game(vertex, self.graph.numpify(vertex), (int(heads[0]), int(heads[-1])))
 
     def _step(self, group: list[_Game], q: np.ndarray, iteration: int) -> None:
