@@ -386,3 +386,38 @@ def test_heads_and_prior_are_fixed_on_resume():
     stored_config.check_resume(stored_config.updated({"train": {"target_update_period": 9}}))
     with pytest.raises(ConfigError, match="'network' cannot change on resume"):
         stored_config.updated({"network": {"heads": 3}}).check_resume(stored_config)
+
+
+def test_one_head_per_side(graph):
+    _, model = fresh(graph)
+    _, games = play_games(graph, model, selfplay_config(head_per_side=True), seed=2, count=12)
+    pairs = set()
+    for record in games:
+        heads = [int(h) for h in record.extra["head"]]
+        assert len(set(heads[0::2])) == 1 and len(set(heads[1::2])) <= 1
+        pairs.add((heads[0], heads[1]))
+    assert any(first != second for first, second in pairs)
+
+
+def test_side_by_side_runs_share_one_plot(tmp_path, monkeypatch):
+    from gamegym import learnbench
+
+    def point(minutes, score):
+        return {"minutes": minutes, "iteration": int(minutes), "score": score, "wins": 0,
+                "draws": 1, "losses": 0, "opponents": {"random": {"score": score},
+                                                      "alphabeta:2": {"score": score / 2}}}
+
+    def fake_run(learner, plot_path, keep, **options):
+        assert plot_path is None and keep == tmp_path / "kept" / learner
+        assert options["minutes"] == 3
+        return {"learner": learner, "game": "games.connectfour:ConnectFour", "game_args": {},
+                "opponents": ["random", "alphabeta:2"], "eval_player": "vote",
+                "eval_searchcount": 0, "curve": [point(0, 0.5), point(3, 0.9)],
+                "final": {**point(3, 0.95), "minutes": 3}}
+
+    monkeypatch.setattr(learnbench, "run_learning_bench", fake_run)
+    plot = tmp_path / "both.png"
+    figures = learnbench.run_learning_benches(["bootstrapped", "dqn"], plot, tmp_path / "kept",
+                                              minutes=3)
+    assert [run["learner"] for run in figures["runs"]] == ["bootstrapped", "dqn"]
+    assert figures["plot"] == str(plot) and plot.stat().st_size > 1000

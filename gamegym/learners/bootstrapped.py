@@ -38,6 +38,7 @@ __all__ = ["BootstrappedLearner", "transitions"]
 log = logging.getLogger("gamegym.learners.bootstrapped")
 LOSS_NAMES = ("loss", "td_loss", "l2_loss")
 EVAL_BATCH = 1024
+IMAGE_CACHE = 100_000   # symmetric images of positions remembered (at most ~100 MB)
 COLUMNS = ("action", "reward", "done", "next_x", "next_legal", "mask")  # a transition's targets
 
 
@@ -70,6 +71,7 @@ class BootstrappedLearner(Learner):
         self._model = None
         self._options: tuple = ()
         self._train_step = self._eval_step = None
+        self.images: dict = {}   # (position bytes, symmetry) -> image, for augmentation
 
     # ----- model ------------------------------------------------------------------------------
     def build_model(self, graph, network_config):
@@ -325,12 +327,23 @@ class _Run:
         x, action, next_x, next_legal = x.copy(), action.copy(), next_x.copy(), next_legal.copy()
         for i in np.flatnonzero(ks):
             k = int(ks[i])
-            x[i] = augment.image(x[i], k)
+            x[i] = self._image(x[i], k)
             action[i] = augment.perms[k][action[i]]
             if next_legal[i].any():   # not done: s' is a real position
-                next_x[i] = augment.image(next_x[i], k)
+                next_x[i] = self._image(next_x[i], k)
                 next_legal[i] = augment.permute(next_legal[i], k)
         return x, action, next_x, next_legal
+
+    def _image(self, x: np.ndarray, k: int) -> np.ndarray:
+        """augment.image, remembered: positions recur in many samples and every iteration."""
+        cache = self.learner.images
+        key = (x.tobytes(), k)
+        image = cache.get(key)
+        if image is None:
+            if len(cache) >= IMAGE_CACHE:
+                cache.clear()
+            image = cache[key] = self.augment.image(x, k)
+        return image
 
 
 class _Draws:
