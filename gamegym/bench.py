@@ -151,7 +151,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
                        network=preset.get("network", {}),
                        selfplay={**preset.get("selfplay", {}), "selfplayprocesses": selfplayers,
                                  "searchthreadcount": threads, "searchcount": searchcount,
-                                 "positions_per_iteration": 0},   # no Trainer to wait for
+                                 "positions_per_iteration": 0},   # no Trainer: never wait for one
                        train={"learner": preset.get("train", {}).get("learner", "alphazero")},
                        predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms})
     searches = config.train.learner != "bootstrapped"

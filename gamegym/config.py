@@ -136,8 +136,10 @@ class SelfplayConfig:
     head_per_side: bool = False     # (bootstrapped) each side of a game draws its own head
     concurrent_games: int = 64      # (bootstrapped) games a Selfplayer plays at once, one Q
                                     # request for a move in each of them
-    positions_per_iteration: int = 0  # (bootstrapped) a Selfplayer waits for the next model once
-                                    # its finished games hold this many positions (0 = never)
+    positions_per_iteration: int | None = None  # (bootstrapped) a Selfplayer waits for the
+                                    # next model once its finished games hold this many
+                                    # positions; None: its share of what the Trainer waits for
+                                    # (train.min_new_samples); 0: never waits
 
     def validate(self) -> None:
         _int_in(self, "selfplayprocesses", 1, 256)
@@ -158,7 +160,8 @@ class SelfplayConfig:
             _float_in(self, "epsilon", 0.0, 1.0)
         _bool(self, "head_per_side")
         _int_in(self, "concurrent_games", 1, 65536)
-        _int_in(self, "positions_per_iteration", 0)
+        if self.positions_per_iteration is not None:
+            _int_in(self, "positions_per_iteration", 0)
 
 
 @dataclass
@@ -290,17 +293,31 @@ class GymConfig:
     def _check_selfplay_pause(self) -> None:
         """Selfplayers that wait for each new model after `positions_per_iteration` positions
         must together play enough for the Trainer to train it (else both would wait forever)."""
-        per_iteration = self.selfplay.positions_per_iteration * self.selfplay.selfplayprocesses
-        if not per_iteration or self.train.learner != "bootstrapped":
+        given = self.selfplay.positions_per_iteration
+        if not given or self.train.learner != "bootstrapped":
             return
+        needed = self._samples_per_iteration()
+        _check(given * self.selfplay.selfplayprocesses >= needed, "selfplay.positions_per_iteration",
+               f"({given}) times selfplay.selfplayprocesses ({self.selfplay.selfplayprocesses}) "
+               f"must be at least train.min_new_samples ({self.train.min_new_samples}) and "
+               f"train.min_samplecount / (1 - train.validation_split) ({needed}): the "
+               "Selfplayers wait for a model the Trainer trains only on that many samples")
+
+    def _samples_per_iteration(self) -> int:
+        """New samples the Trainer waits for before it trains an iteration (the first one
+        included), with the window replay."""
         train = self.train
-        first = math.ceil(train.min_samplecount / (1.0 - train.validation_split))
-        _check(per_iteration >= max(train.min_new_samples, first), "selfplay.positions_per_iteration",
-               f"({self.selfplay.positions_per_iteration}) times selfplay.selfplayprocesses "
-               f"({self.selfplay.selfplayprocesses}) must be at least train.min_new_samples "
-               f"({train.min_new_samples}) and train.min_samplecount / (1 - "
-               f"train.validation_split) ({first}): the Selfplayers wait for a model the "
-               "Trainer trains only on that many samples")
+        return max(train.min_new_samples,
+                   math.ceil(train.min_samplecount / (1.0 - train.validation_split)))
+
+    def selfplay_positions_per_iteration(self) -> int:
+        """The positions a Selfplayer plays with one model iteration before it waits for the
+        next (0: it never waits): selfplay.positions_per_iteration, or by default its share of
+        the samples the Trainer waits for."""
+        given = self.selfplay.positions_per_iteration
+        if given is not None:
+            return given
+        return math.ceil(self._samples_per_iteration() / self.selfplay.selfplayprocesses)
 
     # ----- JSON round trip -----------------------------------------------------------------
     def to_dict(self) -> dict:

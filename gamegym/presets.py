@@ -45,7 +45,7 @@ LEARNER_PRESETS: dict[str, dict[str, dict]] = {
     "bootstrapped": {
         "tictactoe": {
             "selfplay": {"selfplayprocesses": 1, "concurrent_games": 64,
-                         "positions_per_iteration": 1000, "gamelog_dump_threshold": 64},
+                         "gamelog_dump_threshold": 64},
             "train": {"learner": "bootstrapped", "min_samplecount": 800,
                       "min_new_samples": 800, "max_samplecount": 20000, "max_sampleage": 20,
                       "num_updates_per_train_iter": 200, "batchsize": 64,
@@ -53,7 +53,7 @@ LEARNER_PRESETS: dict[str, dict[str, dict]] = {
         },
         "connectfour": {
             "selfplay": {"selfplayprocesses": 1, "concurrent_games": 64,
-                         "positions_per_iteration": 4000, "gamelog_dump_threshold": 64},
+                         "gamelog_dump_threshold": 64},
             "train": {"learner": "bootstrapped", "min_samplecount": 3000,
                       "min_new_samples": 3000, "max_samplecount": 60000, "max_sampleage": 15,
                       "num_updates_per_train_iter": 200, "batchsize": 128,

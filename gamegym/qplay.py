@@ -73,8 +73,9 @@ class QSelfplay:
     sample files): "mask" bool [K] (Bernoulli(mask_probability) per head), "head" int16 (the
     acting head) and "terminal" bool (this move ended the game; never set in a truncated game).
 
-    With `positions_per_iteration` > 0 the driver pauses once the games it finished with the
-    newest model iteration hold that many positions, until the Predictor answers with a newer
+    With `positions_per_iteration` (by default its share of what the Trainer waits for; 0 =
+    never) the driver pauses once the games it finished with the newest model iteration hold
+    that many positions, until the Predictor answers with a newer
     iteration (it asks with one position every PROBE_SECONDS).  While it waits it yields None, so
     the loop writes out the games it holds; after WAIT_LIMIT seconds without a new model it
     plays another round.
@@ -91,7 +92,7 @@ class QSelfplay:
         self.epsilon = epsilon_for(cfg.epsilon, self.heads)
         self.max_moves = cfg.max_moves
         self.concurrent = cfg.concurrent_games
-        self.cap = cfg.positions_per_iteration
+        self.cap = config.selfplay_positions_per_iteration()
         self.head_per_side = cfg.head_per_side
         self.temperature = cfg.temperature
         self.opening = cfg.temperature_drop_move if cfg.temperature > 0 else 0

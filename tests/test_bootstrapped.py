@@ -218,7 +218,9 @@ def test_the_mean_q_search_player(graph):
 
 
 def selfplay_config(**selfplay):
-    return GymConfig(game=GAME, network=TINY, selfplay={"concurrent_games": 6, **selfplay},
+    selfplay = {"concurrent_games": 6, "positions_per_iteration": 0,
+                "temperature_drop_move": 0, **selfplay}
+    return GymConfig(game=GAME, network=TINY, selfplay=selfplay,
                      train={"learner": "bootstrapped", "min_samplecount": 20,
                             "min_new_samples": 30})
 
@@ -255,6 +257,13 @@ def test_selfplay_masks_are_seeded_stored_and_read_back(graph, tmp_path):
     online, _ = parts(model)
     q = online(batch.x).numpy()[np.arange(len(batch)), batch.extra["head"]]
     assert np.array_equal(np.where(batch.legal, q, -np.inf).argmax(axis=1), batch.action)
+    # in the opening (the first temperature_drop_move plies) it samples softmax(Q / T) instead
+    _, opened = play_games(graph, model, selfplay_config(temperature_drop_move=2), seed=3,
+                           count=12)
+    batch = stored(tmp_path, opened, "opened.npz")
+    q = online(batch.x).numpy()[np.arange(len(batch)), batch.extra["head"]]
+    greedy = np.where(batch.legal, q, -np.inf).argmax(axis=1) == batch.action
+    assert greedy[batch.step >= 2].all() and not greedy[batch.step < 2].all()
     # cut games are truncated, not lost
     _, short = play_games(graph, model, selfplay_config(max_moves=3), seed=1, count=6)
     assert all(g.truncated and len(g) == 3 and not any(g.extra["terminal"]) for g in short)
@@ -294,6 +303,15 @@ def test_selfplay_waits_for_a_new_model_after_positions_per_iteration(graph, mon
     assert len(per_iteration) >= 2
     # no iteration got much more than 30 positions (plus the games in flight when it paused)
     assert max(per_iteration.values()) <= 30 + 2 * 9 * 6
+
+
+def test_by_default_selfplayers_play_their_share_of_what_the_trainer_waits_for():
+    config = GymConfig(game=GAME, train={"learner": "bootstrapped", "min_samplecount": 900,
+                                         "min_new_samples": 500, "validation_split": 0.1},
+                       selfplay={"selfplayprocesses": 3})
+    assert config.selfplay_positions_per_iteration() == 334          # ceil(1000 / 3)
+    assert config.updated({"selfplay": {"positions_per_iteration": 0}}
+                          ).selfplay_positions_per_iteration() == 0
 
 
 class RecordingSampler:
