@@ -261,9 +261,9 @@ def add_commands(sub) -> None:
     p.add_argument("--learner", default="alphazero",
                    help="learner preset(s), comma-separated: alphazero, bootstrapped, dqn "
                         "(--learning: one run each, one plot; else: throughput of each)")
-    p.add_argument("--against", metavar="SPECS",
-                   help="(--learning) opponents, comma-separated (random, alphabeta:D, solver) "
-                        "instead of the game's benchmark opponent")
+    p.add_argument("--opponents", metavar="SPEC,SPEC",
+                   help="(--learning) player specs to measure against, instead of the game's "
+                        "benchmark opponents")
     p.add_argument("--plot", type=Path, default=Path("learning.png"),
                    help="(--learning) where to write the curve")
     p.set_defaults(run=cmd_bench)

@@ -24,10 +24,11 @@ from gamegym.mcts import choose_action
 from gamegym.players import Solver, SolverPlayer
 from gamegym.presets import initial_model_path, preset_for
 
-# game spec -> (opponent, whether to measure the optimal-move rate)
-OPPONENTS = {"games.tictactoe:TicTacToe": ("solver", True),
-             "games.santorini:Santorini": ("solver", True),
-             "games.connectfour:ConnectFour": ("alphabeta:4", False)}
+# game spec -> its benchmark opponents (player specs; the first is the headline figure)
+OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
+             "games.santorini:Santorini": ("solver",),
+             "games.connectfour:ConnectFour": ("alphabeta:4",)}
+SOLVABLE = ("games.tictactoe:TicTacToe", "games.santorini:Santorini")   # optimal-move rate
 EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player
 
 
@@ -61,26 +62,24 @@ def optimal_move_rate(graph, player, games: int, rng, solver,
     return (optimal / total if total else 0.0), total
 
 
-def measure(session, graph, opponents: list[str], games: int, searchcount: int, rng,
+def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
             solver=None, explore_plies: int = 0) -> dict:
     """One curve point for the newest iteration: a match of `games` games against each
-    opponent (the first one's result also at the top level) and, with a solver, the
-    optimal-move rate over half as many self-play games."""
+    opponent and, with a solver, the optimal-move rate over half as many self-play games.
+    The first opponent's figures are also the point's own `wins`, `draws`, `losses`, `score`."""
     started = time.monotonic()
     iteration = session.current_iteration()
     player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
-    point = {"iteration": iteration}
+    point: dict = {"iteration": iteration, "by_opponent": {}}
     for spec in opponents:
         if spec == "solver" and solver is not None:
             opponent = SolverPlayer(hurry=False, solver=solver)
         else:
             opponent = make_player(spec, session, graph)
         result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec))
-        figures = {k: v for k, v in result.to_dict().items()
-                   if k in ("wins", "draws", "losses", "score")}
-        point.setdefault("opponents", {})[spec] = figures
-        if spec == opponents[0]:
-            point.update(figures)
+        point["by_opponent"][spec] = {k: v for k, v in result.to_dict().items()
+                                      if k in ("wins", "draws", "losses", "score")}
+    point.update(point["by_opponent"][opponents[0]])
     if solver is not None:
         rate, positions = optimal_move_rate(graph, player, max(2, games // 2), rng, solver,
                                             explore_plies)
@@ -92,10 +91,11 @@ def measure(session, graph, opponents: list[str], games: int, searchcount: int, 
 def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
                        games: int, searchcount: int, plot_path: Path | None,
                        final_factor: int = 4, keep: Path | None = None,
-                       learner: str = "alphazero", against: list[str] | None = None) -> dict:
+                       opponents: tuple | None = None, learner: str = "alphazero") -> dict:
     """Train `game` from scratch for `minutes` with the learner preset `learner` and return its
-    curve (see the module doc); `against` replaces the game's benchmark opponent by these.
-    With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards)."""
+    curve (see the module doc).  With `keep`, the session is made there and kept (e.g. to
+    `gamegym play` it afterwards); `opponents` (player specs) replaces the game's benchmark
+    opponents."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
@@ -105,8 +105,8 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     if keep is not None and Path(keep).exists():
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
-    standard, with_optimal = OPPONENTS.get(game, ("alphabeta:2", False))
-    opponents = list(against or [standard])
+    opponents = tuple(opponents or OPPONENTS.get(game, ("alphabeta:2",)))
+    with_optimal = game in SOLVABLE
     config = GymConfig(**found[1], status_interval=30.0)
     rng = np.random.default_rng(0)
     curve = []
@@ -133,7 +133,7 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
                                                        learner))
         curve.append({**measure(gym.session, graph, opponents, games, searchcount, rng,
                                 solver, explore), "minutes": 0.0})  # the untrained start
-        show(curve[-1], opponents)
+        show(curve[-1])
         outcome: dict = {}
 
         def train():
@@ -156,7 +156,7 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
                             explore)
             point["minutes"] = round(elapsed, 2)
             curve.append(point)
-            show(point, opponents)
+            show(point)
         trained_minutes = (time.monotonic() - started) / 60
         if "error" in outcome:
             raise RuntimeError(f"the gym failed during the learning benchmark: "
@@ -169,10 +169,10 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
         final = measure(gym.session, graph, opponents, games * final_factor, searchcount, rng,
                         solver, explore)
         final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
-        show(final, opponents, "final")
+        show(final, "final")
         positions = gym.monitor.totals.get("selfplayer.positions", 0.0)
     figures = {"game": game, "game_args": graph.game_args, "minutes": minutes,
-               "learner": learner, "opponent": opponents[0], "opponents": opponents,
+               "learner": learner, "opponent": opponents[0], "opponents": list(opponents),
                "curve": curve, "final": final,
                "eval_searchcount": searchcount if searches else 0,
                "eval_threads": EVAL_THREADS if searches else 0,
@@ -206,10 +206,10 @@ def run_learning_benches(learners: list[str], plot_path: Path | None, keep: Path
     return figures
 
 
-def show(point: dict, opponents: list[str], label: str = "") -> None:
+def show(point: dict, label: str = "") -> None:
     optimal = point.get("optimal_move_rate")
-    results = "; ".join(f"+{r['wins']} ={r['draws']} -{r['losses']} vs {spec}"
-                        for spec, r in point["opponents"].items())
+    results = ", ".join(f"+{r['wins']} ={r['draws']} -{r['losses']} vs {spec}"
+                        for spec, r in point["by_opponent"].items())
     print(f"[bench] {label + ': ' if label else ''}{point['minutes']:.1f} min, iteration "
           f"{point['iteration']}: {results}" + ("" if optimal is None else
                                                 f", optimal moves {optimal:.1%} of "
@@ -226,8 +226,8 @@ def plot_curves(runs: list[dict], path: Path) -> None:
         curve, final = figures["curve"], figures.get("final")
         minutes = [p["minutes"] for p in curve]
         name = f"{figures['learner']}: " if several else ""
-        lines = [(f"{name}score vs {spec}", [p["opponents"][spec]["score"] for p in curve],
-                  final["opponents"][spec]["score"] if final else None)
+        lines = [(f"{name}score vs {spec}", [p["by_opponent"][spec]["score"] for p in curve],
+                  final["by_opponent"][spec]["score"] if final else None)
                  for spec in figures["opponents"]]
         if "optimal_move_rate" in curve[0]:
             lines.append((f"{name}optimal-move rate", [p["optimal_move_rate"] for p in curve],
@@ -258,11 +258,11 @@ def plot_curves(runs: list[dict], path: Path) -> None:
 
 def cmd_learning(args) -> int:
     learners = [name.strip() for name in args.learner.split(",") if name.strip()]
-    against = [spec.strip() for spec in args.against.split(",")] if args.against else None
+    opponents = tuple(o for o in (args.opponents or "").split(",") if o) or None
     figures = run_learning_benches(learners, args.plot, keep=args.keep, game=args.learning,
                                    game_args=args.game_args, minutes=args.minutes,
                                    interval=args.interval, games=args.eval_games,
-                                   searchcount=args.eval_searchcount, against=against)
+                                   searchcount=args.eval_searchcount, opponents=opponents)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:

@@ -422,8 +422,8 @@ def test_side_by_side_runs_share_one_plot(tmp_path, monkeypatch):
 
     def point(minutes, score):
         return {"minutes": minutes, "iteration": int(minutes), "score": score, "wins": 0,
-                "draws": 1, "losses": 0, "opponents": {"random": {"score": score},
-                                                      "alphabeta:2": {"score": score / 2}}}
+                "draws": 1, "losses": 0, "by_opponent": {"random": {"score": score},
+                                                        "alphabeta:2": {"score": score / 2}}}
 
     def fake_run(learner, plot_path, keep, **options):
         assert plot_path is None and keep == tmp_path / "kept" / learner
