@@ -297,11 +297,17 @@ class GymConfig:
         if not given or self.train.learner != "bootstrapped":
             return
         needed = self._samples_per_iteration()
-        _check(given * self.selfplay.selfplayprocesses >= needed, "selfplay.positions_per_iteration",
-               f"({given}) times selfplay.selfplayprocesses ({self.selfplay.selfplayprocesses}) "
-               f"must be at least train.min_new_samples ({self.train.min_new_samples}) and "
-               f"train.min_samplecount / (1 - train.validation_split) ({needed}): the "
-               "Selfplayers wait for a model the Trainer trains only on that many samples")
+        count = ("1 (debug_single_process)" if self.debug_single_process else
+                 f"selfplay.selfplayprocesses ({self.selfplay.selfplayprocesses})")
+        _check(given * self._selfplayers() >= needed, "selfplay.positions_per_iteration",
+               f"({given}) times {count} must be at least train.min_new_samples "
+               f"({self.train.min_new_samples}) and train.min_samplecount / (1 - "
+               f"train.validation_split) ({needed}): the Selfplayers wait for a model the "
+               "Trainer trains only on that many samples")
+
+    def _selfplayers(self) -> int:
+        """Self-play drivers at work: one in a single-process run."""
+        return 1 if self.debug_single_process else self.selfplay.selfplayprocesses
 
     def _samples_per_iteration(self) -> int:
         """New samples the Trainer waits for before it trains an iteration (the first one
@@ -317,7 +323,7 @@ class GymConfig:
         given = self.selfplay.positions_per_iteration
         if given is not None:
             return given
-        return math.ceil(self._samples_per_iteration() / self.selfplay.selfplayprocesses)
+        return math.ceil(self._samples_per_iteration() / self._selfplayers())
 
     # ----- JSON round trip -----------------------------------------------------------------
     def to_dict(self) -> dict:

@@ -101,6 +101,7 @@ class QSelfplay:
         self.played = 0           # positions of games finished with it (since the last wait)
         self._games: list[_Game] = []
         self._done: deque = deque()   # finished (record, iteration) not yet handed out
+        self._waiting_since: float | None = None   # when the current wait for a model began
 
     # ----- the driver -------------------------------------------------------------------------
     def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int] | None]:
@@ -127,13 +128,15 @@ class QSelfplay:
             self._step(groups[i], outputs["q"], iteration)
 
     def _wait(self, should_stop) -> Iterator[None]:
-        """Yield None until a newer model answers, the stop, or WAIT_LIMIT seconds."""
-        started = time.monotonic()
+        """Yield None until a newer model answers, the stop, or WAIT_LIMIT seconds since the
+        wait began (also when the loop stops taking from `play` and calls it again)."""
+        if self._waiting_since is None:
+            self._waiting_since = time.monotonic()
         probe = self._games[0].x[None]
         yield None
         while not should_stop():
-            if time.monotonic() - started > self.WAIT_LIMIT:
-                self.played = 0   # no new model: play another round with this one
+            if time.monotonic() - self._waiting_since > self.WAIT_LIMIT:
+                self.played, self._waiting_since = 0, None   # play a round more with this model
                 return
             time.sleep(self.PROBE_SECONDS)
             _, iteration = self.service.submit("q", {"x": probe})()
@@ -144,7 +147,7 @@ class QSelfplay:
     def _new_iteration(self, iteration: int) -> bool:
         if iteration <= self.iteration:
             return False
-        self.iteration, self.played = iteration, 0
+        self.iteration, self.played, self._waiting_since = iteration, 0, None
         return True
 
     # ----- moves --------------------------------------------------------------------------------

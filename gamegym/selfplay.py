@@ -7,6 +7,7 @@ time with MCTS whose concurrent searches send their leaves in one message.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -22,6 +23,10 @@ from gamegym.process import child_entry
 from gamegym.samples import GameRecord, write_sample_file
 
 log = logging.getLogger("gamegym.selfplay")
+# sample file numbers, one sequence per process: a writer made for each round of a single-process
+# run must not reuse the name of the round before (written within the same second, it would
+# replace that file)
+_FILE_NUMBERS = itertools.count(1)
 
 
 class SampleWriter:
@@ -31,7 +36,6 @@ class SampleWriter:
         self.samples_dir = Path(samples_dir)
         self.name = f"{name}-{os.getpid()}"
         self._pending: dict[int, list[GameRecord]] = defaultdict(list)
-        self._sequence = 0
         self.samples_written = 0
 
     @property
@@ -44,9 +48,8 @@ class SampleWriter:
     def flush(self) -> int:
         written = 0
         for iteration, records in sorted(self._pending.items()):
-            self._sequence += 1
             path = (self.samples_dir / str(iteration) /
-                    f"{self.name}-{self._sequence:06d}-{int(time.time())}.npz")
+                    f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}.npz")
             written += write_sample_file(path, records)
         self._pending.clear()
         self.samples_written += written

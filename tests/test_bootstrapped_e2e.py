@@ -83,3 +83,24 @@ def test_new_resume_twice_then_evaluate(tmp_path):
     ratings = evaluate_iteration(stored, config, load_game(config.game), after,
                                  np.random.default_rng(0))
     assert f"iteration:{after}" in ratings and "random" in ratings
+
+
+def test_debug_single_process_waits_for_its_own_trainer(tmp_path):
+    # one self-play driver in the gym's process: it plays what the Trainer waits for (its share
+    # is not split between selfplay.selfplayprocesses), then goes idle until the new model
+    from gamegym import GameGym, GymConfig
+    config = GymConfig(game="games.tictactoe:TicTacToe", debug_single_process=True,
+                       network={"kind": "dense", "width": 16, "blocks": 1, "heads": 3},
+                       selfplay={"concurrent_games": 8, "gamelog_dump_threshold": 8},
+                       train={"learner": "bootstrapped", "min_samplecount": 60,
+                              "min_new_samples": 60, "batchsize": 16,
+                              "num_updates_per_train_iter": 5},
+                       status_interval=0.0)
+    assert config.selfplay.selfplayprocesses == 2
+    assert config.selfplay_positions_per_iteration() == 67        # ceil(60 / 0.9), all of it
+    gym = GameGym(tmp_path / "debug", config=config)
+    assert gym.resume(max_iterations=2, console=False) == 0
+    assert gym.session.current_iteration() == 2
+    for iteration, needed in ((0, 67), (1, 60)):   # the first window, then min_new_samples
+        files = list((tmp_path / "debug" / "samples" / str(iteration)).glob("debug-*.npz"))
+        assert sum(len(np.load(f)["z"]) for f in files) >= needed
