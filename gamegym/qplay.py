@@ -66,19 +66,19 @@ class QSelfplay:
     group's request is at the Predictor while the other group moves.
 
     Each game draws one head uniformly (with `head_per_side`, one for each side) and plays the
-    legal move that head values most (a uniformly random legal move with chance `epsilon`);
-    in the first `temperature_drop_move` plies of a game it samples the move from
-    softmax(Q / temperature) of that head over the legal moves instead, so that games differ.  A sample per position: pi one-hot on
-    the move, root_value the acting head's Q of it, and three columns of its own (stored in the
-    sample files): "mask" bool [K] (Bernoulli(mask_probability) per head), "head" int16 (the
-    acting head) and "terminal" bool (this move ended the game; never set in a truncated game).
+    legal move that head values most (a uniformly random legal move with chance `epsilon`); in
+    the first `temperature_drop_move` plies of a game it samples the move from
+    softmax(Q / temperature) of that head over the legal moves instead, so that games differ.
+    A sample per position: pi one-hot on the move, root_value the acting head's Q of it, and
+    three columns of its own (stored in the sample files): "mask" bool [K]
+    (Bernoulli(mask_probability) per head), "head" int16 (the acting head) and "terminal" bool
+    (this move ended the game; never set in a truncated game).
 
     With `positions_per_iteration` (by default its share of what the Trainer waits for; 0 =
     never) the driver pauses once the games it finished with the newest model iteration hold
-    that many positions, until the Predictor answers with a newer
-    iteration (it asks with one position every PROBE_SECONDS).  While it waits it yields None, so
-    the loop writes out the games it holds; after WAIT_LIMIT seconds without a new model it
-    plays another round.
+    that many positions, until the Predictor answers with a newer iteration (it asks with one
+    position every PROBE_SECONDS).  While it waits it yields None, so the loop writes out the
+    games it holds; after WAIT_LIMIT seconds without a new model it plays another round.
     """
 
     PROBE_SECONDS = 0.25

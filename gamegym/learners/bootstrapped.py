@@ -38,7 +38,7 @@ __all__ = ["BootstrappedLearner", "transitions"]
 log = logging.getLogger("gamegym.learners.bootstrapped")
 LOSS_NAMES = ("loss", "td_loss", "l2_loss")
 EVAL_BATCH = 1024
-IMAGE_CACHE = 100_000   # symmetric images of positions remembered (at most ~100 MB)
+IMAGE_CACHE_BYTES = 64 * 2**20   # memory for symmetric images of positions remembered
 COLUMNS = ("action", "reward", "done", "next_x", "next_legal", "mask")  # a transition's targets
 
 
@@ -340,7 +340,7 @@ class _Run:
         key = (x.tobytes(), k)
         image = cache.get(key)
         if image is None:
-            if len(cache) >= IMAGE_CACHE:
+            if len(cache) * (2 * x.nbytes + 200) >= IMAGE_CACHE_BYTES:   # key, image, dict
                 cache.clear()
             image = cache[key] = self.augment.image(x, k)
         return image
