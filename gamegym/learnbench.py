@@ -125,8 +125,11 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
               f"move ({EVAL_THREADS} concurrent); self-play uses {_selfplay_searches(config)}",
               flush=True)
     else:
-        print(f"[bench] {learner}: the newest iteration plays by the majority vote of its "
-              f"{config.network.heads} heads, no search (nor in self-play)", flush=True)
+        heads = config.network.heads
+        rule = (f"the majority vote of its {heads} heads" if heads > 1 else
+                "the best move of its one head")
+        print(f"[bench] {learner}: the newest iteration plays {rule}, no search (nor in "
+              "self-play)", flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
                       initial_model=initial_model_path(game, graph.game_args, config.network,
