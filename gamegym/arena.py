@@ -28,7 +28,8 @@ __all__ = ["MCTSPlayer", "model_player", "HumanPlayer", "MatchResult", "play_mat
 def model_player(session, graph: GameGraph, iteration: int | None = None,
                  searchcount: int = 100, threads: int = 8) -> Player:
     """A model iteration of a session as a Player, built by the session's learner (an
-    MCTSPlayer for AlphaZero), its network called in this process."""
+    MCTSPlayer for AlphaZero, the heads' vote for Bootstrapped), its network called in this
+    process."""
     from gamegym.inference import LocalService
     from gamegym.learners import get_learner
     from gamegym.tfsetup import configure_tensorflow, load_model
@@ -37,9 +38,10 @@ def model_player(session, graph: GameGraph, iteration: int | None = None,
         raise ValueError(f"session {session.path} has no model iteration {iteration} "
                          f"(it has {session.model_iterations()})")
     configure_tensorflow(use_gpu=False)
-    learner = get_learner(session.load_config().train.learner)
+    config = session.load_config()
+    learner = get_learner(config.train.learner)
     evaluator = learner.make_evaluator(load_model(session.model_path(iteration)), iteration)
-    return learner.player(graph, LocalService(evaluator), searchcount, threads)
+    return learner.player(graph, LocalService(evaluator), searchcount, threads, config)
 
 
 class HumanPlayer(Player):

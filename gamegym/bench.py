@@ -12,9 +12,12 @@
   CPU-second.  On a quiet machine whose cores the roles keep busy it equals the efficiency; on
   a loaded one it says what the roles would do with the cores to themselves.
 
-With `--learner muzero` the same figures are measured for MuZero's latent search (stub: uniform
-priors, zero values, rewards and hidden states) and the recurrent model call, and then the
-AlphaZero mode's on the same game in the same run, so the ratio compares one machine state.
+`--learner` names a learner preset, or several comma-separated (`alphazero,muzero`,
+`alphazero,bootstrapped`), measured in turn in one run with their ratios to the first.  MuZero's
+search ceiling is its latent search (stub: uniform priors, zero values, rewards and hidden
+states) and its network figures its recurrent call.  A learner whose self-play does not search
+(bootstrapped: one Q request per move) has no search ceiling nor efficiency; its "searches" are
+its moves.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from gamegym.graph import load_game
 from gamegym.monitor import mean_batch
 from gamegym.latentsearch import LatentSearch, uniform_latent_evaluator
 from gamegym.mcts import Search, SearchParams, uniform_evaluator
-from gamegym.presets import initial_model_path, preset_for
+from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.searchplay import selfplay_game
 
 ORIGINAL = {"searches_per_s": 410, "positions_per_s": 4, "games_per_s": 0.24,
@@ -213,48 +216,33 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
               network_seconds: float = 8.0, network: dict | None = None,
               backend: str = "processes", repeat: int = 1,
               learner: str = "alphazero") -> dict:
-    """All figures of one bench run (see the module docstring).  `fastpath` and
-    `in_selfplayers` are the session's predict.numpy_fastpath and
+    """All figures of one bench run (see the module docstring) with a learner preset.
+    `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
-    (network config fields) replaces the game's preset network.  With `backend` "both" the
-    two backends run `repeat` times each, in turn, and the ratio is the median of the pairs'
-    (on a busy machine a single pair says little).  For a learner other than AlphaZero,
-    AlphaZero's figures of the same run are under "alphazero" and the ratios of the two under
-    "vs_alphazero"."""
-    options = dict(fastpath=fastpath, in_selfplayers=in_selfplayers,
-                   network_seconds=network_seconds, network=network, backend=backend,
-                   repeat=repeat)
-    figures = _bench_one(game, game_args, seconds, selfplayers, threads, searchcount, batchsize,
-                         batch_timeout_ms, learner=learner, **options)
-    if learner != "alphazero":
-        reference = _bench_one(game, game_args, seconds, selfplayers, threads, searchcount,
-                               batchsize, batch_timeout_ms, learner="alphazero",
-                               **{**options, "network": None})
-        figures["alphazero"] = {k: v for k, v in reference.items() if k not in ("config",)}
-        figures["vs_alphazero"] = {
-            key: round(figures[key] / reference[key], 3) if reference[key] else None
-            for key in ("searches_per_s", "positions_per_s", "ceiling_searches_per_s_per_core")}
-    return figures
-
-
-def _bench_one(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
-               searchcount: int, batchsize: int, batch_timeout_ms: float, *, fastpath: bool,
-               in_selfplayers: bool, network_seconds: float, network: dict | None,
-               backend: str, repeat: int, learner: str) -> dict:
+    (network config fields) replaces the preset's network.  With `backend` "both" the two
+    backends run `repeat` times each, in turn, and the ratio is the median of the pairs' (on a
+    busy machine a single pair says little)."""
     from gamegym.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
+    if found is None and learner not in LEARNERS:
+        raise ValueError(f"the learner preset {learner!r} is only defined for the bundled games")
+    preset = found[1] if found else {"train": {"learner": learner}}
     if network is None:
-        network = found[1]["network"] if found else {}
+        network = preset.get("network", {})
     config = GymConfig(game=game, game_args=graph.game_args, status_interval=0.0,
                        network=network,
-                       selfplay={"selfplayprocesses": selfplayers, "searchthreadcount": threads,
-                                 "searchcount": searchcount},
+                       selfplay={**preset.get("selfplay", {}), "selfplayprocesses": selfplayers,
+                                 "searchthreadcount": threads, "searchcount": searchcount,
+                                 "positions_per_iteration": 0},   # no Trainer: never wait for one
                        predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms,
                                 "numpy_fastpath": fastpath,
                                 "evaluate_in_selfplayers": in_selfplayers},
-                       train={"learner": learner})
-    ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=learner)
+                       train={"learner": preset_learner(preset)})
+    trains = config.train.learner
+    searches = trains != "bootstrapped"
+    ceiling = (search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=trains)
+               if searches else None)
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
@@ -267,18 +255,18 @@ def _bench_one(game: str, game_args: dict, seconds: float, selfplayers: int, thr
         e2e = runs["processes" if backend == "both" else backend]
         used_path = _session_path(config, gym.session)
         network = {}
-        if network_seconds > 0 and learner != "alphazero":
+        if network_seconds > 0 and trains != "alphazero":
             from gamegym.tfsetup import load_model
             sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
             network = network_ceiling(load_model(gym.session.model_path(0)), graph, sizes,
-                                      network_seconds / len(sizes), learner)
+                                      network_seconds / len(sizes), trains)
         elif network_seconds > 0:
             from gamegym.netbench import compare_paths
             sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
             network = compare_paths(gym.session.model_path(0), sample_positions(graph, 64),
                                     sizes, network_seconds, config.predict.use_gpu)
     cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)
-    efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores)
+    efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores) if ceiling else None
     cores_used = sum(e2e["cpu_by_role"].values()) / 100.0
     per_cpu_s = e2e["searches_per_s"] / cores_used if cores_used else 0.0
     figures = {
@@ -288,12 +276,12 @@ def _bench_one(game: str, game_args: dict, seconds: float, selfplayers: int, thr
         "games_per_s": round(e2e["games_per_s"], 3),
         "mean_batch": round(e2e["mean_batch"], 2),
         "predictor_busy_fraction": round(e2e["predictor_busy"], 3),
-        "ceiling_searches_per_s_per_core": round(ceiling["searches_per_s"], 1),
-        "ceiling_searches_per_cpu_s": round(ceiling["searches_per_cpu_s"], 1),
+        "ceiling_searches_per_s_per_core": _rounded(ceiling, "searches_per_s"),
+        "ceiling_searches_per_cpu_s": _rounded(ceiling, "searches_per_cpu_s"),
         "network_path": used_path,
         "network_evals_per_cpu_s": network,
-        "efficiency": round(efficiency, 3),
-        "cpu_efficiency": round(per_cpu_s / ceiling["searches_per_cpu_s"], 3),
+        "efficiency": round(efficiency, 3) if ceiling else None,
+        "cpu_efficiency": round(per_cpu_s / ceiling["searches_per_cpu_s"], 3) if ceiling else None,
         "cpu_by_role": e2e["cpu_by_role"],
         "rss_mb_by_role": e2e["rss_mb_by_role"],
         "searches_per_cpu_s": round(e2e["searches_per_cpu_s"], 1),
@@ -301,7 +289,9 @@ def _bench_one(game: str, game_args: dict, seconds: float, selfplayers: int, thr
         "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
                                                 1)},
         "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
-                   "searchcount": searchcount, "batchsize": batchsize,
+                   "searchcount": searchcount if searches else 0,
+                   "concurrent_games": 0 if searches else config.selfplay.concurrent_games,
+                   "batchsize": batchsize,
                    "batch_timeout_ms": batch_timeout_ms, "numpy_fastpath": fastpath,
                    "evaluate_in_selfplayers": in_selfplayers,
                    "network": dataclasses.asdict(config.network),
@@ -363,29 +353,21 @@ def _session_path(config: GymConfig, session) -> str:
 
 def print_report(figures: dict) -> None:
     c = figures["config"]
-    print(f"game {figures['game']} {figures['game_args']}: {c['selfplayers']} Selfplayers x "
-          f"{c['threads']} threads, {c['searchcount']} searches/move, {c['seconds']:g} s, "
-          f"{c['cores']} cores")
-    _print_figures(figures)
-    if "alphazero" in figures:
-        ratio = figures["vs_alphazero"]
-        print(f"alphazero, the same run (x{ratio['searches_per_s']} searches/s, "
-              f"x{ratio['ceiling_searches_per_s_per_core']} search ceiling for "
-              f"{figures['learner']}):")
-        _print_figures(figures["alphazero"])
-
-
-def _print_figures(figures: dict) -> None:
-    print(f"  learner             {figures['learner']}")
-    print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} searches/s "
-          f"on one core (uniform evaluator; {figures['ceiling_searches_per_cpu_s']:.0f} per "
-          "CPU-second)")
+    play = (f"{c['threads']} threads, {c['searchcount']} searches/move" if c["searchcount"] else
+            f"{c['concurrent_games']} games at once, no search")
+    print(f"game {figures['game']} {figures['game_args']}, {figures['learner']}: "
+          f"{c['selfplayers']} Selfplayers x {play}, {c['seconds']:g} s, {c['cores']} cores")
+    if figures["ceiling_searches_per_s_per_core"] is not None:
+        print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} "
+              f"searches/s on one core (uniform evaluator; "
+              f"{figures['ceiling_searches_per_cpu_s']:.0f} per CPU-second)")
     print(f"  end to end          {figures['searches_per_s']:>10.0f} searches/s, "
           f"{figures['positions_per_s']:.1f} positions/s, {figures['games_per_s']:.2f} games/s, "
           f"mean batch {figures['mean_batch']:.1f}")
-    print(f"  efficiency          {figures['efficiency']:.2f}   (CPU efficiency "
-          f"{figures['cpu_efficiency']:.2f}; x{figures['vs_original']['searches_per_s']} the "
-          f"original's {ORIGINAL['searches_per_s']} searches/s)")
+    if figures["efficiency"] is not None:
+        print(f"  efficiency          {figures['efficiency']:.2f}   (CPU efficiency "
+              f"{figures['cpu_efficiency']:.2f}; x{figures['vs_original']['searches_per_s']} "
+              f"the original's {ORIGINAL['searches_per_s']} searches/s)")
     roles = sorted(figures["cpu_by_role"])
     print("  by role             " + ", ".join(
         f"{r} {figures['cpu_by_role'][r]:.0f}% CPU {figures['rss_mb_by_role'].get(r, 0):.0f} MB"
@@ -449,17 +431,46 @@ def cmd_bench(args) -> int:
     if args.backend != "processes":
         from gamegym.raycluster import import_ray
         import_ray(local=True)
-    figures = run_bench(args.game or "games.santorini:Santorini", args.game_args, args.seconds,
-                        args.selfplayers, args.threads, args.searchcount, args.batchsize,
-                        args.batch_timeout_ms, fastpath=not args.tensorflow,
-                        in_selfplayers=not args.predictor_only,
-                        network_seconds=args.network_seconds, network=args.network,
-                        backend=args.backend, repeat=args.repeat, learner=args.learner)
+    runs = [run_bench(args.game or "games.santorini:Santorini", args.game_args, args.seconds,
+                      args.selfplayers, args.threads, args.searchcount, args.batchsize,
+                      args.batch_timeout_ms, fastpath=not args.tensorflow,
+                      in_selfplayers=not args.predictor_only,
+                      network_seconds=args.network_seconds, network=args.network,
+                      backend=args.backend, repeat=args.repeat, learner=learner)
+            for learner in _learners(args.learner)]
+    figures = runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}
     if args.json:
         print(json.dumps(figures, sort_keys=True))
-    else:
-        print_report(figures)
+        return 0
+    for run in runs:
+        print_report(run)
+    if len(runs) > 1:
+        print(f"relative to {runs[0]['learner']}: " + "; ".join(
+            f"{name} x{r['positions_per_s']} positions/s, x{r['searches_per_s']} searches/s"
+            for name, r in figures["vs_first"].items()))
     return 0
+
+
+def _learners(spec: str) -> list[str]:
+    """The learner presets of a comma-separated --learner; an unknown one is named now."""
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in learner_presets()]
+    if not names or unknown:
+        raise ValueError(f"--learner {spec!r}: known learner presets are "
+                         f"{', '.join(learner_presets())}")
+    return names
+
+
+def _ratios(runs: list[dict]) -> dict:
+    """Each later run's positions/s and searches/s as multiples of the first run's."""
+    base = runs[0]
+    return {run["learner"]: {key: round(run[key] / base[key], 3) if base[key] else None
+                             for key in ("positions_per_s", "searches_per_s")}
+            for run in runs[1:]}
+
+
+def _rounded(figures: dict | None, key: str) -> float | None:
+    return None if figures is None else round(figures[key], 1)
 
 
 def add_commands(sub) -> None:
@@ -489,9 +500,6 @@ def add_commands(sub) -> None:
                         "or both one after the other (their ratio)")
     p.add_argument("--repeat", type=int, default=1,
                    help="(--backend both) run each backend this many times, in turn")
-    p.add_argument("--learner", choices=LEARNERS, default="alphazero",
-                   help="the mode to measure (another than alphazero is measured next to it; "
-                        "with --learning, the learner to train)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--learning", metavar="MODULE:CLASS",
                    help="instead: train this bundled game from scratch and print its curve")
@@ -515,7 +523,12 @@ def add_commands(sub) -> None:
                    help="(--learning) games per curve point; the final point plays 4x as many")
     p.add_argument("--eval-searchcount", type=int, default=100)
     p.add_argument("--keep", type=Path, metavar="SESSION",
-                   help="(--learning) train in this new session folder and keep it")
+                   help="(--learning) train in this new session folder and keep it (with "
+                        "several learners: one folder each inside it)")
+    p.add_argument("--learner", default="alphazero",
+                   help="learner preset(s), comma-separated: " + ", ".join(learner_presets())
+                        + " (--learning: one run each, one plot; else: the throughput of each, "
+                        "with ratios to the first)")
     p.add_argument("--plot", type=Path, default=Path("learning.png"),
                    help="(--learning) where to write the curve")
     p.add_argument("--replay", nargs="+", choices=("window", "uniform", "prioritized", "curious"),

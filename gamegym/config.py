@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "T
            "EvaluateConfig",
            "GymConfig", "LEARNERS", "REPLAYS"]
 
-LEARNERS = ("alphazero", "muzero")
+LEARNERS = ("alphazero", "muzero", "bootstrapped")
 BACKENDS = ("processes", "ray")
 REPLAYS = ("window", "uniform", "prioritized", "curious")
 
@@ -82,6 +83,9 @@ class NetworkConfig:
     l2: float = 1e-4           # L2 weight regularisation
     hidden_size: int = 0       # MuZero: units of a dense network's hidden state (0 = width);
                                # a residual network's hidden state is `width` planes of the board
+    heads: int = 10            # (bootstrapped) K Q-heads on the shared torso; 1 = plain DQN
+    prior_scale: float = 0.0   # (bootstrapped) weight of a fixed random prior network added
+                               # to every head, never trained (0 = none)
 
     def validate(self) -> None:
         _choice(self, "kind", ("auto", "dense", "residual"))
@@ -89,6 +93,8 @@ class NetworkConfig:
         _int_in(self, "blocks", 1, 64)
         _int_in(self, "hidden_size", 0, 4096)
         _float_in(self, "l2", 0.0, 1.0)
+        _int_in(self, "heads", 1, 256)
+        _float_in(self, "prior_scale", 0.0, 100.0)
 
 
 @dataclass
@@ -128,7 +134,9 @@ class SelfplayConfig:
     exploration_const: float = 1.5  # PUCT exploration constant c_puct
     virtualloss: float = 1.0        # visits of value -1 added on a path while its leaf is evaluated
     temperature: float = 1.0        # move choice ~ visits^(1/temperature) in the opening
+                                    # (bootstrapped: ~ softmax(Q / temperature) of its head)
     temperature_drop_move: int = 8  # from this move on, play the most visited move (temperature 0)
+                                    # (bootstrapped: the acting head's best move)
     dirichlet_alpha: float = 0.5    # Dirichlet noise concentration at the root
     dirichlet_fraction: float = 0.25  # weight of the noise in the root priors (0 = off)
     max_moves: int = 200            # a game reaching this many moves is truncated
@@ -142,6 +150,15 @@ class SelfplayConfig:
     ray_predictor_cpus: float = 0.5   # CPUs the Predictor actor of each node reserves
     ray_object_store_mib: int = 128   # object store of the Ray started with "local" (it holds
                                       # only models in broadcast and games on their way)
+    epsilon: float | None = None    # (bootstrapped) chance of a random legal move in self-play;
+                                    # None: 0 with several heads, 0.1 with one (DQN)
+    head_per_side: bool = False     # (bootstrapped) each side of a game draws its own head
+    concurrent_games: int = 64      # (bootstrapped) games a Selfplayer plays at once, one Q
+                                    # request for a move in each of them
+    positions_per_iteration: int | None = None  # (bootstrapped) a Selfplayer waits for the
+                                    # next model once its finished games hold this many
+                                    # positions; None: its share of what the Trainer waits for
+                                    # (train.min_new_samples); 0: never waits
 
     def validate(self) -> None:
         _int_in(self, "selfplayprocesses", 1, 256)
@@ -166,6 +183,12 @@ class SelfplayConfig:
         _float_in(self, "ray_selfplayer_cpus", 0.0, 1024.0, low_open=True)
         _float_in(self, "ray_predictor_cpus", 0.0, 1024.0, low_open=True)
         _int_in(self, "ray_object_store_mib", 75, 1_000_000)
+        if self.epsilon is not None:
+            _float_in(self, "epsilon", 0.0, 1.0)
+        _bool(self, "head_per_side")
+        _int_in(self, "concurrent_games", 1, 65536)
+        if self.positions_per_iteration is not None:
+            _int_in(self, "positions_per_iteration", 0)
 
 
 @dataclass
@@ -201,6 +224,13 @@ class TrainConfig:
     curious_alpha: float = 0.7      # alpha: sharpness of the loss term (|L| + epsilon)^alpha
     curious_epsilon: float = 0.01   # epsilon: keeps the loss term above 0
     priority_max: float = 1e5       # priority of a sample never trained on
+    mask_probability: float = 0.5   # (bootstrapped) p: each head trains on a position with
+                                    # chance p (a Bernoulli mask drawn in self-play, stored)
+    target_update_period: int = 500  # (bootstrapped) gradient steps between copies of the
+                                    # online Q-network to the target network
+    double_q: bool = True           # (bootstrapped) the online network picks the opponent's next
+                                    # move, the target network values it (double DQN)
+    discount: float = 1.0           # (bootstrapped) gamma in y = r - gamma * max Q_target(s', a')
 
     def validate(self) -> None:
         _choice(self, "learner", LEARNERS)
@@ -239,6 +269,10 @@ class TrainConfig:
             _check(self.replay_capacity >= self.min_samplecount, "train.replay_capacity",
                    f"({self.replay_capacity}) must be >= train.min_samplecount "
                    f"({self.min_samplecount}), or the buffer never holds enough to train")
+        _float_in(self, "mask_probability", 0.0, 1.0, low_open=True)
+        _int_in(self, "target_update_period", 1)
+        _bool(self, "double_q")
+        _float_in(self, "discount", 0.0, 1.0, low_open=True)
 
 
 @dataclass
@@ -250,11 +284,14 @@ class EvaluateConfig:
     games: int = 20                  # games per opponent (half of them as first player)
     opponents: list = field(default_factory=lambda: ["random", "alphabeta:2", "previous"])
     searchcount: int = 50            # searches per move of the model players
+    q_search: bool = False           # (bootstrapped) the model plays by MCTS with the heads' mean
+                                     # Q as leaf value, not by the heads' majority vote
 
     def validate(self) -> None:
         _int_in(self, "every", 0)
         _int_in(self, "games", 1, 10_000)
         _int_in(self, "searchcount", 1, 100_000)
+        _bool(self, "q_search")
         _check(isinstance(self.opponents, list), "evaluate.opponents",
                f"must be a list of players, got {self.opponents!r}")
         for opponent in self.opponents:
@@ -309,6 +346,42 @@ class GymConfig:
         _check(not (self.train.learner == "muzero" and self.selfplay.search_solver),
                "selfplay.search_solver", "cannot be used with train.learner 'muzero': the "
                "solver proves positions of the GameGraph, and MuZero searches a learned model")
+        self._check_selfplay_pause()
+
+    def _check_selfplay_pause(self) -> None:
+        """Selfplayers that wait for each new model after `positions_per_iteration` positions
+        must together play enough for the Trainer to train it (else both would wait forever)."""
+        given = self.selfplay.positions_per_iteration
+        if not given or self.train.learner != "bootstrapped":
+            return
+        needed = self._samples_per_iteration()
+        count = ("1 (debug_single_process)" if self.debug_single_process else
+                 f"selfplay.selfplayprocesses ({self.selfplay.selfplayprocesses})")
+        _check(given * self._selfplayers() >= needed, "selfplay.positions_per_iteration",
+               f"({given}) times {count} must be at least train.min_new_samples "
+               f"({self.train.min_new_samples}) and train.min_samplecount / (1 - "
+               f"train.validation_split) ({needed}): the Selfplayers wait for a model the "
+               "Trainer trains only on that many samples")
+
+    def _selfplayers(self) -> int:
+        """Self-play drivers at work: one in a single-process run."""
+        return 1 if self.debug_single_process else self.selfplay.selfplayprocesses
+
+    def _samples_per_iteration(self) -> int:
+        """New samples the Trainer waits for before it trains an iteration (the first one
+        included), with the window replay."""
+        train = self.train
+        return max(train.min_new_samples,
+                   math.ceil(train.min_samplecount / (1.0 - train.validation_split)))
+
+    def selfplay_positions_per_iteration(self) -> int:
+        """The positions a Selfplayer plays with one model iteration before it waits for the
+        next (0: it never waits): selfplay.positions_per_iteration, or by default its share of
+        the samples the Trainer waits for."""
+        given = self.selfplay.positions_per_iteration
+        if given is not None:
+            return given
+        return math.ceil(self._samples_per_iteration() / self._selfplayers())
 
     # ----- JSON round trip -----------------------------------------------------------------
     def to_dict(self) -> dict:

@@ -45,10 +45,13 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
         if max_iterations is not None and trained >= max_iterations:
             gym.request_stop(f"{max_iterations} new iterations trained")
             break
-        selfplay_loop(driver, config.selfplay, writer, never,
-                      max_games=config.selfplay.gamelog_dump_threshold)
+        played = selfplay_loop(driver, config.selfplay, writer, never,
+                               max_games=config.selfplay.gamelog_dump_threshold,
+                               stop_when_idle=True)
         ok, reason = trainer.ready()
         log.info("trainer: %s", reason)
+        if not ok and not played:   # self-play waits for a model the Trainer cannot make yet
+            gym.stop_requested.wait(1.0)
         if ok:
             iteration = trainer.train_once()
             driver = driver_for(iteration)

@@ -6,7 +6,9 @@ small; for Connect Four the two yardsticks of the AlphaZero literature, UCT with
 rollouts a move (`mcts:1000`) and alpha-beta to depth 5 with the game's heuristic
 (`alphabeta:5`), and heuristic-free alpha-beta to depth 4 (`alphabeta0:4`, the yardstick of
 earlier figures).  For solvable games the curve also records the share of positions of the
-model's own games where it played a solver-optimal move.
+model's own games where it played a solver-optimal move.  Several learner presets
+(`--learner bootstrapped,dqn`) run one after the other with the same seeds and budget, and their
+curves share one plot.
 """
 from __future__ import annotations
 
@@ -121,9 +123,17 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     opponents, solver = bench_opponents(game, graph, opponents)
     config = GymConfig(**found[1], status_interval=30.0, seed=seed).updated(overrides or {})
     rng = np.random.default_rng(seed)
-    print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per move "
-          f"({EVAL_THREADS} concurrent); self-play uses {config.selfplay.searchcount}",
-          flush=True)
+    searches = config.train.learner != "bootstrapped" or config.evaluate.q_search
+    if searches:
+        print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per "
+              f"move ({EVAL_THREADS} concurrent); self-play uses {_selfplay_searches(config)}",
+              flush=True)
+    else:
+        heads = config.network.heads
+        rule = (f"the majority vote of its {heads} heads" if heads > 1 else
+                "the best move of its one head")
+        print(f"[bench] {learner}: the newest iteration plays {rule}, no search (nor in "
+              "self-play)", flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, \
             ProgressBars() as bars:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
@@ -132,15 +142,41 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
         curve, final, peak_rss = train_and_measure(gym, graph, opponents, solver, minutes,
                                                    interval, games, searchcount, rng,
                                                    final_factor, bars)
+        positions = gym.monitor.totals.get("selfplayer.positions", 0.0)
     figures = {"game": game, "game_args": graph.game_args, "learner": learner,
                "minutes": minutes,
                "opponent": opponents[0], "opponents": list(opponents), "curve": curve,
                "final": final,
-               "eval_searchcount": searchcount, "eval_threads": EVAL_THREADS,
-               "selfplay_searchcount": config.selfplay.searchcount,
+               "eval_searchcount": searchcount if searches else 0,
+               "eval_threads": EVAL_THREADS if searches else 0,
+               "eval_player": "search" if searches else "vote",
+               "selfplay_searchcount": _selfplay_searches(config),
+               # over the training clock (the gym ran `minutes`; the evaluations pause nothing)
+               "selfplay_positions_per_s": round(positions / max(1e-9, minutes * 60), 1),
                "replay": config.train.replay, "seed": seed, "peak_rss_mib_by_role": peak_rss}
     if plot_path is not None and curve:
-        plot_curve(figures, plot_path)
+        plot_curves([figures], plot_path)
+        figures["plot"] = str(plot_path)
+    return figures
+
+
+def _selfplay_searches(config) -> int:
+    """Searches per move in self-play (0: the learner's self-play does not search)."""
+    return 0 if config.train.learner == "bootstrapped" else config.selfplay.searchcount
+
+
+def run_learning_benches(learners: list[str], plot_path: Path | None, keep: Path | None = None,
+                         **options) -> dict:
+    """The learning bench of each learner preset in turn, with the same seeds and budget, and
+    one plot with all their curves."""
+    if len(learners) == 1:
+        return run_learning_bench(learner=learners[0], plot_path=plot_path, keep=keep, **options)
+    runs = [run_learning_bench(learner=name, plot_path=None, **options,
+                               keep=None if keep is None else Path(keep) / name)
+            for name in learners]
+    figures = {"runs": runs}
+    if plot_path is not None:
+        plot_curves(runs, plot_path)
         figures["plot"] = str(plot_path)
     return figures
 
@@ -237,48 +273,61 @@ def show(point: dict, label: str = "") -> None:
           flush=True)
 
 
-def plot_curve(figures: dict, path: Path) -> None:
+def plot_curves(runs: list[dict], path: Path) -> None:
+    """One plot of the curves of one or more runs (learner presets) on the same game."""
     from gamegym.monitor import new_figure, save_figure
-    curve = figures["curve"]
-    figure, axis = new_figure((6, 3.5))
-    minutes = [p["minutes"] for p in curve]
-    final = figures.get("final") or {}
-    lines = [(f"score vs {spec}", [p["by_opponent"][spec]["score"] for p in curve],
-              final.get("by_opponent", {}).get(spec, {}).get("score"))
-             for spec in figures["opponents"]]
-    if "optimal_move_rate" in curve[0]:
-        lines.append(("optimal-move rate", [p["optimal_move_rate"] for p in curve],
-                      final.get("optimal_move_rate")))
-    for number, (label, values, last) in enumerate(lines):
-        colour = f"C{number}"
-        axis.plot(minutes, values, marker="os^D"[number % 4], color=colour, label=label)
-        if last is not None and "minutes" in final:   # the final figure, on more games
-            axis.plot([final["minutes"]], [last], marker="*", markersize=12, color=colour,
-                      linestyle="none")
-    if "minutes" in final:
+    figure, axis = new_figure((6.5, 4))
+    several = len(runs) > 1
+    for n, figures in enumerate(runs):
+        curve, final = figures["curve"], figures.get("final")
+        minutes = [p["minutes"] for p in curve]
+        name = f"{figures['learner']}: " if several else ""
+        lines = [(f"{name}score vs {spec}", [p["by_opponent"][spec]["score"] for p in curve],
+                  final["by_opponent"][spec]["score"] if final else None)
+                 for spec in figures["opponents"]]
+        if "optimal_move_rate" in curve[0]:
+            lines.append((f"{name}optimal-move rate", [p["optimal_move_rate"] for p in curve],
+                          final.get("optimal_move_rate") if final else None))
+        for m, (label, values, last) in enumerate(lines):
+            colour = f"C{n}" if several else f"C{m}"
+            style = ("-", "--", ":", "-.")[m % 4] if several else "-"
+            axis.plot(minutes, values, marker="os^v"[m % 4], color=colour, linestyle=style,
+                      label=label)
+            if last is not None and final and "minutes" in final:   # measured on more games
+                axis.plot([final["minutes"]], [last], marker="*", markersize=12, color=colour,
+                          linestyle="none")
+    if any(f.get("final") for f in runs):
         axis.plot([], [], marker="*", color="grey", linestyle="none",
                   label="final, on more games")
+    first = runs[0]
     axis.set_ylim(0, 1.05)
     axis.set_xlabel("minutes of training (2-core CPU)")
-    name = figures["game"].split(":")[1]
-    if figures["game_args"]:
-        name = f"{name} {figures['game_args']}"
-    axis.set_title(f"{name}, {figures.get('learner', 'alphazero')}, "
-                   f"{figures['eval_searchcount']} searches per move", fontsize="medium")
+    budget = ("majority vote, no search" if first.get("eval_player") == "vote" else
+              f"{first['eval_searchcount']} searches per move")
+    name = first["game"].split(":")[1]
+    if first["game_args"]:
+        name = f"{name} {first['game_args']}"
+    learners = "" if len(runs) > 1 else f"{first.get('learner', 'alphazero')}, "
+    axis.set_title(f"{name}, {learners}{budget}", fontsize="medium")
     axis.grid(alpha=0.3)
-    axis.legend(fontsize="small")
+    axis.legend(fontsize="x-small")
     figure.tight_layout()
     save_figure(figure, path)
 
 
 def cmd_learning(args) -> int:
+    learners = [name.strip() for name in args.learner.split(",") if name.strip()]
     opponents = tuple(o for o in (args.opponents or "").split(",") if o) or None
-    figures = run_learning_bench(args.learning, args.game_args,
-                                 args.minutes, args.interval, args.eval_games,
-                                 args.eval_searchcount, args.plot, keep=args.keep,
-                                 opponents=opponents, learner=args.learner)
-    rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(figures["peak_rss_mib_by_role"].items()))
-    print(json.dumps(figures, sort_keys=True) if args.json else
-          f"final: {figures['final']}\npeak memory by role: {rss} MiB resident (the "
-          "benchmark's own process, 'gym', also evaluates with TensorFlow)")
+    figures = run_learning_benches(learners, args.plot, keep=args.keep, game=args.learning,
+                                   game_args=args.game_args, minutes=args.minutes,
+                                   interval=args.interval, games=args.eval_games,
+                                   searchcount=args.eval_searchcount, opponents=opponents)
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+        return 0
+    for run in figures.get("runs", [figures]):
+        rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(run["peak_rss_mib_by_role"].items()))
+        print(f"final ({run['learner']}): {run['final']}; self-play "
+              f"{run['selfplay_positions_per_s']} positions/s\npeak memory by role: {rss} MiB "
+              "resident (the benchmark's own process, 'gym', also evaluates with TensorFlow)")
     return 0

@@ -5,9 +5,10 @@ Outputs, in this order:
   value   float32 [B, 1]  tanh, the position's value from the mover's view
 
 Models use only built-in Keras layers (MuZero's also `gamegym.layers.MinMaxScale`, which
-`gamegym.tfsetup.load_model` registers), so `load_model(path)` needs no custom objects.  L2 weight decay lives in the layers' kernel
-regularizers (`model.losses`).  A seed makes the initial weights reproducible without touching
-any global random state.
+`gamegym.tfsetup.load_model` registers), so `load_model(path)` needs no custom objects.  L2
+weight decay lives in the layers' kernel regularizers (`model.losses`).  A seed makes the
+initial weights reproducible without touching any global random state.  Keras is imported when
+a network is built, not with this module (through `gamegym.tfsetup`, quietly).
 """
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ from gamegym.tfsetup import import_keras
 if TYPE_CHECKING:
     import keras
 
-__all__ = ["build_network", "network_for_game", "NETWORK_OPTIONS"]
+__all__ = ["build_network", "build_torso", "network_for_game", "network_kind", "NETWORK_OPTIONS"]
 
-# network options and their defaults (gamegym.config.NetworkConfig holds the same fields)
-NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4, "hidden_size": 0}
+# network options and their defaults (gamegym.config.NetworkConfig holds the same fields);
+# heads and prior_scale shape the bootstrapped learner's Q-network (gamegym.learners.qnetwork)
+# (hidden_size: MuZero's hidden state)
+NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4, "hidden_size": 0,
+                   "heads": 10, "prior_scale": 0.0}
 
 
 def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense",
@@ -37,30 +41,49 @@ def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense
     """
     keras = import_keras()   # quietly, through gamegym.tfsetup
     layers = keras.layers
+    input_shape = _checked_shape(input_shape, kind)
+    weights = layer_weights(seed, l2)
+    inputs = keras.Input(shape=input_shape, name="position")
+    torso = _TORSOS[kind](inputs, width, blocks, weights)
+    policy = layers.Dense(action_space_size, name="policy", **weights())(torso)
+    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden",
+                          **weights())(torso)
+    value = layers.Dense(1, activation="tanh", name="value", **weights())(hidden)
+    return keras.Model(inputs, [policy, value], name=f"{kind}_{width}x{blocks}")
+
+
+def build_torso(input_shape: tuple, kind: str = "dense", width: int = 64, blocks: int = 2,
+                l2: float = 1e-4, seed: int | None = None, name: str = "torso") -> keras.Model:
+    """The body of `build_network` as a model of its own: positions -> flat features [B, F],
+    for learners that put other heads on it (the bootstrapped learner's Q-heads)."""
+    keras = import_keras()
+    input_shape = _checked_shape(input_shape, kind)
+    inputs = keras.Input(shape=input_shape, name="position")
+    return keras.Model(inputs, _TORSOS[kind](inputs, width, blocks, layer_weights(seed, l2)),
+                       name=name)
+
+
+def _checked_shape(input_shape: tuple, kind: str) -> tuple:
     input_shape = tuple(int(d) for d in input_shape)
     if kind not in ("dense", "residual"):
         raise ValueError(f"unknown network kind {kind!r}; use 'dense' or 'residual'")
     if kind == "residual" and len(input_shape) != 3:
         raise ValueError(f"a residual network needs (rows, columns, planes) input, "
                          f"got {input_shape}")
+    return input_shape
+
+
+def layer_weights(seed: int | None, l2: float):
+    """A function giving the keyword arguments of each new layer with a kernel: its initializer
+    (seeded from `seed` onwards when given) and its L2 regularizer."""
+    keras = import_keras()
     seeds = itertools.count(seed) if seed is not None else itertools.repeat(None)
     regularizer = keras.regularizers.L2(l2) if l2 else None
 
     def weights() -> dict:
-        """Keyword arguments of a layer with a kernel: its initializer and regularizer."""
         return {"kernel_initializer": keras.initializers.GlorotUniform(seed=next(seeds)),
                 "kernel_regularizer": regularizer}
-
-    inputs = keras.Input(shape=input_shape, name="position")
-    if kind == "dense":
-        torso = _dense_torso(inputs, width, blocks, weights)
-    else:
-        torso = _residual_torso(inputs, width, blocks, weights)
-    policy = layers.Dense(action_space_size, name="policy", **weights())(torso)
-    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden",
-                          **weights())(torso)
-    value = layers.Dense(1, activation="tanh", name="value", **weights())(hidden)
-    return keras.Model(inputs, [policy, value], name=f"{kind}_{width}x{blocks}")
+    return weights
 
 
 def _dense_torso(inputs, width, blocks, weights):
@@ -85,6 +108,9 @@ def _residual_torso(inputs, width, blocks, weights):
         x = layers.Activation("relu")(layers.Add()([x, y]))
     x = layers.Conv2D(4, 1, name="head_conv", **weights())(x)
     return layers.Flatten()(x)
+
+
+_TORSOS = {"dense": _dense_torso, "residual": _residual_torso}
 
 
 def network_options(preset=None) -> dict:

@@ -1,7 +1,9 @@
 """Presets of the bundled games: starter networks (initialmodels/) and session settings.
 
-A preset is per learner and game: its "train" section names the learner (AlphaZero's when it
-does not), and its starter model is initialmodels/<preset name>.keras, built by that learner."""
+A preset is per learner and game.  PRESETS holds whole presets: AlphaZero's (no learner named in
+their "train" section) and MuZero's (`<game preset>-muzero`); LEARNER_PRESETS holds the other
+learner presets as changes to AlphaZero's (`<game preset>-bootstrapped`, `-dqn`).  A preset's
+starter model, when there is one, is initialmodels/<preset name>.keras, built by its learner."""
 from __future__ import annotations
 
 import json
@@ -78,24 +80,81 @@ EXTRA_PRESETS = {
         "game_args": {"name": "connect_four", "params": None}},
 }
 
+# learner preset -> game preset name -> what it changes in the game's preset above, section by
+# section; "alphazero" (the default) is the presets above as they are (MuZero's are whole presets
+# above).  Each names its learner in train.learner; a learner preset may be a variant of a
+# learner (dqn: bootstrapped, K = 1).
+LEARNER_PRESETS: dict[str, dict[str, dict]] = {
+    "bootstrapped": {
+        "tictactoe": {
+            "selfplay": {"selfplayprocesses": 1, "concurrent_games": 64,
+                         "gamelog_dump_threshold": 64},
+            "train": {"learner": "bootstrapped", "min_samplecount": 800,
+                      "min_new_samples": 800, "max_samplecount": 20000, "max_sampleage": 20,
+                      "num_updates_per_train_iter": 200, "batchsize": 64,
+                      "target_update_period": 200},
+        },
+        "connectfour": {
+            "selfplay": {"selfplayprocesses": 1, "concurrent_games": 64,
+                         "gamelog_dump_threshold": 64},
+            "train": {"learner": "bootstrapped", "min_samplecount": 3000,
+                      "min_new_samples": 3000, "max_samplecount": 60000, "max_sampleage": 15,
+                      "num_updates_per_train_iter": 200, "batchsize": 128,
+                      "target_update_period": 400},
+        },
+    },
+}
+# plain DQN for the side by side with bootstrapped: one head trained on every sample, and
+# epsilon-greedy self-play (the default epsilon with one head, gamegym.qplay.DQN_EPSILON)
+DQN = {"network": {"heads": 1, "prior_scale": 0.0}, "train": {"mask_probability": 1.0}}
+
+
+def _changed(preset: dict, changes: dict) -> dict:
+    """`preset` with `changes` applied: sections (dicts) updated key by key, other keys set."""
+    out = dict(preset)
+    for key, value in changes.items():
+        out[key] = {**out.get(key, {}), **value} if isinstance(value, dict) else value
+    return out
+
+
+LEARNER_PRESETS["dqn"] = {name: _changed(changes, DQN)
+                          for name, changes in LEARNER_PRESETS["bootstrapped"].items()}
+
+# every preset by name: the whole ones and the learner presets' changes applied
+ALL_PRESETS = {**PRESETS, **EXTRA_PRESETS, **{
+    f"{name}-{learner}": _changed(PRESETS[name], changes)
+    for learner, by_game in LEARNER_PRESETS.items() for name, changes in by_game.items()}}
+
 
 def preset_learner(preset: dict) -> str:
     """The learner a preset is for."""
     return preset.get("train", {}).get("learner", "alphazero")
 
 
+def learner_presets() -> list[str]:
+    """The names `preset_for` takes: each learner with a preset, and the variants (dqn)."""
+    return sorted({"alphazero", *LEARNER_PRESETS,
+                   *(preset_learner(preset) for preset in PRESETS.values())})
+
+
 def preset_for(game: str, game_args: dict, learner: str = "alphazero") -> tuple[str, dict] | None:
-    """(name, preset) of the bundled preset for this game, arguments and learner, or None."""
+    """(name, preset) of the bundled preset for this game and arguments with the learner preset
+    `learner` (a learner, or a variant such as dqn), or None when there is none."""
+    if learner not in learner_presets():
+        raise ValueError(f"unknown learner preset {learner!r}; known: "
+                         f"{', '.join(learner_presets())}")
     for name, preset in {**PRESETS, **EXTRA_PRESETS}.items():
         if (preset["game"] == game and preset["game_args"] == dict(game_args)
-                and preset_learner(preset) == learner):
-            return name, preset
+                and preset_learner(preset) == "alphazero"):
+            full = name if learner == "alphazero" else f"{name}-{learner}"
+            return (full, ALL_PRESETS[full]) if full in ALL_PRESETS else None
     return None
 
 
 def initial_model_path(game: str, game_args: dict, network=None,
                        learner: str = "alphazero") -> Path | None:
-    """The bundled starter model for this game and learner, when there is one on disk.
+    """The bundled starter model for this game and learner preset, when there is one on disk
+    (initialmodels/<preset name>.keras).
 
     With `network` (the session's network config), only when the file is that network: a
     preset whose network was edited without re-running scripts/make_initialmodels.py must
@@ -106,7 +165,8 @@ def initial_model_path(game: str, game_args: dict, network=None,
     path = INITIAL_MODELS / f"{found[0]}.keras"
     if not path.is_file():
         return None
-    if network is not None and not _is_network(path, game, game_args, network, learner):
+    if network is not None and not _is_network(path, game, game_args, network,
+                                               preset_learner(found[1])):
         log.warning("%s is not the network %s asks for (run scripts/make_initialmodels.py); "
                     "starting from a freshly built network", path.name, network)
         return None

@@ -8,6 +8,7 @@ time with MCTS whose concurrent searches send their leaves in one message.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -25,6 +26,10 @@ from gamegym.fileio import atomic_write_bytes
 from gamegym.samples import GameRecord, encode_sample_file
 
 log = logging.getLogger("gamegym.selfplay")
+# sample file numbers, one sequence per process: a writer made for each round of a single-process
+# run must not reuse the name of the round before (written within the same second, it would
+# replace that file)
+_FILE_NUMBERS = itertools.count(1)
 
 
 class SampleWriter:
@@ -37,7 +42,6 @@ class SampleWriter:
         self.role = name                       # e.g. selfplayer3: whose games these are
         self.name = f"{name}-{os.getpid()}"    # file names: <name>-<sequence>-<unix time>.npz
         self._pending: dict[int, list[GameRecord]] = defaultdict(list)
-        self._sequence = 0
         self.samples_written = 0
 
     @property
@@ -60,9 +64,8 @@ class SampleWriter:
 
     def publish(self, iteration: int, data: bytes, samples: int, games: int) -> int:
         """Write one encoded sample file of `iteration` atomically; returns its samples."""
-        self._sequence += 1
         path = (self.samples_dir / str(iteration) /
-                f"{self.name}-{self._sequence:06d}-{int(time.time())}.npz")
+                f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}.npz")
         atomic_write_bytes(path, data)
         return samples
 
@@ -114,15 +117,27 @@ class Counters:
 
 
 def selfplay_loop(driver, cfg, writer: SampleWriter, stop_event, reports=None,
-                  max_games: int | None = None, service=None) -> int:
+                  max_games: int | None = None, service=None,
+                  stop_when_idle: bool = False) -> int:
     """Take finished games from a self-play driver until stopped; flush every
     `gamelog_dump_threshold` games and at the end.  With the driver's model `service`, the
-    network calls it answered in this process are counted too."""
+    network calls it answered in this process are counted too.  A driver that waits for a newer
+    model yields None meanwhile: the games held are flushed then (the Trainer needs them to
+    make that model), and with `stop_when_idle` (one process doing every role) the loop
+    returns."""
     counters = Counters(writer.role, reports, _progress(driver, service))
     counters.start()
     games = 0
     try:
-        for record, iteration in driver.play(stop_event.is_set):
+        for finished in driver.play(stop_event.is_set):
+            if finished is None:
+                if writer.pending_games:
+                    counters.add(samples=writer.flush())
+                if stop_when_idle:
+                    break
+                counters.add()
+                continue
+            record, iteration = finished
             writer.add(record, iteration)
             games += 1
             counters.add(games=1, positions=len(record), truncated=int(record.truncated))

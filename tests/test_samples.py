@@ -134,3 +134,15 @@ def test_a_learners_own_columns_travel_with_the_samples(tmp_path):
         bad = game(1)
         bad.extra["pi"] = [np.zeros(3)]
         write_sample_file(samples / "0" / "d.npz", [bad])
+
+
+def test_writers_in_one_process_never_reuse_a_file_name(tmp_path):
+    # a single-process run makes a writer per round; two rounds within one second once wrote
+    # the same name, and the second file replaced the first
+    from gamegym.selfplay import SampleWriter
+    for _ in range(3):
+        writer = SampleWriter(tmp_path, "debug")
+        writer.add(game(3), 0)
+        assert writer.flush() == 3
+    assert len(list((tmp_path / "0").glob("*.npz"))) == 3
+    assert len(load_samples(tmp_path, 0, 100)) == 9

@@ -6,7 +6,7 @@ __all__ = ["Learner", "TrainReport", "TrainResult", "get_learner", "register"]
 
 def get_learner(name: str) -> Learner:
     """A new Learner by name; ValueError naming the known ones otherwise."""
-    from gamegym.learners import alphazero, muzero  # noqa: F401  (built-in learners register)
+    from gamegym.learners import alphazero, bootstrapped, muzero  # noqa: F401  (built-ins register)
     try:
         return REGISTRY[name]()
     except KeyError:

@@ -96,7 +96,7 @@ class AlphaZeroLearner(Learner):
         from gamegym.searchplay import SearchSelfplay
         return SearchSelfplay(graph, service, config, rng)
 
-    def player(self, graph, service, searchcount: int = 100, threads: int = 8):
+    def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         from gamegym.inference import PositionEvaluator
         from gamegym.searchplay import MCTSPlayer
         return MCTSPlayer(PositionEvaluator(graph, service), searchcount, threads)
@@ -243,15 +243,20 @@ class Augmenter:
             return x, pi, legal
         ks = rng.integers(0, self.count, len(x))
         x, pi, legal = x.copy(), pi.copy(), legal.copy()
-        graph = self.graph
         for i, k in enumerate(ks):
             if k == 0:
                 continue
-            x[i] = graph.numpify(graph.transform(graph.unnumpify(x[i]), int(k)))
-            perm = self.perms[k]
-            new_pi = np.zeros_like(pi[i])
-            new_pi[perm] = pi[i]
-            new_legal = np.zeros_like(legal[i])
-            new_legal[perm] = legal[i]
-            pi[i], legal[i] = new_pi, new_legal
+            x[i] = self.image(x[i], k)
+            pi[i], legal[i] = self.permute(pi[i], k), self.permute(legal[i], k)
         return x, pi, legal
+
+    def image(self, x: np.ndarray, k: int) -> np.ndarray:
+        """The numpify of symmetry k of the position numpified as x."""
+        graph = self.graph
+        return graph.numpify(graph.transform(graph.unnumpify(x), int(k)))
+
+    def permute(self, row: np.ndarray, k: int) -> np.ndarray:
+        """A row over action ids moved by symmetry k: new[perm[a]] = row[a]."""
+        new = np.zeros_like(row)
+        new[self.perms[k]] = row
+        return new

@@ -105,11 +105,14 @@ class Learner(ABC):
         """A self-play driver for one Selfplayer process: `service` is the model service
         (gamegym.inference), `config` the whole GymConfig.  The driver has `searches_done`
         (a running count for throughput) and `play(should_stop)`, an iterator of finished
-        games as (GameRecord, model iteration that played it).  No TensorFlow."""
+        games as (GameRecord, model iteration that played it), or None now and then while it
+        waits for a newer model (the Selfplayer then writes out the games it holds).
+        No TensorFlow."""
 
     @abstractmethod
-    def player(self, graph, service, searchcount: int = 100, threads: int = 8):
-        """The model as a gamegym.players.Player answering through `service`."""
+    def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
+        """The model as a gamegym.players.Player answering through `service`; `config` is the
+        session's GymConfig (None: the defaults), for a learner with playing options."""
 
 
 def option(train_config, name: str):

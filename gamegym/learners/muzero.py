@@ -98,7 +98,7 @@ class MuZeroLearner(Learner):
                               SearchParams.from_selfplay(config.selfplay))
         return SearchSelfplay(graph, service, config, rng, search=search)
 
-    def player(self, graph, service, searchcount: int = 100, threads: int = 8):
+    def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         from gamegym.latentsearch import LatentEvaluator, LatentSearch, require_alternating
         from gamegym.searchplay import MCTSPlayer
         require_alternating(graph)

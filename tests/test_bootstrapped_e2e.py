@@ -1,0 +1,106 @@
+"""A dummy run of the bootstrapped learner: real processes, `new` then `resume` twice, the sample
+files' masks, the target network carried across the resume, and the model playing in
+`evaluate` (majority vote) and in the Evaluator process."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+HEADS = 3
+SMALL = {
+    "network": {"kind": "dense", "width": 16, "blocks": 1, "heads": HEADS},
+    "selfplay": {"selfplayprocesses": 1, "concurrent_games": 8, "gamelog_dump_threshold": 8,
+                 "positions_per_iteration": 80},
+    "train": {"learner": "bootstrapped", "min_samplecount": 60, "min_new_samples": 60,
+              "batchsize": 16, "num_updates_per_train_iter": 7, "target_update_period": 10},
+    "evaluate": {"every": 1, "games": 2, "opponents": ["random"]},
+    "status_interval": 2.0,
+}
+
+
+def gamegym(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_new_resume_twice_then_evaluate(tmp_path):
+    from gamegym.learners.qnetwork import parts, target_age
+    from gamegym.tfsetup import load_model
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps(SMALL))
+    session = tmp_path / "ttt"
+    done = gamegym("new", str(session), "--game", "games.tictactoe:TicTacToe", "--config",
+                   str(config))
+    assert done.returncode == 0, done.stderr
+    done = gamegym("resume", str(session), "--max-iterations", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 new iterations trained" in done.stdout
+    first = json.loads((session / "models" / "current.json").read_text())["iteration"]
+    assert first >= 2
+    for it in (1, 2):
+        report = json.loads((session / "train" / f"{it}.json").read_text())
+        assert report["learner"] == "bootstrapped" and report["samples"] >= 60
+        assert np.isfinite(report["losses"]["td_loss"])
+    # 7 gradient steps an iteration, a target copy every 10, counted across iterations
+    model = load_model(session / "models" / f"{first}.keras")
+    assert target_age(model) == 7 * first % 10
+    untrained, once = (load_model(session / "models" / f"{it}.keras") for it in (0, 1))
+    assert all(np.array_equal(a, b) for a, b in zip(parts(untrained)[0].get_weights(),
+                                                    parts(once)[1].get_weights()))
+    files = sorted((session / "samples").glob("*/*.npz"))
+    assert files
+    with np.load(files[0]) as data:
+        n = len(data["z"])
+        assert data["mask"].shape == (n, HEADS) and data["mask"].dtype == bool
+        assert data["terminal"].shape == data["head"].shape == (n,)
+        assert data["terminal"].sum() + data["truncated"].sum() == len(data["result"])
+        assert np.allclose(data["pi"].sum(axis=1), 1.0)
+    for role in ("predictor", "trainer", "selfplayer0", "evaluator"):
+        log = (session / "logs" / f"{role}.log").read_text()
+        assert "Traceback" not in log, log
+
+    done = gamegym("resume", str(session), "--max-iterations", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = json.loads((session / "models" / "current.json").read_text())["iteration"]
+    assert after == first + 1
+    # the resumed Trainer went on counting from the stored age (a fresh count would give 7)
+    assert target_age(load_model(session / "models" / f"{after}.keras")) == 7 * after % 10
+
+    done = gamegym("evaluate", str(session), "--against", "random", "--games", "4", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["games"] == 4 and result["iteration"] == after
+    # what the Evaluator process does for an iteration, here in this process
+    from gamegym.evaluation import evaluate_iteration
+    from gamegym.graph import load_game
+    from gamegym.session import Session
+    stored = Session(session)
+    config = stored.load_config()
+    ratings = evaluate_iteration(stored, config, load_game(config.game), after,
+                                 np.random.default_rng(0))
+    assert f"iteration:{after}" in ratings and "random" in ratings
+
+
+def test_debug_single_process_waits_for_its_own_trainer(tmp_path):
+    # one self-play driver in the gym's process: it plays what the Trainer waits for (its share
+    # is not split between selfplay.selfplayprocesses), then goes idle until the new model
+    from gamegym import GameGym, GymConfig
+    config = GymConfig(game="games.tictactoe:TicTacToe", debug_single_process=True,
+                       network={"kind": "dense", "width": 16, "blocks": 1, "heads": 3},
+                       selfplay={"concurrent_games": 8, "gamelog_dump_threshold": 8},
+                       train={"learner": "bootstrapped", "min_samplecount": 60,
+                              "min_new_samples": 60, "batchsize": 16,
+                              "num_updates_per_train_iter": 5},
+                       status_interval=0.0)
+    assert config.selfplay.selfplayprocesses == 2
+    assert config.selfplay_positions_per_iteration() == 67        # ceil(60 / 0.9), all of it
+    gym = GameGym(tmp_path / "debug", config=config)
+    assert gym.resume(max_iterations=2, console=False) == 0
+    assert gym.session.current_iteration() == 2
+    for iteration, needed in ((0, 67), (1, 60)):   # the first window, then min_new_samples
+        files = list((tmp_path / "debug" / "samples" / str(iteration)).glob("debug-*.npz"))
+        assert sum(len(np.load(f)["z"]) for f in files) >= needed
