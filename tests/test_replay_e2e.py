@@ -124,3 +124,36 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
     for key in new_files:                                  # nobody marked a blocked cell
         data = read_sample_file(blocked / "samples" / key)
         assert not data["legal"][:, [0, 4]].any() and not np.isin(data["action"], [0, 4]).any()
+
+
+# the other learners with curious replay: MuZero draws sequences by their last step's priority
+# and reports every unrolled step's loss; Bootstrapped reports each sample's TD error
+LEARNERS = {
+    "muzero": {"network": {"kind": "dense", "width": 16, "blocks": 1, "hidden_size": 8},
+               "train": {"learner": "muzero", "num_unroll_steps": 3}},
+    "bootstrapped": {"network": {"kind": "dense", "width": 16, "blocks": 1, "heads": 3},
+                     "selfplay": {"concurrent_games": 8, "positions_per_iteration": 80},
+                     "train": {"learner": "bootstrapped", "target_update_period": 10}},
+}
+
+
+@pytest.mark.parametrize("learner", sorted(LEARNERS))
+def test_curious_replay_trains_every_learner(tmp_path, learner):
+    config = {section: {**CURIOUS.get(section, {}), **LEARNERS[learner].get(section, {})}
+              for section in ("selfplay", "train", "network")}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "status_interval": 1.0}))
+    session = tmp_path / learner
+    done = run("new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(path))
+    assert done.returncode == 0, done.stderr
+    done = run("resume", str(session), "--max-iterations", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    iteration = current(session)
+    state = assert_state_matches_the_files(session, iteration)
+    # only drawn samples were replayed, and those got a priority from their own loss
+    drawn = state["count"] > 0
+    assert drawn.any()
+    assert np.all(state["priority"][~drawn] == 1e5)                # never drawn: priority_max
+    assert np.all(state["priority"][drawn] < 1e5)
+    report = json.loads((session / "train" / f"{iteration}.json").read_text())
+    assert (report["learner"], report["replay"]) == (learner, "curious")
