@@ -276,6 +276,16 @@ class FastEvaluator:
         return softmax(logits), values.reshape(-1)
 
 
+def take_weights(target, source) -> bool:
+    """Copy the weights of Keras model `source` into `target`, the same network of another
+    iteration (a traced function over `target` stays valid); False when the shapes differ."""
+    new = source.get_weights()
+    if [w.shape for w in new] != [w.shape for w in target.get_weights()]:
+        return False
+    target.set_weights(new)
+    return True
+
+
 def _check_kind(kind: str) -> None:
     if kind != "evaluate":
         raise ValueError(f"this model answers 'evaluate' requests, not {kind!r}")
@@ -347,10 +357,8 @@ class ModelEvaluator:
                 return False
             self.fast, self.iteration = FastEvaluator(net, iteration), iteration
             return True
-        new = model.get_weights()
-        if [w.shape for w in new] != [w.shape for w in self.model.get_weights()]:
+        if not take_weights(self.model, model):
             return False
-        self.model.set_weights(new)
         self.iteration = iteration
         return True
 

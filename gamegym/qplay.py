@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from gamegym.graph import GameGraph
-from gamegym.inference import softmax
+from gamegym.inference import softmax, take_weights
 from gamegym.players import Player
 from gamegym.samples import GameRecord
 
@@ -269,10 +269,8 @@ class QModelEvaluator:
 
     def update(self, model, iteration: int) -> bool:
         """Take a new iteration's online weights (same network); False when the shapes differ."""
-        new = model.get_layer("online").get_weights()
-        if [w.shape for w in new] != [w.shape for w in self.online.get_weights()]:
+        if not take_weights(self.online, model.get_layer("online")):
             return False
-        self.online.set_weights(new)
         self.iteration = iteration
         return True
 

@@ -39,6 +39,7 @@ from gamegym.tfsetup import import_keras
 keras = import_keras()   # quietly: TensorFlow's start goes to the log
 layers = keras.layers
 
+from gamegym.inference import take_weights  # noqa: E402
 from gamegym.layers import MinMaxScale  # noqa: E402
 from gamegym.learners.muzeronumpy import PARTS, MuZeroNumpyEvaluator  # noqa: E402
 from gamegym.networks import network_options  # noqa: E402
@@ -200,10 +201,8 @@ class MuZeroEvaluator:
                 return False
             self.numpy, self.iteration = fast, iteration
             return True
-        new = model.get_weights()
-        if [w.shape for w in new] != [w.shape for w in self.model.get_weights()]:
+        if not take_weights(self.model, model):
             return False
-        self.model.set_weights(new)
         self.iteration = iteration
         return True
 
