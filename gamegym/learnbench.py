@@ -305,8 +305,9 @@ def plot_curves(runs: list[dict], path: Path) -> None:
     budget = ("majority vote, no search" if first.get("eval_player") == "vote" else
               f"{first['eval_searchcount']} searches per move")
     name = first["game"].split(":")[1]
-    if first["game_args"]:
-        name = f"{name} {first['game_args']}"
+    shown = {k: v for k, v in (first["game_args"] or {}).items() if v is not None}
+    if shown:   # e.g. OpenSpielGame {'name': 'connect_four'}
+        name = f"{name} {shown}"
     learners = "" if len(runs) > 1 else f"{first.get('learner', 'alphazero')}, "
     axis.set_title(f"{name}, {learners}{budget}", fontsize="medium")
     axis.grid(alpha=0.3)
