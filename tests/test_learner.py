@@ -10,7 +10,7 @@ from types import SimpleNamespace  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gamegym.tfsetup import configure_tensorflow  # noqa: E402
+from gamegym.tfsetup import configure_tensorflow, load_model  # noqa: E402
 
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
@@ -210,7 +210,7 @@ def test_initial_models_fit_their_games(name):
     assert path.stat().st_size < 1_000_000
     preset = PRESETS[name]
     graph = load_game(preset["game"], preset["game_args"])
-    model = keras.models.load_model(path, compile=False)
+    model = load_model(path)   # gamegym.tfsetup: registers MuZero's MinMaxScale first
     learner = get_learner(preset_learner(preset))
     learner.check_fits(model, graph)
     evaluator = learner.make_evaluator(model, 0, fast=False)
