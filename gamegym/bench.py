@@ -79,8 +79,7 @@ def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0,
     from gamegym.learners import get_learner
     evaluator = get_learner(learner).make_evaluator(model, 0)
     x1 = graph.numpify(graph.roots[0])
-    path = getattr(evaluator, "path", None) or (
-        "numpy" if getattr(evaluator, "numpy", None) is not None else "tensorflow")
+    path = evaluator.path   # "onnx", "numpy" or "tensorflow", as the Predictor's log says
     rates = {}
     for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
         kind, inputs = evaluator.search_request(np.repeat(x1[None], size, axis=0))
@@ -223,6 +222,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     backends run `repeat` times each, in turn, and the ratio is the median of the pairs' (on a
     busy machine a single pair says little)."""
     from gamegym.gym import GameGym
+    from gamegym.learners import get_learner
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
     if found is None and learner not in LEARNERS:
@@ -240,7 +240,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
                                 "evaluate_in_selfplayers": in_selfplayers},
                        train={"learner": preset_learner(preset)})
     trains = config.train.learner
-    searches = trains != "bootstrapped"
+    searches = get_learner(trains).searches_in_selfplay
     ceiling = (search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=trains)
                if searches else None)
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
@@ -255,14 +255,13 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         e2e = runs["processes" if backend == "both" else backend]
         used_path = _session_path(config, gym.session)
         network = {}
+        sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
         if network_seconds > 0 and trains != "alphazero":
             from gamegym.tfsetup import load_model
-            sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
             network = network_ceiling(load_model(gym.session.model_path(0)), graph, sizes,
                                       network_seconds / len(sizes), trains)
         elif network_seconds > 0:
             from gamegym.netbench import compare_paths
-            sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
             network = compare_paths(gym.session.model_path(0), sample_positions(graph, 64),
                                     sizes, network_seconds, config.predict.use_gpu)
     cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)

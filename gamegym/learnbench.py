@@ -23,6 +23,7 @@ import numpy as np
 from gamegym.arena import make_player, model_player, run_match
 from gamegym.config import GymConfig
 from gamegym.graph import load_game
+from gamegym.learners import get_learner
 from gamegym.mcts import choose_action
 from gamegym.players import Solver, SolverPlayer
 from gamegym.playerspecs import check_player_spec
@@ -123,7 +124,8 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     opponents, solver = bench_opponents(game, graph, opponents)
     config = GymConfig(**found[1], status_interval=30.0, seed=seed).updated(overrides or {})
     rng = np.random.default_rng(seed)
-    searches = config.train.learner != "bootstrapped" or config.evaluate.q_search
+    searches = (get_learner(config.train.learner).searches_in_selfplay
+                or config.evaluate.q_search)
     if searches:
         print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per "
               f"move ({EVAL_THREADS} concurrent); self-play uses {_selfplay_searches(config)}",
@@ -162,7 +164,8 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
 
 def _selfplay_searches(config) -> int:
     """Searches per move in self-play (0: the learner's self-play does not search)."""
-    return 0 if config.train.learner == "bootstrapped" else config.selfplay.searchcount
+    searches = get_learner(config.train.learner).searches_in_selfplay
+    return config.selfplay.searchcount if searches else 0
 
 
 def run_learning_benches(learners: list[str], plot_path: Path | None, keep: Path | None = None,

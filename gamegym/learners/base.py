@@ -55,6 +55,9 @@ class Learner(ABC):
     """One trainer mode.  Instances are made per process; they may keep optimizer state."""
 
     name: str = ""
+    # whether self-play (and the model's player, by default) searches a tree; a learner that
+    # plays straight from its network (bootstrapped) has no search ceiling nor efficiency
+    searches_in_selfplay: bool = True
 
     @abstractmethod
     def build_model(self, graph, network_config, seed: int | None = None):

@@ -65,6 +65,7 @@ def transitions(batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @register
 class BootstrappedLearner(Learner):
     name = "bootstrapped"
+    searches_in_selfplay = False
 
     def __init__(self):
         self.optimizer = None
