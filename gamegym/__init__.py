@@ -5,12 +5,12 @@
 """
 from gamegym.config import (ConfigError, GymConfig, NetworkConfig, PredictConfig, SelfplayConfig,
                             TrainConfig)
-from gamegym.graph import GameGraph, GameGraphError, GameSpecError, VertexError, load_game
-from gamegym.gym import GameGym, GymError
-from gamegym.players import (AlphaBetaPlayer, Player, RandomPlayer, Solution, Solver,
+from gamegym.game.graph import GameGraph, GameGraphError, GameSpecError, VertexError, load_game
+from gamegym.runtime.gym import GameGym, GymError
+from gamegym.game.players import (AlphaBetaPlayer, Player, RandomPlayer, Solution, Solver,
                              SolverPlayer, play_game, solve)
-from gamegym.session import SessionError, SessionLockedError
-from gamegym.uct import UCTPlayer
+from gamegym.data.session import SessionError, SessionLockedError
+from gamegym.game.uct import UCTPlayer
 
 __all__ = ["GameGym", "GymError", "GameGraph", "GameGraphError", "GameSpecError", "VertexError",
            "load_game", "GymConfig", "NetworkConfig", "PredictConfig", "SelfplayConfig",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gamegym.playerspecs import check_player_spec
+from gamegym.game.playerspecs import check_player_spec
 
 __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
            "EvaluateConfig",

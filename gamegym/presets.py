@@ -76,7 +76,7 @@ PRESETS = {
 # presets of games that need an optional extra; no starter model (a fresh network at `new`)
 EXTRA_PRESETS = {
     "openspiel-connect_four": {   # OpenSpiel's connect_four through the adapter (.[openspiel])
-        **PRESETS["connectfour"], "game": "gamegym.openspiel:OpenSpielGame",
+        **PRESETS["connectfour"], "game": "gamegym.adapters.openspiel:OpenSpielGame",
         "game_args": {"name": "connect_four", "params": None}},
 }
 
@@ -105,7 +105,7 @@ LEARNER_PRESETS: dict[str, dict[str, dict]] = {
     },
 }
 # plain DQN for the side by side with bootstrapped: one head trained on every sample, and
-# epsilon-greedy self-play (the default epsilon with one head, gamegym.qplay.DQN_EPSILON)
+# epsilon-greedy self-play (the default epsilon with one head, gamegym.learners.bootstrapped.play.DQN_EPSILON)
 DQN = {"network": {"heads": 1, "prior_scale": 0.0}, "train": {"mask_probability": 1.0}}
 
 
@@ -179,8 +179,8 @@ def _is_network(path: Path, game: str, game_args: dict, network, learner: str) -
     the model, so the process that asks (the gym's, a benchmark's) needs no TensorFlow.  The
     weight shapes follow from these; tests/test_learner.py checks every weight shape of the
     committed files against a freshly built network."""
-    from gamegym.graph import load_game
-    from gamegym.networks import network_kind, network_options
+    from gamegym.game.graph import load_game
+    from gamegym.nets.builders import network_kind, network_options
     if learner != "alphazero":
         return _is_learner_network(path, game, game_args, network, learner)
     graph = load_game(game, game_args)
@@ -204,9 +204,9 @@ def _is_network(path: Path, game: str, game_args: dict, network, learner: str) -
 def _is_learner_network(path: Path, game: str, game_args: dict, network, learner: str) -> bool:
     """The same check for another learner's container model: built fresh and compared weight
     shape for weight shape (this loads TensorFlow)."""
-    from gamegym.graph import load_game
+    from gamegym.game.graph import load_game
     from gamegym.learners import get_learner
-    from gamegym.tfsetup import configure_tensorflow, load_model
+    from gamegym.nets.tfsetup import configure_tensorflow, load_model
     # as when the gym builds the first model: the GPU is the Predictor's, not this process's
     configure_tensorflow(use_gpu=False)
     graph = load_game(game, game_args)

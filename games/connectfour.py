@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from gamegym.graph import GameGraph
+from gamegym.game.graph import GameGraph
 
 __all__ = ["ConnectFour"]
 

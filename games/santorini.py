@@ -51,7 +51,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from gamegym.graph import GameGraph
+from gamegym.game.graph import GameGraph
 
 __all__ = ["Santorini"]
 

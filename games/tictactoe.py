@@ -13,7 +13,7 @@ from operator import neg
 
 import numpy as np
 
-from gamegym.graph import GameGraph
+from gamegym.game.graph import GameGraph
 
 __all__ = ["TicTacToe", "TicTacToeVariant"]
 

@@ -24,14 +24,14 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from gamegym.messages import EvalRequest, EvalResponse  # noqa: E402
+from gamegym.runtime.messages import EvalRequest, EvalResponse  # noqa: E402
 
 SEARCH = 100   # requests per search: the server drops the kept states after each
 
 
 def serve(path, conn):
-    from gamegym.learners.muzeronet import MuZeroEvaluator
-    from gamegym.tfsetup import configure_tensorflow, load_model
+    from gamegym.learners.muzero.nets import MuZeroEvaluator
+    from gamegym.nets.tfsetup import configure_tensorflow, load_model
     configure_tensorflow(use_gpu=False, threads=1)
     evaluator = MuZeroEvaluator(load_model(path), 0)
     kept, count = {}, [0]
@@ -89,7 +89,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, nargs="+", default=[8, 24])
     parser.add_argument("--rounds", type=int, default=4, help="alternations of the two modes")
     args = parser.parse_args()
-    from gamegym.graph import load_game
+    from gamegym.game.graph import load_game
     from gamegym.presets import INITIAL_MODELS, PRESETS, preset_learner
     context = multiprocessing.get_context("spawn")
     for name, preset in sorted(PRESETS.items()):

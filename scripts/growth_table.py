@@ -23,7 +23,7 @@ GAMES = [
 
 
 def bench(game: str, game_args: dict, network, searchcount: int, seconds: float) -> dict:
-    command = [sys.executable, "-m", "gamegym.cli", "bench", "--game", game, "--game-args",
+    command = [sys.executable, "-m", "gamegym", "bench", "--game", game, "--game-args",
                json.dumps(game_args), "--searchcount", str(searchcount), "--seconds",
                str(seconds), "--network-seconds", "0", "--json"]
     if network:

@@ -15,13 +15,13 @@ import time
 import numpy as np
 
 from gamegym.config import GymConfig
-from gamegym.graph import load_game
-from gamegym.inference import LocalService, ModelEvaluator, PositionEvaluator
-from gamegym.mcts import Search, SearchParams, uniform_evaluator
-from gamegym.networks import network_for_game
+from gamegym.game.graph import load_game
+from gamegym.nets.inference import LocalService, ModelEvaluator, PositionEvaluator
+from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
+from gamegym.nets.builders import network_for_game
 from gamegym.presets import preset_for
-from gamegym.searchplay import selfplay_game
-from gamegym.tfsetup import configure_tensorflow
+from gamegym.search.play import selfplay_game
+from gamegym.nets.tfsetup import configure_tensorflow
 
 
 class Timed:

@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TICTACTOE = "games.tictactoe:TicTacToe"
 
-# subprocesses (scripts, `python -m gamegym.cli`) import the code under test, wherever they run
+# subprocesses (scripts, `python -m gamegym`) import the code under test, wherever they run
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
@@ -42,8 +42,8 @@ SMALL = {
 
 def gamegym(*args, timeout: float = 240, input: str | None = None, env: dict | None = None,
             **kwargs) -> subprocess.CompletedProcess:
-    """Run `python -m gamegym.cli ARGS` (this checkout's code) and capture its output."""
-    return subprocess.run([sys.executable, "-m", "gamegym.cli", *map(str, args)],
+    """Run `python -m gamegym ARGS` (this checkout's code) and capture its output."""
+    return subprocess.run([sys.executable, "-m", "gamegym", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, input=input,
                           stdin=None if input is not None else subprocess.DEVNULL,
                           env=env, **kwargs)

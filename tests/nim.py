@@ -1,7 +1,7 @@
 """TwoPileNim: a tiny correct game for the tests (imported as `from nim import TwoPileNim`)."""
 import numpy as np
 
-from gamegym.graph import GameGraph
+from gamegym.game.graph import GameGraph
 
 
 class TwoPileNim(GameGraph):

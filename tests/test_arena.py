@@ -1,13 +1,13 @@
-"""Players, matches and ratings (gamegym.arena), in-process."""
+"""Players, matches and ratings (gamegym.evaluation.arena), in-process."""
 import numpy as np
 import pytest
 
 from games.tictactoe import TicTacToe
-from gamegym.arena import (HumanPlayer, MatchResult, fit_ratings, make_player, model_player,
+from gamegym.evaluation.arena import (HumanPlayer, MatchResult, fit_ratings, make_player, model_player,
                            play_match, run_match)
-from gamegym.gym import GameGym
-from gamegym.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
-from gamegym.uct import UCTPlayer
+from gamegym.runtime.gym import GameGym
+from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
+from gamegym.game.uct import UCTPlayer
 
 
 class Counting(Player):

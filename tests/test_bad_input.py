@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from gamegym.samples import read_sample_file, sample_files
+from gamegym.data.samples import read_sample_file, sample_files
 
 
 def gamegym(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
                           text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=cwd)
 
 
@@ -45,7 +45,7 @@ def test_new_with_bad_game_arguments_and_bad_config(tmp_path):
 
 
 def test_load_game_names_the_argument_a_game_refuses():
-    from gamegym.graph import GameSpecError, load_game
+    from gamegym.game.graph import GameSpecError, load_game
     with pytest.raises(GameSpecError, match=r"cannot build games.santorini:Santorini with "
                        r"arguments \{\"dimension\": 9\}: Santorini dimension must be an integer"):
         load_game("games.santorini:Santorini", {"dimension": 9})
@@ -124,7 +124,7 @@ def test_script_without_a_main_guard_is_told_so_and_stops(tmp_path):
 WRITER = """
 import sys, numpy as np
 from pathlib import Path
-from gamegym.samples import GameRecord, write_sample_file
+from gamegym.data.samples import GameRecord, write_sample_file
 folder, i = Path(sys.argv[1]), 0
 rng = np.random.default_rng(0)
 print("ready", flush=True)
@@ -161,7 +161,7 @@ def test_sigkill_of_a_writer_at_random_moments_leaves_only_whole_files(tmp_path)
 MODEL_WRITER = """
 import sys, time
 from gamegym.presets import INITIAL_MODELS
-from gamegym.session import Session
+from gamegym.data.session import Session
 
 
 class SlowModel:    # saves the starter model's bytes in small pieces, as a real save does
@@ -188,7 +188,7 @@ while True:
 @pytest.mark.slow
 def test_sigkill_of_a_model_publisher_at_random_moments_leaves_only_whole_models(tmp_path):
     from gamegym.presets import INITIAL_MODELS
-    from gamegym.session import Session
+    from gamegym.data.session import Session
     rng = random.Random(1)
     for _ in range(10):
         writer = subprocess.Popen([sys.executable, "-c", MODEL_WRITER, str(tmp_path)],

@@ -10,20 +10,20 @@ import multiprocessing  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gamegym.tfsetup import configure_tensorflow, load_model  # noqa: E402
+from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
-from gamegym.graph import load_game  # noqa: E402
-from gamegym.inference import LocalService  # noqa: E402
+from gamegym.game.graph import load_game  # noqa: E402
+from gamegym.nets.inference import LocalService  # noqa: E402
 from gamegym.learners import get_learner  # noqa: E402
-from gamegym.learners.bootstrapped import transitions  # noqa: E402
-from gamegym.learners.qnetwork import parts, target_age  # noqa: E402
-from gamegym.messages import EvalRequest  # noqa: E402
-from gamegym.qplay import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
-from gamegym.samples import GameRecord, load_samples, write_sample_file  # noqa: E402
-from gamegym.session import Session  # noqa: E402
+from gamegym.learners.bootstrapped.learner import transitions  # noqa: E402
+from gamegym.learners.bootstrapped.qnetwork import parts, target_age  # noqa: E402
+from gamegym.runtime.messages import EvalRequest  # noqa: E402
+from gamegym.learners.bootstrapped.play import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
+from gamegym.data.samples import GameRecord, load_samples, write_sample_file  # noqa: E402
+from gamegym.data.session import Session  # noqa: E402
 
 GAME = "games.tictactoe:TicTacToe"
 TINY = {"kind": "dense", "width": 16, "blocks": 1, "heads": 4, "l2": 0.0}
@@ -350,7 +350,7 @@ def test_the_sampler_draws_every_minibatch_and_hears_each_samples_loss(graph, tm
 
 
 def test_the_predictor_answers_q_requests_like_the_online_network(graph, tmp_path):
-    from gamegym.predictor import Predictor
+    from gamegym.runtime.predictor import Predictor
     learner, model = fresh(graph)
     session = Session(tmp_path / "s")
     config = GymConfig(game=GAME, network=TINY, train={"learner": "bootstrapped"})
@@ -369,7 +369,7 @@ def test_the_predictor_answers_q_requests_like_the_online_network(graph, tmp_pat
 
 
 def test_prior_functions_are_fixed_and_the_model_fits_the_game(graph):
-    from gamegym.gym import check_model_fits
+    from gamegym.runtime.gym import check_model_fits
     learner, model = fresh(graph, {**TINY, "prior_scale": 3.0})
     check_model_fits(model, graph)
     online, _ = parts(model)
@@ -418,7 +418,7 @@ def test_one_head_per_side(graph):
 
 
 def test_side_by_side_runs_share_one_plot(tmp_path, monkeypatch):
-    from gamegym import learnbench
+    from gamegym.bench import learning as learnbench
 
     def point(minutes, score):
         return {"minutes": minutes, "iteration": int(minutes), "score": score, "wins": 0,

@@ -23,13 +23,13 @@ SMALL = {
 
 
 def gamegym(*args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def test_new_resume_twice_then_evaluate(tmp_path):
-    from gamegym.learners.qnetwork import parts, target_age
-    from gamegym.tfsetup import load_model
+    from gamegym.learners.bootstrapped.qnetwork import parts, target_age
+    from gamegym.nets.tfsetup import load_model
     config = tmp_path / "small.json"
     config.write_text(json.dumps(SMALL))
     session = tmp_path / "ttt"
@@ -75,9 +75,9 @@ def test_new_resume_twice_then_evaluate(tmp_path):
     result = json.loads(done.stdout)
     assert result["games"] == 4 and result["iteration"] == after
     # what the Evaluator process does for an iteration, here in this process
-    from gamegym.evaluation import evaluate_iteration
-    from gamegym.graph import load_game
-    from gamegym.session import Session
+    from gamegym.evaluation.evaluator import evaluate_iteration
+    from gamegym.game.graph import load_game
+    from gamegym.data.session import Session
     stored = Session(session)
     config = stored.load_config()
     ratings = evaluate_iteration(stored, config, load_game(config.game), after,

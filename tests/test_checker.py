@@ -1,4 +1,4 @@
-"""gamegym.checker and `gamegym check`: correct games pass (two tiny ones here; every bundled
+"""gamegym.game.checker and `gamegym check`: correct games pass (two tiny ones here; every bundled
 game in tests/test_games.py), each broken rule is reported as exactly its kind at the vertex that
 broke it, and run_check and the command line print and exit as documented."""
 import io
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from games.tictactoe import TicTacToe
-from gamegym.checker import GraphChecker, check_graph, run_check
-from gamegym.graph import GameGraph
+from gamegym.game.checker import GraphChecker, check_graph, run_check
+from gamegym.game.graph import GameGraph
 from nim import TwoPileNim
 
 ROOT, PAIR, END = (2, 3), (1, 1), (0, 0)   # the two roots of Nim and the end of every game
@@ -393,7 +393,7 @@ def test_run_check_renders_the_vertex_and_rejects_bad_arguments():
 def test_gamegym_check_command():
     # the bundled games pass the checker in tests/test_games.py; this is the command's wiring
     spec, args = "games.santorini:Santorini", '{"dimension": 3, "units_per_player": 1}'
-    done = subprocess.run([sys.executable, "-m", "gamegym.cli", "check", spec, "--game-args",
+    done = subprocess.run([sys.executable, "-m", "gamegym", "check", spec, "--game-args",
                            args, "--games", "20"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()

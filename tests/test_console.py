@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from conftest import TICTACTOE, gamegym
-from gamegym.tfsetup import gpu_problem, load_model
+from gamegym.nets.tfsetup import gpu_problem, load_model
 
 # what TensorFlow, CUDA, XLA, oneDNN and absl print at start-up on a machine without a GPU
 NOISE = re.compile(r"tensorflow|absl|cuda|cuInit|cudart|oneDNN|XLA|cpu_feature_guard|"
@@ -45,7 +45,7 @@ def test_resume_prints_no_tensorflow_noise_and_only_trainer_and_predictor_import
 
 SHOW_MODULES = """
 import sys
-from gamegym.cli import main
+from gamegym.cli.main import main
 assert main(sys.argv[2:]) == 0
 print("tensorflow imported:", "tensorflow" in sys.modules)
 """

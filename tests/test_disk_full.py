@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from gamegym.samples import read_sample_file
+from gamegym.data.samples import read_sample_file
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,7 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 
 
 def cli(*args):
-    return [sys.executable, "-m", "gamegym.cli", *args]
+    return [sys.executable, "-m", "gamegym", *args]
 
 
 def run(*args, timeout=240, **kwargs):

@@ -9,16 +9,16 @@ import pytest
 
 from games.tictactoe import TicTacToe
 from gamegym.config import GymConfig
-from gamegym.evaluation import evaluate_iteration
-from gamegym.fileio import read_jsonl
-from gamegym.gym import GameGym
-from gamegym.tfsetup import load_model
+from gamegym.evaluation.evaluator import evaluate_iteration
+from gamegym.data.fileio import read_jsonl
+from gamegym.runtime.gym import GameGym
+from gamegym.nets.tfsetup import load_model
 
 TICTACTOE = "games.tictactoe:TicTacToe"
 
 
 def gamegym(*args, timeout=300, input=None):
-    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
                           text=True, timeout=timeout, input=input,
                           stdin=None if input is not None else subprocess.DEVNULL)
 

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from gamegym.samples import read_sample_file
+from gamegym.data.samples import read_sample_file
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +22,7 @@ CHANGES = {   # two Selfplayers, so one can die while the other plays on
 
 
 def cli(*args):
-    return [sys.executable, "-m", "gamegym.cli", *args]
+    return [sys.executable, "-m", "gamegym", *args]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 from games.tictactoe import TicTacToe, TicTacToeVariant
-from gamegym.checker import GraphChecker
+from gamegym.game.checker import GraphChecker
 
 ALL_GAMES = [   # game, arguments, random games the checker plays
     pytest.param(TicTacToe, {}, 20, id="tictactoe"),
@@ -122,7 +122,7 @@ def test_misere_tictactoe_the_line_loses():
     last = play(game, [0, 3, 1, 4, 2])[-1]             # X completes the top row...
     assert game.terminal_at(last) and game.score_at(last) == 1.0    # ...and O, to move, wins
     assert game.render(last).splitlines()[-1] == "X has lost (misère)"
-    from gamegym.players import Solver
+    from gamegym.game.players import Solver
     assert Solver(game).value(game.roots[0]) == 0.0     # a draw with perfect play
 
 

@@ -72,7 +72,7 @@ def test_new_resume_files_and_resume_again(session):
 
 
 def test_exit_on_the_console_stops_everything(session):
-    gym = subprocess.Popen([sys.executable, "-m", "gamegym.cli", "resume", str(session)],
+    gym = subprocess.Popen([sys.executable, "-m", "gamegym", "resume", str(session)],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
     try:

@@ -42,7 +42,7 @@ def imports_of(name: str, known: set[str]) -> set[str]:
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            # `from gamegym import bench` imports the module gamegym.bench
+            # `from gamegym import bench` imports the module gamegym.bench.throughput
             targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
                        for alias in node.names]
         else:

@@ -10,20 +10,20 @@ from types import SimpleNamespace  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from gamegym.tfsetup import configure_tensorflow, load_model  # noqa: E402
+from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
 import keras  # noqa: E402
 
 from gamegym.config import NetworkConfig, TrainConfig  # noqa: E402
-from gamegym.graph import load_game  # noqa: E402
+from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import Learner, TrainReport, get_learner  # noqa: E402
-from gamegym.learners.alphazero import Augmenter  # noqa: E402
-from gamegym.networks import build_network, network_for_game  # noqa: E402
+from gamegym.learners.alphazero.learner import Augmenter  # noqa: E402
+from gamegym.nets.builders import build_network, network_for_game  # noqa: E402
 from gamegym.presets import (INITIAL_MODELS, PRESETS, initial_model_path,  # noqa: E402
                              preset_learner)
-from gamegym.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
+from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 
 TicTacToe = pytest.importorskip("games.tictactoe").TicTacToe
 
@@ -210,7 +210,7 @@ def test_initial_models_fit_their_games(name):
     assert path.stat().st_size < 1_000_000
     preset = PRESETS[name]
     graph = load_game(preset["game"], preset["game_args"])
-    model = load_model(path)   # gamegym.tfsetup: registers MuZero's MinMaxScale first
+    model = load_model(path)   # gamegym.nets.tfsetup: registers MuZero's MinMaxScale first
     learner = get_learner(preset_learner(preset))
     learner.check_fits(model, graph)
     evaluator = learner.make_evaluator(model, 0, fast=False)

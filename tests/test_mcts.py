@@ -7,9 +7,9 @@ import pytest
 from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe
 from gamegym.config import GymConfig
-from gamegym.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator, visit_policy
-from gamegym.players import Solver
-from gamegym.searchplay import selfplay_game as play_game
+from gamegym.search.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator, visit_policy
+from gamegym.game.players import Solver
+from gamegym.search.play import selfplay_game as play_game
 
 
 def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0,

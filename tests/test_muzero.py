@@ -10,12 +10,12 @@ import pytest  # noqa: E402
 
 from games.tictactoe import TicTacToe  # noqa: E402
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
-from gamegym.graph import GameGraphError  # noqa: E402
-from gamegym.inference import LocalService, StaleIteration  # noqa: E402
-from gamegym.latentsearch import (LatentEvaluator, LatentNode, LatentSearch,  # noqa: E402
+from gamegym.game.graph import GameGraphError  # noqa: E402
+from gamegym.nets.inference import LocalService, StaleIteration  # noqa: E402
+from gamegym.search.latent import (LatentEvaluator, LatentNode, LatentSearch,  # noqa: E402
                                   uniform_latent_evaluator)
-from gamegym.mcts import SearchParams, choose_action, visit_policy  # noqa: E402
-from gamegym.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
+from gamegym.search.mcts import SearchParams, choose_action, visit_policy  # noqa: E402
+from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 
 from test_mcts import MUST_BLOCK, WIN_IN_ONE  # noqa: E402  (boards: win in one, must block)
 
@@ -107,7 +107,7 @@ def test_next_root_is_a_fresh_real_position():
 
 
 def test_the_search_ceiling_stub_plays_whole_games():
-    from gamegym.searchplay import selfplay_game
+    from gamegym.search.play import selfplay_game
     graph = TicTacToe()
     cfg = GymConfig(game=GAME).selfplay
     search = LatentSearch(graph, uniform_latent_evaluator(9), SearchParams(searchcount=20,
@@ -264,8 +264,8 @@ def tiny_model():
 
 def test_the_gradient_into_each_dynamics_step_is_halved(tiny_model):
     import tensorflow as tf
-    from gamegym.learners.unrolls import scale_gradient, step_weights, unroll_predictions
-    from gamegym.learners.muzeronet import muzero_parts
+    from gamegym.learners.muzero.unrolls import scale_gradient, step_weights, unroll_predictions
+    from gamegym.learners.muzero.nets import muzero_parts
     parts = muzero_parts(tiny_model)
     x = np.random.default_rng(0).random((4, 3, 3, 2)).astype(np.float32)
     actions = np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8], [1, 1, 1]], np.int32)
@@ -327,8 +327,8 @@ def test_muzero_overfits_one_game():
     the unroll from its first position (the dynamics alone, no observation after it)."""
     import tensorflow as tf
     from gamegym.learners import get_learner
-    from gamegym.learners.unrolls import unroll_predictions
-    from gamegym.learners.muzeronet import muzero_parts
+    from gamegym.learners.muzero.unrolls import unroll_predictions
+    from gamegym.learners.muzero.nets import muzero_parts
     rec = random_game(3)
     batch = make_batch([rec, record([0], [0.0], truncated=True)])   # the last game: a stub
     learner = get_learner("muzero")
@@ -369,7 +369,7 @@ class RecordingSampler:
 
 
 def test_sequences_are_drawn_by_the_priority_of_their_last_step():
-    from gamegym.learners.unrolls import SequenceDraws
+    from gamegym.learners.muzero.unrolls import SequenceDraws
     batch = make_batch([record(list(range(7)), [0.0] * 7, result=1.0),
                         record([0, 1], [0.0] * 2, result=1.0)])
     unroll = 2
@@ -414,7 +414,7 @@ def test_a_sampler_hears_every_unrolled_step(tiny_model):
 
 def test_save_and_load_keep_every_answer(tmp_path, tiny_model):
     from gamegym.learners import get_learner
-    from gamegym.tfsetup import load_model
+    from gamegym.nets.tfsetup import load_model
     path = tmp_path / "model.keras"
     tiny_model.save(path)
     loaded = load_model(path)
@@ -444,8 +444,8 @@ def test_the_numpy_evaluator_goes_to_a_process_without_tensorflow(tmp_path, tiny
     import subprocess
     import sys
     from gamegym.learners import get_learner
-    from gamegym.learners.muzeronumpy import MINMAX_EPSILON
-    from gamegym.layers import MinMaxScale
+    from gamegym.learners.muzero.numpynets import MINMAX_EPSILON
+    from gamegym.nets.layers import MinMaxScale
     assert MINMAX_EPSILON == MinMaxScale.EPSILON
     evaluator = get_learner("muzero").make_evaluator(tiny_model, 3)
     portable = evaluator.portable()
@@ -458,7 +458,7 @@ import pickle, sys
 import numpy as np
 from games.tictactoe import TicTacToe
 from gamegym.config import GymConfig
-from gamegym.inference import LocalService
+from gamegym.nets.inference import LocalService
 from gamegym.learners import get_learner
 portable, x, want = pickle.load(open({str(tmp_path / "e.pkl")!r}, "rb"))
 got = portable.run("initial", {{"x": x}})
@@ -479,7 +479,7 @@ print("ok")
 def test_the_bench_ceilings_measure_muzero(tiny_model):
     """`gamegym bench --learner muzero`: its search ceiling runs the latent search on whole
     games, and its network ceiling the recurrent call."""
-    from gamegym.bench import network_ceiling, search_ceiling
+    from gamegym.bench.throughput import network_ceiling, search_ceiling
     graph = TicTacToe()
     cfg = GymConfig(game=GAME, selfplay={"searchcount": 16, "searchthreadcount": 4}).selfplay
     ceiling = search_ceiling(graph, cfg, 0.3, learner="muzero")
@@ -498,7 +498,7 @@ class PassingTicTacToe(TicTacToe):
 
 
 def test_a_game_whose_turns_do_not_alternate_is_refused(tmp_path):
-    from gamegym.gym import GameGym
+    from gamegym.runtime.gym import GameGym
     from gamegym.learners import get_learner
     graph = PassingTicTacToe()
     with pytest.raises(GameGraphError, match="turns strictly alternate"):
@@ -522,8 +522,8 @@ def test_config_refuses_the_solver_and_bad_unrolls():
 
 
 def test_an_alphazero_model_is_refused_for_a_muzero_session(tmp_path):
-    from gamegym.gym import GameGym, GymError
-    from gamegym.networks import network_for_game
+    from gamegym.runtime.gym import GameGym, GymError
+    from gamegym.nets.builders import network_for_game
     model = network_for_game(TicTacToe(), {"width": 8, "blocks": 1})
     with pytest.raises(GymError, match="not a MuZero container"):
         GameGym(tmp_path / "s", graph=TicTacToe(), initial_model=model,

@@ -23,7 +23,7 @@ SMALL = {
 
 
 def gamegym(*args, timeout=300, **kwargs):
-    return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
 
 
@@ -71,7 +71,7 @@ def test_new_resume_evaluate_and_resume_again(tmp_path):
 
 def test_every_role_in_one_process(tmp_path):
     from gamegym.config import GymConfig
-    from gamegym.gym import GameGym
+    from gamegym.runtime.gym import GameGym
     config = GymConfig.from_dict({**SMALL, "game": TICTACTOE, "debug_single_process": True,
                                   "evaluate": {}})
     gym = GameGym(tmp_path / "one", config=config)

@@ -11,14 +11,14 @@ pyspiel = pytest.importorskip("pyspiel", reason='OpenSpiel is not installed: '
 
 from games.connectfour import ConnectFour  # noqa: E402
 from games.tictactoe import TicTacToe  # noqa: E402
-from gamegym.arena import make_player, run_match  # noqa: E402
-from gamegym.checker import check_graph  # noqa: E402
-from gamegym.graph import GameSpecError, load_game  # noqa: E402
-from gamegym.openspiel import (OpenSpielGame, UnsuitableGame, suitability,  # noqa: E402
+from gamegym.evaluation.arena import make_player, run_match  # noqa: E402
+from gamegym.game.checker import check_graph  # noqa: E402
+from gamegym.game.graph import GameSpecError, load_game  # noqa: E402
+from gamegym.adapters.openspiel import (OpenSpielGame, UnsuitableGame, suitability,  # noqa: E402
                                to_openspiel)
-from gamegym.players import AlphaBetaPlayer, Solver, SolverPlayer  # noqa: E402
+from gamegym.game.players import AlphaBetaPlayer, Solver, SolverPlayer  # noqa: E402
 
-SPEC = "gamegym.openspiel:OpenSpielGame"
+SPEC = "gamegym.adapters.openspiel:OpenSpielGame"
 CHECKED = [{"name": "tic_tac_toe"}, {"name": "connect_four"},
            {"name": "breakthrough", "params": {"rows": 6, "columns": 5}},
            {"name": "hex", "params": {"board_size": 5}}, {"name": "othello"},
@@ -148,7 +148,7 @@ def test_new_and_resume_a_session_on_an_openspiel_game(tmp_path):
     session = tmp_path / "ost"
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "gamegym.cli", *args], capture_output=True,
+        return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
                               text=True, timeout=240, stdin=subprocess.DEVNULL)
 
     done = cli("new", str(session), "--game", SPEC, "--game-args", '{"name": "tic_tac_toe"}',

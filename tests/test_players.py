@@ -1,4 +1,4 @@
-"""gamegym.players: the exact solver against theory and a slow reference, alpha-beta against the
+"""gamegym.game.players: the exact solver against theory and a slow reference, alpha-beta against the
 solver, and every player only ever plays legal moves."""
 import os
 import time
@@ -6,8 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from gamegym.graph import GameGraphError, VertexError
-from gamegym.players import (AlphaBetaPlayer, RandomPlayer, Solver, SolverPlayer, play_game,
+from gamegym.game.graph import GameGraphError, VertexError
+from gamegym.game.players import (AlphaBetaPlayer, RandomPlayer, Solver, SolverPlayer, play_game,
                              solve)
 from nim import TwoPileNim
 

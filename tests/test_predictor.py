@@ -10,12 +10,12 @@ import pytest
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 from gamegym.config import GymConfig
-from gamegym.messages import EvalRequest, EvalResponse, Reload
-from gamegym.networks import build_network
-from gamegym.numpynet import NumpyNet
-from gamegym.inference import ModelEvaluator
-from gamegym.predictor import predictor_main
-from gamegym.session import Session
+from gamegym.runtime.messages import EvalRequest, EvalResponse, Reload
+from gamegym.nets.builders import build_network
+from gamegym.nets.numpynet import NumpyNet
+from gamegym.nets.inference import ModelEvaluator
+from gamegym.runtime.predictor import predictor_main
+from gamegym.data.session import Session
 
 
 def direct(model, x):
@@ -53,7 +53,7 @@ def trained_like(model, seed=0):
 def preset_architectures():
     """(name, graph, network options) of every bundled preset, and Santorini 5x5-2 with the
     network a session without a preset gets."""
-    from gamegym.graph import load_game
+    from gamegym.game.graph import load_game
     from gamegym.presets import PRESETS
     found = [(name, load_game(p["game"], p["game_args"]), p["network"])
              for name, p in sorted(PRESETS.items())]
@@ -63,8 +63,8 @@ def preset_architectures():
 @pytest.mark.parametrize("name, graph, network", preset_architectures(),
                          ids=[a[0] for a in preset_architectures()])
 def test_fast_paths_match_keras_on_every_preset_architecture(name, graph, network):
-    from gamegym.networks import network_for_game
-    from gamegym.onnxnet import OnnxNet
+    from gamegym.nets.builders import network_for_game
+    from gamegym.nets.onnxnet import OnnxNet
     model = trained_like(network_for_game(graph, network, seed=3))
     x = positions(graph, 37)
     reference = [t.numpy() for t in model(x, training=False)]
@@ -119,7 +119,7 @@ def test_numpy_activations_are_exact_and_quiet_at_large_inputs(name):
     # a large pre-activation (a weight blown up by training) once made the fast path's swish
     # print "overflow encountered in exp" from the Predictor
     import tensorflow as tf
-    from gamegym.numpynet import ACTIVATIONS
+    from gamegym.nets.numpynet import ACTIVATIONS
     x = np.array([-1e4, -500.0, -90.0, -20.0, -1.0, 0.0, 0.5, 30.0, 1e4], np.float32)
     with np.errstate(over="raise", divide="raise", invalid="raise"):   # numpy's warnings
         got = ACTIVATIONS[name](x)
@@ -213,7 +213,7 @@ RELOADS, WARM_UP = 24, 8
 @pytest.mark.parametrize("fast", [True, False])
 def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
     import psutil
-    from gamegym.predictor import Predictor
+    from gamegym.runtime.predictor import Predictor
     graph = Santorini(3, 1) if fast else ConnectFour()
     shape = graph.numpify(graph.roots[0]).shape
     kind = "dense" if fast else "residual"
@@ -242,7 +242,7 @@ def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
 
 
 def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_path):
-    from gamegym.predictor import HOLD, Predictor
+    from gamegym.runtime.predictor import HOLD, Predictor
     graph = Santorini(3, 1)
     shape = graph.numpify(graph.roots[0]).shape
     session = Session(tmp_path / "s")
@@ -271,9 +271,9 @@ def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_pat
 
 
 def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path):
-    from gamegym.inference import FastEvaluator, PipeService
-    from gamegym.messages import EvaluatorRequest, EvaluatorUpdate
-    from gamegym.predictor import Predictor
+    from gamegym.nets.inference import FastEvaluator, PipeService
+    from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.runtime.predictor import Predictor
     graph = Santorini(3, 1)
     shape = graph.numpify(graph.roots[0]).shape
     session = Session(tmp_path / "s")
@@ -318,8 +318,8 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
 
 
 def test_no_evaluator_is_handed_out_when_the_session_turns_it_off(tmp_path):
-    from gamegym.messages import EvaluatorRequest, EvaluatorUpdate
-    from gamegym.predictor import Predictor
+    from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.runtime.predictor import Predictor
     session = Session(tmp_path / "s")
     config = GymConfig(game="games.santorini:Santorini",
                        predict={"evaluate_in_selfplayers": False})
@@ -347,8 +347,8 @@ class Constant:
 
 
 def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest_two():
-    from gamegym.inference import PipeService
-    from gamegym.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.nets.inference import PipeService
+    from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
     client_end, predictor_end = multiprocessing.Pipe()
     service = PipeService(client_end, timeout=5.0)
     asked = []
@@ -387,7 +387,7 @@ def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest
 
 
 def test_without_onnxruntime_dense_models_take_numpy_and_conv_models_tensorflow(monkeypatch):
-    from gamegym import onnxnet
+    from gamegym.nets import onnxnet
     monkeypatch.setattr(onnxnet, "available", lambda: False)
     graph = ConnectFour()
     shape = graph.numpify(graph.roots[0]).shape

@@ -1,7 +1,7 @@
 """Progress bars: drawn on a terminal (games done, elapsed, expected end), absent otherwise."""
 import io
 
-from gamegym.progress import ProgressBars
+from gamegym.cli.progress import ProgressBars
 
 
 def test_bars_on_a_terminal_show_progress_elapsed_and_the_expected_end():

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gamegym.samples import read_sample_file
+from gamegym.data.samples import read_sample_file
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ ACTORS = ("ray::SelfplayerActor", "ray::PredictorActor")
 
 
 def cli(*args):
-    return [sys.executable, "-m", "gamegym.cli", *args]
+    return [sys.executable, "-m", "gamegym", *args]
 
 
 @pytest.fixture(scope="module")

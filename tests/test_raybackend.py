@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from gamegym.config import ConfigError, GymConfig
-from gamegym.messages import Reload, Report
-from gamegym.monitor import Monitor, backend_summary
-from gamegym.samples import GameRecord, encode_sample_file, read_sample_file
-from gamegym.session import Session
+from gamegym.runtime.messages import Reload, Report
+from gamegym.runtime.monitor import Monitor, backend_summary
+from gamegym.data.samples import GameRecord, encode_sample_file, read_sample_file
+from gamegym.data.session import Session
 
 
 class Ref:
@@ -133,7 +133,7 @@ def fake_ray(monkeypatch):
 
 def make_backend(tmp_path, selfplay=None, address="auto"):
     import multiprocessing
-    from gamegym.raybackend import RayBackend
+    from gamegym.runtime.ray.backend import RayBackend
     config = GymConfig(game="games.tictactoe:TicTacToe", selfplay={
         "backend": "ray", "ray_address": address, "selfplayprocesses": 8, **(selfplay or {})})
     session = Session(tmp_path / "s")
@@ -236,7 +236,7 @@ def test_taken_sample_files_are_written_by_the_gym_tagged_and_counted(fake_ray, 
 
 def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_limit(
         fake_ray, tmp_path, capsys):
-    from gamegym.backends import MAX_SELFPLAYER_RESTARTS
+    from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS
     backend = make_backend(tmp_path, {"selfplayprocesses": 1})
     answer_addresses(backend)
     seeds = []
@@ -323,8 +323,8 @@ def test_a_cluster_address_where_nothing_listens_is_refused_at_once(fake_ray, tm
 
 
 def test_without_ray_asking_for_it_names_the_extra(monkeypatch, tmp_path, capsys):
-    from gamegym.cli import main
-    from gamegym.raycluster import import_ray
+    from gamegym.cli.main import main
+    from gamegym.runtime.ray.cluster import import_ray
     monkeypatch.setitem(sys.modules, "ray", None)      # as if not installed
     with pytest.raises(ConfigError, match=r'pip install -e "\.\[ray\]"'):
         import_ray()
@@ -348,8 +348,8 @@ def test_config_fields_of_the_ray_backend_are_checked():
 
 
 def test_a_selfplayer_actors_files_wait_for_the_gym_and_are_whole(tmp_path):
-    from gamegym.rayactors import OutboxWriter, Relay
-    from gamegym.selfplay import selfplay_loop
+    from gamegym.runtime.ray.actors import OutboxWriter, Relay
+    from gamegym.runtime.selfplay import selfplay_loop
     relay = Relay(max_files=2)
 
     class Driver:
@@ -383,7 +383,7 @@ def test_a_selfplayer_actors_files_wait_for_the_gym_and_are_whole(tmp_path):
 
 REAPED = """
 import multiprocessing, subprocess, sys, time
-from gamegym.raycluster import start_reaper
+from gamegym.runtime.ray.cluster import start_reaper
 if __name__ == "__main__":
     ctx = multiprocessing.get_context("spawn")
     kept = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])

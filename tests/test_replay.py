@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from gamegym.config import ConfigError, GymConfig, TrainConfig
-from gamegym.replay import BufferReplay, Priorities, make_replay
-from gamegym.replaybuffer import ReplayBuffer
-from gamegym.samples import GameRecord, write_sample_file
-from gamegym.session import Session
-from gamegym.sumtree import SumTree
-from gamegym.trainer import Trainer
+from gamegym.data.replay import BufferReplay, Priorities, make_replay
+from gamegym.data.replaybuffer import ReplayBuffer
+from gamegym.data.samples import GameRecord, write_sample_file
+from gamegym.data.session import Session
+from gamegym.data.sumtree import SumTree
+from gamegym.runtime.trainer import Trainer
 
 # the chi-square distribution's 0.999 quantile for 18 degrees of freedom: a correct sampler
 # fails the test once in 1000 seeds (this one's seed is fixed)
@@ -221,7 +221,7 @@ def test_capacity_evicts_the_oldest_first_and_keeps_the_newest_rows(tmp_path):
 def test_a_file_larger_than_the_buffer_keeps_its_newest_rows(tmp_path):
     buffer = ReplayBuffer(tmp_path, capacity=5)
     path = write_files(Session(tmp_path / "x"), 0, [12])[0]
-    from gamegym.samples import read_sample_file
+    from gamegym.data.samples import read_sample_file
     buffer.add(0, path, read_sample_file(path))
     assert len(buffer) == 5 and sorted(buffer.batch().step.tolist()) == [7, 8, 9, 10, 11]
 
@@ -316,7 +316,7 @@ def test_a_damaged_state_falls_back_to_the_previous_one_then_rebuilds(session, c
     newest = session.replay_dir / "2.npz"
     newest.write_bytes(newest.read_bytes()[:100])          # torn
 
-    with caplog.at_level(logging.WARNING, logger="gamegym.replay"):
+    with caplog.at_level(logging.WARNING, logger="gamegym.data.replay"):
         older = make_replay(session, buffer_config())
         older.load(2)
     assert snapshot(older) == first
@@ -325,7 +325,7 @@ def test_a_damaged_state_falls_back_to_the_previous_one_then_rebuilds(session, c
 
     (session.replay_dir / "1.npz").write_bytes(b"not a state file")
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="gamegym.replay"):
+    with caplog.at_level(logging.WARNING, logger="gamegym.data.replay"):
         rebuilt = make_replay(session, buffer_config())
         batch, _ = rebuilt.load(2)
     assert len(batch) == 12 and set(snapshot(rebuilt).values()) == {(0, 1e5)}
@@ -333,7 +333,7 @@ def test_a_damaged_state_falls_back_to_the_previous_one_then_rebuilds(session, c
 
 
 def test_a_flipped_bit_in_the_priorities_is_caught(session):
-    from gamegym.replaybuffer import ReplayStateError, read_state
+    from gamegym.data.replaybuffer import ReplayStateError, read_state
     write_files(session, 0, [50])
     replay = make_replay(session, buffer_config())
     replay.load(0)
@@ -347,7 +347,7 @@ def test_a_flipped_bit_in_the_priorities_is_caught(session):
 def test_a_missing_state_is_rebuilt_with_a_warning(session, caplog):
     write_files(session, 0, [12])
     session.write_train_report(3, {"iteration": 3, "replay": "curious"})
-    with caplog.at_level(logging.WARNING, logger="gamegym.replay"):
+    with caplog.at_level(logging.WARNING, logger="gamegym.data.replay"):
         replay = make_replay(session, buffer_config())
         assert len(replay.load(3)[0]) == 12
     assert "no usable replay state for iteration 3" in caplog.text
@@ -379,7 +379,7 @@ def test_buffer_replays_need_sampled_minibatches():
 
 # ----- the replay benchmark's figures ---------------------------------------------------------
 def test_minutes_to_perfect_play_needs_a_confirmed_point():
-    from gamegym.replaybench import minutes_to_perfect
+    from gamegym.bench.replay import minutes_to_perfect
     curve = [{"minutes": m, "losses": n} for m, n in [(0, 9), (1, 0), (2, 1), (3, 0), (4, 0)]]
     assert minutes_to_perfect(curve) == 3          # 1 min was a lucky point
     assert minutes_to_perfect(curve[:2]) == 1      # the last point needs no confirmation
@@ -387,7 +387,7 @@ def test_minutes_to_perfect_play_needs_a_confirmed_point():
 
 
 def test_summary_medians_count_runs_that_never_got_there_as_longest():
-    from gamegym.replaybench import summarise
+    from gamegym.bench.replay import summarise
     runs = [{"replay": "uniform", "minutes_to_perfect": t} for t in (2.0, 4.0, None)] + \
         [{"replay": "curious", "minutes_to_perfect": t} for t in (1.0, 3.0, 2.0)] + \
         [{"replay": "prioritized", "minutes_to_perfect": t} for t in (1.0, None, None)]
@@ -401,7 +401,7 @@ def test_summary_medians_count_runs_that_never_got_there_as_longest():
 @pytest.mark.parametrize("mode", ["window", "uniform", "prioritized", "curious"])
 def test_every_preset_has_valid_replay_settings(mode):
     from gamegym.presets import PRESETS
-    from gamegym.replaybench import replay_overrides
+    from gamegym.bench.replay import replay_overrides
     for name, preset in PRESETS.items():
         config = GymConfig(**preset).updated(replay_overrides(name, mode))
         assert config.train.replay == mode
@@ -409,7 +409,7 @@ def test_every_preset_has_valid_replay_settings(mode):
 
 
 def test_the_bench_times_the_sum_tree():
-    from gamegym.replaybench import sumtree_timing
+    from gamegym.bench.replay import sumtree_timing
     timing = sumtree_timing(items=1000, batch=16, repeats=3)
     assert (timing["items"], timing["batch"]) == (1000, 16)
     assert timing["draw_ms"] > 0 and timing["update_ms"] > 0

@@ -10,8 +10,8 @@ import numpy as np
 import psutil
 import pytest
 
-from gamegym.replaybuffer import read_state
-from gamegym.samples import read_sample_file
+from gamegym.data.replaybuffer import read_state
+from gamegym.data.samples import read_sample_file
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ CURIOUS = {
 
 
 def cli(*args):
-    return [sys.executable, "-m", "gamegym.cli", *args]
+    return [sys.executable, "-m", "gamegym", *args]
 
 
 def run(*args, timeout=240):

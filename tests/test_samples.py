@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from gamegym.samples import (GameRecord, load_samples, n_step_value_targets, read_sample_file,
+from gamegym.data.samples import (GameRecord, load_samples, n_step_value_targets, read_sample_file,
                              write_sample_file)
 
 
@@ -100,8 +100,8 @@ def test_damaged_file_is_quarantined_and_the_rest_loads(tmp_path, damage):
 
 
 def test_temporary_files_of_a_writer_are_not_samples(tmp_path):
-    from gamegym.fileio import temporary_path
-    from gamegym.samples import SampleCounter, sample_files
+    from gamegym.data.fileio import temporary_path
+    from gamegym.data.samples import SampleCounter, sample_files
     samples = tmp_path / "samples"
     write_sample_file(samples / "0" / "a.npz", [game(3)])
     temporary_path(samples / "0" / "b.npz").write_bytes(b"half-written")
@@ -139,7 +139,7 @@ def test_a_learners_own_columns_travel_with_the_samples(tmp_path):
 def test_writers_in_one_process_never_reuse_a_file_name(tmp_path):
     # a single-process run makes a writer per round; two rounds within one second once wrote
     # the same name, and the second file replaced the first
-    from gamegym.selfplay import SampleWriter
+    from gamegym.runtime.selfplay import SampleWriter
     for _ in range(3):
         writer = SampleWriter(tmp_path, "debug")
         writer.add(game(3), 0)

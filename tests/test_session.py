@@ -7,9 +7,9 @@ import sys
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.fileio import (append_jsonl, atomic_write_json, read_jsonl, remove_leftovers,
+from gamegym.data.fileio import (append_jsonl, atomic_write_json, read_jsonl, remove_leftovers,
                             temporary_path)
-from gamegym.session import Session, SessionError, SessionLockedError
+from gamegym.data.session import Session, SessionError, SessionLockedError
 
 
 def make_session(tmp_path):
@@ -38,7 +38,7 @@ def test_missing_or_foreign_folder(tmp_path):
 def test_second_lock_names_the_holder_and_stale_lock_is_taken_over(tmp_path):
     session = make_session(tmp_path)
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys,time; from gamegym.session import Session; s=Session(sys.argv[1]); "
+        "import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
         "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"), str(session.path)],
         stdout=subprocess.PIPE, text=True)
     try:

@@ -1,4 +1,4 @@
-"""The `mcts:N` opponent (gamegym.uct.UCTPlayer) on known positions, and the game heuristics that
+"""The `mcts:N` opponent (gamegym.game.uct.UCTPlayer) on known positions, and the game heuristics that
 `alphabeta:D` uses."""
 import numpy as np
 import pytest
@@ -6,9 +6,9 @@ import pytest
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 from games.tictactoe import TicTacToe
-from gamegym.graph import VertexError
-from gamegym.players import AlphaBetaPlayer, RandomPlayer, game_heuristic, play_game
-from gamegym.uct import UCTPlayer
+from gamegym.game.graph import VertexError
+from gamegym.game.players import AlphaBetaPlayer, RandomPlayer, game_heuristic, play_game
+from gamegym.game.uct import UCTPlayer
 from nim import TwoPileNim
 
 

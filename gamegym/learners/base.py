@@ -6,15 +6,15 @@ mode (no branch per mode in the Trainer, the Predictor or the Selfplayer):
   the gym (`new`)   build_model: the iteration-0 network (one saved model file per iteration;
                     a learner with several networks saves one container model holding them)
   the Trainer       compile, train_iteration: trains on a SampleBatch, drawing minibatches
-                    from the replay's Sampler when it has one (gamegym.replay), and reports the
+                    from the replay's Sampler when it has one (gamegym.data.replay), and reports the
                     loss of every sample it trained on (for prioritised replays)
   the Predictor     make_evaluator: the model call behind the request kinds its self-play makes
-                    (`run(kind, inputs) -> outputs`, see gamegym.inference)
+                    (`run(kind, inputs) -> outputs`, see gamegym.nets.inference)
   a Selfplayer      selfplayer: plays games through a model service and yields them finished;
                     must not import TensorFlow
   players           player: the model as a Player for evaluate, play, the Evaluator, benchmarks
 
-A Learner turns a `SampleBatch` (whole games, see gamegym.samples) into targets and trains the
+A Learner turns a `SampleBatch` (whole games, see gamegym.data.samples) into targets and trains the
 session's model on them.  Sequence learners (MuZero unrolls, DQN transitions) rebuild games from
 the `game` / `step` / `action` columns; curious replay uses the per-sample losses to set the
 priorities of the samples it drew.
@@ -84,10 +84,10 @@ class Learner(ABC):
     def train_iteration(self, model, batch, train_config, rng: np.random.Generator,
                         graph=None, sampler=None) -> TrainReport:
         """Train one iteration on `batch` (a SampleBatch); `graph` enables augmentation.
-        With a `sampler` (gamegym.replay.Sampler) every minibatch is drawn with
+        With a `sampler` (gamegym.data.replay.Sampler) every minibatch is drawn with
         `sampler.draw(size)` (`num_updates_per_train_iter` of them) and after each step
         `sampler.update(index, losses)` reports every sample that step trained on and its own
-        loss; the rules for sequence learners are in gamegym.replay's docstring."""
+        loss; the rules for sequence learners are in gamegym.data.replay's docstring."""
 
     @abstractmethod
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
@@ -101,12 +101,12 @@ class Learner(ABC):
         of the same network; False when it cannot).  Optionally `portable()`: a picklable
         evaluator without TensorFlow (`iteration`, `kinds`, `run`) that the Selfplayers then
         run themselves for those kinds (AlphaZero's: the model on the CPU fast path,
-        `gamegym.inference.FastEvaluator`), or None."""
+        `gamegym.nets.inference.FastEvaluator`), or None."""
 
     @abstractmethod
     def selfplayer(self, graph, service, config, rng: np.random.Generator):
         """A self-play driver for one Selfplayer process: `service` is the model service
-        (gamegym.inference), `config` the whole GymConfig.  The driver has `searches_done`
+        (gamegym.nets.inference), `config` the whole GymConfig.  The driver has `searches_done`
         (a running count for throughput) and `play(should_stop)`, an iterator of finished
         games as (GameRecord, model iteration that played it), or None now and then while it
         waits for a newer model (the Selfplayer then writes out the games it holds).
@@ -114,7 +114,7 @@ class Learner(ABC):
 
     @abstractmethod
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
-        """The model as a gamegym.players.Player answering through `service`; `config` is the
+        """The model as a gamegym.game.players.Player answering through `service`; `config` is the
         session's GymConfig (None: the defaults), for a learner with playing options."""
 
 

@@ -1,0 +1,4 @@
+"""Other game frameworks seen as a GameGraph: OpenSpiel (the `.[openspiel]` extra).
+
+May import: gamegym.game.
+"""

@@ -1,0 +1,79 @@
+"""`gamegym bench --calibrate`: the yardsticks against each other, so every figure can be placed.
+
+Each pair of player specs plays a match (sides alternating, one seeded rng per pair) and the
+table gives the first player's wins, draws and losses, its score, and each player's mean
+thinking time per move.  The default pairs place Connect Four's yardsticks: UCT with random
+rollouts (`mcts:N`), alpha-beta with the game's heuristic (`alphabeta:D`) and without
+(`alphabeta0:D`, the yardstick of earlier figures).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gamegym.evaluation.arena import make_player, run_match
+from gamegym.game.graph import GameGraph, load_game
+from gamegym.game.players import Player
+
+__all__ = ["CALIBRATION_PAIRS", "run_calibration", "print_calibration"]
+
+CALIBRATION_GAME = "games.connectfour:ConnectFour"
+CALIBRATION_PAIRS = (("mcts:1000", "alphabeta:5"), ("alphabeta:5", "alphabeta0:5"),
+                     ("mcts:200", "mcts:1000"), ("mcts:1000", "alphabeta0:4"),
+                     ("alphabeta:5", "alphabeta0:4"))
+
+
+class _Timed(Player):
+    """A player that adds up the time it spends choosing."""
+
+    def __init__(self, inner: Player):
+        self.inner, self.seconds, self.moves = inner, 0.0, 0
+
+    def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
+        started = time.perf_counter()
+        action = self.inner.choose(graph, vertex, rng)
+        self.seconds += time.perf_counter() - started
+        self.moves += 1
+        return action
+
+    @property
+    def per_move(self) -> float:
+        return self.seconds / self.moves if self.moves else 0.0
+
+
+def run_calibration(game: str = CALIBRATION_GAME, game_args: dict | None = None,
+                    pairs=CALIBRATION_PAIRS, games: int = 40, seed: int = 0,
+                    progress=print) -> dict:
+    """A match of `games` games for each (first, second) pair of player specs."""
+    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+        raise ValueError(f"--games must be a whole number >= 1, got {games!r}")
+    graph = load_game(game, game_args or {})
+    players = [(make_player(a, graph=graph), make_player(b, graph=graph)) for a, b in pairs]
+    rows = []
+    for (first, second), (a, b) in zip(pairs, players):
+        timed = (_Timed(a), _Timed(b))
+        started = time.perf_counter()
+        result = run_match(graph, *timed, games, np.random.default_rng(seed), (first, second))
+        row = {**result.to_dict(), "seconds": round(time.perf_counter() - started, 1),
+               "seconds_per_move": [round(t.per_move, 4) for t in timed]}
+        rows.append(row)
+        if progress is not None:
+            progress(_row_text(row))
+    return {"game": game, "game_args": graph.game_args, "games": games, "seed": seed,
+            "pairs": rows}
+
+
+def _row_text(row: dict) -> str:
+    a, b = row["seconds_per_move"]
+    return (f"{row['player']:>14} vs {row['opponent']:<14} +{row['wins']:<3} ={row['draws']:<3} "
+            f"-{row['losses']:<3} score {row['score']:.3f}   {a:.3f} / {b:.3f} s per move   "
+            f"({row['seconds']:.0f} s)")
+
+
+def print_calibration(figures: dict) -> None:
+    print(f"calibration on {figures['game']} {figures['game_args']}: {figures['games']} games "
+          f"per pair, sides alternating, seed {figures['seed']}; results from the first "
+          "player's view")
+    for row in figures["pairs"]:
+        print(_row_text(row))

@@ -1,0 +1,337 @@
+"""`gamegym bench --learning GAME`: train from scratch with the game's preset and measure it.
+
+The gym runs in a temporary session; every `interval` minutes the newest iteration is evaluated
+in this process against the game's benchmark opponents: the exact solver where the game is
+small; for Connect Four the two yardsticks of the AlphaZero literature, UCT with 1,000 random
+rollouts a move (`mcts:1000`) and alpha-beta to depth 5 with the game's heuristic
+(`alphabeta:5`), and heuristic-free alpha-beta to depth 4 (`alphabeta0:4`, the yardstick of
+earlier figures).  For solvable games the curve also records the share of positions of the
+model's own games where it played a solver-optimal move.  Several learner presets
+(`--learner bootstrapped,dqn`) run one after the other with the same seeds and budget, and their
+curves share one plot.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gamegym.evaluation.arena import make_player, model_player, run_match
+from gamegym.config import GymConfig
+from gamegym.game.graph import load_game
+from gamegym.learners import get_learner
+from gamegym.search.mcts import choose_action
+from gamegym.game.players import Solver, SolverPlayer
+from gamegym.game.playerspecs import check_player_spec
+from gamegym.presets import initial_model_path, preset_for
+from gamegym.cli.progress import ProgressBars
+
+# game spec -> its benchmark opponents (player specs; the first is the headline figure)
+OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
+             "games.santorini:Santorini": ("solver",),
+             "games.tictactoe:TicTacToeVariant": ("solver",),
+             "games.connectfour:ConnectFour": ("mcts:1000", "alphabeta:5", "alphabeta0:4"),
+             "gamegym.adapters.openspiel:OpenSpielGame": ("openspiel-mcts:1000",)}
+SOLVABLE = ("games.tictactoe:TicTacToe", "games.tictactoe:TicTacToeVariant",
+            "games.santorini:Santorini")   # the optimal-move rate is measured
+EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player
+
+
+def optimal_move_rate(graph, player, games: int, rng, solver,
+                      explore_plies: int = 0) -> tuple[float, int]:
+    """Share of the positions of `player`'s own games (against itself) where its move (the
+    one it plays in a match) is optimal according to the exact solver.  For the first
+    `explore_plies` plies of each game the move actually played is drawn from the search's
+    visit counts, as in self-play (a uniformly random legal move for a player that does not
+    search), so that the games differ; every position counts either way.
+    Returns (rate, positions)."""
+    optimal = total = 0
+    for _ in range(games):
+        vertex, ply = graph.roots[0], 0
+        while graph.children_at(vertex):
+            root = player.search(graph, vertex, rng) if hasattr(player, "search") else None
+            if root is not None:
+                action = int(root.actions[choose_action(root, 0.0, rng)])
+            else:
+                action = player.choose(graph, vertex, rng)
+            optimal += action in solver.solve(vertex).optimal_actions
+            total += 1
+            if ply < explore_plies:
+                if root is not None:
+                    action = int(root.actions[choose_action(root, 1.0, rng)])
+                else:
+                    actions = graph.actions_at(vertex)
+                    action = int(actions[rng.integers(len(actions))])
+            vertex = graph.child_by_action(vertex, action)
+            ply += 1
+    return (optimal / total if total else 0.0), total
+
+
+def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
+            solver=None, explore_plies: int = 0, bars: ProgressBars | None = None) -> dict:
+    """One curve point for the newest iteration: a match of `games` games against each
+    opponent and, with a solver, the optimal-move rate over half as many self-play games.
+    The first opponent's figures are also the point's own `wins`, `draws`, `losses`, `score`."""
+    bars = bars or ProgressBars(enabled=False)
+    started = time.monotonic()
+    iteration = session.current_iteration()
+    player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
+    point: dict = {"iteration": iteration, "by_opponent": {}}
+    for spec in opponents:
+        if spec == "solver" and solver is not None:
+            opponent = SolverPlayer(hurry=False, solver=solver)
+        else:
+            opponent = make_player(spec, session, graph)
+        bar = bars.add(f"evaluating iteration {iteration} vs {spec}", games, "games")
+        result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec),
+                           after_game=lambda so_far: bars.update(bar, completed=so_far.games))
+        bars.remove(bar)
+        point["by_opponent"][spec] = {k: v for k, v in result.to_dict().items()
+                                      if k in ("wins", "draws", "losses", "score")}
+    point.update(point["by_opponent"][opponents[0]])
+    if solver is not None:
+        rate, positions = optimal_move_rate(graph, player, max(2, games // 2), rng, solver,
+                                            explore_plies)
+        point["optimal_move_rate"], point["positions"] = round(rate, 4), positions
+    point["eval_seconds"] = round(time.monotonic() - started, 1)
+    return point
+
+
+def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
+                       games: int, searchcount: int, plot_path: Path | None,
+                       final_factor: int = 4, keep: Path | None = None,
+                       opponents: tuple | None = None, overrides: dict | None = None,
+                       seed: int = 0, learner: str = "alphazero") -> dict:
+    """Train `game` from scratch for `minutes` with the preset of `learner` and return its
+    curve (see the module doc).
+    With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards);
+    `opponents` (player specs) replaces the game's benchmark opponents.  `overrides` change
+    the preset's config (as GymConfig.updated takes them); `seed` is the session's seed and
+    the evaluation's."""
+    from gamegym.runtime.gym import GameGym
+    graph = load_game(game, game_args)
+    found = preset_for(game, graph.game_args, learner)
+    if found is None:
+        raise ValueError(f"no bundled {learner} preset for {game} {graph.game_args}; the "
+                         "learning benchmark runs on the bundled games")
+    if keep is not None and Path(keep).exists():
+        raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
+                         "in a new session")
+    opponents, solver = bench_opponents(game, graph, opponents)
+    config = GymConfig(**found[1], status_interval=30.0, seed=seed).updated(overrides or {})
+    rng = np.random.default_rng(seed)
+    searches = (get_learner(config.train.learner).searches_in_selfplay
+                or config.evaluate.q_search)
+    if searches:
+        print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per "
+              f"move ({EVAL_THREADS} concurrent); self-play uses {_selfplay_searches(config)}",
+              flush=True)
+    else:
+        heads = config.network.heads
+        rule = (f"the majority vote of its {heads} heads" if heads > 1 else
+                "the best move of its one head")
+        print(f"[bench] {learner}: the newest iteration plays {rule}, no search (nor in "
+              "self-play)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, \
+            ProgressBars() as bars:
+        gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
+                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                                                       learner))
+        curve, final, peak_rss = train_and_measure(gym, graph, opponents, solver, minutes,
+                                                   interval, games, searchcount, rng,
+                                                   final_factor, bars)
+        positions = gym.monitor.totals.get("selfplayer.positions", 0.0)
+    figures = {"game": game, "game_args": graph.game_args, "learner": learner,
+               "minutes": minutes,
+               "opponent": opponents[0], "opponents": list(opponents), "curve": curve,
+               "final": final,
+               "eval_searchcount": searchcount if searches else 0,
+               "eval_threads": EVAL_THREADS if searches else 0,
+               "eval_player": "search" if searches else "vote",
+               "selfplay_searchcount": _selfplay_searches(config),
+               # over the training clock (the gym ran `minutes`; the evaluations pause nothing)
+               "selfplay_positions_per_s": round(positions / max(1e-9, minutes * 60), 1),
+               "replay": config.train.replay, "seed": seed, "peak_rss_mib_by_role": peak_rss}
+    if plot_path is not None and curve:
+        plot_curves([figures], plot_path)
+        figures["plot"] = str(plot_path)
+    return figures
+
+
+def _selfplay_searches(config) -> int:
+    """Searches per move in self-play (0: the learner's self-play does not search)."""
+    searches = get_learner(config.train.learner).searches_in_selfplay
+    return config.selfplay.searchcount if searches else 0
+
+
+def run_learning_benches(learners: list[str], plot_path: Path | None, keep: Path | None = None,
+                         **options) -> dict:
+    """The learning bench of each learner preset in turn, with the same seeds and budget, and
+    one plot with all their curves."""
+    if len(learners) == 1:
+        return run_learning_bench(learner=learners[0], plot_path=plot_path, keep=keep, **options)
+    runs = [run_learning_bench(learner=name, plot_path=None, **options,
+                               keep=None if keep is None else Path(keep) / name)
+            for name in learners]
+    figures = {"runs": runs}
+    if plot_path is not None:
+        plot_curves(runs, plot_path)
+        figures["plot"] = str(plot_path)
+    return figures
+
+
+def bench_opponents(game: str, graph, opponents: tuple | None = None
+                    ) -> tuple[tuple, Solver | None]:
+    """The benchmark's opponents for a game (player specs; `opponents` replaces the game's
+    own), and the exact solver (solved now, before any training clock starts) when the game
+    is measured against it.  A bad spec fails now, not after the training."""
+    opponents = tuple(opponents or OPPONENTS.get(game, ("alphabeta:2",)))
+    for spec in opponents:
+        problem = check_player_spec(spec)
+        if problem is not None:
+            raise ValueError(f"--opponents: {problem}")
+    if game not in SOLVABLE:
+        return opponents, None
+    started = time.monotonic()
+    solver = Solver(graph)
+    value = solver.value(graph.roots[0])
+    print(f"[bench] solved the game exactly first: value {value:+.0f} for the first player, "
+          f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
+          flush=True)
+    return opponents, solver
+
+
+def train_and_measure(gym, graph, opponents: tuple, solver, minutes: float, interval: float,
+                      games: int, searchcount: int, rng, final_factor: int = 4,
+                      bars: ProgressBars | None = None) -> tuple[list, dict, dict]:
+    """Run `gym` for `minutes`, measuring its newest iteration at the start and every
+    `interval` minutes; returns the curve, the final figure (on `final_factor` times the
+    games, after the clock) and the peak resident memory (MiB) of each role."""
+    bars = bars or ProgressBars(enabled=False)
+    explore = gym.config.selfplay.temperature_drop_move
+    curve = [{**measure(gym.session, graph, opponents, games, searchcount, rng, solver,
+                        explore, bars), "minutes": 0.0}]   # where it starts
+    show(curve[-1])
+    outcome: dict = {}
+
+    def train():
+        try:
+            outcome["code"] = gym.resume(max_seconds=minutes * 60, console=False)
+        except BaseException as error:   # reported below, after the last point
+            outcome["error"] = error
+
+    runner = threading.Thread(target=train, daemon=True)
+    training = bars.add("training", round(minutes * 60), "s")
+    started = time.monotonic()
+    next_point = started + interval * 60
+    peak_rss: dict = {}
+    runner.start()
+    while runner.is_alive():
+        runner.join(timeout=min(1.0, max(0.0, next_point - time.monotonic())))
+        for role, rss in gym.monitor.memory().items():
+            peak_rss[role] = max(rss, peak_rss.get(role, 0.0))
+        bars.update(training, completed=min(minutes * 60, time.monotonic() - started),
+                    description=f"training, iteration {gym.session.current_iteration()}")
+        if runner.is_alive() and time.monotonic() < next_point:
+            continue
+        next_point += interval * 60
+        elapsed = (time.monotonic() - started) / 60
+        iteration = gym.session.current_iteration()
+        if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
+                             and elapsed - curve[-1]["minutes"] < interval / 2):
+            continue   # the run ended just after the last point: nothing new to measure
+        point = measure(gym.session, graph, opponents, games, searchcount, rng, solver, explore,
+                        bars)
+        point["minutes"] = round(elapsed, 2)
+        curve.append(point)
+        show(point)
+    bars.remove(training)
+    if "error" in outcome:
+        raise RuntimeError(f"the gym failed during the learning benchmark: "
+                           f"{outcome['error']!r}") from outcome["error"]
+    if outcome.get("code"):
+        raise RuntimeError(f"the gym stopped with an error (exit code {outcome['code']}); "
+                           "see its output above")
+    # the final figure: the last iteration again, on `final_factor` times the games (after
+    # the training clock, so a cheap curve and a precise final number)
+    final = measure(gym.session, graph, opponents, games * final_factor, searchcount, rng,
+                    solver, explore, bars)
+    final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
+    show(final, "final")
+    return curve, final, peak_rss
+
+
+def show(point: dict, label: str = "") -> None:
+    optimal = point.get("optimal_move_rate")
+    results = ", ".join(f"+{r['wins']} ={r['draws']} -{r['losses']} vs {spec}"
+                        for spec, r in point["by_opponent"].items())
+    print(f"[bench] {label + ': ' if label else ''}{point['minutes']:.1f} min, iteration "
+          f"{point['iteration']}: {results}" + ("" if optimal is None else
+                                               f", optimal moves {optimal:.1%} of "
+                                               f"{point['positions']}"),
+          flush=True)
+
+
+def plot_curves(runs: list[dict], path: Path) -> None:
+    """One plot of the curves of one or more runs (learner presets) on the same game."""
+    from gamegym.runtime.monitor import new_figure, save_figure
+    figure, axis = new_figure((6.5, 4))
+    several = len(runs) > 1
+    for n, figures in enumerate(runs):
+        curve, final = figures["curve"], figures.get("final")
+        minutes = [p["minutes"] for p in curve]
+        name = f"{figures['learner']}: " if several else ""
+        lines = [(f"{name}score vs {spec}", [p["by_opponent"][spec]["score"] for p in curve],
+                  final["by_opponent"][spec]["score"] if final else None)
+                 for spec in figures["opponents"]]
+        if "optimal_move_rate" in curve[0]:
+            lines.append((f"{name}optimal-move rate", [p["optimal_move_rate"] for p in curve],
+                          final.get("optimal_move_rate") if final else None))
+        for m, (label, values, last) in enumerate(lines):
+            colour = f"C{n}" if several else f"C{m}"
+            style = ("-", "--", ":", "-.")[m % 4] if several else "-"
+            axis.plot(minutes, values, marker="os^v"[m % 4], color=colour, linestyle=style,
+                      label=label)
+            if last is not None and final and "minutes" in final:   # measured on more games
+                axis.plot([final["minutes"]], [last], marker="*", markersize=12, color=colour,
+                          linestyle="none")
+    if any(f.get("final") for f in runs):
+        axis.plot([], [], marker="*", color="grey", linestyle="none",
+                  label="final, on more games")
+    first = runs[0]
+    axis.set_ylim(0, 1.05)
+    axis.set_xlabel("minutes of training (2-core CPU)")
+    budget = ("majority vote, no search" if first.get("eval_player") == "vote" else
+              f"{first['eval_searchcount']} searches per move")
+    name = first["game"].split(":")[1]
+    shown = {k: v for k, v in (first["game_args"] or {}).items() if v is not None}
+    if shown:   # e.g. OpenSpielGame {'name': 'connect_four'}
+        name = f"{name} {shown}"
+    learners = "" if len(runs) > 1 else f"{first.get('learner', 'alphazero')}, "
+    axis.set_title(f"{name}, {learners}{budget}", fontsize="medium")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize="x-small")
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
+def cmd_learning(args) -> int:
+    learners = [name.strip() for name in args.learner.split(",") if name.strip()]
+    opponents = tuple(o for o in (args.opponents or "").split(",") if o) or None
+    figures = run_learning_benches(learners, args.plot, keep=args.keep, game=args.learning,
+                                   game_args=args.game_args, minutes=args.minutes,
+                                   interval=args.interval, games=args.eval_games,
+                                   searchcount=args.eval_searchcount, opponents=opponents)
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+        return 0
+    for run in figures.get("runs", [figures]):
+        rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(run["peak_rss_mib_by_role"].items()))
+        print(f"final ({run['learner']}): {run['final']}; self-play "
+              f"{run['selfplay_positions_per_s']} positions/s\npeak memory by role: {rss} MiB "
+              "resident (the benchmark's own process, 'gym', also evaluates with TensorFlow)")
+    return 0

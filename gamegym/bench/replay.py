@@ -1,0 +1,242 @@
+"""Replays side by side: `gamegym bench --learning GAME --replay MODE... [--adapt-to GAME2]`.
+
+Side by side: the game's preset is trained from scratch once per replay mode and seed, each
+run with the same wall-clock budget and the same seed (the session's and the evaluation's).
+The buffer replays use the game's `REPLAY_SETTINGS` (the same buffer and number of minibatches
+for all of them, so `uniform` is the fair baseline); `window` is the preset as it is.
+
+Adaptation (Curious Replay's main claim: faster adaptation when the world changes): per seed,
+a base session learns the game for `--pretrain` minutes with `curious` (so its samples carry
+replay counts and priorities); then, for each mode, `gamegym continue` carries the base's
+model, samples and replay state into a session under the changed game (`--adapt-to`,
+`--adapt-args`), which trains for `--minutes` measured against the new rules' solver.
+
+The figure of a run is its *minutes to perfect play*: the first curve point (minutes of
+training, evaluation excluded) with no loss against the exact solver, both sides, that the
+next point confirms (a last point needs no confirmation).  For each mode the median over the
+seeds (a run that never got there counts as longer than any), and its ratio to `uniform`'s.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gamegym.config import GymConfig
+from gamegym.game.graph import load_game
+from gamegym.bench.learning import EVAL_THREADS, bench_opponents, run_learning_bench, \
+    train_and_measure
+from gamegym.presets import initial_model_path, preset_for
+from gamegym.data.sumtree import SumTree
+
+__all__ = ["run_replay_comparison", "run_adaptation", "minutes_to_perfect", "REPLAY_SETTINGS"]
+
+# preset -> the buffer replays' training settings: a buffer about the size of the preset's
+# window, and about as many minibatches per iteration as its epochs over that window make
+REPLAY_SETTINGS = {
+    "tictactoe": {"replay_capacity": 100_000, "num_updates_per_train_iter": 200},
+    "connectfour": {"replay_capacity": 20000, "num_updates_per_train_iter": 250},
+    "santorini-3-1": {"replay_capacity": 8000, "num_updates_per_train_iter": 300},
+}
+
+
+def sumtree_timing(items: int = 1_000_000, batch: int = 256, repeats: int = 200,
+                   seed: int = 0) -> dict:
+    """Median milliseconds to draw `batch` of `items` by priority, and to update their
+    priorities, in the SumTree the buffer replays use."""
+    rng = np.random.default_rng(seed)
+    tree = SumTree(items)
+    tree.fill(rng.random(items) * 100)
+    draw, update = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        index = tree.sample(batch, rng)
+        drawn = time.perf_counter()
+        tree.update(index, rng.random(batch))
+        draw.append(drawn - started)
+        update.append(time.perf_counter() - drawn)
+    return {"items": items, "batch": batch, "draw_ms": round(statistics.median(draw) * 1e3, 3),
+            "update_ms": round(statistics.median(update) * 1e3, 3)}
+
+
+def replay_overrides(preset: str, mode: str) -> dict:
+    """The config changes that make the preset train with replay `mode`."""
+    if mode == "window":
+        return {"train": {"replay": "window", "num_updates_per_train_iter": 0}}
+    # another learner's preset of a game ("tictactoe-muzero") takes the game's settings
+    settings = REPLAY_SETTINGS.get(preset) or REPLAY_SETTINGS[preset.rsplit("-", 1)[0]]
+    return {"train": {"replay": mode, **settings}}
+
+
+def minutes_to_perfect(curve: list[dict]) -> float | None:
+    """Minutes of the first point with no loss that the next point confirms (see module)."""
+    for i, point in enumerate(curve):
+        if point["losses"] == 0 and (i + 1 == len(curve) or curve[i + 1]["losses"] == 0):
+            return point["minutes"]
+    return None
+
+
+def summarise(runs: list[dict], modes: list[str]) -> dict:
+    """Per mode: minutes to perfect play of each run, their median, and the ratio to uniform."""
+    summary = {}
+    for mode in modes:
+        times = [r["minutes_to_perfect"] for r in runs if r["replay"] == mode]
+        # a run that never got there counts as longer than any that did
+        median = statistics.median([np.inf if t is None else t for t in times])
+        median = None if not np.isfinite(median) else round(float(median), 2)
+        summary[mode] = {"minutes_to_perfect": times, "median": median,
+                         "reached": sum(t is not None for t in times), "runs": len(times)}
+    base = summary.get("uniform", {}).get("median")
+    for mode, row in summary.items():
+        if base and row["median"] is not None:
+            row["ratio_to_uniform"] = round(row["median"] / base, 3)
+    return summary
+
+
+def run_replay_comparison(game: str, game_args: dict, modes: list[str], seeds: list[int],
+                          minutes: float, interval: float, games: int, searchcount: int,
+                          plot_path: Path | None) -> dict:
+    """One learning run per mode and seed (see the module); the figures and one plot."""
+    graph = load_game(game, game_args)
+    preset = _preset(game, graph.game_args, modes)
+    runs = []
+    for seed in seeds:
+        for mode in modes:
+            print(f"[bench] replay {mode}, seed {seed}: {minutes:g} minutes", flush=True)
+            figures = run_learning_bench(game, game_args, minutes, interval, games, searchcount,
+                                         None, overrides=replay_overrides(preset, mode),
+                                         seed=seed)
+            runs.append(_run_record(mode, seed, figures["curve"], figures["final"]))
+    result = {"game": game, "game_args": graph.game_args, "minutes": minutes,
+              "interval": interval, "eval_games": games, "eval_searchcount": searchcount,
+              "eval_threads": EVAL_THREADS, "settings": REPLAY_SETTINGS.get(preset),
+              "runs": runs, "summary": summarise(runs, modes), "sumtree": sumtree_timing()}
+    if plot_path is not None:
+        plot_runs(result, plot_path, f"{game.split(':')[1]} {graph.game_args or ''}")
+        result["plot"] = str(plot_path)
+    return result
+
+
+def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
+                   modes: list[str], seeds: list[int], pretrain: float, minutes: float,
+                   interval: float, games: int, searchcount: int,
+                   plot_path: Path | None) -> dict:
+    """Per seed: a base learns `game`, then each mode re-adapts to `new_game` (see module)."""
+    from gamegym.runtime.continuation import continue_session
+    from gamegym.runtime.gym import GameGym
+    graph, new_graph = load_game(game, game_args), load_game(new_game, new_args)
+    preset = _preset(game, graph.game_args, modes)
+    opponents, solver = bench_opponents(new_game, new_graph)
+    if solver is None:
+        raise ValueError(f"the adaptation experiment measures against the exact solver; "
+                         f"{new_game} has none in the benchmark")
+    runs = []
+    for seed in seeds:
+        with tempfile.TemporaryDirectory(prefix="gamegym-adapt-") as folder:
+            config = GymConfig(**preset_for(game, graph.game_args)[1], status_interval=30.0,
+                               seed=seed).updated(replay_overrides(preset, "curious"))
+            base = GameGym(Path(folder) / "base", config=config,
+                           initial_model=initial_model_path(game, graph.game_args,
+                                                            config.network))
+            print(f"[bench] seed {seed}: learning {game} {graph.game_args} for {pretrain:g} "
+                  "minutes (curious)", flush=True)
+            started = time.monotonic()
+            code = base.resume(max_seconds=pretrain * 60, console=False)
+            if code:
+                raise RuntimeError(f"the base session stopped with exit code {code}")
+            pretrained = {"iteration": base.session.current_iteration(),
+                          "minutes": round((time.monotonic() - started) / 60, 2)}
+            for mode in modes:
+                print(f"[bench] seed {seed}: {new_game} {new_graph.game_args} with replay "
+                      f"{mode} for {minutes:g} minutes", flush=True)
+                session = continue_session(base.session.path, Path(folder) / mode, new_game,
+                                           new_args, replay_overrides(preset, mode))
+                gym = GameGym(session.path)
+                curve, final, _ = train_and_measure(gym, new_graph, opponents, solver, minutes,
+                                                    interval, games, searchcount,
+                                                    np.random.default_rng(seed))
+                runs.append({**_run_record(mode, seed, curve, final), "base": pretrained})
+    result = {"game": game, "game_args": graph.game_args, "adapt_to": new_game,
+              "adapt_args": new_graph.game_args, "pretrain": pretrain, "minutes": minutes,
+              "interval": interval, "eval_games": games, "eval_searchcount": searchcount,
+              "eval_threads": EVAL_THREADS, "settings": REPLAY_SETTINGS.get(preset),
+              "runs": runs, "summary": summarise(runs, modes), "sumtree": sumtree_timing()}
+    if plot_path is not None:
+        plot_runs(result, plot_path, f"after the change to {new_game.split(':')[1]} "
+                                     f"{new_graph.game_args}")
+        result["plot"] = str(plot_path)
+    return result
+
+
+def _preset(game: str, game_args: dict, modes: list[str]) -> str:
+    found = preset_for(game, game_args)
+    if found is None:
+        raise ValueError(f"no bundled preset for {game} {game_args}; the replay benchmark runs "
+                         "on the bundled games")
+    if found[0] not in REPLAY_SETTINGS and set(modes) - {"window"}:
+        raise ValueError(f"no replay settings for the preset {found[0]}")
+    return found[0]
+
+
+def _run_record(mode: str, seed: int, curve: list, final: dict) -> dict:
+    return {"replay": mode, "seed": seed, "curve": curve, "final": final,
+            "minutes_to_perfect": minutes_to_perfect(curve)}
+
+
+def plot_runs(result: dict, path: Path, title: str) -> None:
+    """One plot: losses against the solver (top) and the optimal-move rate (bottom) over
+    minutes, a colour per replay mode, a line style per seed."""
+    from gamegym.runtime.monitor import new_figure, save_figure
+    figure, (top, bottom) = new_figure((7, 6), rows=2)
+    colours = {"window": "C7", "uniform": "C0", "prioritized": "C2", "curious": "C3"}
+    styles = ["-", "--", ":", "-."]
+    seeds = sorted({r["seed"] for r in result["runs"]})
+    for run in result["runs"]:
+        minutes = [p["minutes"] for p in run["curve"]]
+        style = dict(color=colours.get(run["replay"], "k"), marker=".",
+                     linestyle=styles[seeds.index(run["seed"]) % len(styles)])
+        label = f"{run['replay']} seed {run['seed']}"
+        top.plot(minutes, [p["losses"] for p in run["curve"]], label=label, **style)
+        if "optimal_move_rate" in run["curve"][0]:
+            bottom.plot(minutes, [p["optimal_move_rate"] for p in run["curve"]], **style)
+    top.set_ylabel(f"losses in {result['eval_games']} games vs solver")
+    top.set_ylim(-0.5, max([1] + [p["losses"] for r in result["runs"] for p in r["curve"]]) + 0.5)
+    bottom.set_ylabel("optimal-move rate")
+    bottom.set_xlabel("minutes of training (2-core CPU)")
+    bottom.set_ylim(0, 1.05)
+    for axis in (top, bottom):
+        axis.grid(alpha=0.3)
+    top.legend(fontsize="x-small", ncol=2)
+    medians = ", ".join(f"{m} {s['median']:.1f}" if s["median"] is not None else f"{m} -"
+                        for m, s in result["summary"].items())
+    top.set_title(f"{title}\nmedian minutes to no losses: {medians}", fontsize="medium")
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
+def cmd_replay(args) -> int:
+    modes = args.replay or ["uniform", "curious"]
+    if args.adapt_to:
+        result = run_adaptation(args.learning, args.game_args, args.adapt_to, args.adapt_args,
+                                modes, args.seeds, args.pretrain, args.minutes, args.interval,
+                                args.eval_games, args.eval_searchcount, args.plot)
+    else:
+        result = run_replay_comparison(args.learning, args.game_args, modes, args.seeds,
+                                       args.minutes, args.interval, args.eval_games,
+                                       args.eval_searchcount, args.plot)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        tree = result["sumtree"]
+        print(f"sum tree: {tree['batch']} of {tree['items']:,} items drawn in "
+              f"{tree['draw_ms']:.3f} ms, their priorities updated in {tree['update_ms']:.3f} ms")
+        for mode, row in result["summary"].items():
+            ratio = row.get("ratio_to_uniform")
+            print(f"{mode:12s} minutes to no losses {row['minutes_to_perfect']}, median "
+                  f"{row['median']}, reached in {row['reached']} of {row['runs']}"
+                  + ("" if ratio is None else f", {ratio:.2f}x uniform"))
+    return 0

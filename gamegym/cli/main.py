@@ -1,0 +1,225 @@
+"""The `gamegym` command: new, resume, status, check (and the commands of later modules)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from gamegym.cli.util import json_object
+from gamegym.config import ConfigError, GymConfig
+from gamegym.game.graph import GameGraphError
+from gamegym.data.session import SessionError
+
+
+def cmd_new(args) -> int:
+    from gamegym.runtime.gym import GameGym
+    from gamegym.game.graph import load_game
+    graph = load_game(args.game, args.game_args)
+    config = None
+    if args.config:
+        config = GymConfig.from_json_file(args.config, fill={"game": args.game,
+                                                             "game_args": graph.game_args})
+    if Path(args.session, "config.json").exists():
+        raise SessionError(f"session {args.session} already exists; use 'gamegym resume'")
+    gym = GameGym(args.session, graph=graph, config=config, initial_model=args.initial_model)
+    print(f"created session {gym.session.path} for {gym.config.game} {gym.config.game_args}")
+    print(f"run it with: gamegym resume {args.session}")
+    return 0
+
+
+def cmd_resume(args) -> int:
+    from gamegym.runtime.gym import GameGym
+    from gamegym.data.session import Session
+    stored = Session(args.session).load_config()  # a clear error for a missing/foreign folder
+    config = None
+    if args.config:
+        config = GymConfig.from_json_file(args.config, fill={"game": stored.game,
+                                                             "game_args": stored.game_args})
+    gym = GameGym(args.session, config=config)
+    if args.ray is not None:   # this run only: the session's config.json keeps its backend
+        gym.config = gym.config.updated({"selfplay": {"backend": "ray", "ray_address": args.ray}})
+    if gym.config.selfplay.backend == "ray":
+        from gamegym.runtime.ray.cluster import import_ray
+        import_ray(local=gym.config.selfplay.ray_address == "local")   # without Ray: an error
+                                                                        # naming the extra
+    return gym.resume(max_seconds=args.max_seconds, max_iterations=args.max_iterations)
+
+
+def cmd_continue(args) -> int:
+    from gamegym.runtime.continuation import continue_session
+    overrides = {}
+    if args.config:
+        try:
+            overrides = json.loads(args.config.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"cannot read config file {args.config}: {error}") from error
+        if not isinstance(overrides, dict):
+            raise ConfigError(f"config file {args.config} must hold a JSON object")
+    new = continue_session(args.source, args.session, args.game, args.game_args, overrides)
+    config = new.load_config()
+    origin = json.loads((new.path / "origin.json").read_text())
+    print(f"created session {new.path} for {config.game} {config.game_args}, continuing "
+          f"{origin['source']} at iteration {origin['iteration']} (as iteration "
+          f"{origin['first_iteration']}) with its {origin['sample_files']} sample files"
+          + (" and replay state" if origin["replay_state"] else ""))
+    print(f"run it with: gamegym resume {args.session}")
+    return 0
+
+
+def session_status(path: str) -> dict:
+    """What `gamegym status` shows: iteration, samples, games, last losses, lock holder, and
+    where self-play runs and the CPU and memory of each role (from the gym's newest status
+    record, monitoring/status.jsonl: live while a gym runs, the last seen otherwise)."""
+    from gamegym.data.fileio import last_jsonl
+    from gamegym.data.samples import SampleCounter
+    from gamegym.data.session import Session
+    session = Session(path)
+    config = session.load_config()
+    counts = SampleCounter(session.samples_dir).per_iteration()
+    reports = session.train_reports()
+    holder = session.lock_holder() if session.lock_path.exists() else None
+    last = last_jsonl(session.monitoring_dir / "status.jsonl") or {}
+    return {
+        "session": str(session.path), "game": config.game, "game_args": config.game_args,
+        "learner": config.train.learner, "iteration": session.current_iteration(),
+        "models": session.model_iterations(), "samples": sum(n for n, _ in counts.values()),
+        "samples_per_iteration": {str(k): n for k, (n, _) in sorted(counts.items())},
+        "games": sum(g for _, g in counts.values()), "last_losses": reports[-1]["losses"] if reports else {},
+        "running": holder is not None, "running_pid": holder["pid"] if holder else None,
+        "replay": config.train.replay,
+        "replay_figures": reports[-1].get("replay_figures", {}) if reports else {},
+        "backend": backend_status(config, last or None),
+        "resources": last.get("resources", {}), "resources_time": last.get("time"),
+    }
+
+
+def backend_status(config, record: dict | None) -> dict:
+    """The backend of the newest status record (with its time), else the configured one."""
+    if record and isinstance(record.get("backend"), dict):
+        return {**record["backend"], "time": record.get("time")}
+    cfg = config.selfplay
+    return {"name": cfg.backend, **({"address": cfg.ray_address} if cfg.backend == "ray" else {})}
+
+
+def cmd_status(args) -> int:
+    status = session_status(args.session)
+    if args.json:
+        print(json.dumps(status, indent=2, sort_keys=True))
+        return 0
+    print(f"session   {status['session']}")
+    print(f"game      {status['game']} {status['game_args']}  (learner {status['learner']})")
+    print(f"iteration {status['iteration']}  (model files: {len(status['models'])})")
+    print(f"samples   {status['samples']} from {status['games']} games")
+    losses = ", ".join(f"{k} {v:.4f}" for k, v in sorted(status["last_losses"].items()))
+    print(f"losses    {losses or '(not trained yet)'}")
+    if status["replay_figures"]:
+        from gamegym.runtime.monitor import replay_summary
+        print(f"replay    {status['replay']}: {replay_summary(status['replay_figures'])} "
+              "(mean replay count, new share of the last draws, priority 10th..90th percentile)")
+    print(f"running   {'yes, pid %s' % status['running_pid'] if status['running'] else 'no'}")
+    print(f"selfplay  {describe_backend(status['backend'], status['running'])}")
+    if status["resources"]:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["resources_time"]))
+        roles = sorted(status["resources"].items())
+        print("memory    " + ", ".join(f"{role} {r['rss_mib']:.0f} MiB" for role, r in roles) +
+              f"  (resident, by role, {'now' if status['running'] else 'last seen'}: {when})")
+        print("cpu       " + ", ".join(f"{role} {r['cpu_percent']:.0f}%" for role, r in roles) +
+              "  (100% = one core)")
+    return 0
+
+
+def describe_backend(backend: dict, running: bool) -> str:
+    """'processes' or 'ray at ADDRESS: N nodes, A of S Selfplayers alive' and per node
+    searches/s; figures of a run that ended are marked as such."""
+    text = backend["name"]
+    if backend.get("address"):
+        text += f" at {backend['address']}"
+    if "selfplayers" in backend:
+        text += (f": {backend.get('nodes', 1)} node(s), {backend['selfplayers_alive']} of "
+                 f"{backend['selfplayers']} Selfplayers alive")
+        if not running and backend.get("time"):
+            text += time.strftime(" (when the last run last reported, %Y-%m-%d %H:%M)",
+                                  time.localtime(backend["time"]))
+    for node, rate in sorted(backend.get("searches_per_s_by_node", {}).items()):
+        text += f"\n          node {node}: {rate:.0f} searches/s"
+    return text
+
+
+def cmd_check(args) -> int:
+    from gamegym.game.checker import run_check
+    return run_check(args.game, args.game_args, args.games, args.seed)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gamegym", description="A desktop self-play gym.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("new", help="create a session folder (does not start it)")
+    p.add_argument("session", help="session folder, e.g. sessions/mygame")
+    p.add_argument("--game", required=True, help="the game as package.module:Class")
+    p.add_argument("--game-args", type=json_object, default={}, help="JSON keyword arguments")
+    p.add_argument("--config", type=Path, help="a config JSON file (see README)")
+    p.add_argument("--initial-model", type=Path, help="a .keras model for iteration 0")
+    p.set_defaults(run=cmd_new)
+
+    p = sub.add_parser("resume", help="run a session until 'exit', Ctrl+C or a limit")
+    p.add_argument("session")
+    p.add_argument("--max-seconds", type=float)
+    p.add_argument("--max-iterations", type=int, help="stop after this many new iterations")
+    p.add_argument("--config", type=Path, help="change settings (fixed fields excepted)")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="run the Selfplayers on Ray for this run: alone, a Ray started on this "
+                        "machine; 'auto' or HOST:PORT, the cluster there (needs the [ray] extra)")
+    p.set_defaults(run=cmd_resume)
+
+    p = sub.add_parser("continue", help="a new session carrying on from another one's model "
+                       "and samples under changed game arguments (or rules)")
+    p.add_argument("source", help="the session to carry on from (only read)")
+    p.add_argument("session", help="the new session folder")
+    p.add_argument("--game-args", type=json_object, help="the new game arguments (JSON)")
+    p.add_argument("--game", help="another game with the same input shape and action space")
+    p.add_argument("--config", type=Path, help="other settings to change (a config JSON file)")
+    p.set_defaults(run=cmd_continue)
+
+    p = sub.add_parser("status", help="show a session's state")
+    p.add_argument("session")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=cmd_status)
+
+    p = sub.add_parser("check", help="play random games and report GameGraph contract violations")
+    p.add_argument("game", help="package.module:Class")
+    p.add_argument("--game-args", type=json_object, default={})
+    p.add_argument("--games", type=int, default=50)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_check)
+
+    from gamegym.bench import throughput as bench
+    from gamegym.evaluation import evaluator as evaluation
+    bench.add_commands(sub)
+    evaluation.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from gamegym.runtime.gym import GymError
+    try:
+        return int(args.run(args) or 0)
+    except (ConfigError, SessionError, GymError, GameGraphError, ValueError) as error:
+        print(f"gamegym: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:   # e.g. an unreadable folder or a full disk: name it, no traceback
+        from gamegym.data.fileio import disk_full_message, is_disk_full
+        where = Path(getattr(args, "session", None) or ".")
+        print(f"gamegym: error: {disk_full_message(where, error) if is_disk_full(error) else error}",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""Replay: which samples the Trainer trains on in an iteration, and how minibatches are drawn.
+
+`train.replay` picks a Replay; the Trainer knows only this interface, and every learner trains
+the same way whatever the replay is:
+
+    ok, why = replay.ready(iteration)            # enough samples to train?
+    batch, facts = replay.load(iteration)        # the SampleBatch to train on, and for the
+                                                 # train report the files read ("sources")
+    sampler = replay.sampler(batch, rng)         # None: the learner's own epochs over the batch
+    ... learner.train_iteration(model, batch, train_config, rng, graph, sampler) ...
+    replay.commit(new_iteration)                 # persist replay state for the iteration,
+                                                 # before its model is published
+    replay.figures()                             # numbers for the train report and status line
+
+A `Sampler` is the only channel between a replay and a learner: it draws the sample indices
+(into the batch) of each minibatch, and hears back after each training step which samples
+were trained on and each one's own loss in that step:
+
+    index = sampler.draw(size)                   # int64 [size], indices into the batch
+    sampler.update(trained, losses)              # int [k], float [k]: after the step
+
+The rules every learner keeps (they are all a prioritised replay needs, so the Trainer never
+learns which learner it runs):
+- `draw` may return an index more than once (draws are independent); train each occurrence.
+- What a drawn index stands for is the learner's: a position (AlphaZero), a transition
+  (Bootstrapped DQN: report its TD error as the loss), or the LAST step of a sequence
+  (MuZero: the sequence of `num_unroll_steps` + 1 positions of the same game ending at the
+  drawn position, shorter at the start of a game), so a sequence is drawn by the priority of
+  its last step, as Curious Replay does for DreamerV3.
+- `update` reports every sample the step trained on, which may be more than were drawn
+  (every step of each unrolled sequence, each with its own loss) or fewer (a drawn sample
+  with no training example); an index may repeat (it was trained that many times).  Each
+  reported occurrence counts as one replay of that sample.
+- Report after every step, before the next `draw`: the priorities of the next draw use it.
+
+`window` (the default) is the original scheme: every sample of the last `max_sampleage`
+iterations, newest first, at most `max_samplecount`, in epochs (or `num_updates_per_train_iter`
+uniform minibatches); it needs no sampler and keeps no state.
+
+`uniform`, `prioritized` and `curious` (Kauvar et al. 2023, "Curious Replay") keep one buffer of
+the newest `replay_capacity` positions (gamegym.data.replaybuffer), read incrementally, each with a
+replay count v and a priority p, saved in replay/<iteration>.npz with every iteration.  New
+samples enter at `priority_max`; after a step each reported sample gets v <- v + 1 and
+p <- c * beta^v + (|L| + epsilon)^alpha.  `curious` draws in proportion to p through a SumTree,
+`prioritized` is the same with c = 0 (loss only, like prioritised experience replay), and
+`uniform` draws uniformly (it keeps v and p all the same, for monitoring and for a later switch).
+"""
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from gamegym.data.fileio import atomic_write_bytes, quarantine
+from gamegym.data.replaybuffer import ReplayBuffer, ReplayStateError
+from gamegym.data.samples import SampleBatch, SampleCounter, load_samples, sample_files, \
+    sample_iterations
+
+__all__ = ["Replay", "Sampler", "WindowReplay", "BufferReplay", "BufferSampler", "Priorities",
+           "make_replay", "BUFFER_REPLAYS"]
+
+log = logging.getLogger(__name__)
+BUFFER_REPLAYS = ("uniform", "prioritized", "curious")
+KEEP_STATES = 2   # state files kept: the newest iteration's and the one before
+
+
+class Sampler(Protocol):
+    """Draws minibatches from a batch and hears each trained sample's loss (see the module)."""
+
+    def draw(self, size: int) -> np.ndarray: ...
+
+    def update(self, index: np.ndarray, losses: np.ndarray) -> None: ...
+
+
+class Replay(ABC):
+    """The samples the Trainer trains on; one instance lives in the Trainer process."""
+
+    def __init__(self, session, config):
+        self.session = session
+        self.config = config
+
+    @abstractmethod
+    def ready(self, iteration: int) -> tuple[bool, str]:
+        """Whether there is enough to train iteration+1 on, and why not."""
+
+    @abstractmethod
+    def load(self, iteration: int) -> tuple[SampleBatch | None, dict]:
+        """The samples to train on, and facts for train/<it>.json: "sources", per file read
+        how many samples were taken from it ("<iteration>/<file name>" -> count), and anything
+        else that says what was trained on (the window's iterations)."""
+
+    def sampler(self, batch: SampleBatch, rng: np.random.Generator) -> Sampler | None:
+        """How minibatches are drawn from `batch`; None lets the learner run its epochs."""
+        return None
+
+    def commit(self, iteration: int) -> None:
+        """Persist the replay's state as that of `iteration` (the Trainer calls it before it
+        publishes that iteration's model, so a published model always has its state)."""
+
+    def figures(self) -> dict:
+        """Numbers for the status line and the train report (empty when there are none)."""
+        return {}
+
+
+def readiness(cfg, trained: int, held: int, new: int, iteration: int,
+              where: str) -> tuple[bool, str]:
+    """Ready when the `trained` samples less the validation split reach `min_samplecount` and
+    `new` samples of `iteration` reach `min_new_samples`; else why not."""
+    usable = int(trained * (1 - cfg.validation_split))
+    if usable < cfg.min_samplecount:
+        return False, f"{usable}/{cfg.min_samplecount} samples in {where}"
+    if new < cfg.min_new_samples:
+        return False, f"{new}/{cfg.min_new_samples} samples from iteration {iteration}"
+    return True, f"{held} samples in {where}"
+
+
+class WindowReplay(Replay):
+    """All samples of recent iterations, newest first (the original scheme)."""
+
+    def __init__(self, session, config):
+        super().__init__(session, config)
+        self.counter = SampleCounter(session.samples_dir)
+
+    def window_start(self, iteration: int) -> int:
+        return max(0, iteration - self.config.train.max_sampleage)
+
+    def ready(self, iteration: int) -> tuple[bool, str]:
+        cfg = self.config.train
+        counts = self.counter.samples_per_iteration()
+        window = sum(n for it, n in counts.items() if it >= self.window_start(iteration))
+        return readiness(cfg, min(window, cfg.max_samplecount), window,
+                         counts.get(iteration, 0), iteration, "the window")
+
+    def load(self, iteration: int) -> tuple[SampleBatch | None, dict]:
+        sources: dict[str, int] = {}
+        batch = load_samples(self.session.samples_dir, self.window_start(iteration),
+                             self.config.train.max_samplecount, self.session.quarantine_dir,
+                             sources)
+        return batch, {"sources": sources, "window": [self.window_start(iteration), iteration]}
+
+
+@dataclass(frozen=True)
+class Priorities:
+    """Curious Replay's priority p = c * beta^v + (|L| + epsilon)^alpha (seed 002, 4.3)."""
+
+    c: float          # weight of the count term (0: loss only, prioritised replay)
+    beta: float       # decay of the count term per replay
+    alpha: float      # sharpness of the loss term
+    epsilon: float    # keeps the loss term above 0
+    new: float        # the priority of a sample never trained on (p_max)
+
+    @classmethod
+    def of(cls, train_config) -> "Priorities":
+        cfg = train_config
+        return cls(c=0.0 if cfg.replay == "prioritized" else float(cfg.curious_c),
+                   beta=float(cfg.curious_beta), alpha=float(cfg.curious_alpha),
+                   epsilon=float(cfg.curious_epsilon), new=float(cfg.priority_max))
+
+    def __call__(self, count: np.ndarray, loss: np.ndarray) -> np.ndarray:
+        """float64 [k]: the priority after `count` replays, the last with loss `loss`; a
+        non-finite loss gives the new-sample priority (look at it again soon)."""
+        loss = np.asarray(loss, np.float64)
+        p = self.c * self.beta ** np.asarray(count, np.float64) + \
+            (np.abs(np.where(np.isfinite(loss), loss, 0.0)) + self.epsilon) ** self.alpha
+        return np.where(np.isfinite(loss), p, self.new)
+
+
+class BufferSampler:
+    """Draws from a ReplayBuffer (by priority, or uniformly) and updates the drawn samples'
+    counts and priorities; counts what it drew for the monitoring."""
+
+    def __init__(self, buffer: ReplayBuffer, priorities: Priorities, uniform: bool,
+                 rng: np.random.Generator):
+        self.buffer, self.priorities, self.uniform, self.rng = buffer, priorities, uniform, rng
+        self.drawn = self.drawn_new = self.batches = self.updated = 0
+
+    def draw(self, size: int) -> np.ndarray:
+        n = len(self.buffer)
+        if self.uniform:
+            index = self.rng.integers(0, n, int(size))
+        else:
+            index = self.buffer.tree.sample(int(size), self.rng)
+        self.drawn += len(index)
+        self.drawn_new += int(np.count_nonzero(self.buffer.count[index] == 0))
+        self.batches += 1
+        return index
+
+    def update(self, index, losses) -> None:
+        index = np.asarray(index, np.int64).reshape(-1)
+        losses = np.asarray(losses, np.float64).reshape(-1)
+        if index.shape != losses.shape:
+            raise ValueError(f"sampler.update: {len(index)} indices but {len(losses)} losses")
+        if len(index) and (index.min() < 0 or index.max() >= len(self.buffer)):
+            raise IndexError(f"sampler.update: an index is outside the batch of "
+                             f"{len(self.buffer)} samples")
+        count = self.buffer.count
+        np.add.at(count, index, 1)
+        self.buffer.tree.update(index, self.priorities(count[index], losses))
+        self.updated += len(index)
+
+    def figures(self) -> dict:
+        """The share of drawn samples that were new (never trained on when drawn), and how
+        many were drawn and reported trained."""
+        if not self.drawn:
+            return {}
+        return {"new_share": round(self.drawn_new / self.drawn, 4), "draws": self.drawn,
+                "batches": self.batches, "updated": self.updated}
+
+
+class BufferReplay(Replay):
+    """`uniform`, `prioritized` and `curious`: one buffer of the newest positions, with replay
+    counts and priorities saved with every iteration (see the module)."""
+
+    def __init__(self, session, config):
+        super().__init__(session, config)
+        self.mode = config.train.replay
+        self.priorities = Priorities.of(config.train)
+        self.buffer: ReplayBuffer | None = None
+        self.added: dict[str, int] = {}          # files added since the last load
+        self.last_sampler: BufferSampler | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.session.replay_dir
+
+    def state_path(self, iteration: int) -> Path:
+        return self.state_dir / f"{iteration}.npz"
+
+    # ----- the Replay interface ---------------------------------------------------------------
+    def ready(self, iteration: int) -> tuple[bool, str]:
+        buffer = self.fill(iteration)
+        return readiness(self.config.train, len(buffer), len(buffer),
+                         buffer.samples_of(iteration), iteration, "the replay buffer")
+
+    def load(self, iteration: int) -> tuple[SampleBatch | None, dict]:
+        buffer = self.fill(iteration)
+        facts = {"sources": self.added,
+                 "buffer": {"samples": len(buffer), "files": len(buffer.segments),
+                            "capacity": buffer.capacity, "oldest_iteration": buffer.floor}}
+        self.added = {}
+        return buffer.batch(), facts
+
+    def sampler(self, batch: SampleBatch, rng: np.random.Generator) -> BufferSampler:
+        self.last_sampler = BufferSampler(self.buffer, self.priorities, self.mode == "uniform",
+                                          rng)
+        return self.last_sampler
+
+    def commit(self, iteration: int) -> None:
+        meta = {"iteration": iteration, "mode": self.mode, "capacity": self.buffer.capacity}
+        atomic_write_bytes(self.state_path(iteration), self.buffer.state(meta))
+        for old in state_iterations(self.state_dir)[:-KEEP_STATES]:
+            self.state_path(old).unlink(missing_ok=True)
+
+    def figures(self) -> dict:
+        buffer = self.buffer
+        if buffer is None or not len(buffer):
+            return {}
+        count = buffer.count[:len(buffer)]
+        p10, p50, p90 = np.percentile(buffer.priorities(), [10, 50, 90])
+        figures = {"buffer_samples": len(buffer), "mean_replays": round(float(count.mean()), 3),
+                   "never_replayed": round(float(np.mean(count == 0)), 4),
+                   "priority_p10": float(f"{p10:.4g}"), "priority_p50": float(f"{p50:.4g}"),
+                   "priority_p90": float(f"{p90:.4g}")}
+        if self.last_sampler is not None:
+            figures.update(self.last_sampler.figures())
+        return figures
+
+    # ----- the buffer -------------------------------------------------------------------------
+    def fill(self, iteration: int) -> ReplayBuffer:
+        """The buffer with every new sample file in it (opened from its state the first time)."""
+        if self.buffer is None:
+            self.buffer = self.open(iteration)
+        buffer = self.buffer
+        for it, path in buffer.new_files():
+            arrays = buffer.read(it, path)
+            if arrays is not None:
+                self.added[f"{it}/{path.name}"] = buffer.add(it, path, arrays,
+                                                            new_priority=self.priorities.new)
+        return buffer
+
+    def open(self, iteration: int) -> ReplayBuffer:
+        """The buffer as the newest state file of an iteration <= `iteration` left it; rebuilt
+        from the newest sample files (all new experience) when there is none or it is
+        damaged.  State files of later iterations (whose models were never published) go."""
+        cfg = self.config.train
+        buffer = ReplayBuffer(self.session.samples_dir, cfg.replay_capacity,
+                              self.session.quarantine_dir)
+        found = state_iterations(self.state_dir)
+        for later in (it for it in found if it > iteration):
+            log.info("removing replay state %d: its model was never published", later)
+            self.state_path(later).unlink(missing_ok=True)
+        damaged = False
+        for it in reversed([it for it in found if it <= iteration]):
+            path = self.state_path(it)
+            try:
+                buffer.restore(path.read_bytes(), self.priorities.new)
+            except (OSError, ReplayStateError) as error:   # raised before the buffer changes
+                log.warning("replay state %s is damaged (%s); moved to quarantine", path, error)
+                if path.exists():
+                    quarantine(path, self.session.quarantine_dir)
+                damaged = True
+                continue
+            if it < iteration:
+                log.warning("replay state of iteration %d used for iteration %d: the counts "
+                            "and priorities of the iterations between are lost", it, iteration)
+            log.info("replay buffer restored from %s: %d samples, mean replay count %.2f",
+                     path, len(buffer), buffer.count[:len(buffer)].mean() if len(buffer) else 0)
+            return buffer
+        if damaged or (iteration > 0 and self._had_buffer(iteration)):
+            log.warning("no usable replay state for iteration %d: the buffer is rebuilt from "
+                        "the sample files, every sample new (count 0, priority_max)", iteration)
+        self.rebuild(buffer)
+        return buffer
+
+    def rebuild(self, buffer: ReplayBuffer) -> None:
+        """Fill an empty buffer with the newest sample files up to its capacity, all new."""
+        chosen, total = [], 0
+        for it in reversed(sample_iterations(buffer.samples_dir)):
+            for path in reversed(sample_files(buffer.samples_dir, it)):
+                if total >= buffer.capacity:
+                    buffer.evicted.add(f"{it}/{path.name}")
+                    continue
+                arrays = buffer.read(it, path)
+                if arrays is not None:
+                    chosen.append((it, path, arrays))
+                    total += len(arrays["z"])
+        for it, path, arrays in reversed(chosen):
+            self.added[f"{it}/{path.name}"] = buffer.add(it, path, arrays,
+                                                        new_priority=self.priorities.new)
+        floor = buffer.floor
+        buffer.evicted = {k for k in buffer.evicted if int(k.split("/", 1)[0]) >= floor}
+
+    def _had_buffer(self, iteration: int) -> bool:
+        """Whether the iteration was trained with a buffer replay (so a state should exist)."""
+        reports = [r for r in self.session.train_reports() if r.get("iteration") == iteration]
+        return bool(reports) and reports[-1].get("replay") in BUFFER_REPLAYS
+
+
+def state_iterations(folder: Path) -> list[int]:
+    """Iterations with a replay state file, ascending."""
+    if not folder.is_dir():
+        return []
+    return sorted(int(p.stem) for p in folder.glob("*.npz") if p.stem.isdigit())
+
+
+REPLAYS = {"window": WindowReplay, **{mode: BufferReplay for mode in BUFFER_REPLAYS}}
+
+
+def make_replay(session, config) -> Replay:
+    """The replay `config.train.replay` names."""
+    try:
+        cls = REPLAYS[config.train.replay]
+    except KeyError:
+        raise ValueError(f"unknown replay {config.train.replay!r}; known: "
+                         f"{', '.join(sorted(REPLAYS))}") from None
+    return cls(session, config)

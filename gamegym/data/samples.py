@@ -1,0 +1,289 @@
+"""Sample files: finished self-play games on disk, tagged by the model iteration that played them.
+
+A sample is one training position.  A sample file holds the samples of one or more whole games,
+as a compressed ``.npz`` (zip members carry CRC32, so a truncated or flipped file fails to load):
+
+  x           float32 [N, *input_shape]  numpify(vertex) of each position, mover's view
+  pi          float32 [N, A]             search policy over action ids (visit counts, sums to 1)
+  z           float32 [N]                value target from the mover's view: the game result, or
+                                         for a truncated game the root value of its last position
+  action      int32   [N]                action id played at the position
+  root_value  float32 [N]                search value of the position, mover's view
+  legal       bool    [N, A]             legal action ids at the position
+  game        int32   [N]                game index within the file (unique per load)
+  step        int32   [N]                move number within the game
+  result      float32 [G]                final score per game from the first mover's view
+  truncated   bool    [G]                True when the game was cut at max_moves (not a loss/draw)
+
+A learner may add columns of its own, one row per position (Bootstrapped's head masks): any
+other member of length N.  They arrive in `SampleBatch.extra` by name.
+
+Games are kept whole so sequence learners (MuZero unrolls, DQN transitions) can rebuild them:
+position i+1 of a game is the child of position i reached by action[i], seen by the opponent.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gamegym.data.fileio import atomic_write_bytes, quarantine
+
+__all__ = ["GameRecord", "SampleBatch", "SampleCounter", "encode_sample_file", "write_sample_file",
+           "read_sample_file",
+           "load_samples", "sample_iterations", "sample_files", "n_step_value_targets"]
+
+log = logging.getLogger(__name__)
+FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step")   # one row a sample
+GAME_FIELDS = ("result", "truncated")                                        # one row a game
+
+
+@dataclass
+class GameRecord:
+    """One finished self-play game, built move by move by a Selfplayer."""
+
+    x: list = field(default_factory=list)           # numpify arrays, one per position
+    pi: list = field(default_factory=list)          # float32 [A] per position
+    action: list = field(default_factory=list)      # int per position
+    root_value: list = field(default_factory=list)  # float per position
+    legal: list = field(default_factory=list)       # bool [A] per position
+    result: float = 0.0       # final score from the first mover's view (0 when truncated)
+    truncated: bool = False
+    extra: dict = field(default_factory=dict)  # name -> list, one array per position (a learner's)
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def value_targets(self) -> np.ndarray:
+        """z per position from that position's mover's view (negamax alternation)."""
+        n = len(self.x)
+        if self.truncated:
+            # a cut game is neither lost nor drawn: bootstrap from the search value at the cut
+            last = self.root_value[-1] if n else 0.0
+            return np.array([last * (-1) ** (n - 1 - i) for i in range(n)], dtype=np.float32)
+        return np.array([self.result * (-1) ** i for i in range(n)], dtype=np.float32)
+
+
+@dataclass
+class SampleBatch:
+    """Arrays of many samples, concatenated (shapes as in the module docstring)."""
+
+    x: np.ndarray
+    pi: np.ndarray
+    z: np.ndarray
+    action: np.ndarray
+    root_value: np.ndarray
+    legal: np.ndarray
+    game: np.ndarray
+    step: np.ndarray
+    iteration: np.ndarray      # int32 [N] model iteration that played each sample
+    truncated: np.ndarray      # bool [N] the sample's game was truncated
+    extra: dict = field(default_factory=dict)   # name -> [N, ...] a learner's own columns
+
+    def __len__(self) -> int:
+        return len(self.z)
+
+    def take(self, index: np.ndarray) -> "SampleBatch":
+        columns = {k: v[index] for k, v in vars(self).items() if k != "extra"}
+        return SampleBatch(**columns, extra={k: v[index] for k, v in self.extra.items()})
+
+
+def n_step_value_targets(batch: SampleBatch, td_steps: int) -> np.ndarray:
+    """Value targets bootstrapped `td_steps` plies ahead, from each sample's mover's view.
+
+    The target of position t is the search value of position t + n of the same game, negated
+    when n is odd (the other player moves there): (-1)^n * root_value[t + n].  Where the game
+    ends before t + n, or position t + n is not in the batch (a game cut by the sample window),
+    it is the sample's own z (the game result, or the bootstrapped cut value).  td_steps = 0
+    gives z unchanged.  Rows may come in any order.
+    """
+    z = np.asarray(batch.z, np.float32)
+    if td_steps <= 0 or len(z) == 0:
+        return z.copy()
+    order = np.lexsort((batch.step, batch.game))          # by game, then by move number
+    game, step = batch.game[order], batch.step[order]
+    target = z[order].copy()
+    if td_steps < len(order):
+        ahead = np.arange(len(order) - td_steps)
+        later = ahead + td_steps
+        found = (game[later] == game[ahead]) & (step[later] == step[ahead] + td_steps)
+        sign = -1.0 if td_steps % 2 else 1.0
+        values = np.asarray(batch.root_value, np.float32)[order]
+        target[ahead[found]] = sign * values[later[found]]
+    out = np.empty_like(z)
+    out[order] = target
+    return out
+
+
+def records_to_arrays(records: list[GameRecord]) -> dict[str, np.ndarray]:
+    """The npz members for a list of finished games."""
+    records = [r for r in records if len(r)]
+    arrays = {
+        "x": np.stack([x for r in records for x in r.x]).astype(np.float32),
+        "pi": np.stack([p for r in records for p in r.pi]).astype(np.float32),
+        "z": np.concatenate([r.value_targets() for r in records]).astype(np.float32),
+        "action": np.array([a for r in records for a in r.action], dtype=np.int32),
+        "root_value": np.array([v for r in records for v in r.root_value], dtype=np.float32),
+        "legal": np.stack([m for r in records for m in r.legal]).astype(bool),
+        "game": np.concatenate([np.full(len(r), g, np.int32) for g, r in enumerate(records)]),
+        "step": np.concatenate([np.arange(len(r), dtype=np.int32) for r in records]),
+        "result": np.array([r.result for r in records], dtype=np.float32),
+        "truncated": np.array([r.truncated for r in records], dtype=bool),
+    }
+    for name in sorted({k for r in records for k in r.extra}):
+        if name in arrays:
+            raise ValueError(f"a learner's sample column may not be named {name!r}")
+        if any(len(r.extra.get(name, ())) != len(r) for r in records):
+            raise ValueError(f"sample column {name!r} needs one row per position of every game")
+        arrays[name] = np.stack([row for r in records for row in r.extra[name]])
+    return arrays
+
+
+def encode_sample_file(records: list[GameRecord]) -> tuple[bytes, int]:
+    """The bytes of a sample file holding finished games, and its number of samples
+    (b"", 0 when no game has a position)."""
+    records = [r for r in records if len(r)]
+    if not records:
+        return b"", 0
+    arrays = records_to_arrays(records)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue(), len(arrays["z"])
+
+
+def write_sample_file(path: Path, records: list[GameRecord]) -> int:
+    """Atomically write finished games to `path` (.npz); returns the number of samples."""
+    data, samples = encode_sample_file(records)
+    if samples:
+        atomic_write_bytes(Path(path), data)
+    return samples
+
+
+def read_sample_file(path: Path) -> dict[str, np.ndarray]:
+    """Load and verify one sample file; raises ValueError when it is damaged or inconsistent."""
+    try:
+        # the file is opened here, not by np.load: a damaged archive makes np.load raise before
+        # it hands back the object that would close the file (an unclosed file per bad file)
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
+        raise ValueError(f"damaged sample file {path}: {error}") from error
+    missing = [k for k in FIELDS + GAME_FIELDS if k not in arrays]
+    if missing:
+        raise ValueError(f"sample file {path} lacks {missing}")
+    n = len(arrays["z"])
+    if any(len(arrays[k]) != n for k in FIELDS):
+        raise ValueError(f"sample file {path} has members of different lengths")
+    return arrays
+
+
+def sample_iterations(samples_dir: Path) -> list[int]:
+    """Iterations that have a sample folder, ascending."""
+    if not samples_dir.is_dir():
+        return []
+    return sorted(int(p.name) for p in samples_dir.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def sample_files(samples_dir: Path, iteration: int) -> list[Path]:
+    """Published sample files of one iteration (hidden temporary files excluded)."""
+    folder = samples_dir / str(iteration)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.npz") if not p.name.startswith("."))
+
+
+class SampleCounter:
+    """Counts samples and games per iteration from the files; published files never change,
+    so each file is opened once."""
+
+    def __init__(self, samples_dir: Path):
+        self.samples_dir = Path(samples_dir)
+        self._known: dict[Path, tuple[int, int]] = {}
+
+    def per_iteration(self) -> dict[int, tuple[int, int]]:
+        """iteration -> (samples, games)."""
+        counts: dict[int, tuple[int, int]] = {}
+        for it in sample_iterations(self.samples_dir):
+            samples = games = 0
+            for path in sample_files(self.samples_dir, it):
+                known = self._known.get(path)
+                if known is None:
+                    known = self._count(path)
+                    if known is None:
+                        continue
+                    self._known[path] = known
+                samples += known[0]
+                games += known[1]
+            counts[it] = (samples, games)
+        return counts
+
+    def samples_per_iteration(self) -> dict[int, int]:
+        return {it: n for it, (n, _) in self.per_iteration().items()}
+
+    @staticmethod
+    def _count(path: Path) -> tuple[int, int] | None:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return int(data["z"].shape[0]), int(data["result"].shape[0])
+        except Exception:  # damaged: load_samples quarantines it
+            return None
+
+
+def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
+                 quarantine_dir: Path | None = None,
+                 sources: dict[str, int] | None = None) -> SampleBatch | None:
+    """The newest samples of iterations >= min_iteration, at most max_count (newest files first).
+
+    A damaged file is moved to `quarantine_dir` (when given) with a warning, and skipped.
+    `sources`, when given, receives "<iteration>/<file name>" -> samples taken from each file
+    read (fewer than the file holds only for the oldest file, cut at max_count).
+    """
+    chunks: list[dict] = []
+    total = 0
+    games = 0  # game ids are made unique across files
+    for it in reversed(sample_iterations(samples_dir)):
+        if it < min_iteration or total >= max_count:
+            break
+        for path in reversed(sample_files(samples_dir, it)):
+            if total >= max_count:
+                break
+            try:
+                arrays = read_sample_file(path)
+            except ValueError as error:
+                if not path.exists():
+                    continue  # removed meanwhile (pruned by hand): nothing to quarantine
+                log.warning("%s", error)
+                if quarantine_dir is not None:
+                    quarantine(path, quarantine_dir)
+                continue
+            n = len(arrays["z"])
+            game_truncated = arrays["truncated"][arrays["game"]]
+            chunk = {k: arrays[k] for k in FIELDS}
+            chunk["extra"] = {k: v for k, v in arrays.items()
+                              if k not in FIELDS and k not in GAME_FIELDS and len(v) == n}
+            chunk["game"] = arrays["game"] + games
+            games += len(arrays["result"])
+            chunk["iteration"] = np.full(n, it, np.int32)
+            chunk["truncated"] = game_truncated
+            chunks.append(chunk)
+            if sources is not None:
+                sources[f"{it}/{path.name}"] = min(n, max_count - total)
+            total += n
+    if not chunks:
+        return None
+    extra_names = set.intersection(*(set(c["extra"]) for c in chunks))
+    dropped = set.union(*(set(c["extra"]) for c in chunks)) - extra_names
+    if dropped:
+        log.warning("sample columns %s are not in every file read; left out", sorted(dropped))
+    batch = SampleBatch(**{k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]
+                           if k != "extra"},
+                        extra={k: np.concatenate([c["extra"][k] for c in chunks])
+                               for k in sorted(extra_names)})
+    if len(batch) > max_count:
+        batch = batch.take(np.arange(max_count))
+    return batch
+

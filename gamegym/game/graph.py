@@ -1,0 +1,290 @@
+"""The GameGraph contract: a symmetric two-player game seen as a graph of vertices.
+
+Words used throughout gamegym:
+  vertex     a game state, always seen from the view of the player to move (the *active* player).
+             Vertices are hashable and compare by value.
+  children   the vertices reachable by one legal move of the active player, in a fixed order.
+  action id  an integer in [0, action_space_size) naming a move the same way in every position,
+             so a policy output means the same move everywhere.
+  open       a vertex whose children have not been computed yet; `expand_at` computes them.
+  terminal   a vertex that is not open and has no children: the game is over.
+  score      a float in [-1, 1] from the active player's view; -1 / +1 iff the vertex is terminal
+             and the active player has lost / won (a draw scores 0).
+
+A game implements `roots`, `outdegree_max`, `score_at`, `numpify` and either `successors`
+(children only; action id = child index) or `expansion` (children and their action ids).
+Everything else has a working default.  `gamegym check MODULE:CLASS` tests an implementation.
+
+Optional: `heuristic_at(vertex)`, an estimate of a vertex's value in [-1, 1] from the view of
+the player to move, which depth-limited alpha-beta (`alphabeta:D`) uses at its leaves; and
+`swap_players(vertex)`, the same position with the other player to move, with which
+`gamegym check` tests that the heuristic is antisymmetric (h(swap(v)) = -h(v)) in games where
+the rules treat both players alike.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from abc import ABC, abstractmethod
+from typing import Any, Hashable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "GameGraph",
+    "GameGraphError",
+    "VertexError",
+    "GameSpecError",
+    "load_game",
+    "game_spec",
+]
+
+Vertex = Hashable
+
+
+class GameGraphError(Exception):
+    """A GameGraph broke its contract or was used against it."""
+
+
+class VertexError(GameGraphError):
+    """An operation is not allowed at this vertex; the message names the vertex."""
+
+    def __init__(self, message: str, vertex: Any):
+        super().__init__(f"{message} (vertex {vertex!r})")
+        self.vertex = vertex
+
+
+class GameSpecError(GameGraphError):
+    """A game given as 'module:Class' could not be loaded or is not a GameGraph."""
+
+
+class GameGraph(ABC):
+    """Abstract graph of a symmetric two-player game.
+
+    Subclasses call ``super().__init__()`` and implement the abstract members plus one of
+    `successors` / `expansion`.  The base class keeps a cache of expanded vertices that is
+    cleared when it holds `cache_limit` vertices or `cache_child_limit` children in all
+    (expanding is deterministic, so a cleared vertex just becomes open again).  A child costs
+    about 250 bytes for Santorini 3x3 and 400 for Santorini 5x5 with two workers, so the
+    defaults bound the cache near 100-160 MB per process whatever the board; on a large board
+    the vertex count alone let it grow past 900 MB for a 2% saving in expansions.
+    """
+
+    cache_limit: int = 50_000
+    cache_child_limit: int = 400_000
+    # True when every move hands the turn to the other player, as the negamax view of the
+    # contract assumes.  A game where a player may move twice in a row sets it False; the
+    # learners that search in a learned latent space (MuZero) refuse such a game.
+    turns_alternate: bool = True
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        graph = super().__new__(cls)
+        try:  # remember the constructor arguments, so a session can rebuild the game
+            bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+            bound.apply_defaults()
+            graph._game_args = dict(list(bound.arguments.items())[1:])
+        except TypeError:
+            graph._game_args = dict(kwargs)
+        return graph
+
+    def __init__(self) -> None:
+        self._children: dict[Vertex, tuple] = {}
+        self._cached_children = 0
+        self._actions: dict[Vertex, tuple] = {}
+
+    @property
+    def game_args(self) -> dict:
+        """The keyword arguments this graph was built with (stored in the session config)."""
+        return dict(getattr(self, "_game_args", {}))
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if getattr(cls, "__abstractmethods__", None):
+            return  # still abstract; checked on the concrete subclass
+        if cls.successors is GameGraph.successors and cls.expansion is GameGraph.expansion:
+            raise TypeError(f"{cls.__name__} must implement successors() or expansion()")
+
+    # ----- what a game implements --------------------------------------------------------
+    @property
+    @abstractmethod
+    def roots(self) -> tuple:
+        """The starting vertices, in a fixed order (usually one)."""
+
+    @property
+    @abstractmethod
+    def outdegree_max(self) -> int:
+        """An upper bound on the number of children of any vertex."""
+
+    @abstractmethod
+    def score_at(self, vertex: Vertex) -> float:
+        """Score in [-1, 1] from the active player's view; ±1 iff terminal and won/lost."""
+
+    @abstractmethod
+    def numpify(self, vertex: Vertex) -> np.ndarray:
+        """The network input for a vertex: float32, the same shape for every vertex."""
+
+    def successors(self, vertex: Vertex) -> Sequence[Vertex]:
+        """The children of a vertex in a fixed order; empty iff the game is over."""
+        return self.expansion(vertex)[0]
+
+    def expansion(self, vertex: Vertex) -> tuple[Sequence[Vertex], Sequence[int]]:
+        """Children and the action id of each child.  Default: action id = child index."""
+        children = tuple(self.successors(vertex))
+        return children, tuple(range(len(children)))
+
+    @property
+    def action_space_size(self) -> int:
+        """Number of distinct action ids (policy output size).  Default: outdegree_max."""
+        return self.outdegree_max
+
+    def unnumpify(self, array: np.ndarray) -> Vertex:
+        """Inverse of numpify.  Optional; the checker tests it when implemented."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement unnumpify")
+
+    def heuristic_at(self, vertex: Vertex) -> float:
+        """An estimate of the vertex's value in [-1, 1] from the active player's view, for the
+        leaves of a depth-limited search (`alphabeta:D`).  Optional (see `has_heuristic`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement heuristic_at")
+
+    @property
+    def has_heuristic(self) -> bool:
+        """True when the game implements `heuristic_at`."""
+        return type(self).heuristic_at is not GameGraph.heuristic_at
+
+    def swap_players(self, vertex: Vertex) -> Vertex:
+        """The same position with the other player to move.  Optional: only for games whose
+        rules treat both players alike; `gamegym check` then tests that the heuristic is
+        antisymmetric (heuristic_at(swap_players(v)) == -heuristic_at(v))."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement swap_players")
+
+    def render(self, vertex: Vertex) -> str:
+        """A human-readable picture of the vertex for the console."""
+        return repr(vertex)
+
+    def describe_action(self, vertex: Vertex, action: int) -> str:
+        """A move in words for `gamegym play` (e.g. 'row 2 column 3').  Optional."""
+        return f"action {action}"
+
+    # ----- symmetries ---------------------------------------------------------------------
+    @property
+    def symmetry_count(self) -> int:
+        """Number of symmetry transforms, the identity (index 0) included."""
+        return 1
+
+    def transform(self, vertex: Vertex, k: int) -> Vertex:
+        """Apply symmetry k to a vertex.  Transform 0 is the identity."""
+        if k != 0:
+            raise ValueError(f"{type(self).__name__} has no symmetry {k}")
+        return vertex
+
+    def transform_actions(self, k: int) -> np.ndarray:
+        """int array [action_space_size]: action a at a vertex is action perm[a] at its image."""
+        if k != 0:
+            raise ValueError(f"{type(self).__name__} has no symmetry {k}")
+        return np.arange(self.action_space_size)
+
+    def equivalenceclass_of(self, vertex: Vertex) -> list:
+        """All images of a vertex under the symmetries (with repetitions removed, order kept)."""
+        seen: dict = {}
+        for k in range(self.symmetry_count):
+            seen.setdefault(self.transform(vertex, k), None)
+        return list(seen)
+
+    def representative_of(self, vertex: Vertex) -> Vertex:
+        """A canonical member of the equivalence class (the one with the smallest repr)."""
+        return min(self.equivalenceclass_of(vertex), key=repr)
+
+    # ----- the graph, built on the above (override only to keep your own store) ------------
+    def open_at(self, vertex: Vertex) -> bool:
+        """True while the children of this vertex have not been computed."""
+        return vertex not in self._children
+
+    def expand_at(self, vertex: Vertex) -> None:
+        """Compute and store the children of an open vertex."""
+        if vertex in self._children:
+            raise VertexError("expand_at on a vertex that is not open", vertex)
+        children, actions = self.expansion(vertex)
+        children, actions = tuple(children), tuple(map(int, actions))
+        if len(children) != len(actions):
+            raise VertexError(
+                f"expansion gave {len(children)} children but {len(actions)} action ids", vertex)
+        if (len(self._children) >= self.cache_limit
+                or self._cached_children >= self.cache_child_limit):
+            self.forget()
+        self._children[vertex] = children
+        self._cached_children += len(children)
+        self._actions[vertex] = actions
+
+    def children_at(self, vertex: Vertex) -> tuple:
+        """The children of an expanded vertex (expands it first if it is open)."""
+        children = self._children.get(vertex)
+        if children is None:
+            self.expand_at(vertex)
+            children = self._children[vertex]
+        return children
+
+    def actions_at(self, vertex: Vertex) -> tuple:
+        """The action id of each child, in child order."""
+        actions = self._actions.get(vertex)
+        if actions is None:
+            self.children_at(vertex)
+            actions = self._actions[vertex]
+        return actions
+
+    def terminal_at(self, vertex: Vertex) -> bool:
+        """True iff the game is over at this vertex (it is expanded first if open)."""
+        return len(self.children_at(vertex)) == 0
+
+    def forget(self) -> None:
+        """Drop the cache of expanded vertices (they become open again)."""
+        self._children.clear()
+        self._actions.clear()
+        self._cached_children = 0
+
+    # ----- helpers ------------------------------------------------------------------------
+    def legal_mask(self, vertex: Vertex) -> np.ndarray:
+        """bool [action_space_size]: True at the action ids of the children."""
+        mask = np.zeros(self.action_space_size, dtype=bool)
+        mask[list(self.actions_at(vertex))] = True
+        return mask
+
+    def child_by_action(self, vertex: Vertex, action: int) -> Vertex:
+        """The child reached by an action id; VertexError if the action is not legal."""
+        for a, child in zip(self.actions_at(vertex), self.children_at(vertex)):
+            if a == action:
+                return child
+        raise VertexError(f"action {action} is not legal", vertex)
+
+
+# Game modules of gamegym's own that moved: a session folder made before names the old module.
+MOVED_MODULES = {"gamegym.openspiel": "gamegym.adapters.openspiel"}
+
+
+def load_game(spec: str, kwargs: dict | None = None) -> GameGraph:
+    """Build a game from 'package.module:Class' and keyword arguments; clear errors on failure."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise GameSpecError(f"game {spec!r} must look like 'package.module:ClassName'")
+    module_name, _, class_name = spec.partition(":")
+    module_name = MOVED_MODULES.get(module_name, module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise GameSpecError(f"cannot import module {module_name!r} for game {spec!r}: {error}") \
+            from error
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise GameSpecError(f"module {module_name!r} has no class {class_name!r}")
+    if not (isinstance(cls, type) and issubclass(cls, GameGraph)):
+        raise GameSpecError(f"{spec!r} is not a gamegym.GameGraph subclass")
+    try:
+        return cls(**(kwargs or {}))
+    except (TypeError, ValueError) as error:   # unknown argument, or a value the game refuses
+        raise GameSpecError(f"cannot build {spec} with arguments {json.dumps(kwargs)}: {error}") \
+            from error
+
+
+def game_spec(graph: GameGraph) -> str:
+    """The 'module:Class' spec of a graph instance."""
+    cls = type(graph)
+    return f"{cls.__module__}:{cls.__qualname__}"

@@ -1,0 +1,5 @@
+"""The networks: Keras builders and layers, TensorFlow set-up and model loading, the CPU fast
+paths (NumPy, ONNX Runtime) and inference as a service (who answers a search's requests).
+
+May import: gamegym.game and gamegym.config.
+"""

@@ -1,0 +1,381 @@
+"""Network evaluations as a service: what a search asks of a model, and who answers.
+
+A *model service* takes requests of a kind (the learner names its kinds: AlphaZero asks
+"evaluate" of positions, MuZero "initial" and "recurrent", Bootstrapped "q") with named input
+arrays, and answers each with named output arrays and the model iteration that made them:
+
+    answer = service.submit("evaluate", {"x": x})      # sent now
+    outputs, iteration = answer()                      # waits for the answer
+
+Two services, one protocol, so the same self-play and player code runs in every setting:
+- `PipeService`: a Selfplayer's end of its pipe to the batching Predictor (no TensorFlow);
+- `LocalService`: the model evaluator called in this process (players, debug_single_process).
+
+`ModelEvaluator` is AlphaZero's model call (softmax policy and value of positions), used by the
+Predictor and by `LocalService`; `PositionEvaluator` turns vertices into the "evaluate" requests
+an MCTS needs, with an evaluation cache per model iteration.
+"""
+from __future__ import annotations
+
+import time
+from multiprocessing.connection import Connection
+from typing import Callable, Hashable, Sequence
+
+import numpy as np
+
+from gamegym.runtime.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
+                               Reload)
+from gamegym.nets.numpynet import NumpyNet
+
+__all__ = ["PredictorTimeout", "StaleIteration", "PipeService", "LocalService",
+           "PositionEvaluator", "ModelEvaluator", "FastEvaluator", "fast_net", "softmax"]
+
+Answer = Callable[[], tuple[dict, int]]   # () -> (outputs by name, model iteration)
+
+
+class PredictorTimeout(RuntimeError):
+    """The Predictor did not answer in time (it died or hangs)."""
+
+
+class StaleIteration(RuntimeError):
+    """A request asked for a model iteration the Predictor no longer holds."""
+
+
+class PipeService:
+    """Requests to the Predictor over a pipe; answers are matched to requests by id.
+
+    When the Predictor hands out its evaluator in a form this process can run itself (the
+    model on the CPU fast path, `predict.evaluate_in_selfplayers`), requests that evaluator
+    answers (its kinds, for its iteration or the newest) are answered here, with no round trip;
+    the newest `HOLD` such evaluators are kept.  The Predictor announces an iteration with a
+    small `Reload` (when it loads one, and when a request shows this end lacks it), read here
+    at most every `CHECK_S`; the evaluator itself comes only as the answer to an
+    `EvaluatorRequest`, while this end reads, so a large message never meets a full pipe in
+    both directions.
+    """
+
+    HOLD = 2          # the Predictor's rule: the newest iteration and the one before it
+    CHECK_S = 0.05    # how often `submit` looks for a Reload on the pipe
+
+    def __init__(self, conn: Connection, timeout: float = 120.0):
+        self.conn = conn
+        self.timeout = timeout
+        self.requests = 0                # requests sent to the Predictor
+        self.local_batches = 0           # requests answered in this process
+        self.local_positions = 0
+        self.local: dict[int, object] = {}   # iteration -> evaluator, oldest first
+        self._next_id = 0
+        self._inbox: dict[int, EvalResponse] = {}   # answers read before they were collected
+        self._wanted: int | None = None  # an iteration announced by a Reload, to fetch
+        self._next_check = 0.0
+
+    def submit(self, kind: str, inputs: dict, iteration: int = -1) -> Answer:
+        """Send a request now (or answer it here); the returned function waits for its answer.
+        Answers must be collected in the order submitted."""
+        now = time.monotonic()
+        if now >= self._next_check:
+            self._next_check = now + self.CHECK_S
+            self._read_pending()
+        if self._wanted is not None:
+            self._fetch(self._wanted)
+        evaluator = self._local_for(kind, iteration)
+        if evaluator is not None:
+            self.local_batches += 1
+            self.local_positions += len(next(iter(inputs.values()))) if inputs else 0
+            result = (evaluator.run(kind, inputs), evaluator.iteration)
+            return lambda: result
+        self._next_id += 1
+        self.requests += 1
+        request_id = self._next_id
+        self.conn.send(EvalRequest(request_id, kind, inputs, iteration))
+
+        def collect() -> tuple[dict, int]:
+            response = self._receive(request_id)
+            if response.error:
+                raise StaleIteration(response.error)
+            return response.outputs, response.iteration
+
+        return collect
+
+    def _local_for(self, kind: str, iteration: int):
+        if not self.local:
+            return None
+        evaluator = self.local.get(iteration if iteration >= 0 else next(reversed(self.local)))
+        return evaluator if evaluator is not None and kind in evaluator.kinds else None
+
+    def _fetch(self, iteration: int) -> None:
+        """Ask the Predictor for its evaluator of `iteration` and wait for it."""
+        self._wanted = None
+        self.conn.send(EvaluatorRequest(iteration))
+        while True:
+            message = self._next_message(time.monotonic() + self.timeout)
+            if isinstance(message, EvaluatorUpdate):
+                break
+        if message.evaluator is not None:
+            self.local.pop(message.iteration, None)
+            self.local[message.iteration] = message.evaluator
+            for old in sorted(self.local)[:-self.HOLD]:
+                del self.local[old]
+        if self._wanted in self.local:
+            self._wanted = None    # announced again while this one was on its way
+
+    def _read_pending(self) -> None:
+        while self.conn.poll(0):
+            self._take(self.conn.recv())
+
+    def _take(self, message) -> None:
+        if isinstance(message, EvalResponse):
+            self._inbox[message.request_id] = message
+        elif isinstance(message, Reload) and self._would_hold(message.iteration):
+            self._wanted = message.iteration
+
+    def _would_hold(self, iteration: int) -> bool:
+        """True for an iteration not held here that would be kept among the newest HOLD."""
+        return iteration not in self.local and (len(self.local) < self.HOLD
+                                                or iteration > min(self.local))
+
+    def _next_message(self, deadline: float):
+        left = deadline - time.monotonic()
+        if left <= 0 or not self.conn.poll(left):
+            raise PredictorTimeout(f"no answer from the Predictor within {self.timeout:g} s")
+        message = self.conn.recv()
+        self._take(message)
+        return message
+
+    def _receive(self, request_id: int) -> EvalResponse:
+        deadline = time.monotonic() + self.timeout
+        for old in [k for k in self._inbox if k < request_id]:
+            del self._inbox[old]   # answers to requests given up (before a restart)
+        while request_id not in self._inbox:
+            self._next_message(deadline)
+        return self._inbox.pop(request_id)
+
+
+class LocalService:
+    """The same protocol answered in this process by a model evaluator (no batching)."""
+
+    def __init__(self, evaluator):
+        self.evaluator = evaluator
+        self.requests = 0
+
+    def submit(self, kind: str, inputs: dict, iteration: int = -1) -> Answer:
+        if iteration not in (-1, self.evaluator.iteration):
+            raise StaleIteration(f"iteration {iteration} asked of a service holding "
+                                 f"{self.evaluator.iteration}")
+        self.requests += 1
+        outputs = self.evaluator.run(kind, inputs)
+        result = (outputs, self.evaluator.iteration)
+        return lambda: result
+
+
+class PositionEvaluator:
+    """An MCTS evaluator over a model service: numpify, cache, one "evaluate" request per batch.
+
+    Calling it with vertices returns (probs float32 [B, A], values float32 [B]); `submit` sends
+    now and answers later, so the search can select its next batch meanwhile.  Answers are
+    remembered per model iteration (`cache_size` entries, oldest out first, and no more than
+    `CACHE_BYTES` of policies: a large action space holds fewer); a new iteration clears them.
+    """
+
+    CACHE_BYTES = 64 * 2**20
+
+    def __init__(self, graph, service, cache_size: int = 0):
+        self.graph = graph
+        self.service = service
+        self.cache_size = min(cache_size, self.CACHE_BYTES // (4 * graph.action_space_size + 200))
+        self.iteration = -1            # model iteration of the latest answer
+        self._cache: dict = {}         # vertex -> (probs [A], value), for self.iteration
+        self.cache_hits = 0
+
+    @property
+    def requests(self) -> int:
+        return self.service.requests
+
+    def __call__(self, vertices: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+        return self.submit(vertices)()
+
+    def submit(self, vertices: Sequence[Hashable]) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+        n = len(vertices)
+        probs = np.empty((n, self.graph.action_space_size), np.float32)
+        values = np.empty(n, np.float32)
+        cache = self._cache
+        misses = []
+        for i, vertex in enumerate(vertices):
+            hit = cache.get(vertex)
+            if hit is None:
+                misses.append(i)
+            else:
+                probs[i], values[i] = hit
+        self.cache_hits += n - len(misses)
+        if not misses:
+            return lambda: (probs, values)
+        x = np.stack([self.graph.numpify(vertices[i]) for i in misses])
+        answer = self.service.submit("evaluate", {"x": x})
+
+        def collect() -> tuple[np.ndarray, np.ndarray]:
+            outputs, iteration = answer()
+            if iteration != self.iteration:
+                cache.clear()
+                self.iteration = iteration
+            got_probs, got_values = outputs["probs"], outputs["values"]
+            for j, i in enumerate(misses):
+                probs[i], values[i] = got_probs[j], got_values[j]
+                if self.cache_size:
+                    if len(cache) >= self.cache_size:
+                        del cache[next(iter(cache))]
+                    cache[vertices[i]] = (got_probs[j], float(got_values[j]))
+            return probs, values
+
+        return collect
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of float32 [B, A] logits."""
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def fast_net(model, conv: bool = True):
+    """The model on the CPU fast path: an ONNX Runtime session when onnxruntime is installed,
+    else NumPy for models without convolutions; None when the model has a layer the fast path
+    does not know, is not a (policy, value) model, or has convolutions and `conv` is False."""
+    from gamegym.nets import onnxnet
+    net = NumpyNet.from_keras(model)
+    if net is None or len(net.outputs) != 2 or (net.has_conv and not conv):
+        return None
+    if onnxnet.available():
+        return onnxnet.OnnxNet(net)
+    return None if net.has_conv else net   # NumPy convolutions lose to TensorFlow's
+
+
+class FastEvaluator:
+    """AlphaZero's model call on the CPU fast path (`fast_net`), without TensorFlow.  It
+    pickles, so a Selfplayer can run it itself (`PipeService`)."""
+
+    kinds = ("evaluate",)
+
+    def __init__(self, net, iteration: int):
+        self.net = net
+        self.iteration = iteration
+        self.input_shape = tuple(net.input_shape)
+
+    @property
+    def path(self) -> str:
+        """"onnx" or "numpy"."""
+        return "numpy" if isinstance(self.net, NumpyNet) else "onnx"
+
+    def run(self, kind: str, inputs: dict) -> dict:
+        """{"x": positions} -> {"probs": [B, A], "values": [B]}."""
+        _check_kind(kind)
+        probs, values = self(inputs["x"])
+        return {"probs": probs, "values": values}
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _check_shape(x, self.input_shape)
+        logits, values = self.net(x)
+        return softmax(logits), values.reshape(-1)
+
+
+def take_weights(target, source) -> bool:
+    """Copy the weights of Keras model `source` into `target`, the same network of another
+    iteration (a traced function over `target` stays valid); False when the shapes differ."""
+    new = source.get_weights()
+    if [w.shape for w in new] != [w.shape for w in target.get_weights()]:
+        return False
+    target.set_weights(new)
+    return True
+
+
+def _check_kind(kind: str) -> None:
+    if kind != "evaluate":
+        raise ValueError(f"this model answers 'evaluate' requests, not {kind!r}")
+
+
+def _check_shape(x: np.ndarray, input_shape: tuple) -> None:
+    if x.shape[1:] != input_shape:
+        raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's input "
+                         f"shape {input_shape}")
+
+
+class ModelEvaluator:
+    """AlphaZero's model call: positions x [B, *input_shape] -> softmax policy [B, A] and value
+    [B] in [-1, 1].  Answers the "evaluate" kind of request.
+
+    Unless `fast` is False, models the CPU fast path knows run there (`fast_net`: ONNX Runtime,
+    or NumPy for dense models), except convolutional ones when TensorFlow has a GPU; everything
+    else runs through one traced TensorFlow function.  `portable()` is the fast path's evaluator,
+    which another process can run without TensorFlow.
+    """
+
+    FAST_PATH_MAX_PARAMS = 2_000_000
+    kinds = ("evaluate",)
+
+    def __init__(self, model, iteration: int = 0, fast: bool = True):
+        from gamegym.nets.tfsetup import import_tensorflow
+        tf = import_tensorflow()
+        self.iteration = iteration
+        self.model = model
+        shape = model.inputs[0].shape[1:]
+        self.input_shape = tuple(int(d) for d in shape)
+        self.fast = None
+        self._conv = not tf.config.list_logical_devices("GPU")   # the GPU path stays TensorFlow
+        if fast and model.count_params() <= self.FAST_PATH_MAX_PARAMS:
+            net = fast_net(model, self._conv)
+            self.fast = FastEvaluator(net, iteration) if net is not None else None
+        if self.fast is not None:
+            self.model = None  # the weights live in the fast path's copy
+            return
+
+        @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
+                     reduce_retracing=True)
+        def predict(x):
+            outputs = model(x, training=False)
+            if isinstance(outputs, dict):
+                logits, value = outputs["policy"], outputs["value"]
+            else:
+                logits, value = outputs[0], outputs[1]
+            return tf.nn.softmax(logits, axis=-1), tf.reshape(value, [-1])
+
+        self._predict = predict
+
+    @property
+    def path(self) -> str:
+        """Where the model runs: "onnx", "numpy" or "tensorflow"."""
+        return self.fast.path if self.fast is not None else "tensorflow"
+
+    def portable(self) -> "FastEvaluator | None":
+        """This iteration's evaluator in a form a process without TensorFlow runs (None when
+        the model runs in TensorFlow)."""
+        return self.fast
+
+    def update(self, model, iteration: int) -> bool:
+        """Take the weights of a new iteration of the same network, keeping the traced function
+        (a new trace per reload would grow memory).  False when the shapes differ."""
+        if self.fast is not None:
+            net = fast_net(model, self._conv)
+            if net is None:
+                return False
+            self.fast, self.iteration = FastEvaluator(net, iteration), iteration
+            return True
+        if not take_weights(self.model, model):
+            return False
+        self.iteration = iteration
+        return True
+
+    def run(self, kind: str, inputs: dict) -> dict:
+        """The Predictor's entry: {"x": positions} -> {"probs": [B, A], "values": [B]}."""
+        _check_kind(kind)
+        probs, values = self(inputs["x"])
+        return {"probs": probs, "values": values}
+
+    def search_request(self, x: np.ndarray) -> tuple[str, dict]:
+        """The request a search makes for its leaves, for positions x (benchmarks)."""
+        return "evaluate", {"x": x}
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = np.asarray(x, np.float32)
+        if self.fast is not None:
+            return self.fast(x)
+        _check_shape(x, self.input_shape)
+        probs, values = self._predict(x)
+        return probs.numpy(), values.numpy()

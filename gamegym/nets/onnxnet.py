@@ -1,0 +1,151 @@
+"""The steps of a `gamegym.nets.numpynet.NumpyNet` run by ONNX Runtime (the conv networks' CPU path).
+
+Convolutions are where a residual network spends its time, and ONNX Runtime's kernels use the
+processor's widest vector instructions whatever BLAS NumPy was built with; a call also costs a
+few microseconds where a TensorFlow call costs hundreds.  The graph is written from the steps
+(batch normalisation already folded into the convolutions), in NCHW inside: one transpose at
+the input, and one back wherever a tensor leaves the convolutions (a Flatten keeps Keras' (h, w,
+c) order).  The net pickles without its session, so a process that receives it (a Selfplayer)
+opens its own, on one thread.
+
+Needs the `onnx` package to write the graph and `onnxruntime` to run it; `available()` says
+whether both import.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["OnnxNet", "available"]
+
+OPSET = 17
+IR_VERSION = 8   # the IR of opset 17: runtimes older than the onnx package still read it
+
+
+def available() -> bool:
+    """True when onnx and onnxruntime both import."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class OnnxNet:
+    """A NumpyNet's outputs computed by an ONNX Runtime session (one thread)."""
+
+    def __init__(self, net):
+        self.input_shape = net.input_shape
+        self.outputs = list(net.outputs)
+        self.model_bytes = _graph(net)
+        self._session = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_session": None}
+
+    def __call__(self, x: np.ndarray) -> list[np.ndarray]:
+        """The model's outputs, in order, for inputs x [B, *input_shape]."""
+        if self._session is None:
+            self._session = _session(self.model_bytes)
+        return self._session.run(None, {"x": np.ascontiguousarray(x, np.float32)})
+
+
+def _session(model_bytes: bytes):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1   # the processes already share the cores
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+class _Writer:
+    """Nodes and weights of the graph, with each tensor's layout tracked."""
+
+    def __init__(self):
+        from onnx import helper, numpy_helper
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.nodes, self.weights = [], []
+        self.layout: dict = {}    # step name -> (onnx tensor name, "nhwc" | "nchw")
+        self._count = 0
+
+    def fresh(self, stem: str) -> str:
+        self._count += 1
+        return f"{stem}_{self._count}"
+
+    def node(self, op: str, inputs: list, stem: str, **attributes) -> str:
+        out = self.fresh(stem)
+        self.nodes.append(self.helper.make_node(op, inputs, [out], **attributes))
+        return out
+
+    def weight(self, array: np.ndarray, stem: str) -> str:
+        name = self.fresh(stem)
+        self.weights.append(self.numpy_helper.from_array(np.asarray(array, np.float32), name))
+        return name
+
+    def get(self, name: str, layout: str) -> str:
+        """Tensor `name` in `layout` ("nhwc" or "nchw"); a "flat" tensor (not rank 4) as it is."""
+        tensor, have = self.layout[name]
+        if have in (layout, "flat"):
+            return tensor
+        perm = [0, 3, 1, 2] if layout == "nchw" else [0, 2, 3, 1]
+        return self.node("Transpose", [tensor], f"{name}_{layout}", perm=perm)
+
+    def activation(self, tensor: str, act: str, stem: str) -> str:
+        if act == "linear":
+            return tensor
+        if act in ("swish", "silu"):
+            gate = self.node("Sigmoid", [tensor], stem)
+            return self.node("Mul", [tensor, gate], stem)
+        op = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid"}[act]
+        return self.node(op, [tensor], stem)
+
+
+def _graph(net) -> bytes:
+    """The serialized ONNX model of a NumpyNet: input "x" NHWC, outputs in the net's order."""
+    w = _Writer()
+    helper = w.helper
+    w.layout[net.input_name] = ("x", "nhwc" if len(net.input_shape) == 3 else "flat")
+    for step in net.steps:
+        p, name = step.params, step.name
+        if step.op == "conv":
+            x = w.get(step.inputs[0], "nchw")
+            kernel = w.weight(np.transpose(p["w"], (3, 2, 0, 1)), f"{name}_w")
+            top, bottom, left, right = p["pads"]
+            out, layout = w.node("Conv", [x, kernel, w.weight(p["b"], f"{name}_b")], name,
+                                 pads=[top, left, bottom, right], strides=[1, 1]), "nchw"
+        elif step.op == "dense":   # on the last axis, as Keras' Dense
+            x = w.get(step.inputs[0], "nhwc")
+            out = w.node("MatMul", [x, w.weight(p["w"], f"{name}_w")], name)
+            out = w.node("Add", [out, w.weight(p["b"], f"{name}_b")], name)
+            layout = "flat" if w.layout[step.inputs[0]][1] == "flat" else "nhwc"
+        elif step.op == "flatten":   # Keras flattens in (h, w, c) order
+            out = w.node("Flatten", [w.get(step.inputs[0], "nhwc")], name, axis=1)
+            layout = "flat"
+        elif step.op in ("add", "scale", "act"):
+            layouts = [w.layout[i][1] for i in step.inputs]
+            layout = "nchw" if "nchw" in layouts else layouts[0]
+            xs = [w.get(i, layout) for i in step.inputs]
+            out = xs[0]
+            if step.op == "scale":   # a batch normalisation on the channel axis
+                shape = (-1, 1, 1) if layout == "nchw" else (-1,)
+                out = w.node("Mul", [out, w.weight(p["mul"].reshape(shape), f"{name}_m")], name)
+                out = w.node("Add", [out, w.weight(p["add"].reshape(shape), f"{name}_a")], name)
+            for more in xs[1:]:
+                out = w.node("Add", [out, more], name)
+        else:
+            raise ValueError(f"no ONNX form for step {step.op!r}")
+        w.layout[name] = (w.activation(out, p.get("act", "linear"), name), layout)
+    outputs = []
+    for k, name in enumerate(net.outputs):
+        outputs.append(helper.make_tensor_value_info(f"output_{k}", 1, None))
+        w.nodes.append(helper.make_node("Identity", [w.get(name, "nhwc")], [f"output_{k}"]))
+    graph = helper.make_graph(
+        w.nodes, "gamegym", [helper.make_tensor_value_info("x", 1, [None, *net.input_shape])],
+        outputs, initializer=w.weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                              producer_name="gamegym")
+    model.ir_version = IR_VERSION
+    return model.SerializeToString()

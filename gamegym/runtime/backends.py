@@ -1,0 +1,163 @@
+"""Where the Selfplayers and their Predictor run: the Supervisor's one seam for them.
+
+The Supervisor keeps the Trainer and the Evaluator as child processes of the gym and asks a
+*backend* (`selfplay.backend`) for everything about self-play:
+
+  start()             start the Predictor(s) and the Selfplayers
+  model_channel()     the connection on which the Trainer announces each published iteration
+                      (a `Reload`); the backend gets it to every Predictor
+  poll()              called about twice a second: take reports and finished games, restart
+                      dead Selfplayers; returns why the gym must stop, or ""
+  status()            backend, nodes, Selfplayers alive, searches/s per node (status line)
+  stop_selfplayers()  Selfplayers finish their move, their games are written, they exit
+  stop()              then everything else the backend started
+  alive()             whether anything it started still runs
+
+`ProcessBackend` ("processes", the default) is one Predictor and `selfplayprocesses`
+Selfplayer processes on this machine; `gamegym.runtime.ray.backend.RayBackend` ("ray") runs them as
+Ray actors on the nodes of a cluster.  Each is given its *host*, the Supervisor: the session,
+the config, the gym (its monitor and stop request), and how to spawn and join child processes.
+"""
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from multiprocessing.connection import Connection
+
+from gamegym.data.fileio import disk_full_message
+from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
+
+__all__ = ["SelfplayBackend", "ProcessBackend", "MAX_SELFPLAYER_RESTARTS",
+           "JOIN_SELFPLAYERS_S", "JOIN_PREDICTOR_S"]
+
+log = logging.getLogger("gamegym.runtime.backends")
+
+JOIN_SELFPLAYERS_S = 20.0   # a Selfplayer finishes its move and flushes its games
+JOIN_PREDICTOR_S = 5.0
+MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot, then the gym stops with an error
+
+
+class SelfplayBackend(ABC):
+    """The interface (see the module docstring); `host` is the Supervisor."""
+
+    name = ""
+
+    def __init__(self, host):
+        self.host = host
+        self.session = host.session
+        self.config = host.config
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start the Predictor(s) and the Selfplayers."""
+
+    @abstractmethod
+    def model_channel(self) -> Connection:
+        """Where the Trainer announces each published iteration (a Reload)."""
+
+    @abstractmethod
+    def poll(self) -> str:
+        """Reports, finished games, restarts; why the gym must stop, or ""."""
+
+    @abstractmethod
+    def status(self) -> dict:
+        """name, nodes, selfplayers, selfplayers_alive (and on Ray more) for the status line."""
+
+    @abstractmethod
+    def stop_selfplayers(self) -> None:
+        """Selfplayers finish their move, their games are written, they exit."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop everything else the backend started."""
+
+    @abstractmethod
+    def alive(self) -> bool:
+        """Whether anything the backend started still runs."""
+
+
+def restart_seed(seed: int, index: int, restarts: int) -> int:
+    """The seed of Selfplayer slot `index` after `restarts` restarts (no restart replays the
+    games of the one before)."""
+    return derive_seed(seed, 1, index, restarts)
+
+
+class ProcessBackend(SelfplayBackend):
+    """One Predictor process and `selfplayprocesses` Selfplayer processes on this machine, one
+    duplex pipe between each Selfplayer and the Predictor."""
+
+    name = "processes"
+
+    def __init__(self, host):
+        super().__init__(host)
+        self.children: dict[str, Child] = {}
+        self._control = None
+
+    def start(self) -> None:
+        from gamegym.runtime.predictor import predictor_main
+        from gamegym.runtime.selfplay import selfplayer_main
+        host, path, cfg = self.host, str(self.session.path), self.config
+        count = cfg.selfplay.selfplayprocesses
+        pipes = [host.ctx.Pipe(duplex=True) for _ in range(count)]
+        control_in, self._control = host.ctx.Pipe(duplex=False)
+        self.children["predictor"] = Child(
+            "predictor", predictor_main,
+            (path, cfg, [p[0] for p in pipes], control_in, host.reports))
+        for i in range(count):
+            self.children[f"selfplayer{i}"] = Child(
+                f"selfplayer{i}", selfplayer_main,
+                (path, cfg, i, pipes[i][1], host.reports, restart_seed(cfg.seed, i, 0)),
+                extra={"index": i})
+        for child in self.children.values():
+            host.spawn(child)
+
+    def model_channel(self) -> Connection:
+        return self._control
+
+    def selfplayers(self) -> list[Child]:
+        return [c for n, c in self.children.items() if n.startswith("selfplayer")]
+
+    def poll(self) -> str:
+        """Restart a dead Selfplayer (up to MAX_SELFPLAYER_RESTARTS per slot); a dead
+        Predictor, too many restarts or a full disk stop the gym."""
+        for child in list(self.children.values()):
+            process = child.process
+            if process is None or process.is_alive():
+                continue
+            code = process.exitcode
+            logs = self.session.logs_dir
+            if code == EXIT_DISK_FULL:   # a restart would fail the same way
+                return (f"{child.name} could not write ({where_to_look(logs, child.name)}): "
+                        f"{disk_full_message(self.session.path)}")
+            if child.name == "predictor":
+                return f"predictor died (exit code {code}); {where_to_look(logs, child.name)}"
+            if child.restarts >= MAX_SELFPLAYER_RESTARTS:
+                return f"{child.name} died (too many restarts); {where_to_look(logs, child.name)}"
+            child.restarts += 1
+            log.warning("%s died (exit code %s); restart %d of %d", child.name, code,
+                        child.restarts, MAX_SELFPLAYER_RESTARTS)
+            print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
+            child.args = (*child.args[:-1],
+                          restart_seed(self.config.seed, child.extra["index"], child.restarts))
+            self.host.spawn(child)
+        return ""
+
+    def status(self) -> dict:
+        selfplayers = self.selfplayers()
+        return {"name": self.name, "nodes": 1, "selfplayers": len(selfplayers),
+                "selfplayers_alive": sum(1 for c in selfplayers
+                                         if c.process is not None and c.process.is_alive())}
+
+    def stop_selfplayers(self) -> None:
+        self.host.join(self.selfplayers(), JOIN_SELFPLAYERS_S)
+
+    def stop(self) -> None:
+        self.host.join([self.children.get("predictor")], JOIN_PREDICTOR_S)
+
+    def alive(self) -> bool:
+        return any(c.process is not None and c.process.is_alive()
+                   for c in self.children.values())
+
+    def pids(self) -> dict[str, int]:
+        """Process ids by name (the bench measures their CPU time)."""
+        return {n: c.process.pid for n, c in self.children.items() if c.process is not None}

@@ -1,0 +1,269 @@
+"""GameGym: starts, watches and stops the Trainer, the Predictor and the Selfplayers of a session.
+
+    gym = GameGym("sessions/ttt", graph=TicTacToe(), config=GymConfig(game=...))
+    gym.resume(max_seconds=600)      # 'exit' on the console, Ctrl+C or SIGTERM stop it cleanly
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from gamegym.config import GymConfig
+from gamegym.data.fileio import disk_full_message, is_disk_full
+from gamegym.game.graph import GameGraph, game_spec, load_game
+from gamegym.runtime.monitor import Monitor
+from gamegym.runtime.process import in_spawned_child
+from gamegym.data.session import Session, SessionError
+from gamegym.nets.tfsetup import tensorflow_imported
+
+__all__ = ["GameGym", "GymError"]
+
+log = logging.getLogger("gamegym.runtime.gym")
+
+
+class GymError(RuntimeError):
+    """The gym cannot start or had to stop because a process failed; the message says why."""
+
+
+class GameGym:
+    """A self-play session in a folder: create it once, resume it any number of times."""
+
+    def __init__(self, session_path, graph: GameGraph | None = None,
+                 config: GymConfig | None = None, initial_model=None):
+        if in_spawned_child():
+            # a child started with spawn imports the parent's main script again: without the
+            # guard every child would build a gym of its own (and start children of its own)
+            raise GymError("a GameGym is being made while a child process starts up: the gym "
+                           "starts its processes with spawn, which runs your main script again "
+                           "in each of them; put the code that starts the gym under "
+                           "`if __name__ == \"__main__\":`")
+        self.session = Session(session_path)
+        if self.session.exists():
+            self.config = self._config_for_resume(graph, config)
+            if initial_model is not None:
+                raise GymError(f"session {self.session.path} already has models; "
+                               "initial_model is only for a new session")
+        else:
+            self.config = self._create(graph, config, initial_model)
+        self.stop_requested = threading.Event()
+        self.stop_reason = ""
+        self.force = False
+        self.monitor = Monitor()
+
+    # ----- creating and reopening -----------------------------------------------------------
+    def _config_for_resume(self, graph, config) -> GymConfig:
+        stored = self.session.load_config()
+        if graph is not None and game_spec(graph) != stored.game:
+            raise GymError(f"session {self.session.path} is for game {stored.game}, "
+                           f"not {game_spec(graph)}")
+        if config is None:
+            return stored
+        if not config.game:
+            config = config.updated({"game": stored.game, "game_args": stored.game_args})
+        config.check_resume(stored)
+        if config != stored:
+            self.session.save_config(config)
+        return config
+
+    def _create(self, graph, config, initial_model) -> GymConfig:
+        if graph is None and (config is None or not config.game):
+            raise GymError(f"no session at {self.session.path}: give a graph or a config "
+                           "with 'game' to create one")
+        if config is None:
+            config = GymConfig(game=game_spec(graph), game_args=graph.game_args)
+        elif graph is not None:
+            config = config.updated({"game": game_spec(graph), "game_args": graph.game_args})
+        load_game(config.game, config.game_args)  # the spec must rebuild the game
+        folder_was_there = self.session.path.exists()
+        try:
+            self.session.create(config)
+            publish_initial_model(self.session, config, initial_model)
+        except BaseException as error:
+            self.session.discard_new(folder_was_there)  # no half-made session
+            if is_disk_full(error):
+                advice = disk_full_message(self.session.path.parent, error, "try again")
+                raise SessionError(f"cannot create session {self.session.path}: {advice}"
+                                   ) from error
+            raise
+        log.info("created session %s for %s", self.session.path, config.game)
+        return config
+
+    # ----- running --------------------------------------------------------------------------
+    def resume(self, max_seconds: float | None = None, max_iterations: int | None = None,
+               console: bool = True) -> int:
+        """Run until 'exit', a signal, or a limit; returns the exit code (0 = clean stop)."""
+        self.session.acquire_lock()
+        try:
+            self.session.make_folders()
+            removed = self.session.tidy()
+            _setup_main_logging(self.session, self.config.log_level)
+            if removed:
+                log.info("removed %d temporary files left by an earlier run", removed)
+            start_iteration = self.session.recover_models()
+            log.info("resuming %s at iteration %d", self.session.path, start_iteration)
+            with _signals(self), _console(self, console):
+                if self.config.debug_single_process:
+                    from gamegym.runtime.debugrun import run_single_process
+                    return run_single_process(self, max_seconds, max_iterations)
+                from gamegym.runtime.supervisor import Supervisor
+                return Supervisor(self, max_seconds, max_iterations).run()
+        finally:
+            log.info("gym exiting (%s)", "TensorFlow imported" if tensorflow_imported()
+                     else "TensorFlow not imported")
+            self.session.release_lock()
+
+    def request_stop(self, reason: str) -> None:
+        if not self.stop_requested.is_set():
+            self.stop_reason = reason
+            log.info("stop requested: %s", reason)
+            print(f"[gamegym] stopping: {reason}", flush=True)
+        self.stop_requested.set()
+
+    def print_status(self) -> None:
+        print(f"[gamegym] {self.monitor.status_line()}", flush=True)
+
+
+def publish_initial_model(session: Session, config: GymConfig, initial_model=None) -> None:
+    """Publish models/0.keras of a new session (see `make_initial_model`).
+
+    Making it needs TensorFlow; a process that has not imported TensorFlow yet (the gym's own,
+    the `gamegym new` command) makes it in a short-lived child process instead, so it stays
+    small (the gym's process only supervises).  An error in the child is raised here."""
+    if tensorflow_imported() or not isinstance(initial_model, (str, os.PathLike, type(None))):
+        graph = load_game(config.game, config.game_args)
+        session.publish_model(make_initial_model(graph, config, initial_model), 0)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    path = None if initial_model is None else str(initial_model)
+    child = ctx.Process(target=_initial_model_main, args=(str(session.path), config, path, send),
+                        name="initial-model", daemon=True)
+    child.start()
+    send.close()
+    try:
+        error = receive.recv()
+    except EOFError:   # it died before it could answer (e.g. while spawn imported the script)
+        child.join()
+        raise GymError(f"the process making the first model of {session.path} died (exit code "
+                       f"{child.exitcode}); its error is on the console above") from None
+    finally:
+        receive.close()
+    child.join()
+    if error is not None:
+        raise error
+
+
+def _initial_model_main(session_path: str, config: GymConfig, initial_model, answer) -> None:
+    """The child of `publish_initial_model`: answers None, or the exception that stopped it."""
+    try:
+        graph = load_game(config.game, config.game_args)
+        Session(session_path).publish_model(make_initial_model(graph, config, initial_model), 0)
+    except BaseException as error:
+        try:
+            answer.send(error)
+        except Exception:   # an exception that does not pickle: its text
+            answer.send(GymError(f"{type(error).__name__}: {error}"))
+        return
+    answer.send(None)
+
+
+def make_initial_model(graph: GameGraph, config: GymConfig, initial_model=None):
+    """The iteration-0 model: given (a path or a Keras model) or freshly built by the learner."""
+    from gamegym.learners import get_learner
+    from gamegym.nets.tfsetup import configure_tensorflow, load_model
+    configure_tensorflow(use_gpu=False)
+    learner = get_learner(config.train.learner)
+    if initial_model is None:
+        model = learner.build_model(graph, config.network)
+    elif isinstance(initial_model, (str, os.PathLike)):
+        model = load_model(Path(initial_model))
+    else:
+        model = initial_model
+    check_model_fits(model, graph)
+    try:
+        learner.check_fits(model, graph)
+    except ValueError as error:
+        raise GymError(f"the {learner.name} learner cannot use this model: {error}") from None
+    return model
+
+
+def check_model_fits(model, graph: GameGraph) -> None:
+    """A clear error when a model's input or policy size does not match the game."""
+    expected = tuple(graph.numpify(graph.roots[0]).shape)
+    got = tuple(int(d) for d in model.inputs[0].shape[1:])
+    if got != expected:
+        raise GymError(f"model input shape {got} does not match numpify shape {expected} "
+                       f"of {type(graph).__name__}")
+    outputs = model.outputs
+    policy = int(outputs[0].shape[-1])
+    if policy != graph.action_space_size:
+        raise GymError(f"model policy size {policy} does not match action_space_size "
+                       f"{graph.action_space_size} of {type(graph).__name__}")
+
+
+def _setup_main_logging(session: Session, level: str) -> None:
+    from gamegym.runtime.process import setup_logging
+    setup_logging(session.logs_dir, "gym", level)
+
+
+class _signals:
+    """SIGINT / SIGTERM ask for a clean stop; a second SIGINT forces it."""
+
+    def __init__(self, gym: GameGym):
+        self.gym = gym
+        self.saved: dict = {}
+
+    def __enter__(self):
+        if threading.current_thread() is not threading.main_thread():
+            return self
+
+        def on_signal(signum, frame):
+            if signum == signal.SIGINT and self.gym.stop_requested.is_set():
+                self.gym.force = True
+                print("[gamegym] second Ctrl+C: forcing the stop", flush=True)
+            self.gym.request_stop(f"signal {signal.Signals(signum).name}")
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self.saved[sig] = signal.signal(sig, on_signal)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        return False
+
+
+class _console:
+    """A daemon thread reading commands from stdin: 'exit', 'status', 'help'."""
+
+    def __init__(self, gym: GameGym, enabled: bool):
+        self.gym = gym
+        self.enabled = enabled and sys.stdin is not None
+
+    def __enter__(self):
+        if self.enabled:
+            threading.Thread(target=self._read, name="console", daemon=True).start()
+            print("[gamegym] running; type 'status' or 'exit'", flush=True)
+        return self
+
+    def _read(self) -> None:
+        try:
+            for line in sys.stdin:
+                command = line.strip().lower()
+                if command in ("exit", "quit", "stop"):
+                    self.gym.request_stop("'exit' typed on the console")
+                    return
+                if command == "status":
+                    self.gym.print_status()
+                elif command:
+                    print("[gamegym] commands: status, exit", flush=True)
+        except (OSError, ValueError):
+            return
+
+    def __exit__(self, *exc):
+        return False

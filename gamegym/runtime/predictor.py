@@ -1,0 +1,245 @@
+"""The batching Predictor: the only place outside the Trainer where TensorFlow runs.
+
+Every Selfplayer owns one end of a duplex pipe; the Predictor waits on all of them at once
+(`multiprocessing.connection.wait`, no polling), gathers requests until `batchsize` positions,
+until every client has a request waiting, or until `batch_timeout_ms` passes, evaluates them with
+one model call per kind of request and sends each client its slice.  A `Reload` on the control
+pipe loads a new iteration.  Models come from `models`: the session folder, or on a Ray node the
+copies of the models the gym broadcast (`gamegym.runtime.ray.backend`), where Selfplayers also join
+later (`add_client`).
+
+The model call is the learner's (`Learner.make_evaluator`): AlphaZero answers "evaluate"
+requests; a learner whose searches carry state made by one iteration (MuZero's hidden states)
+tags its requests with that iteration.  The Predictor therefore holds the newest `HOLD`
+iterations; a request for an older one gets an error answer and its search starts again.
+
+When the evaluator has a form that runs without TensorFlow (`portable()`: the model on the CPU
+fast path) and `predict.evaluate_in_selfplayers` is on, the Predictor hands it to the clients
+that ask (`EvaluatorRequest`) and announces each iteration with a `Reload`: the Selfplayers then
+evaluate their own leaves, with no round trip (see `gamegym.nets.inference.PipeService`), and only
+what the handed-out evaluators cannot answer comes here.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import time
+from collections import deque
+from multiprocessing.connection import Connection, wait
+
+import numpy as np
+
+from gamegym.runtime.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
+                               Reload, Report)
+from gamegym.runtime.process import child_entry
+
+log = logging.getLogger("gamegym.runtime.predictor")
+
+HOLD = 2   # model iterations held at once: the newest and the one before it
+
+
+class Predictor:
+    """The batching loop over client pipes (runs inside the Predictor process).
+
+    `models` is where model iterations are read: the Session, or anything else with
+    `model_path(iteration)` and `current_iteration()`."""
+
+    def __init__(self, models, config, clients: list[Connection], control: Connection | None,
+                 reports=None):
+        from gamegym.learners import get_learner
+        self.models = models
+        self.config = config.predict
+        self.learner = get_learner(config.train.learner)
+        self.clients = list(clients)
+        self.live = list(clients)    # clients whose pipe is open
+        self.controls = [control] if control is not None else []
+        self.reports = reports
+        self.held: dict[int, object] = {}   # iteration -> evaluator, oldest first
+        self._batches = 0
+        self._positions = 0
+        self._busy = 0.0
+        self._last_report = time.monotonic()
+        self._joining: deque = deque()   # clients added from another thread, not yet served
+        self._wake: Connection | None = None   # add_client's signal to the serving loop
+
+    def accept_clients(self) -> None:
+        """Serve until stopped even with no client, and take clients added by `add_client`
+        (call before `serve`)."""
+        wake_in, self._wake = multiprocessing.Pipe(duplex=False)
+        self.controls.append(wake_in)
+
+    def add_client(self, conn: Connection) -> None:
+        """A new client from another thread (a Selfplayer that joined); served from the next
+        turn of the loop."""
+        self._joining.append(conn)
+        self._wake.send(None)
+
+    @property
+    def evaluator(self):
+        """The evaluator of the newest iteration held."""
+        return self.held[next(reversed(self.held))] if self.held else None
+
+    def load(self, iteration: int) -> None:
+        """Hold `iteration` as the newest; beyond HOLD iterations the oldest evaluator takes the
+        new weights (its traced function is kept: a new trace per reload would grow memory)."""
+        if iteration in self.held:
+            self.held[iteration] = self.held.pop(iteration)
+            return
+        from gamegym.nets.tfsetup import import_keras, load_model
+        keras = import_keras()
+        path = self.models.model_path(iteration)
+        keras.backend.clear_session()  # Keras' global name state would grow with every reload
+        model = load_model(path)
+        reuse = None
+        if len(self.held) >= HOLD:
+            reuse = self.held.pop(next(iter(self.held)))
+        if reuse is None or not reuse.update(model, iteration):
+            reuse = self.learner.make_evaluator(model, iteration, fast=self.config.numpy_fastpath)
+        self.held[iteration] = reuse
+        log.info("loaded model iteration %d from %s (%s)", iteration, path,
+                 getattr(reuse, "path", type(reuse).__name__))
+        if self._portable(reuse) is not None:
+            for conn in self.live:
+                _send(conn, Reload(iteration))
+
+    def _portable(self, evaluator):
+        """The evaluator as the clients may run it themselves, or None."""
+        if not self.config.evaluate_in_selfplayers:
+            return None
+        portable = getattr(evaluator, "portable", None)
+        return portable() if portable is not None else None
+
+    def serve(self, stop_event) -> None:
+        self.load(max(0, self.models.current_iteration()))
+        timeout = self.config.batch_timeout_ms / 1000.0
+        live = self.live   # clients that join are added to it
+        while live or self._wake is not None:
+            ready = wait(live + self.controls, timeout=1.0)
+            if not ready:
+                self._report(force=False)
+                if stop_event.is_set():
+                    return  # stopping, and a whole second without a request: Selfplayers are done
+                continue
+            pending: list[tuple[Connection, EvalRequest]] = []
+            for control in [c for c in ready if c in self.controls]:
+                ready.remove(control)
+                self._handle_control(control)
+            self._receive(ready, pending, live)
+            waiting = {id(c) for c, _ in pending}
+            count = sum(_size(r) for _, r in pending)
+            deadline = time.monotonic() + timeout
+            while pending and count < self.config.batchsize and len(waiting) < len(live):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                more = [c for c in wait([c for c in live if id(c) not in waiting], timeout=left)]
+                if not more:
+                    break
+                before = len(pending)
+                self._receive(more, pending, live)
+                for c, r in pending[before:]:
+                    waiting.add(id(c))
+                    count += _size(r)
+            if pending:
+                self._evaluate(pending)
+            self._report(force=False)
+
+    def _receive(self, ready, pending, live) -> None:
+        for conn in ready:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                live.remove(conn)  # that Selfplayer is gone; the gym restarts it or stops
+                continue
+            if isinstance(message, EvalRequest):
+                pending.append((conn, message))
+            elif isinstance(message, EvaluatorRequest):
+                iteration = (self.evaluator.iteration if message.iteration < 0
+                             else message.iteration)
+                held = self.held.get(iteration)
+                _send(conn, EvaluatorUpdate(iteration, self._portable(held) if held else None))
+
+    def _handle_control(self, control: Connection) -> None:
+        """Act on a control message (a Reload from the Trainer)."""
+        try:
+            message = control.recv()
+        except (EOFError, OSError):
+            self.controls.remove(control)  # the Trainer is gone; the gym decides what follows
+            return
+        if isinstance(message, Reload) and message.iteration != self.evaluator.iteration:
+            self.load(message.iteration)
+        while self._joining:
+            conn = self._joining.popleft()
+            self.clients.append(conn)
+            self.live.append(conn)
+
+    def _evaluate(self, pending) -> None:
+        """One model call per (kind, iteration) among the pending requests."""
+        start = time.perf_counter()
+        groups: dict[tuple, list] = {}
+        newest = self.evaluator.iteration
+        for conn, request in pending:
+            iteration = newest if request.iteration < 0 else request.iteration
+            groups.setdefault((request.kind, iteration), []).append((conn, request))
+        for (kind, iteration), members in groups.items():
+            evaluator = self.held.get(iteration)
+            if evaluator is None:
+                error = (f"model iteration {iteration} is no longer held (the Predictor holds "
+                         f"{sorted(self.held)})")
+                for conn, request in members:
+                    _send(conn, EvalResponse(request.request_id, iteration, {}, error))
+                continue
+            portable = self._portable(evaluator)
+            if portable is not None and kind in portable.kinds:
+                # these clients could have answered themselves: tell them the iteration
+                for conn in {id(c): c for c, _ in members}.values():
+                    _send(conn, Reload(iteration))
+            requests = [r for _, r in members]
+            inputs = {name: np.concatenate([r.inputs[name] for r in requests])
+                      if len(requests) > 1 else requests[0].inputs[name]
+                      for name in requests[0].inputs}
+            outputs = evaluator.run(kind, inputs)
+            offset = 0
+            for conn, request in members:
+                n = _size(request)
+                _send(conn, EvalResponse(request.request_id, iteration,
+                                         {k: v[offset:offset + n] for k, v in outputs.items()}))
+                offset += n
+            self._batches += 1
+            self._positions += offset
+        self._busy += time.perf_counter() - start
+
+    def _report(self, force: bool) -> None:
+        now = time.monotonic()
+        if self.reports is None or (not force and now - self._last_report < 2.0):
+            return
+        self.reports.put(Report("predictor", os.getpid(), {
+            "batches": self._batches, "positions": self._positions, "busy_s": self._busy,
+            "seconds": now - self._last_report,
+            "iteration": self.evaluator.iteration if self.evaluator else -1}))
+        self._batches = self._positions = 0
+        self._busy = 0.0
+        self._last_report = now
+
+
+def _size(request: EvalRequest) -> int:
+    """The batch size of a request (the length of its arrays)."""
+    return len(next(iter(request.inputs.values()))) if request.inputs else 0
+
+
+def _send(conn: Connection, response: EvalResponse) -> None:
+    try:
+        conn.send(response)
+    except (BrokenPipeError, OSError):
+        pass   # that Selfplayer is gone
+
+
+@child_entry("predictor")
+def predictor_main(session_path, config, clients, control, reports, *, stop_event):
+    from gamegym.data.session import Session
+    from gamegym.nets.tfsetup import configure_tensorflow
+    configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, threads=1,
+                         announce=True)   # a missing GPU: one line on the console, from here
+    predictor = Predictor(Session(session_path), config, clients, control, reports)
+    predictor.serve(stop_event)

@@ -1,0 +1,463 @@
+"""The Ray backend (`selfplay.backend = "ray"`): Selfplayers as Ray actors on a cluster.
+
+The gym stays the head: its Trainer and Evaluator are child processes as always, and it alone
+reads and writes the session folder.  On every node of the cluster it starts one Predictor
+actor and up to `selfplayprocesses` Selfplayer actors (`gamegym.runtime.ray.actors`), as many as the
+node's CPUs hold at `ray_selfplayer_cpus` each after the Predictor's `ray_predictor_cpus` (and
+one GPU for the Predictor where the node has one and `predict.use_gpu`).  All of a node's
+actors are pinned to it, so a Selfplayer's requests never leave its node.
+
+- Models: each published iteration is read once and put in the object store once; every
+  node's Predictor fetches that one object.
+- Games: the gym keeps one `take` call open per Selfplayer; each returns the sample files the
+  actor finished since (at most `OUTBOX_FILES`, each one flush of `gamelog_dump_threshold`
+  games), which the gym writes into samples/<iteration>/ atomically, as a Selfplayer process
+  would.  The object store holds a file only on its way; never the replay buffer.
+- Faults: a dead actor's slot is restarted on its node (up to `MAX_SELFPLAYER_RESTARTS`, then
+  the gym stops with an error); a node that leaves takes its actors and their games in flight
+  with it, and a node that joins gets a Predictor and Selfplayers.
+- Stop: Selfplayers finish their move and their last files are written, then every actor is
+  killed; a Ray the gym started itself is shut down (and killed by a reaper process should the
+  gym die), a cluster it joined is left running.
+"""
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+from gamegym.runtime.backends import (JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS, SelfplayBackend,
+                              restart_seed)
+from gamegym.runtime.messages import Reload, Report
+from gamegym.runtime.process import log_path
+from gamegym.runtime.ray.cluster import RayConnection, import_ray, object_store_use
+from gamegym.runtime.selfplay import SampleWriter
+
+__all__ = ["RayBackend"]
+
+log = logging.getLogger("gamegym.runtime.ray.backend")
+
+TAKE_WAIT_S = 2.0        # a Selfplayer's take returns at least this often (with its reports)
+RECONCILE_S = 3.0        # how often nodes are listed and dead actors restarted
+PREDICTOR_POLL_S = 2.0   # how often the Predictors' reports are taken
+STORE_STATS_S = 30.0     # how often the object store's use is asked for
+RATE_WINDOW_S = 20.0     # searches/s per node over this window
+
+
+@dataclass
+class Slot:
+    """One Selfplayer place on a node; its actor is replaced when it dies."""
+
+    name: str
+    index: int
+    writer: SampleWriter
+    actor: object = None
+    take: object = None        # the open take call (an ObjectRef)
+    pid: int | None = None
+    restarts: int = 0
+    closed: bool = False       # stopped, its last files written
+    died: str = ""             # why its last actor died
+
+
+@dataclass
+class NodeGroup:
+    """A node's Predictor actor and Selfplayer slots."""
+
+    node_id: str
+    label: str
+    selfplayers: int                 # how many the node holds
+    gpus: float = 0.0
+    predictor: object = None
+    address: object = None           # where the node's Selfplayers connect
+    address_ref: object = None       # the open address call, until it answers
+    poll_ref: object = None          # the open take call to the Predictor
+    pid: int | None = None           # the Predictor's process id (on its node)
+    last_poll: float = 0.0
+    restarts: int = 0
+    died: str = ""                   # why its last Predictor died
+    slots: list = field(default_factory=list)
+
+
+class RayBackend(SelfplayBackend):
+    """Selfplayers and one Predictor per node as Ray actors (see the module docstring)."""
+
+    name = "ray"
+
+    def __init__(self, host):
+        super().__init__(host)
+        self.address = self.config.selfplay.ray_address
+        self.ray = import_ray(local=self.address == "local")
+        self.connection = RayConnection(self.ray, self.address)
+        self.authkey = os.urandom(32)   # only this run's actors may talk to its Predictors
+        self._control_in, self._control_out = host.ctx.Pipe(duplex=False)
+        self.groups: dict[str, NodeGroup] = {}
+        self.model_ref = None
+        self.iteration = -1
+        self._next_index = 0
+        self._last_reconcile = 0.0
+        self._searches: dict[str, deque] = defaultdict(deque)   # node label -> (time, searches)
+        self._logs = ActorLogs(self.session.logs_dir)
+        self._store = (0.0, None)     # (when asked, object store figures)
+        self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0, "takes": 0}
+        self.stopping = False
+
+    # ----- start ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.connection.open(self.config.selfplay, self.host.ctx)
+        self._broadcast(max(0, self.session.current_iteration()))
+        self._reconcile()
+
+    def model_channel(self):
+        return self._control_out
+
+    def _broadcast(self, iteration: int) -> None:
+        """One object put per iteration; each node's Predictor fetches it once."""
+        started = time.perf_counter()
+        data = self.session.model_path(iteration).read_bytes()
+        self.model_ref = self.ray.put(data)   # the previous one is freed once its users let go
+        self.iteration = iteration
+        for group in self.groups.values():
+            if group.predictor is not None:
+                group.predictor.publish.remote(iteration, self.model_ref)
+        self.head["broadcasts"] += 1
+        self.head["broadcast_s"] += time.perf_counter() - started
+        log.info("broadcast model iteration %d (%d KiB)", iteration, len(data) // 1024)
+
+    # ----- nodes ----------------------------------------------------------------------------
+    def _reconcile(self) -> str:
+        """Drop the groups of nodes gone; start a group on every node that has none; restart
+        dead actors on their (live) node.  Returns a failure when one died too often."""
+        self._last_reconcile = time.monotonic()
+        nodes = {n["NodeID"]: n for n in self.ray.nodes() if n.get("Alive")}
+        for node, group in list(self.groups.items()):
+            if node not in nodes:
+                self._lose_node(group)
+        for node, info in nodes.items():
+            if node not in self.groups:
+                self._add_node(node, info)
+        for group in self.groups.values():
+            if group.predictor is None and group.selfplayers:
+                failure = self._restart(group, f"the Predictor on node {group.label}",
+                                        f"predictor-{group.label}", "restarting it and its "
+                                        "Selfplayers")
+                if failure:
+                    return failure
+                self._start_predictor(group)
+            for slot in group.slots:
+                if slot.actor is None and not slot.closed and group.address is not None:
+                    failure = self._restart(slot, f"{slot.name} on node {group.label}",
+                                            slot.name, "restarting it")
+                    if failure:
+                        return failure
+                    self._start_selfplayer(group, slot)
+        return ""
+
+    def _restart(self, thing, what: str, log_name: str, action: str) -> str:
+        """Count a restart of a slot or a node's Predictor; past the limit, the failure."""
+        if thing.restarts >= MAX_SELFPLAYER_RESTARTS:
+            return (f"{what} died (too many restarts); see "
+                    f"{log_path(self.session.logs_dir, log_name)}")
+        thing.restarts += 1
+        log.warning("%s died (%s); %s", what, thing.died, action)
+        print(f"[gamegym] {what} died; {action}", flush=True)
+        return ""
+
+    def _add_node(self, node: str, info: dict) -> None:
+        cfg = self.config.selfplay
+        resources = info.get("Resources", {})
+        cpus, gpus = resources.get("CPU", 0.0), resources.get("GPU", 0.0)
+        fits = int((cpus - cfg.ray_predictor_cpus) // cfg.ray_selfplayer_cpus + 1e-9)
+        count = max(0, min(cfg.selfplayprocesses, fits))
+        label = f"{node[:6]}@{info.get('NodeManagerAddress', '?')}"
+        group = NodeGroup(node, label, count, gpus if self.config.predict.use_gpu else 0.0)
+        self.groups[node] = group
+        if not count:
+            log.warning("node %s has %.1f CPUs: no room for a Predictor (%.2f) and a Selfplayer "
+                        "(%.2f); nothing runs there", label, cpus, cfg.ray_predictor_cpus,
+                        cfg.ray_selfplayer_cpus)
+            return
+        for _ in range(count):
+            name = f"selfplayer{self._next_index}"
+            group.slots.append(Slot(name, self._next_index, SampleWriter(
+                self.session.samples_dir, name)))
+            self._next_index += 1
+        log.info("node %s (%.1f CPUs, %.0f GPUs): a Predictor and %d Selfplayers", label, cpus,
+                 gpus, count)
+        self._start_predictor(group)
+
+    def _pinned(self, group: NodeGroup, **resources):
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        return dict(scheduling_strategy=NodeAffinitySchedulingStrategy(group.node_id, soft=False),
+                    max_restarts=0, max_concurrency=4, **resources)
+
+    def _start_predictor(self, group: NodeGroup) -> None:
+        from gamegym.runtime.ray.actors import PredictorActor
+        actor = self.ray.remote(PredictorActor).options(**self._pinned(
+            group, num_cpus=self.config.selfplay.ray_predictor_cpus,
+            num_gpus=1 if group.gpus >= 1 else 0))
+        group.predictor = actor.remote(f"predictor-{group.label}", self.config, self.authkey)
+        group.address, group.poll_ref = None, None
+        group.address_ref = group.predictor.address.remote()
+        group.predictor.publish.remote(self.iteration, self.model_ref)
+
+    def _start_selfplayer(self, group: NodeGroup, slot: Slot) -> None:
+        from gamegym.runtime.ray.actors import SelfplayerActor
+        actor = self.ray.remote(SelfplayerActor).options(**self._pinned(
+            group, num_cpus=self.config.selfplay.ray_selfplayer_cpus))
+        seed = restart_seed(self.config.seed, slot.index, slot.restarts)
+        slot.actor = actor.remote(slot.name, self.config, seed, group.address, self.authkey)
+        slot.take = slot.actor.take.remote(TAKE_WAIT_S)
+        slot.pid = None
+
+    def _lose_node(self, group: NodeGroup) -> None:
+        count = len(group.slots)
+        log.warning("node %s is gone; %d Selfplayers lost", group.label, count)
+        if count:
+            print(f"[gamegym] node {group.label} left the cluster: its {count} Selfplayers and "
+                  "their games in flight are lost", flush=True)
+        self._kill_group(group)
+        del self.groups[group.node_id]
+
+    def _kill_group(self, group: NodeGroup) -> None:
+        for slot in group.slots:
+            self._kill(slot.actor)
+            slot.actor = slot.take = None
+        self._kill(group.predictor)
+        group.predictor = group.address = group.address_ref = group.poll_ref = None
+
+    def _kill(self, actor) -> None:
+        if actor is not None:
+            try:
+                self.ray.kill(actor, no_restart=True)
+            except Exception as error:   # already gone
+                log.debug("kill: %s", error)
+
+    # ----- watch ----------------------------------------------------------------------------
+    def poll(self) -> str:
+        while self._control_in.poll():
+            message = self._control_in.recv()
+            if isinstance(message, Reload) and message.iteration != self.iteration:
+                self._broadcast(message.iteration)
+        self._collect(timeout=0.0)
+        self._poll_predictors()
+        if time.monotonic() - self._last_reconcile >= RECONCILE_S and not self.stopping:
+            return self._reconcile()
+        return ""
+
+    def _collect(self, timeout: float) -> None:
+        """Write the sample files of every take that answered and open the next one."""
+        open_takes = {s.take: (g, s) for g in self.groups.values() for s in g.slots
+                      if s.take is not None}
+        if not open_takes:
+            return
+        ready, _ = self.ray.wait(list(open_takes), num_returns=len(open_takes), timeout=timeout)
+        for ref in ready:
+            group, slot = open_takes[ref]
+            slot.take = None
+            try:
+                result = self.ray.get(ref)
+            except self.ray.exceptions.RayError as error:
+                self._actor_died(group, slot, error)
+                continue
+            self._take_result(group, slot, result)
+
+    def _take_result(self, group: NodeGroup, slot: Slot, result: dict) -> None:
+        self.head["takes"] += 1
+        slot.pid = result["pid"]
+        self._watch(group, slot.name, slot.pid)
+        self._logs.write(slot.name, result["logs"])
+        for iteration, data, samples, games in result["files"]:
+            started = time.perf_counter()
+            slot.writer.publish(iteration, data, samples, games)
+            self.head["write_s"] += time.perf_counter() - started
+            self.head["files"] += 1
+            self.host.gym.monitor.add(Report(slot.name, slot.pid, {"samples": samples}))
+        now = time.monotonic()
+        for report in result["reports"]:
+            self.host.gym.monitor.add(report)
+            self._searches[group.label].append((now, report.figures.get("searches", 0)))
+        if result["error"]:
+            self._actor_died(group, slot, result["error"].strip().splitlines()[-1])
+        elif result["closed"] and not self.stopping:
+            self._actor_died(group, slot, "its self-play ended unasked")
+        elif result["closed"]:
+            slot.closed = True
+            self._kill(slot.actor)
+            slot.actor = None
+        else:
+            slot.take = slot.actor.take.remote(TAKE_WAIT_S)
+
+    def _actor_died(self, group: NodeGroup, slot: Slot, error) -> None:
+        """The next reconcile (now) restarts it, or finds its node gone."""
+        self._kill(slot.actor)
+        slot.actor = slot.take = None
+        slot.died = str(error)
+        if self.stopping:
+            slot.closed = True
+        self._last_reconcile = 0.0
+
+    def _poll_predictors(self) -> None:
+        """The Predictors' addresses once they are up (then their Selfplayers start), and their
+        reports every PREDICTOR_POLL_S; a failed Predictor takes its node's Selfplayers down
+        and is restarted with them."""
+        now = time.monotonic()
+        for group in list(self.groups.values()):
+            if group.predictor is not None and group.address_ref is not None and \
+                    self.ray.wait([group.address_ref], timeout=0)[0]:
+                answer, error = self._get(group.address_ref)
+                group.address_ref = None
+                if error:
+                    self._predictor_failed(group, error)
+                    continue
+                group.address = answer
+                for slot in group.slots:
+                    if not slot.closed and not self.stopping:
+                        self._start_selfplayer(group, slot)
+            if group.predictor is None:
+                continue
+            if group.poll_ref is None and now - group.last_poll >= PREDICTOR_POLL_S:
+                group.poll_ref, group.last_poll = group.predictor.take.remote(), now
+            if group.poll_ref is not None and self.ray.wait([group.poll_ref], timeout=0)[0]:
+                answer, error = self._get(group.poll_ref)
+                group.poll_ref = None
+                if answer:
+                    group.pid = answer["pid"]
+                    self._watch(group, "predictor", group.pid)
+                    self._logs.write(f"predictor-{group.label}", answer["logs"])
+                    for report in answer["reports"]:
+                        self.host.gym.monitor.add(report)
+                    error = answer["error"]
+                if error:
+                    self._predictor_failed(group, error)
+
+    def _get(self, ref) -> tuple:
+        """(answer, "") or (None, why the actor could not answer)."""
+        try:
+            return self.ray.get(ref), ""
+        except self.ray.exceptions.RayError as error:
+            return None, str(error).strip().splitlines()[0]
+
+    def _predictor_failed(self, group: NodeGroup, error: str) -> None:
+        """Its Selfplayers go down with it; the next reconcile (now) restarts them all, or
+        finds the node gone."""
+        self._kill_group(group)
+        group.died = error
+        self._last_reconcile = 0.0
+
+    def _watch(self, group: NodeGroup, name: str, pid: int) -> None:
+        """CPU and memory of the actors on this machine go into the status line."""
+        monitor = self.host.gym.monitor
+        if group.node_id == self.connection.local_node and name not in monitor.processes:
+            monitor.watch(name, pid)
+
+    # ----- status ---------------------------------------------------------------------------
+    def status(self) -> dict:
+        now = time.monotonic()
+        rates = {}
+        for label, events in self._searches.items():
+            while events and now - events[0][0] > RATE_WINDOW_S:
+                events.popleft()
+            if label in {g.label for g in self.groups.values()}:
+                span = min(RATE_WINDOW_S, now - self.host.gym.monitor.started) or 1.0
+                rates[label] = round(sum(n for _, n in events) / span, 1)
+        slots = [s for g in self.groups.values() for s in g.slots]
+        files = self.head["files"]
+        return {"name": self.name, "address": self.address, "started_ray": self.connection.started,
+                "nodes": sum(1 for g in self.groups.values() if g.predictor is not None),
+                "selfplayers": len(slots),
+                "selfplayers_alive": sum(1 for s in slots if s.actor is not None and s.pid),
+                "searches_per_s_by_node": rates,
+                "head_write_ms_per_file": round(1000 * self.head["write_s"] / files, 2)
+                if files else None,
+                "head_broadcast_ms": round(1000 * self.head["broadcast_s"] /
+                                           max(1, self.head["broadcasts"]), 2),
+                "head_files": files, "head_takes": self.head["takes"],
+                "object_store": self._store_use(now)}
+
+    def _store_use(self, now: float) -> dict | None:
+        """Object store use across the cluster, asked at most every STORE_STATS_S."""
+        asked, figures = self._store
+        if figures is None or now - asked >= STORE_STATS_S:
+            figures = object_store_use()
+            self._store = (now, figures)
+        return figures
+
+    def pids(self) -> dict[str, int]:
+        """Actors' process ids on this machine, and the Ray processes the gym started."""
+        pids = {s.name: s.pid for g in self.groups.values() for s in g.slots
+                if s.pid and g.node_id == self.connection.local_node}
+        pids.update({"predictor": g.pid for g in self.groups.values()
+                     if g.pid and g.node_id == self.connection.local_node})
+        actors = set(pids.values())   # Ray's own processes (an idle worker may be an actor now)
+        pids.update({f"ray-daemon{pid}": pid for pid in self.connection.ray_pids()
+                     if pid not in actors})
+        return pids
+
+    # ----- stop -----------------------------------------------------------------------------
+    def stop_selfplayers(self) -> None:
+        """Selfplayers finish their move; their last files are written; then they are killed."""
+        self.stopping = True
+        slots = [s for g in self.groups.values() for s in g.slots if s.actor is not None]
+        for slot in slots:
+            if slot.pid is None:   # not playing yet: nothing to flush
+                self._kill(slot.actor)
+                slot.actor = slot.take = None
+            else:
+                slot.actor.stop.remote()
+        started = time.monotonic()
+        try:
+            while any(s.actor is not None for s in slots):
+                limit = 1.0 if self.host.gym.force else JOIN_SELFPLAYERS_S
+                if time.monotonic() - started >= limit:
+                    log.warning("Selfplayers did not stop in time; killing them")
+                    break
+                self._collect(timeout=0.2)
+        except OSError as error:   # e.g. the disk is full: the games still out are lost
+            log.error("could not write the Selfplayers' last games: %s", error)
+        finally:
+            for group in self.groups.values():
+                for slot in group.slots:
+                    self._kill(slot.actor)
+                    slot.actor = slot.take = None
+
+    def stop(self) -> None:
+        self.stopping = True
+        stops = {g.label: g.predictor.stop.remote() for g in self.groups.values() if g.predictor}
+        if stops:   # (a Ray call without a connection would start a Ray of its own)
+            ready, _ = self.ray.wait(list(stops.values()), num_returns=len(stops), timeout=5.0)
+            for label, ref in stops.items():
+                if ref in ready:
+                    self._logs.write(f"predictor-{label}", self._get(ref)[0] or [])
+        for group in self.groups.values():
+            self._kill_group(group)
+        self.model_ref = None
+        self.connection.close()
+
+    def alive(self) -> bool:
+        return any(g.predictor is not None or any(s.actor is not None for s in g.slots)
+                   for g in self.groups.values())
+
+
+class ActorLogs:
+    """The actors' log lines, written by the gym into logs/<actor name>.log (rotated)."""
+
+    def __init__(self, logs_dir):
+        self.logs_dir = logs_dir
+        self.handlers: dict[str, logging.Handler] = {}
+
+    def write(self, name: str, lines: list[str]) -> None:
+        if not lines:
+            return
+        handler = self.handlers.get(name)
+        if handler is None:
+            handler = logging.handlers.RotatingFileHandler(
+                log_path(self.logs_dir, name), maxBytes=5_000_000, backupCount=3,
+                encoding="utf-8")
+            self.handlers[name] = handler
+        for line in lines:
+            handler.emit(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+
+

@@ -1,0 +1,185 @@
+"""The Selfplayer: plays games through the learner's self-play driver, writes them as samples.
+
+Never imports TensorFlow: network evaluations go to the Predictor through a pipe (a
+`gamegym.nets.inference.PipeService`), one message per batch, or, when the Predictor hands out its
+model on the CPU fast path, are answered in this process.  The driver is the learner's
+(`Learner.selfplayer`); AlphaZero's (`gamegym.search.play.SearchSelfplay`) plays one game at a
+time with MCTS whose concurrent searches send their leaves in one message.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from gamegym.game.graph import load_game
+from gamegym.nets.inference import PipeService
+from gamegym.runtime.messages import Report
+from gamegym.runtime.process import child_entry
+from gamegym.data.fileio import atomic_write_bytes
+from gamegym.data.samples import GameRecord, encode_sample_file
+
+log = logging.getLogger("gamegym.runtime.selfplay")
+# sample file numbers, one sequence per process: a writer made for each round of a single-process
+# run must not reuse the name of the round before (written within the same second, it would
+# replace that file)
+_FILE_NUMBERS = itertools.count(1)
+
+
+class SampleWriter:
+    """Keeps finished games per model iteration and writes them as sample files, one file per
+    iteration at each flush.  `publish` is where a file goes: here the session folder; a Ray
+    Selfplayer hands the file's bytes to the gym instead (`gamegym.runtime.ray.backend`)."""
+
+    def __init__(self, samples_dir: Path | None, name: str):
+        self.samples_dir = Path(samples_dir) if samples_dir is not None else None
+        self.role = name                       # e.g. selfplayer3: whose games these are
+        self.name = f"{name}-{os.getpid()}"    # file names: <name>-<sequence>-<unix time>.npz
+        self._pending: dict[int, list[GameRecord]] = defaultdict(list)
+        self.samples_written = 0
+
+    @property
+    def pending_games(self) -> int:
+        return sum(len(games) for games in self._pending.values())
+
+    def add(self, record: GameRecord, iteration: int) -> None:
+        self._pending[max(0, iteration)].append(record)
+
+    def flush(self) -> int:
+        """Publish the pending games; returns the number of samples written."""
+        written = 0
+        for iteration, records in sorted(self._pending.items()):
+            data, samples = encode_sample_file(records)
+            if samples:
+                written += self.publish(iteration, data, samples, len(records))
+        self._pending.clear()
+        self.samples_written += written
+        return written
+
+    def publish(self, iteration: int, data: bytes, samples: int, games: int) -> int:
+        """Write one encoded sample file of `iteration` atomically; returns its samples."""
+        path = (self.samples_dir / str(iteration) /
+                f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}.npz")
+        atomic_write_bytes(path, data)
+        return samples
+
+
+class Counters:
+    """Throughput counters reported to the gym every `interval` seconds by a thread of their
+    own, so that a game longer than the interval still reports its searches as they happen."""
+
+    def __init__(self, role: str, reports, progress=None, interval: float = 2.0):
+        self.role, self.reports, self.interval = role, reports, interval
+        self.progress = progress        # () -> figures done since its last call, or None
+        self.values: dict = defaultdict(float)
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def add(self, **figures) -> None:
+        with self._lock:
+            for key, value in figures.items():
+                self.values[key] += value
+
+    def start(self) -> None:
+        if self.reports is not None:
+            self._thread = threading.Thread(target=self._run, name="counters", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.flush()
+
+    def stop(self) -> None:
+        """Stop the thread and send what is left."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.flush()
+
+    def flush(self) -> None:
+        if self.progress is not None:
+            self.add(**self.progress())
+        with self._lock:
+            now = time.monotonic()
+            if self.reports is not None:
+                self.reports.put(Report(self.role, os.getpid(),
+                                        dict(self.values, seconds=now - self._last)))
+            self.values.clear()
+            self._last = now
+
+
+def selfplay_loop(driver, cfg, writer: SampleWriter, stop_event, reports=None,
+                  max_games: int | None = None, service=None,
+                  stop_when_idle: bool = False) -> int:
+    """Take finished games from a self-play driver until stopped; flush every
+    `gamelog_dump_threshold` games and at the end.  With the driver's model `service`, the
+    network calls it answered in this process are counted too.  A driver that waits for a newer
+    model yields None meanwhile: the games held are flushed then (the Trainer needs them to
+    make that model), and with `stop_when_idle` (one process doing every role) the loop
+    returns."""
+    counters = Counters(writer.role, reports, _progress(driver, service))
+    counters.start()
+    games = 0
+    try:
+        for finished in driver.play(stop_event.is_set):
+            if finished is None:
+                if writer.pending_games:
+                    counters.add(samples=writer.flush())
+                if stop_when_idle:
+                    break
+                counters.add()
+                continue
+            record, iteration = finished
+            writer.add(record, iteration)
+            games += 1
+            counters.add(games=1, positions=len(record), truncated=int(record.truncated))
+            if writer.pending_games >= cfg.gamelog_dump_threshold:
+                counters.add(samples=writer.flush())
+            if max_games is not None and games >= max_games:
+                break
+    finally:
+        counters.add(samples=writer.flush())
+        counters.stop()
+    return games
+
+
+def _progress(driver, service):
+    """() -> the searches (and network calls answered in this process) since the last call;
+    read from the counters' thread while the driver plays (plain int reads)."""
+    last = [0, 0, 0]
+    last[:] = _totals(driver, service)
+
+    def since() -> dict:
+        now = _totals(driver, service)
+        delta = [a - b for a, b in zip(now, last)]
+        last[:] = now
+        return {"searches": delta[0], "local_batches": delta[1], "local_positions": delta[2]}
+    return since
+
+
+def _totals(driver, service) -> list[int]:
+    return [driver.searches_done, getattr(service, "local_batches", 0),
+            getattr(service, "local_positions", 0)]
+
+
+@child_entry("selfplayer")
+def selfplayer_main(session_path, config, index, conn, reports, seed, *, stop_event):
+    from gamegym.data.session import Session
+    from gamegym.learners import get_learner
+    session = Session(session_path)
+    graph = load_game(config.game, config.game_args)
+    service = PipeService(conn)
+    driver = get_learner(config.train.learner).selfplayer(graph, service, config,
+                                                          np.random.default_rng(seed))
+    writer = SampleWriter(session.samples_dir, f"selfplayer{index}")
+    games = selfplay_loop(driver, config.selfplay, writer, stop_event, reports, service=service)
+    log.info("played %d games; %d requests to the Predictor, %d batches evaluated here",
+             games, service.requests, service.local_batches)

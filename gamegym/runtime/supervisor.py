@@ -1,0 +1,217 @@
+"""The gym's process supervisor: spawn, watch, restart Selfplayers, stop everything cleanly.
+
+The Trainer and the Evaluator are child processes of the gym; where the Selfplayers and their
+Predictor run is the backend's business (`gamegym.runtime.backends`: processes on this machine, or Ray
+actors on a cluster).
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import queue
+import time
+
+from gamegym.runtime.backends import (JOIN_PREDICTOR_S, JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS,
+                              ProcessBackend, SelfplayBackend)
+from gamegym.data.fileio import append_jsonl, disk_full_message, is_disk_full, last_jsonl
+from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
+from gamegym.runtime.tensorboard import BoardWriter, status_scalars
+
+__all__ = ["Supervisor", "Child", "MAX_SELFPLAYER_RESTARTS", "JOIN_SELFPLAYERS_S",
+           "JOIN_TRAINER_S", "JOIN_PREDICTOR_S"]
+
+log = logging.getLogger("gamegym.runtime.supervisor")
+
+JOIN_TRAINER_S = 10.0       # a Trainer mid-iteration is cut (nothing half-published)
+FORCED_JOIN_S = 1.0          # per group, after a second Ctrl+C
+
+
+def make_backend(host) -> SelfplayBackend:
+    """The backend `selfplay.backend` names (see gamegym.runtime.backends)."""
+    if host.config.selfplay.backend == "ray":
+        from gamegym.runtime.ray.backend import RayBackend
+        return RayBackend(host)
+    return ProcessBackend(host)
+
+
+class Supervisor:
+    """Runs the processes of one GameGym.resume()."""
+
+    def __init__(self, gym, max_seconds: float | None, max_iterations: int | None,
+                 roles: tuple = ("trainer", "evaluator")):
+        self.gym = gym
+        self.roles = roles
+        self.session = gym.session
+        self.config = gym.config
+        self.max_seconds = max_seconds
+        self.max_iterations = max_iterations
+        self.ctx = multiprocessing.get_context("spawn")
+        self.stop_event = self.ctx.Event()
+        self.reports = self.ctx.Queue()
+        self.children: dict[str, Child] = {}   # the Trainer and the Evaluator
+        self.backend = make_backend(self)          # the Selfplayers and their Predictor
+        self.failure = ""
+
+    # ----- start ----------------------------------------------------------------------------
+    def spawn(self, child: Child) -> None:
+        child.process = self.ctx.Process(
+            target=child.target, name=child.name,
+            args=(self.session.logs_dir, self.config.log_level, child.name, *child.args),
+            kwargs={"stop_event": self.stop_event}, daemon=False)
+        child.process.start()
+        self.gym.monitor.watch(child.name, child.process.pid)
+        log.info("started %s (pid %d)", child.name, child.process.pid)
+
+    def start(self) -> None:
+        # one BLAS thread per process: the processes already share the cores, and idle BLAS
+        # threads spinning in the Predictor take CPU from the Selfplayers
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, "1")
+        from gamegym.runtime.trainer import trainer_main
+        path, cfg = str(self.session.path), self.config
+        self.gym.monitor.watch("gym", os.getpid())
+        self.gym.monitor.backend = self.backend
+        self.backend.start()
+        if "trainer" in self.roles:
+            self.children["trainer"] = Child(
+                "trainer", trainer_main, (path, cfg, self.backend.model_channel(), self.reports,
+                                          derive_seed(cfg.seed, 2)))
+        if cfg.evaluate.every and "evaluator" in self.roles:
+            from gamegym.evaluation.evaluator import evaluator_main
+            self.children["evaluator"] = Child(
+                "evaluator", evaluator_main, (path, cfg, self.reports, derive_seed(cfg.seed, 3)))
+        for child in self.children.values():
+            self.spawn(child)
+
+    # ----- watch ----------------------------------------------------------------------------
+    def run(self) -> int:
+        gym = self.gym
+        started = time.monotonic()
+        first_iteration = self.session.current_iteration()
+        gym.monitor.iteration = max(gym.monitor.iteration, first_iteration)
+        status_path = self.session.monitoring_dir / "status.jsonl"
+        earlier = last_jsonl(status_path) or {}   # the TensorBoard charts go on from there
+        gym.monitor.earlier_seconds = float(earlier.get("run_seconds", 0.0))
+        board = BoardWriter(self.session.tensorboard_dir, "gym")
+        last_status = time.monotonic()
+        interval = self.config.status_interval
+        try:
+            self.start()   # inside: a start that fails half-way stops what it started
+            while not gym.stop_requested.is_set():
+                self._drain(timeout=0.5)
+                self._check_children()
+                self._poll_backend()
+                if self.max_seconds is not None and time.monotonic() - started >= self.max_seconds:
+                    gym.request_stop(f"time limit of {self.max_seconds:g} s reached")
+                if self.max_iterations is not None and \
+                        self.session.current_iteration() - first_iteration >= self.max_iterations:
+                    gym.request_stop(f"{self.max_iterations} new iterations trained")
+                if interval and time.monotonic() - last_status >= interval:
+                    last_status = time.monotonic()
+                    status = gym.monitor.status()
+                    try:
+                        append_jsonl(status_path, status)
+                        board.scalars(int(status["run_seconds"]), status_scalars(status))
+                    except OSError as error:
+                        if not is_disk_full(error):
+                            raise
+                        self.failure = disk_full_message(self.session.path, error)
+                        gym.request_stop(self.failure)
+                    print(f"[gamegym] {gym.monitor.status_line(status)}", flush=True)
+        finally:
+            self.shutdown()
+            board.close()
+            if interval:   # where it ended: the last figures, the latest rating included
+                print(f"[gamegym] final: {gym.monitor.status_line(gym.monitor.status())}",
+                      flush=True)
+        if self.failure:
+            print(f"[gamegym] stopped with an error: {self.failure}", flush=True)
+            log.error("stopped with an error: %s", self.failure)
+            return 1
+        if gym.force:   # joins were cut short: games in flight may be lost
+            log.warning("forced stop at iteration %d", self.session.current_iteration())
+            return 130
+        log.info("stopped cleanly at iteration %d", self.session.current_iteration())
+        return 0
+
+    def _drain(self, timeout: float) -> None:
+        try:
+            report = self.reports.get(timeout=timeout)
+        except queue.Empty:
+            return
+        self.gym.monitor.add(report)
+        while True:
+            try:
+                self.gym.monitor.add(self.reports.get_nowait())
+            except queue.Empty:
+                return
+
+    def _check_children(self) -> None:
+        """A dead Trainer or Evaluator stops the gym, naming it and where its error is."""
+        for child in list(self.children.values()):
+            process = child.process
+            if process is None or process.is_alive():
+                continue
+            code = process.exitcode
+            where = where_to_look(self.session.logs_dir, child.name)
+            if code == EXIT_DISK_FULL:   # a restart would fail the same way
+                self.failure = (f"{child.name} could not write ({where}): "
+                                f"{disk_full_message(self.session.path)}")
+            else:
+                self.failure = f"{child.name} died (exit code {code}); {where}"
+            self.gym.request_stop(self.failure)
+            return
+
+    def _poll_backend(self) -> None:
+        try:
+            failure = self.backend.poll()
+        except OSError as error:   # the gym itself writes the sample files of a Ray backend
+            if not is_disk_full(error):
+                raise
+            failure = disk_full_message(self.session.path, error)
+        if failure and not self.failure:
+            self.failure = failure
+            self.gym.request_stop(failure)
+
+    # ----- stop -----------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Selfplayers flush and exit first, then the Trainer, then the Predictor."""
+        self.stop_event.set()
+        self.backend.stop_selfplayers()
+        self.join([self.children.get("trainer"), self.children.get("evaluator")], JOIN_TRAINER_S)
+        self.backend.stop()
+        self._drain(timeout=0.1)
+        self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        """A child killed mid-write (a forced stop) leaves its temporary file behind; once no
+        child is alive none of them is being written, so the folder is left tidy."""
+        if self.backend.alive() or any(c.process is not None and c.process.is_alive()
+                                       for c in self.children.values()):
+            return
+        removed = self.session.tidy()
+        if removed:
+            log.info("removed %d temporary files left by children stopped mid-write", removed)
+
+    def join(self, group: list, limit: float) -> None:
+        """Wait up to `limit` seconds for the group (1 s once the stop is forced, even when the
+        force comes during the wait), then terminate, then kill what is left."""
+        started = time.monotonic()
+
+        def waited_enough() -> bool:
+            return time.monotonic() - started >= (FORCED_JOIN_S if self.gym.force else limit)
+
+        for child in group:
+            if child is None or child.process is None:
+                continue
+            while child.process.is_alive() and not waited_enough():
+                self._drain(timeout=0.05)  # keep the report queue flowing so children can exit
+                child.process.join(timeout=0.2)
+            if child.process.is_alive():
+                log.warning("%s did not stop in time; terminating it", child.name)
+                child.process.terminate()
+                child.process.join(timeout=3.0)
+                if child.process.is_alive():
+                    child.process.kill()
+                    child.process.join(timeout=3.0)

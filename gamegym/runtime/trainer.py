@@ -1,0 +1,168 @@
+"""The Trainer: replay -> learner -> next model iteration.
+
+It waits until the replay is ready (with the default `window`: `min_samplecount` samples, of
+which the current model played `min_new_samples`), trains one iteration with the session's
+learner, commits the replay's state, publishes models/<it+1>.keras, writes train/<it+1>.json and
+tells the Predictor to reload.  Reports go to listeners (the gym's monitor, the loss plot, the
+log); the Trainer itself neither prints nor plots inline.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Callable
+
+import numpy as np
+
+from gamegym.game.graph import load_game
+from gamegym.runtime.messages import Reload, Report
+from gamegym.runtime.process import child_entry
+from gamegym.data.replay import make_replay
+
+log = logging.getLogger("gamegym.runtime.trainer")
+
+
+class Trainer:
+    """Trains model iterations from the session's samples with one Learner."""
+
+    def __init__(self, session, config, graph, learner, model, rng: np.random.Generator,
+                 listeners: list[Callable[[dict], None]] | None = None, replay=None):
+        self.session = session
+        self.config = config
+        self.graph = graph
+        self.learner = learner
+        self.model = model
+        self.rng = rng
+        self.listeners = listeners or []
+        self.replay = replay if replay is not None else make_replay(session, config)
+
+    def ready(self) -> tuple[bool, str]:
+        """Whether enough samples are there to train, and why not."""
+        return self.replay.ready(self.session.current_iteration())
+
+    def train_once(self) -> int:
+        """Train one iteration on the replay's samples and publish it; returns the new
+        iteration.  The replay's state is committed before the model is published, so a
+        crash between the two loses only this iteration (see gamegym.data.replay)."""
+        cfg = self.config.train
+        iteration = self.session.current_iteration()
+        clock = time.perf_counter()
+        batch, facts = self.replay.load(iteration)
+        if batch is None:
+            raise RuntimeError("no readable samples to train on")
+        loaded = time.perf_counter()
+        start = time.time()
+        sampler = self.replay.sampler(batch, self.rng)
+        timed = None if sampler is None else TimedSampler(sampler)
+        result = self.learner.train_iteration(self.model, batch, cfg, self.rng, graph=self.graph,
+                                              sampler=timed)
+        trained = time.perf_counter()
+        new_iteration = iteration + 1
+        self.replay.commit(new_iteration)
+        committed = time.perf_counter()
+        self.session.publish_model(self.model, new_iteration, keep=cfg.keep_models)
+        figures = self.replay.figures()
+        total = time.perf_counter() - clock
+        timing = {"load": loaded - clock, "train": trained - loaded, "commit": committed - trained,
+                  "publish": total - (committed - clock)}
+        if timed is not None:
+            timing["sampler"] = timed.seconds
+            figures["sampler_share"] = round(timed.seconds / total, 4) if total else 0.0
+        report = {
+            "iteration": new_iteration, "time": time.time(), "seconds": time.time() - start,
+            "samples": len(batch), **facts, "learner": cfg.learner, "replay": cfg.replay,
+            "history": result.history,
+            "losses": {k: v[-1] for k, v in result.history.items() if v},
+            "timing": {k: round(v, 4) for k, v in timing.items()},
+            **({"replay_figures": figures} if figures else {}),
+        }
+        self.session.write_train_report(new_iteration, report)
+        log.info("iteration %d trained on %d samples in %.1f s: %s", new_iteration, len(batch),
+                 report["seconds"], _format_losses(report["losses"]))
+        for listener in self.listeners:
+            listener(report)
+        return new_iteration
+
+    def run(self, stop_event, max_iterations: int | None = None, check_every: float = 2.0) -> int:
+        """Train whenever ready until stopped; returns the number of iterations trained."""
+        trained = 0
+        last_reason = ""
+        while not stop_event.is_set() and (max_iterations is None or trained < max_iterations):
+            ok, reason = self.ready()
+            if not ok:
+                if reason != last_reason:
+                    log.info("waiting: %s", reason)
+                    last_reason = reason
+                stop_event.wait(check_every)
+                continue
+            self.train_once()
+            trained += 1
+        return trained
+
+
+class TimedSampler:
+    """A replay's sampler with the seconds spent in it counted (the replay's share of the
+    Trainer's time, reported as timing.sampler in train/<it>.json)."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+        self.seconds = 0.0
+
+    def draw(self, size: int) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return self.sampler.draw(size)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def update(self, index, losses) -> None:
+        started = time.perf_counter()
+        try:
+            self.sampler.update(index, losses)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def _format_losses(losses: dict) -> str:
+    return ", ".join(f"{k} {v:.4f}" for k, v in sorted(losses.items()))
+
+
+def build_trainer(session, config, rng, listeners=None) -> Trainer:
+    """A Trainer on the session's current model (TensorFlow is imported here)."""
+    from gamegym.learners import get_learner
+    from gamegym.nets.tfsetup import load_model
+    graph = load_game(config.game, config.game_args)
+    learner = get_learner(config.train.learner)
+    iteration = max(0, session.current_iteration())
+    model = load_model(session.model_path(iteration))
+    learner.compile(model, config.train)
+    return Trainer(session, config, graph, learner, model, rng, listeners)
+
+
+@child_entry("trainer")
+def trainer_main(session_path, config, control, reports, seed, *, stop_event):
+    from gamegym.runtime.monitor import plot_replay, plot_training
+    from gamegym.data.session import Session
+    from gamegym.runtime.tensorboard import BoardWriter, train_scalars
+    from gamegym.nets.tfsetup import configure_tensorflow
+    session = Session(session_path)
+    configure_tensorflow(config.predict.use_gpu, 0, threads=0)
+    board = BoardWriter(session.tensorboard_dir, "trainer")
+
+    def publish(report: dict) -> None:
+        control.send(Reload(report["iteration"]))
+        reports.put(Report("trainer", os.getpid(), {"iteration": report["iteration"],
+                                                    "losses": report["losses"],
+                                                    "samples": report["samples"],
+                                                    "replay": report.get("replay_figures", {})}))
+        board.scalars(report["iteration"], train_scalars(report, config.train.learning_rate))
+        plot_training(session)
+        if "replay_figures" in report:
+            plot_replay(session)
+
+    trainer = build_trainer(session, config, np.random.default_rng(seed), [publish])
+    try:
+        trainer.run(stop_event)
+    finally:
+        board.close()

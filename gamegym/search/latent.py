@@ -1,0 +1,258 @@
+"""MuZero's search: MCTS in a learned latent space (no TensorFlow here).
+
+The root is the real position: its children are the GameGraph's legal moves (masked there and
+nowhere else) and it is evaluated by *initial inference* (observation -> hidden state, policy,
+value).  Below the root every node is a hidden state, expanded over the whole action space and
+evaluated by *recurrent inference* (the parent's hidden state and the action -> reward, hidden
+state, policy, value).  The model never says a game is over: after an ending it has learned
+absorbing states (reward 0, value 0).
+
+Signs (negamax with rewards): a node's value is from the view of the player to move there; an
+edge's reward is what the player moving there receives.  The value backed up to the parent is
+reward - child value (AlphaZero's -child value, with reward 0), which needs turns that strictly
+alternate (`GameGraph.turns_alternate`; `require_alternating`).
+
+Selection is PUCT on min-max normalised Q (the paper's): Q(s, a), from the view of the mover at
+s, is mapped to [0, 1] by the smallest and largest values backed up in the tree so far (once they
+differ); an unvisited child counts 0.  Every backed-up value is a reward-plus-value sum the model
+gave, so its bounds contain every Q; virtual loss never enters them.
+
+Everything else -- concurrent searches under virtual loss, one batch per round, the pipelined
+Predictor round trip, Dirichlet noise at the root -- is `gamegym.search.mcts.Search`'s: this module
+overrides the tree operations only.
+
+Model iterations: the hidden states of a tree were made by the iteration that answered its root,
+and its recurrent requests are tagged with it, so the Predictor never feeds them to another
+iteration's dynamics.  When the Predictor no longer holds that iteration (two reloads during one
+search), the search starts again from the root (`LatentSearch.restarts` counts it).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Hashable
+
+import numpy as np
+
+from gamegym.game.graph import GameGraph, GameGraphError
+from gamegym.nets.inference import StaleIteration
+from gamegym.search.mcts import Node, Search, SearchParams
+
+__all__ = ["LatentNode", "LatentSearch", "LatentEvaluator", "uniform_latent_evaluator",
+           "require_alternating"]
+
+RESTARTS = 5   # searches started again from the root before a StaleIteration is given up
+
+
+def require_alternating(graph: GameGraph) -> None:
+    """GameGraphError unless every move of `graph` hands the turn to the other player."""
+    if not getattr(graph, "turns_alternate", True):
+        raise GameGraphError(
+            f"{type(graph).__name__} sets turns_alternate = False: MuZero's latent search "
+            "negates rewards and values at every ply, so it needs a game whose turns strictly "
+            "alternate; train this game with the 'alphazero' learner")
+
+
+class LatentNode(Node):
+    """A search node: the real position (the root, `parent` None) or a hidden state reached
+    from `parent` by `action`."""
+
+    __slots__ = ("parent", "action", "hidden", "reward")
+
+    def __init__(self, vertex: Hashable, parent: "LatentNode | None" = None, action: int = -1):
+        super().__init__(vertex)
+        self.parent = parent
+        self.action = action      # action id from the parent
+        self.hidden = None        # hidden state [H] or [rows, columns, planes] once evaluated
+        self.reward = 0.0         # reward of the edge from the parent, the parent's mover's view
+
+    def reset(self) -> None:
+        """Forget the search below this node (a restart at the root)."""
+        LatentNode.__init__(self, self.vertex, self.parent, self.action)
+
+
+class LatentSearch(Search):
+    """MCTS over a learned model (see the module docstring); the evaluator is a
+    `LatentEvaluator` or anything answering a list of LatentNodes with
+    (probs [B, A], values [B], rewards [B], hidden [B, ...])."""
+
+    def __init__(self, graph: GameGraph, evaluate, params: SearchParams):
+        require_alternating(graph)
+        super().__init__(graph, evaluate, params)
+        self.action_ids = tuple(range(graph.action_space_size))
+        self.restarts = 0
+        self.low, self.high = math.inf, -math.inf   # bounds of the values backed up
+        self._tree = None                           # the root those bounds belong to
+
+    def new_root(self, vertex: Hashable) -> LatentNode:
+        return LatentNode(vertex)
+
+    def next_root(self, root: Node, index: int) -> LatentNode:
+        """A fresh root at the position played: each move is searched from its real
+        observation (the hidden states below the old root are the model's, not the game's)."""
+        return LatentNode(root.child_vertices[index])
+
+    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None) -> Node:
+        for attempt in range(RESTARTS + 1):
+            if root is not self._tree or root.state == Node.NEW:
+                self._tree, self.low, self.high = root, math.inf, -math.inf
+            try:
+                return super().run(root, rng, searchcount)
+            except StaleIteration:
+                if attempt == RESTARTS:
+                    raise
+                self._queue = []     # leaves of the abandoned tree
+                root.reset()
+                self.restarts += 1
+        raise AssertionError("unreachable")
+
+    # ----- tree operations --------------------------------------------------------------------
+    def _open(self, node: LatentNode) -> None:
+        if node.parent is None:   # the real position: legal moves only, or the final score
+            vertex = node.vertex
+            children = self.graph.children_at(vertex)
+            if not children:
+                node.state = Node.TERMINAL
+                node.value = float(self.graph.score_at(vertex))
+                return
+            node.child_vertices = children
+            node.actions = self.graph.actions_at(vertex)
+        else:                     # a hidden state: every action id
+            node.actions = self.action_ids
+        n = len(node.actions)
+        node.children = [None] * n
+        node.visits = [0] * n
+        node.values = [0.0] * n
+        node.state = Node.PENDING
+        self._queue.append(node)
+
+    def _inputs(self, batch: list) -> list:
+        return batch   # the evaluator needs each node's parent and action, not a vertex
+
+    def _apply(self, batch: list, probs: np.ndarray, values: np.ndarray,
+               rewards: np.ndarray | None = None, hidden: np.ndarray | None = None) -> None:
+        self.evaluations += len(batch)
+        for j, node in enumerate(batch):
+            row = probs[j]
+            if node.parent is None:
+                p = [float(row[a]) for a in node.actions]
+                s = sum(p)
+                node.priors = [x / s for x in p] if s > 0 else [1.0 / len(p)] * len(p)
+            else:
+                node.priors = row.tolist()   # a softmax over every action id
+                node.reward = float(rewards[j])
+            node.value = float(values[j])
+            node.hidden = hidden[j] if hidden is not None else None
+            node.state = Node.EXPANDED
+
+    def _select(self, root: Node) -> tuple[list, Node]:
+        """Walk down by PUCT on min-max normalised Q, applying virtual loss."""
+        c = self.params.exploration_const
+        vl = self._virtualloss
+        low = self.low
+        span = self.high - low if self.high > low else 0.0
+        sqrt = math.sqrt
+        path = []
+        node = root
+        while node.state == Node.EXPANDED:
+            visits, values, priors = node.visits, node.values, node.priors
+            scale = c * sqrt(node.total + 1)
+            best, best_score = 0, -1e30
+            for i in range(len(priors)):
+                n = visits[i]
+                if n:
+                    q = values[i] / n
+                    if span:
+                        q = (q - low) / span
+                    score = q + scale * priors[i] / (1 + n)
+                else:
+                    score = scale * priors[i]
+                if score > best_score:
+                    best, best_score = i, score
+            if vl:
+                visits[best] += vl
+                values[best] -= vl
+                node.total += vl
+            path.append((node, best))
+            child = node.children[best]
+            if child is None:
+                child = node.children[best] = LatentNode(None, node, node.actions[best])
+            node = child
+        return path, node
+
+    def _backup(self, path: list, value: float, proven: bool = False) -> None:
+        """Back up a leaf value (the leaf mover's view): each parent sees reward - value."""
+        vl = self._virtualloss
+        low, high = self.low, self.high
+        for node, i in reversed(path):
+            value = node.children[i].reward - value
+            if value < low:
+                low = value
+            if value > high:
+                high = value
+            if vl:
+                node.visits[i] += 1 - vl
+                node.values[i] += value + vl
+                node.total += 1 - vl
+            else:
+                node.visits[i] += 1
+                node.values[i] += value
+                node.total += 1
+        self.low, self.high = low, high
+
+
+class LatentEvaluator:
+    """MuZero's model calls over a model service (gamegym.nets.inference) for a LatentSearch: a
+    batch of roots goes as one "initial" request ({"x": observations}), a batch of hidden-state
+    nodes as one "recurrent" request ({"hidden": their parents' hidden states, "action": action
+    ids}) tagged with the iteration that answered the tree's root.
+
+    Answers (probs [B, A], values [B], rewards [B], hidden [B, ...]); `submit` sends now and
+    answers later so the search selects its next batch meanwhile.
+    """
+
+    def __init__(self, graph: GameGraph, service):
+        self.graph = graph
+        self.service = service
+        self.iteration = -1      # the model iteration of the current tree (its root's answer)
+
+    @property
+    def requests(self) -> int:
+        return self.service.requests
+
+    def __call__(self, nodes: list):
+        return self.submit(nodes)()
+
+    def submit(self, nodes: list) -> Callable[[], tuple]:
+        roots = sum(1 for node in nodes if node.parent is None)
+        if roots and roots < len(nodes):
+            raise ValueError("a batch mixes roots and hidden-state nodes")
+        if roots:
+            x = np.stack([self.graph.numpify(node.vertex) for node in nodes])
+            answer = self.service.submit("initial", {"x": x})
+
+            def collect_initial() -> tuple:
+                outputs, self.iteration = answer()
+                return (outputs["probs"], outputs["values"], None, outputs["hidden"])
+
+            return collect_initial
+        hidden = np.stack([node.parent.hidden for node in nodes])
+        actions = np.fromiter((node.action for node in nodes), np.int32, len(nodes))
+        answer = self.service.submit("recurrent", {"hidden": hidden, "action": actions},
+                                     iteration=self.iteration)
+
+        def collect_recurrent() -> tuple:
+            outputs, _ = answer()
+            return (outputs["probs"], outputs["values"], outputs["reward"], outputs["hidden"])
+
+        return collect_recurrent
+
+
+def uniform_latent_evaluator(action_space_size: int, hidden_size: int = 1):
+    """A stub for LatentSearch: uniform priors, value and reward 0, a zero hidden state (for
+    the search ceiling and tests)."""
+    def evaluate(nodes):
+        n = len(nodes)
+        return (np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
+                np.zeros(n, np.float32), np.zeros(n, np.float32),
+                np.zeros((n, hidden_size), np.float32))
+    return evaluate

@@ -1,0 +1,98 @@
+"""Playing with MCTS over the GameGraph (AlphaZero's way): a self-play game, the self-play
+driver of a Selfplayer, and a model player for matches.
+
+  selfplay_game   one self-play game with a Search: visit-count policies, root values, the
+                  temperature schedule, truncation at `max_moves`
+  SearchSelfplay  AlphaZero's `Learner.selfplayer`: games one after another, leaves evaluated
+                  through a model service (gamegym.nets.inference) with an evaluation cache
+  MCTSPlayer      search with a model's evaluations, the most visited move (no noise)
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+
+from gamegym.game.graph import GameGraph
+from gamegym.nets.inference import PositionEvaluator
+from gamegym.search.mcts import Node, Search, SearchParams, choose_action, visit_policy
+from gamegym.game.players import Player
+from gamegym.data.samples import GameRecord
+
+__all__ = ["selfplay_game", "SearchSelfplay", "MCTSPlayer"]
+
+
+def selfplay_game(graph: GameGraph, search: Search, cfg, rng: np.random.Generator,
+                  should_stop: Callable[[], bool] = lambda: False) -> GameRecord | None:
+    """One self-play game; None when stopped before it finished."""
+    roots = graph.roots
+    node = search.new_root(roots[int(rng.integers(len(roots)))] if len(roots) > 1 else roots[0])
+    record = GameRecord()
+    size = graph.action_space_size
+    move = 0
+    while True:
+        if not graph.children_at(node.vertex):
+            score = float(graph.score_at(node.vertex))
+            record.result = score if move % 2 == 0 else -score
+            return record
+        if move >= cfg.max_moves:
+            record.truncated = True
+            return record
+        if should_stop():
+            return None
+        search.run(node, rng)
+        record.x.append(graph.numpify(node.vertex))
+        record.pi.append(visit_policy(node, size))
+        record.legal.append(graph.legal_mask(node.vertex))
+        record.root_value.append(node.mean_value())
+        temperature = cfg.temperature if move < cfg.temperature_drop_move else 0.0
+        index = choose_action(node, temperature, rng)
+        record.action.append(node.actions[index])
+        node = search.next_root(node, index)
+        move += 1
+
+
+class SearchSelfplay:
+    """AlphaZero's self-play driver: one game at a time, MCTS over the GameGraph, leaves
+    evaluated through the model service with an evaluation cache.  Another learner passes its
+    own `search` (MuZero's latent search); its evaluator's `iteration` tags the games."""
+
+    def __init__(self, graph: GameGraph, service, config, rng: np.random.Generator,
+                 search: Search | None = None):
+        self.graph, self.config, self.rng = graph, config.selfplay, rng
+        if search is None:
+            search = Search(graph, PositionEvaluator(graph, service, self.config.evaluation_cache),
+                            SearchParams.from_selfplay(self.config))
+        self.search = search
+        self.evaluate = search.evaluate
+
+    @property
+    def searches_done(self) -> int:
+        return self.search.searches_done
+
+    def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int]]:
+        while not should_stop():
+            record = selfplay_game(self.graph, self.search, self.config, self.rng, should_stop)
+            if record is None:
+                return
+            yield record, max(0, self.evaluate.iteration)
+
+
+class MCTSPlayer(Player):
+    """Search with a model's evaluations; plays the most visited move (no noise).
+    `search_class` is the search to run (MuZero's latent search; default the GameGraph one)."""
+
+    def __init__(self, evaluate, searchcount: int = 100, threads: int = 8,
+                 search_class: type = Search):
+        self.params = SearchParams(searchcount=searchcount, threads=threads)
+        self.evaluate = evaluate
+        self.search_class = search_class
+
+    def search(self, graph: GameGraph, vertex, rng: np.random.Generator) -> Node:
+        """The searched root node (its visit counts are the move distribution)."""
+        search = self.search_class(graph, self.evaluate, self.params)
+        return search.run(search.new_root(vertex), rng)
+
+    def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
+        root = self.search(graph, vertex, rng)
+        return int(root.actions[choose_action(root, 0.0, rng)])
