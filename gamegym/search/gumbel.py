@@ -180,11 +180,11 @@ def halving_phases(considered: int, simulations: int) -> list[tuple[int, int]]:
                          f"{simulations}")
     if considered == 1:
         return [(1, simulations)] if simulations else []
-    rounds_of = math.ceil(math.log2(considered))
+    halvings = math.ceil(math.log2(considered))
     phases: list[tuple[int, int]] = []
     actions, left = considered, simulations
     while left > 0:
-        spent = min(left, actions * max(1, simulations // (rounds_of * actions)))
+        spent = min(left, actions * max(1, simulations // (halvings * actions)))
         if phases and phases[-1][0] == actions:    # no halving in between: one phase
             phases[-1] = (actions, phases[-1][1] + spent)
         else:
