@@ -1,4 +1,4 @@
-"""`gamegym bench`: self-play throughput, measured in one run.
+"""`gamegym bench throughput`: self-play throughput, measured in one run.
 
 - search ceiling: in-process MCTS with a uniform stub evaluator on one core (searches/s, and
   searches per CPU-second)
@@ -21,6 +21,7 @@ its moves.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -32,7 +33,7 @@ import numpy as np
 import psutil
 
 from gamegym.cli.util import json_object
-from gamegym.config import LEARNERS, GymConfig
+from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
 from gamegym.runtime.monitor import mean_batch
 from gamegym.search.latent import LatentSearch, uniform_latent_evaluator
@@ -40,6 +41,7 @@ from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.search.play import selfplay_game
 
+DEFAULT_GAME = "games.santorini:Santorini"
 ORIGINAL = {"searches_per_s": 410, "positions_per_s": 4, "games_per_s": 0.24,
             "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16"}
 
@@ -225,8 +227,12 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     from gamegym.learners import get_learner
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
-    if found is None and learner not in LEARNERS:
-        raise ValueError(f"the learner preset {learner!r} is only defined for the bundled games")
+    if found is None:
+        try:
+            get_learner(learner)   # a learner has settings for every game; a variant does not
+        except ValueError:
+            raise ValueError(f"the learner preset {learner!r} is only defined for the bundled "
+                             "games") from None
     preset = found[1] if found else {"train": {"learner": learner}}
     if network is None:
         network = preset.get("network", {})
@@ -400,37 +406,12 @@ def print_report(figures: dict) -> None:
               f"{head['broadcast_ms']:.1f} ms to put a model; object store {head['object_store']}")
 
 
-def cmd_bench(args) -> int:
-    if args.learning and (args.replay or args.adapt_to):
-        from gamegym.bench.replay import cmd_replay
-        return cmd_replay(args)
-    if args.learning:
-        from gamegym.bench.learning import cmd_learning
-        return cmd_learning(args)
-    if args.calibrate:
-        from gamegym.bench.calibration import (CALIBRATION_GAME, CALIBRATION_PAIRS, print_calibration,
-                                         run_calibration)
-        pairs = [tuple(pair) for pair in args.pair] if args.pair else CALIBRATION_PAIRS
-        figures = run_calibration(args.game or CALIBRATION_GAME, args.game_args, pairs,
-                                  args.games, args.seed, progress=None if args.json else print)
-        if args.json:
-            print(json.dumps(figures, sort_keys=True))
-        else:
-            print()
-            print_calibration(figures)
-        return 0
-    if args.peer:
-        from gamegym.bench.peer import print_peer_report, run_peer_bench
-        figures = run_peer_bench(args.seconds, args.searchcount, args.threads)
-        if args.json:
-            print(json.dumps(figures, sort_keys=True))
-        else:
-            print_peer_report(figures)
-        return 0
+def cmd_throughput(args) -> int:
+    """`gamegym bench throughput`: one run per learner preset, a report or one JSON object."""
     if args.backend != "processes":
         from gamegym.runtime.ray.cluster import import_ray
         import_ray(local=True)
-    runs = [run_bench(args.game or "games.santorini:Santorini", args.game_args, args.seconds,
+    runs = [run_bench(args.game, args.game_args, args.seconds,
                       args.selfplayers, args.threads, args.searchcount, args.batchsize,
                       args.batch_timeout_ms, fastpath=not args.tensorflow,
                       in_selfplayers=not args.predictor_only,
@@ -472,16 +453,27 @@ def _rounded(figures: dict | None, key: str) -> float | None:
     return None if figures is None else round(figures[key], 1)
 
 
-def add_commands(sub) -> None:
-    p = sub.add_parser("bench", help="measure self-play throughput (searches/s, efficiency)")
-    p.add_argument("--game", help="MODULE:CLASS (default: Santorini; Connect Four with "
-                                   "--calibrate)")
-    p.add_argument("--game-args", type=json_object, default={})
-    p.add_argument("--seconds", type=float, default=20.0)
+COMMAND = "throughput"
+EXAMPLE = """examples:
+  gamegym bench throughput --game games.tictactoe:TicTacToe --seconds 10
+  gamegym bench throughput --learner alphazero,bootstrapped --selfplayers 2 --json
+  gamegym bench throughput --backend both --repeat 3      # Ray beside the processes
+"""
+
+
+def add_parser(sub) -> None:
+    """`gamegym bench throughput`: self-play searches/s, the ceilings, the efficiency."""
+    p = sub.add_parser(COMMAND, help="self-play throughput: searches/s, ceilings, efficiency",
+                       description=__doc__, epilog=EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--game", default=DEFAULT_GAME, help="MODULE:CLASS (default: Santorini)")
+    p.add_argument("--game-args", type=json_object, default={},
+                   help="the game's arguments (JSON; default: the game's own)")
+    p.add_argument("--seconds", type=float, default=20.0, help="end-to-end measuring time")
     p.add_argument("--selfplayers", type=int, default=4)
-    p.add_argument("--threads", type=int, default=24)
-    p.add_argument("--searchcount", type=int, default=100)
-    p.add_argument("--batchsize", type=int, default=64)
+    p.add_argument("--threads", type=int, default=24, help="search threads per Selfplayer")
+    p.add_argument("--searchcount", type=int, default=100, help="searches per move")
+    p.add_argument("--batchsize", type=int, default=64, help="the Predictor's batch size")
     p.add_argument("--batch-timeout-ms", type=float, default=2.0)
     p.add_argument("--tensorflow", action="store_true",
                    help="evaluate with TensorFlow, not the CPU fast path (predict.numpy_fastpath "
@@ -499,48 +491,13 @@ def add_commands(sub) -> None:
                         "or both one after the other (their ratio)")
     p.add_argument("--repeat", type=int, default=1,
                    help="(--backend both) run each backend this many times, in turn")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--learning", metavar="MODULE:CLASS",
-                   help="instead: train this bundled game from scratch and print its curve")
-    p.add_argument("--opponents", metavar="SPEC,SPEC",
-                   help="(--learning) player specs to measure against, instead of the game's "
-                        "benchmark opponents")
-    p.add_argument("--calibrate", action="store_true",
-                   help="instead: the yardsticks against each other (--pair A B, repeated; "
-                        "default: Connect Four's mcts:N / alphabeta:D / alphabeta0:D pairs)")
-    p.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
-                   help="(--calibrate) two player specs to play a match")
-    p.add_argument("--games", type=int, default=40, help="(--calibrate) games per pair")
-    p.add_argument("--seed", type=int, default=0, help="(--calibrate) the matches' seed")
-    p.add_argument("--peer", choices=["openspiel"],
-                   help="instead: our search ceiling beside this peer's MCTS on every bundled "
-                        "game (--seconds per side and game, --searchcount, --threads)")
-    p.add_argument("--minutes", type=float, default=10.0, help="(--learning) training time")
-    p.add_argument("--interval", type=float, default=2.0,
-                   help="(--learning) minutes between evaluations")
-    p.add_argument("--eval-games", type=int, default=20,
-                   help="(--learning) games per curve point; the final point plays 4x as many")
-    p.add_argument("--eval-searchcount", type=int, default=100)
-    p.add_argument("--keep", type=Path, metavar="SESSION",
-                   help="(--learning) train in this new session folder and keep it (with "
-                        "several learners: one folder each inside it)")
     p.add_argument("--learner", default="alphazero",
                    help="learner preset(s), comma-separated: " + ", ".join(learner_presets())
-                        + " (--learning: one run each, one plot; else: the throughput of each, "
-                        "with ratios to the first)")
-    p.add_argument("--plot", type=Path, default=Path("learning.png"),
-                   help="(--learning) where to write the curve")
-    p.add_argument("--replay", nargs="+", choices=("window", "uniform", "prioritized", "curious"),
-                   help="(--learning) one run per replay mode (and seed), side by side in one "
-                        "plot, with the same seeds and minutes")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0],
-                   help="(--learning --replay / --adapt-to) the seeds of the runs")
-    p.add_argument("--adapt-to", metavar="MODULE:CLASS",
-                   help="(--learning) the adaptation experiment: learn the game for --pretrain "
-                        "minutes, then change to this game (same input and actions) and "
-                        "measure each --replay mode re-adapting for --minutes")
-    p.add_argument("--adapt-args", type=json_object, default={},
-                   help="(--adapt-to) the changed game's arguments (JSON)")
-    p.add_argument("--pretrain", type=float, default=4.0,
-                   help="(--adapt-to) minutes of learning before the change")
-    p.set_defaults(run=cmd_bench)
+                        + " (the throughput of each, with ratios to the first)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=cmd_throughput)
+
+
+def legacy_argv(tail: list[str]) -> list[str]:
+    """`gamegym bench [--game G] ...` (no job flag) was the throughput bench."""
+    return [COMMAND, *tail]
