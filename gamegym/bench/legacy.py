@@ -2,7 +2,7 @@
 module can say how it spells the same job (its `legacy_argv`)."""
 from __future__ import annotations
 
-__all__ = ["has", "take"]
+__all__ = ["has", "rename", "take"]
 
 
 def has(tail: list[str], flag: str) -> bool:
@@ -10,22 +10,24 @@ def has(tail: list[str], flag: str) -> bool:
     return any(token == flag or token.startswith(flag + "=") for token in tail)
 
 
-def take(tail: list[str], flag: str, count: int | None = 1) -> list[str] | None:
-    """Remove every `flag` from `tail` with its values (`count` of them; None: up to the next
-    option) and return the values of the last one (argparse's rule), or None when absent."""
+def take(tail: list[str], flag: str, count: int = 1) -> list[str] | None:
+    """Remove every `flag` from `tail` with its `count` values and return the values of the
+    last one (argparse's rule), or None when it is absent."""
     found, i = None, 0
     while i < len(tail):
         token = tail[i]
-        if token.startswith(flag + "=") and count:
+        if count and token.startswith(flag + "="):
             found = [token.split("=", 1)[1]]
             del tail[i]
         elif token == flag:
-            end = i + 1 + (count if count is not None else 0)
-            if count is None:
-                while end < len(tail) and not tail[end].startswith("-"):
-                    end += 1
-            found = tail[i + 1:end]
-            del tail[i:end]
+            found = tail[i + 1:i + 1 + count]
+            del tail[i:i + 1 + count]
         else:
             i += 1
     return found
+
+
+def rename(tail: list[str], flag: str, new: str) -> list[str]:
+    """`tail` with the option `flag` spelt `new` (its values stay where they are)."""
+    return [new if token == flag else new + token[len(flag):]
+            if token.startswith(flag + "=") else token for token in tail]

@@ -31,7 +31,7 @@ from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
 from gamegym.bench.learning import EVAL_THREADS, add_training_flags, bench_opponents, \
     run_learning_bench, train_and_measure
-from gamegym.bench.legacy import has, take
+from gamegym.bench.legacy import has, rename, take
 from gamegym.cli.util import json_object
 from gamegym.presets import initial_model_path, preset_for
 from gamegym.data.sumtree import SumTree
@@ -280,5 +280,4 @@ def legacy_argv(tail: list[str]) -> list[str] | None:
     if not (has(tail, "--learning") and (has(tail, "--replay") or has(tail, "--adapt-to"))):
         return None
     game = take(tail, "--learning")
-    modes = take(tail, "--replay", count=None)
-    return [COMMAND, *game, *tail, *(["--modes", *modes] if modes else [])]
+    return [COMMAND, *game, *rename(tail, "--replay", "--modes")]
