@@ -3,10 +3,11 @@ yardsticks against each other), peer (our search beside OpenSpiel's), replay (re
 by side, and re-adapting to changed rules); `networks` measures the network paths for the
 throughput bench.
 
-Each subcommand module has `COMMAND` (its name), `add_parser(subparsers)` (its subcommand, its own flags, a help text
-with an example) and `legacy_argv(tail)`: the subcommand's spelling of the one-command form
-`gamegym bench --FLAG ...` when that form meant its job, else None.  `add_parser` here collects
-them; `modern_argv` turns an old spelling into the new one with one deprecation line.
+Each subcommand module has `COMMAND` (its name), `add_parser(subparsers)` (its subcommand,
+its own flags, a help text with an example) and `legacy_argv(tail)`: the subcommand's spelling
+of the one-command form `gamegym bench --FLAG ...` when that form meant its job, else None.
+`add_parser` here collects them; `modern_argv` turns an old spelling into the new one with one
+deprecation line.
 
 May import: everything in gamegym but gamegym.cli's commands (its argument types and progress
 bars are fine).
