@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from gamegym.cli.util import json_object
+from gamegym.cli.util import json_object, read_overrides
 from gamegym.config import ConfigError, GymConfig
 from gamegym.game.graph import GameGraphError
 from gamegym.data.session import SessionError
@@ -59,14 +59,7 @@ def cmd_resume(args) -> int:
 
 def cmd_continue(args) -> int:
     from gamegym.runtime.continuation import continue_session
-    overrides = {}
-    if args.config:
-        try:
-            overrides = json.loads(args.config.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise ConfigError(f"cannot read config file {args.config}: {error}") from error
-        if not isinstance(overrides, dict):
-            raise ConfigError(f"config file {args.config} must hold a JSON object")
+    overrides = read_overrides(args.config) if args.config else {}
     new = continue_session(args.source, args.session, args.game, args.game_args, overrides)
     config = new.load_config()
     origin = json.loads((new.path / "origin.json").read_text())

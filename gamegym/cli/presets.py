@@ -6,10 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-from gamegym.config import ConfigError, GymConfig
+from gamegym.cli.util import read_overrides
+from gamegym.config import GymConfig
 from gamegym.presets import ABOUT, ALL_PRESETS, get_preset, preset_learner, starter_model
 
-__all__ = ["add_parser", "cmd_presets", "new_session_settings", "read_overrides"]
+__all__ = ["add_parser", "cmd_presets", "new_session_settings"]
 
 EXAMPLE = """examples:
   gamegym presets
@@ -52,17 +53,6 @@ def cmd_presets(args) -> int:
         print(f"{'':<{width}}  {row['about']}")
     print("start one with: gamegym new SESSION --preset NAME [--config CHANGES.json]")
     return 0
-
-
-def read_overrides(path: Path) -> dict:
-    """A config file's JSON object, as changes to apply (ConfigError when it is not one)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot read config file {path}: {error}") from error
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a JSON object")
-    return data
 
 
 def new_session_settings(name: str, game: str | None, game_args: dict | None,
