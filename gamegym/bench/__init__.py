@@ -1,7 +1,7 @@
 """Benchmarks, one module per `gamegym bench` subcommand: throughput, learning, calibrate (the
 yardsticks against each other), peer (our search beside OpenSpiel's), replay (replay modes side
-by side, and re-adapting to changed rules); `networks` measures the network paths for the
-throughput bench.
+by side, and re-adapting to changed rules); `endtoend` (a real Predictor and Selfplayers) and
+`networks` (the network paths side by side) are parts of the throughput bench.
 
 Each subcommand module has `COMMAND` (its name), `add_parser(subparsers)` (its subcommand,
 its own flags, a help text with an example) and `legacy_argv(tail)`: the subcommand's spelling
