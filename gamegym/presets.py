@@ -1,9 +1,11 @@
-"""Presets of the bundled games: starter networks (initialmodels/) and session settings.
+"""Presets of the bundled games: starter networks (gamegym/initialmodels/) and session settings.
 
 A preset is per learner and game.  PRESETS holds whole presets: AlphaZero's (no learner named in
 their "train" section) and MuZero's (`<game preset>-muzero`); LEARNER_PRESETS holds the other
 learner presets as changes to AlphaZero's (`<game preset>-bootstrapped`, `-dqn`).  A preset's
-starter model, when there is one, is initialmodels/<preset name>.keras, built by its learner."""
+starter model, when there is one, is initialmodels/<preset name>.keras, built by its learner and
+shipped inside the package (package data).  ABOUT says in one line what each preset is for
+(`gamegym presets` lists them; `gamegym new --preset NAME` starts a session from one)."""
 from __future__ import annotations
 
 import logging
@@ -15,7 +17,7 @@ log = logging.getLogger(__name__)
 # the learner of a preset that does not name one: TrainConfig's default
 DEFAULT_LEARNER = TrainConfig.learner
 
-INITIAL_MODELS = Path(__file__).resolve().parent.parent / "initialmodels"
+INITIAL_MODELS = Path(__file__).resolve().parent / "initialmodels"   # package data
 
 # name -> game spec, game arguments, network config, config overrides that learn well on 2 cores
 PRESETS = {
@@ -129,6 +131,34 @@ ALL_PRESETS = {**PRESETS, **EXTRA_PRESETS, **{
     f"{name}-{learner}": _changed(PRESETS[name], changes)
     for learner, by_game in LEARNER_PRESETS.items() for name, changes in by_game.items()}}
 
+# preset name -> what it is for, in one line (`gamegym presets`)
+ABOUT = {
+    "tictactoe": "the trial run: learns perfect play within minutes on 2 cores",
+    "connectfour": "Connect Four 6x7 with a small residual network: hours on 2 cores",
+    "santorini-3-1": "Santorini 3x3, one builder each: small enough to check against the "
+                     "exact solver",
+    "tictactoe-muzero": "MuZero searching a learned model of tic-tac-toe: minutes on 2 cores",
+    "connectfour-muzero": "MuZero on Connect Four 6x7: a long run",
+    "santorini-3-1-muzero": "MuZero on Santorini 3x3-1, measured against the exact solver",
+    "openspiel-connect_four": "OpenSpiel's connect_four through the adapter (the [openspiel] "
+                              "extra), with the connectfour settings",
+    "tictactoe-bootstrapped": "Bootstrapped DQN on tic-tac-toe: K Q-heads, no search, 64 games "
+                              "at once",
+    "connectfour-bootstrapped": "Bootstrapped DQN on Connect Four 6x7: K Q-heads, no search",
+    "tictactoe-dqn": "plain DQN (one head, epsilon-greedy) on tic-tac-toe: the baseline beside "
+                     "bootstrapped",
+    "connectfour-dqn": "plain DQN on Connect Four 6x7: the baseline beside bootstrapped",
+}
+
+
+def get_preset(name: str) -> dict:
+    """The preset called `name` (a copy, whole: game, game arguments, settings); ValueError
+    naming the known ones otherwise."""
+    if name not in ALL_PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known presets: "
+                         f"{', '.join(sorted(ALL_PRESETS))} (gamegym presets lists them)")
+    return json.loads(json.dumps(ALL_PRESETS[name]))
+
 
 def preset_learner(preset: dict) -> str:
     """The learner a preset is for."""
@@ -158,19 +188,23 @@ def preset_for(game: str, game_args: dict, learner: str = DEFAULT_LEARNER) -> tu
 def initial_model_path(game: str, game_args: dict, network=None,
                        learner: str = DEFAULT_LEARNER) -> Path | None:
     """The bundled starter model for this game and learner preset, when there is one on disk
-    (initialmodels/<preset name>.keras).
+    (initialmodels/<preset name>.keras); see `starter_model` for `network`."""
+    found = preset_for(game, game_args, learner)
+    return None if found is None else starter_model(found[0], network)
+
+
+def starter_model(name: str, network=None) -> Path | None:
+    """The starter model of the preset `name`, when it has one (initialmodels/<name>.keras).
 
     With `network` (the session's network config), only when the file is that network: a
     preset whose network was edited without re-running scripts/make_initialmodels.py must
     not quietly train the old one.  The mismatch is logged and the session starts fresh."""
-    found = preset_for(game, game_args, learner)
-    if found is None:
-        return None
-    path = INITIAL_MODELS / f"{found[0]}.keras"
+    path = INITIAL_MODELS / f"{name}.keras"
     if not path.is_file():
         return None
-    if network is not None and not _is_network(path, game, game_args, network,
-                                               preset_learner(found[1])):
+    preset = ALL_PRESETS[name]
+    if network is not None and not _is_network(path, preset["game"], preset["game_args"],
+                                               network, preset_learner(preset)):
         log.warning("%s is not the network %s asks for (run scripts/make_initialmodels.py); "
                     "starting from a freshly built network", path.name, network)
         return None

@@ -1,5 +1,5 @@
-"""How self-play cost grows with the searches per move and the board: one `gamegym bench` run
-per row, printed as the README's Markdown table.
+"""How self-play cost grows with the searches per move and the board: one
+`gamegym bench throughput` run per row, printed as the README's Markdown table.
 
     python scripts/growth_table.py [--seconds 20] [--searchcounts 50,100,400,800]
 
@@ -23,8 +23,8 @@ GAMES = [
 
 
 def bench(game: str, game_args: dict, network, searchcount: int, seconds: float) -> dict:
-    command = [sys.executable, "-m", "gamegym", "bench", "--game", game, "--game-args",
-               json.dumps(game_args), "--searchcount", str(searchcount), "--seconds",
+    command = [sys.executable, "-m", "gamegym", "bench", "throughput", "--game", game,
+               "--game-args", json.dumps(game_args), "--searchcount", str(searchcount), "--seconds",
                str(seconds), "--network-seconds", "0", "--json"]
     if network:
         command += ["--network", json.dumps(network)]

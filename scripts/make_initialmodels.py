@@ -1,10 +1,12 @@
-"""Make the untrained starter models in initialmodels/: one per bundled game preset, seed 0.
+"""Make the untrained starter models in gamegym/initialmodels/: one per bundled game preset,
+seed 0.
 
     python scripts/make_initialmodels.py [PRESET ...]     # default: every preset
 
-Writes initialmodels/<preset name>.keras (tictactoe, connectfour, santorini-3-1 and their
--muzero presets), each built by its preset's learner with the preset's network, and fails if a
-file is not well under 1 MB (they are committed).
+Writes gamegym/initialmodels/<preset name>.keras (tictactoe, connectfour, santorini-3-1 and
+their -muzero presets), each built by its preset's learner with the preset's network, and fails
+if a file is not well under 1 MB (they are committed, and shipped in the package as package
+data: setup.cfg [options.package_data]).
 """
 import os
 import sys

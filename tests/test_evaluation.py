@@ -118,7 +118,7 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
 
 
 def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
-    done = gamegym("bench", "--learning", TICTACTOE, "--opponents", "solver,mcts:0",
+    done = gamegym("bench", "learning", TICTACTOE, "--opponents", "solver,mcts:0",
                    "--keep", str(tmp_path / "kept"))
     assert done.returncode == 2 and "player 'mcts:0'" in done.stderr
     assert not (tmp_path / "kept").exists()
@@ -127,7 +127,7 @@ def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
 @pytest.mark.slow
 def test_learning_benchmark_json_and_plot(tmp_path):
     plot = tmp_path / "curve.png"
-    done = gamegym("bench", "--learning", TICTACTOE, "--minutes", "0.4", "--interval", "0.2",
+    done = gamegym("bench", "learning", TICTACTOE, "--minutes", "0.4", "--interval", "0.2",
                    "--eval-games", "2", "--eval-searchcount", "8", "--plot", str(plot),
                    "--opponents", "solver,mcts:20", "--keep", str(tmp_path / "kept"), "--json",
                    timeout=400)
@@ -159,9 +159,9 @@ def test_learning_benchmark_json_and_plot(tmp_path):
 
 @pytest.mark.slow
 def test_throughput_bench_reports_every_figure_the_targets_need():
-    done = gamegym("bench", "--game", TICTACTOE, "--seconds", "3", "--selfplayers", "1",
-                   "--threads", "4", "--searchcount", "16", "--network-seconds", "1", "--json",
-                   timeout=300)
+    done = gamegym("bench", "throughput", "--game", TICTACTOE, "--seconds", "3",
+                   "--selfplayers", "1", "--threads", "4", "--searchcount", "16",
+                   "--network-seconds", "1", "--json", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout)
     assert figures["searches_per_s"] > 0 and 0 < figures["efficiency"]

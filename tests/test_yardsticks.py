@@ -1,4 +1,4 @@
-"""The yardstick benches: `bench --calibrate` (players against each other) and `bench --peer
+"""The yardstick benches: `bench calibrate` (players against each other) and `bench peer
 openspiel` (our search ceiling beside OpenSpiel's MCTSBot), on tiny budgets."""
 import builtins
 import json
@@ -50,7 +50,7 @@ def test_peer_bench_without_openspiel_names_the_extra(monkeypatch):
 
 def test_peer_bench_command_on_a_tiny_budget():
     pytest.importorskip("pyspiel", reason="the optional extra openspiel is not installed")
-    done = subprocess.run([sys.executable, "-m", "gamegym", "bench", "--peer", "openspiel",
+    done = subprocess.run([sys.executable, "-m", "gamegym", "bench", "peer", "openspiel",
                            "--seconds", "0.3", "--searchcount", "10", "--threads", "4", "--json"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""`gamegym bench --calibrate`: the yardsticks against each other, so every figure can be placed.
+"""`gamegym bench calibrate`: the yardsticks against each other, so every figure can be placed.
 
 Each pair of player specs plays a match (sides alternating, one seeded rng per pair) and the
 table gives the first player's wins, draws and losses, its score, and each player's mean
@@ -8,15 +8,19 @@ rollouts (`mcts:N`), alpha-beta with the game's heuristic (`alphabeta:D`) and wi
 """
 from __future__ import annotations
 
+import argparse
+import json
 import time
 
 import numpy as np
 
+from gamegym.bench.legacy import has, take
+from gamegym.cli.util import json_object
 from gamegym.evaluation.arena import make_player, run_match
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player
 
-__all__ = ["CALIBRATION_PAIRS", "run_calibration", "print_calibration"]
+__all__ = ["CALIBRATION_PAIRS", "run_calibration", "print_calibration", "add_parser"]
 
 CALIBRATION_GAME = "games.connectfour:ConnectFour"
 CALIBRATION_PAIRS = (("mcts:1000", "alphabeta:5"), ("alphabeta:5", "alphabeta0:5"),
@@ -77,3 +81,49 @@ def print_calibration(figures: dict) -> None:
           "player's view")
     for row in figures["pairs"]:
         print(_row_text(row))
+
+
+COMMAND = "calibrate"
+EXAMPLE = """examples:
+  gamegym bench calibrate                      # Connect Four's yardsticks, 40 games a pair
+  gamegym bench calibrate --game games.tictactoe:TicTacToe --pair mcts:100 random \\
+      --pair solver alphabeta0:2 --games 10
+"""
+
+
+def add_parser(sub) -> None:
+    """`gamegym bench calibrate`: matches between player specs, with their time per move."""
+    p = sub.add_parser(COMMAND, help="the yardsticks against each other (matches of player "
+                       "specs)", description=__doc__, epilog=EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--game", default=CALIBRATION_GAME,
+                   help="MODULE:CLASS (default: Connect Four)")
+    p.add_argument("--game-args", type=json_object, default={},
+                   help="the game's arguments (JSON)")
+    p.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
+                   help="two player specs to play a match (repeat it; default: Connect Four's "
+                        "mcts:N / alphabeta:D / alphabeta0:D pairs)")
+    p.add_argument("--games", type=int, default=40, help="games per pair")
+    p.add_argument("--seed", type=int, default=0, help="the matches' seed")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=cmd_calibrate)
+
+
+def cmd_calibrate(args) -> int:
+    pairs = [tuple(pair) for pair in args.pair] if args.pair else CALIBRATION_PAIRS
+    figures = run_calibration(args.game, args.game_args, pairs, args.games, args.seed,
+                              progress=None if args.json else print)
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+    else:
+        print()
+        print_calibration(figures)
+    return 0
+
+
+def legacy_argv(tail: list[str]) -> list[str] | None:
+    """`gamegym bench --calibrate ...` was this bench."""
+    if not has(tail, "--calibrate"):
+        return None
+    take(tail, "--calibrate", count=0)
+    return [COMMAND, *tail]

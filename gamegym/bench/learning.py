@@ -1,4 +1,4 @@
-"""`gamegym bench --learning GAME`: train from scratch with the game's preset and measure it.
+"""`gamegym bench learning GAME`: train from scratch with the game's preset and measure it.
 
 The gym runs in a temporary session; every `interval` minutes the newest iteration is evaluated
 in this process against the game's benchmark opponents: the exact solver where the game is
@@ -12,6 +12,7 @@ curves share one plot.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
 import threading
@@ -27,8 +28,10 @@ from gamegym.learners import get_learner
 from gamegym.search.mcts import choose_action
 from gamegym.game.players import Solver, SolverPlayer
 from gamegym.game.playerspecs import check_player_spec
-from gamegym.presets import initial_model_path, preset_for
+from gamegym.bench.legacy import has, take
 from gamegym.cli.progress import ProgressBars
+from gamegym.cli.util import json_object
+from gamegym.presets import initial_model_path, learner_presets, preset_for
 
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
@@ -320,7 +323,7 @@ def plot_curves(runs: list[dict], path: Path) -> None:
 def cmd_learning(args) -> int:
     learners = [name.strip() for name in args.learner.split(",") if name.strip()]
     opponents = tuple(o for o in (args.opponents or "").split(",") if o) or None
-    figures = run_learning_benches(learners, args.plot, keep=args.keep, game=args.learning,
+    figures = run_learning_benches(learners, args.plot, keep=args.keep, game=args.game,
                                    game_args=args.game_args, minutes=args.minutes,
                                    interval=args.interval, games=args.eval_games,
                                    searchcount=args.eval_searchcount, opponents=opponents)
@@ -333,3 +336,54 @@ def cmd_learning(args) -> int:
               f"{run['selfplay_positions_per_s']} positions/s\npeak memory by role: {rss} MiB "
               "resident (the benchmark's own process, 'gym', also evaluates with TensorFlow)")
     return 0
+
+
+COMMAND = "learning"
+EXAMPLE = """examples:
+  gamegym bench learning games.tictactoe:TicTacToe --minutes 10
+  gamegym bench learning games.tictactoe:TicTacToe --learner bootstrapped,dqn --json
+  gamegym bench learning games.connectfour:ConnectFour --opponents alphabeta0:4 --minutes 75
+"""
+
+
+def add_training_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of a bench that trains a bundled game and measures it (learning, replay)."""
+    p.add_argument("game", metavar="MODULE:CLASS", help="a bundled game, e.g. "
+                   "games.tictactoe:TicTacToe")
+    p.add_argument("--game-args", type=json_object, default={},
+                   help="the game's arguments (JSON; they pick the preset)")
+    p.add_argument("--minutes", type=float, default=10.0, help="training time of a run")
+    p.add_argument("--interval", type=float, default=2.0, help="minutes between evaluations")
+    p.add_argument("--eval-games", type=int, default=20,
+                   help="games per curve point; the final point plays 4x as many")
+    p.add_argument("--eval-searchcount", type=int, default=100,
+                   help="searches per move of the evaluated iteration")
+    p.add_argument("--plot", type=Path, default=Path("learning.png"),
+                   help="where to write the curves")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_parser(sub) -> None:
+    """`gamegym bench learning GAME`: train a bundled game from scratch and print its curve."""
+    p = sub.add_parser(COMMAND, help="train a bundled game from scratch and print its curve",
+                       description=__doc__, epilog=EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_training_flags(p)
+    p.add_argument("--learner", default="alphazero",
+                   help="learner preset(s), comma-separated: " + ", ".join(learner_presets())
+                        + " (one run each, one plot)")
+    p.add_argument("--opponents", metavar="SPEC,SPEC",
+                   help="player specs to measure against, instead of the game's benchmark "
+                        "opponents")
+    p.add_argument("--keep", type=Path, metavar="SESSION",
+                   help="train in this new session folder and keep it (with several learners: "
+                        "one folder each inside it)")
+    p.set_defaults(run=cmd_learning)
+
+
+def legacy_argv(tail: list[str]) -> list[str] | None:
+    """`gamegym bench --learning GAME ...` was this bench."""
+    if not has(tail, "--learning"):
+        return None
+    game = take(tail, "--learning")
+    return [COMMAND, *game, *tail]

@@ -1,4 +1,4 @@
-"""`gamegym bench --peer openspiel`: our search ceiling beside OpenSpiel's Python MCTSBot.
+"""`gamegym bench peer openspiel`: our search ceiling beside OpenSpiel's Python MCTSBot.
 
 Both sides play whole games against themselves on the same game, with the same searches
 (simulations) per move and the same exploration constant, with no network: our `Search` with
@@ -11,23 +11,26 @@ leaves out the time other processes held the core (the wall-clock rates are repo
 """
 from __future__ import annotations
 
+import argparse
+import json
 import time
 
 import numpy as np
 
+from gamegym.bench.legacy import has, take
 from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
 from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
 
-__all__ = ["PEER_GAMES", "run_peer_bench", "print_peer_report"]
+__all__ = ["PEER_GAMES", "run_peer_bench", "print_peer_report", "add_parser"]
 
 # our bundled game (spec, arguments) -> OpenSpiel's name for the same game (None: it has none)
 PEER_GAMES = (("games.tictactoe:TicTacToe", {}, "tic_tac_toe"),
               ("games.connectfour:ConnectFour", {"rows": 6, "columns": 7}, "connect_four"),
               ("games.santorini:Santorini", {"dimension": 3, "units_per_player": 1}, None),
               ("games.santorini:Santorini", {"dimension": 5, "units_per_player": 2}, None))
-EXTRA_MESSAGE = ("gamegym bench --peer openspiel needs OpenSpiel: pip install -e \".[openspiel]\" "
+EXTRA_MESSAGE = ("gamegym bench peer openspiel needs OpenSpiel: pip install -e \".[openspiel]\" "
                  "(the optional extra; the package is open_spiel)")
 
 
@@ -154,3 +157,40 @@ def print_peer_report(figures: dict) -> None:
               f"{row[f'ours_{t}']['searches_per_s']:>9.0f} "
               f"{row['openspiel']['searches_per_s']:>9.0f} {row['ratio_1']:>7.2f}x "
               f"{row['ratio_threads']:>7.2f}x")
+
+
+COMMAND = "peer"
+EXAMPLE = """example:
+  gamegym bench peer openspiel --seconds 10 --searchcount 100 --threads 24
+"""
+
+
+def add_parser(sub) -> None:
+    """`gamegym bench peer openspiel`: our search ceiling beside the peer's, game by game."""
+    p = sub.add_parser(COMMAND, help="our search ceiling beside a peer's MCTS on every bundled "
+                       "game", description=__doc__, epilog=EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("peer", choices=["openspiel"], help="the peer (OpenSpiel's MCTSBot)")
+    p.add_argument("--seconds", type=float, default=20.0, help="time per side and game")
+    p.add_argument("--searchcount", type=int, default=100, help="searches per move")
+    p.add_argument("--threads", type=int, default=24,
+                   help="concurrent searches of our second side")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=cmd_peer)
+
+
+def cmd_peer(args) -> int:
+    figures = run_peer_bench(args.seconds, args.searchcount, args.threads)
+    if args.json:
+        print(json.dumps(figures, sort_keys=True))
+    else:
+        print_peer_report(figures)
+    return 0
+
+
+def legacy_argv(tail: list[str]) -> list[str] | None:
+    """`gamegym bench --peer openspiel ...` was this bench."""
+    if not has(tail, "--peer"):
+        return None
+    peer = take(tail, "--peer")
+    return [COMMAND, *peer, *tail]

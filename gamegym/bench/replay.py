@@ -1,4 +1,4 @@
-"""Replays side by side: `gamegym bench --learning GAME --replay MODE... [--adapt-to GAME2]`.
+"""Replays side by side: `gamegym bench replay GAME --modes MODE... [--adapt-to GAME2]`.
 
 Side by side: the game's preset is trained from scratch once per replay mode and seed, each
 run with the same wall-clock budget and the same seed (the session's and the evaluation's).
@@ -18,6 +18,7 @@ seeds (a run that never got there counts as longer than any), and its ratio to `
 """
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import tempfile
@@ -28,8 +29,10 @@ import numpy as np
 
 from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
-from gamegym.bench.learning import EVAL_THREADS, bench_opponents, run_learning_bench, \
-    train_and_measure
+from gamegym.bench.learning import EVAL_THREADS, add_training_flags, bench_opponents, \
+    run_learning_bench, train_and_measure
+from gamegym.bench.legacy import has, rename, take
+from gamegym.cli.util import json_object
 from gamegym.presets import initial_model_path, preset_for
 from gamegym.data.sumtree import SumTree
 
@@ -220,13 +223,13 @@ def plot_runs(result: dict, path: Path, title: str) -> None:
 
 
 def cmd_replay(args) -> int:
-    modes = args.replay or ["uniform", "curious"]
+    modes = args.modes
     if args.adapt_to:
-        result = run_adaptation(args.learning, args.game_args, args.adapt_to, args.adapt_args,
+        result = run_adaptation(args.game, args.game_args, args.adapt_to, args.adapt_args,
                                 modes, args.seeds, args.pretrain, args.minutes, args.interval,
                                 args.eval_games, args.eval_searchcount, args.plot)
     else:
-        result = run_replay_comparison(args.learning, args.game_args, modes, args.seeds,
+        result = run_replay_comparison(args.game, args.game_args, modes, args.seeds,
                                        args.minutes, args.interval, args.eval_games,
                                        args.eval_searchcount, args.plot)
     if args.json:
@@ -241,3 +244,41 @@ def cmd_replay(args) -> int:
                   f"{row['median']}, reached in {row['reached']} of {row['runs']}"
                   + ("" if ratio is None else f", {ratio:.2f}x uniform"))
     return 0
+
+
+COMMAND = "replay"
+MODES = ("window", "uniform", "prioritized", "curious")
+EXAMPLE = """examples:
+  gamegym bench replay games.tictactoe:TicTacToe --modes uniform curious --seeds 0 1 2
+  gamegym bench replay games.tictactoe:TicTacToe --adapt-to games.tictactoe:TicTacToeVariant \\
+      --pretrain 4 --minutes 6 --modes uniform curious
+"""
+
+
+def add_parser(sub) -> None:
+    """`gamegym bench replay GAME`: replay modes side by side, or re-adapting to new rules."""
+    p = sub.add_parser(COMMAND, help="replay modes side by side (--adapt-to: after a change of "
+                       "rules)", description=__doc__, epilog=EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_training_flags(p)
+    p.add_argument("--modes", nargs="+", choices=MODES, default=["uniform", "curious"],
+                   metavar="MODE",
+                   help="the replay modes, one run per mode and seed (default: uniform curious)")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0], help="the seeds of the runs")
+    p.add_argument("--adapt-to", metavar="MODULE:CLASS",
+                   help="the adaptation experiment: learn the game for --pretrain minutes, then "
+                        "change to this game (same input and actions) and measure each mode "
+                        "re-adapting for --minutes")
+    p.add_argument("--adapt-args", type=json_object, default={},
+                   help="(--adapt-to) the changed game's arguments (JSON)")
+    p.add_argument("--pretrain", type=float, default=4.0,
+                   help="(--adapt-to) minutes of learning before the change")
+    p.set_defaults(run=cmd_replay)
+
+
+def legacy_argv(tail: list[str]) -> list[str] | None:
+    """`gamegym bench --learning GAME --replay MODE... | --adapt-to GAME2 ...` was this bench."""
+    if not (has(tail, "--learning") and (has(tail, "--replay") or has(tail, "--adapt-to"))):
+        return None
+    game = take(tail, "--learning")
+    return [COMMAND, *game, *rename(tail, "--replay", "--modes")]

@@ -1,4 +1,4 @@
-"""`gamegym bench`: self-play throughput, measured in one run.
+"""`gamegym bench throughput`: self-play throughput, measured in one run.
 
 - search ceiling: in-process MCTS with a uniform stub evaluator on one core (searches/s, and
   searches per CPU-second)
@@ -21,6 +21,7 @@ its moves.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -31,15 +32,15 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from gamegym.bench.endtoend import end_to_end, on_backend, ray_figures
 from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, learner_config_class
 from gamegym.game.graph import load_game
-from gamegym.runtime.monitor import mean_batch
-from gamegym.registry import LEARNERS
 from gamegym.search.mcts import SearchParams
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.search.play import selfplay_game
 
+DEFAULT_GAME = "games.santorini:Santorini"
 ORIGINAL = {"searches_per_s": 410, "positions_per_s": 4, "games_per_s": 0.24,
             "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16"}
 
@@ -84,123 +85,6 @@ def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0,
     return {f"{learner} {path}": rates}
 
 
-def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
-    """A real Predictor and Selfplayers (no Trainer) for `seconds`, on the config's backend;
-    rates from their reports."""
-    from gamegym.runtime.gym import GameGym
-    from gamegym.runtime.supervisor import Supervisor
-    gym = GameGym(session_path, config=config)
-    gym.session.acquire_lock()
-    supervisor = Supervisor(gym, max_seconds=None, max_iterations=None, roles=())
-    try:
-        supervisor.start()
-        _wait_until_playing(supervisor, timeout=120)
-        # measure from here: discard warm-up reports, prime CPU counters
-        monitor = gym.monitor
-        monitor.events.clear()
-        processes = {"gym": psutil.Process()}   # the head: this process
-        for name, pid in supervisor.backend.pids().items():
-            try:
-                processes[name] = psutil.Process(pid)
-            except psutil.Error:
-                pass
-        cpu_start = {n: _cpu_seconds(p) for n, p in processes.items()}
-        before = supervisor.backend.status()
-        start = time.monotonic()
-        monitor.started = start
-        while time.monotonic() - start < seconds:
-            supervisor._drain(timeout=0.2)
-            supervisor._poll_backend()
-        elapsed = time.monotonic() - start
-        rss = monitor.memory()   # the gym's (this process) and each role's, at the end
-        sums: dict = {}
-        for _, role, figures in monitor.events:
-            for key, value in figures.items():
-                if isinstance(value, (int, float)):
-                    sums[f"{role}.{key}"] = sums.get(f"{role}.{key}", 0.0) + value
-        cpu, rss = {}, {}
-        for name, process in processes.items():
-            role = name.rstrip("0123456789")
-            used = _cpu_seconds(process) - cpu_start[name]
-            cpu[role] = cpu.get(role, 0.0) + 100.0 * used / elapsed
-            rss.setdefault(role, []).append(_rss_mb(process))
-        backend = supervisor.backend.status()
-        selfplayers = backend["selfplayers"]
-    finally:
-        supervisor.shutdown()
-        gym.session.release_lock()
-    span = sum(f.get("seconds", 0.0) for _, r, f in monitor.events if r == "selfplayer")
-    span = span / max(1, selfplayers) or elapsed
-    searches = sums.get("selfplayer.searches", 0.0) / span
-    cores_used = sum(cpu.values()) / 100.0   # every role's, the head's and Ray's included
-    return {"searches_per_s": searches, "searches_per_cpu_s": searches / max(cores_used, 1e-9),
-            "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
-            "games_per_s": sums.get("selfplayer.games", 0.0) / span,
-            "mean_batch": mean_batch(sums),
-            "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
-            "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()},
-            "rss_mb_by_role": {k: round(sum(v) / len(v), 1) for k, v in rss.items()},
-            "selfplayers": selfplayers,
-            "head": head_figures(before, backend, elapsed, cpu.get("gym", 0.0))}
-
-
-def head_figures(before: dict, after: dict, elapsed: float, cpu_percent: float) -> dict:
-    """On Ray, what the head spent: its CPU per take call and per sample file over the measured
-    window, the time to write a file and to put a model, the object store's use."""
-    if "head_takes" not in after:
-        return {}
-    takes = (after["head_takes"] - before["head_takes"]) / elapsed
-    files = (after["head_files"] - before["head_files"]) / elapsed
-    return {"takes_per_s": round(takes, 2), "files_per_s": round(files, 2),
-            "cpu_ms_per_take": round(10 * cpu_percent / takes, 2) if takes else None,
-            "write_ms_per_file": after["head_write_ms_per_file"],
-            "broadcast_ms": after["head_broadcast_ms"], "object_store": after["object_store"]}
-
-
-def _cpu_seconds(process: psutil.Process) -> float:
-    try:
-        times = process.cpu_times()
-        return times.user + times.system
-    except psutil.Error:
-        return 0.0
-
-
-def _rss_mb(process: psutil.Process) -> float:
-    """Resident memory of a process in MiB (0 when it is gone)."""
-    try:
-        return process.memory_info().rss / 2**20
-    except psutil.Error:
-        return 0.0
-
-
-def _wait_until_playing(supervisor, timeout: float) -> None:
-    """Warm-up: until every Selfplayer has reported searches (TensorFlow loaded, traced)."""
-    deadline = time.monotonic() + timeout
-    monitor = supervisor.gym.monitor
-    while time.monotonic() < deadline:
-        supervisor._drain(timeout=0.5)
-        supervisor._poll_backend()
-        if supervisor.failure:
-            raise RuntimeError(supervisor.failure)
-        want = supervisor.backend.status()["selfplayers"]
-        if want and len(monitor.playing) >= want:
-            return
-    raise RuntimeError("the Selfplayers did not start playing within "
-                       f"{timeout:.0f} s; see the logs in the bench session")
-
-
-def on_backend(config: GymConfig, backend: str) -> GymConfig:
-    """The bench's config on a backend; on Ray the machine's cores are shared out so that every
-    Selfplayer fits beside the Predictor, as the processes share them."""
-    if backend == "processes":
-        return config
-    cores = psutil.cpu_count(logical=True) or 1
-    share = (cores - config.selfplay.ray_predictor_cpus) / config.selfplay.selfplayprocesses
-    share = max(0.01, int(share * 1000) / 1000)
-    return config.updated({"selfplay": {"backend": "ray", "ray_address": "local",
-                                        "ray_selfplayer_cpus": share}})
-
-
 def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
               searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
               fastpath: bool = True, in_selfplayers: bool = True,
@@ -217,8 +101,12 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     from gamegym.learners import get_learner
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
-    if found is None and learner not in LEARNERS:
-        raise ValueError(f"the learner preset {learner!r} is only defined for the bundled games")
+    if found is None:
+        try:
+            get_learner(learner)   # a learner has settings for every game; a variant does not
+        except ValueError:
+            raise ValueError(f"the learner preset {learner!r} is only defined for the bundled "
+                             "games") from None
     preset = found[1] if found else {"train": {"learner": learner}}
     if network is None:
         network = preset.get("network", {})
@@ -239,8 +127,8 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network_options(),
-                                                       learner))
+                      initial_model=initial_model_path(game, graph.game_args,
+                                                       config.network_options(), learner))
         names = ("processes", "ray") if backend == "both" else (backend,)
         pairs = [{name: end_to_end(path, on_backend(config, name), seconds) for name in names}
                  for _ in range(max(1, repeat) if backend == "both" else 1)]
@@ -249,7 +137,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         used_path = _session_path(config, gym.session)
         network = {}
         sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
-        if network_seconds > 0 and trains != "alphazero":
+        if network_seconds > 0 and not get_learner(trains).compares_network_paths:
             from gamegym.nets.tfsetup import load_model
             network = network_ceiling(load_model(gym.session.model_path(0)), graph, sizes,
                                       network_seconds / len(sizes), trains)
@@ -294,26 +182,6 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         figures.update(ray_figures(pairs, runs["ray"]))
         figures["config"]["repeat"] = len(pairs)
     return figures
-
-
-def ray_figures(pairs: list[dict], ray_run: dict) -> dict:
-    """The Ray run beside the processes one: its figures and the ratios of the pairs."""
-    ratios = [pair["ray"]["searches_per_s"] / max(1e-9, pair["processes"]["searches_per_s"])
-              for pair in pairs]
-    per_cpu = [pair["ray"]["searches_per_cpu_s"] / max(1e-9, pair["processes"][
-        "searches_per_cpu_s"]) for pair in pairs]
-    return {"ray": {"searches_per_s": round(ray_run["searches_per_s"], 1),
-                    "positions_per_s": round(ray_run["positions_per_s"], 2),
-                    "mean_batch": round(ray_run["mean_batch"], 2),
-                    "predictor_busy_fraction": round(ray_run["predictor_busy"], 3),
-                    "games_per_s": round(ray_run["games_per_s"], 3),
-                    "searches_per_cpu_s": round(ray_run["searches_per_cpu_s"], 1),
-                    "cpu_by_role": ray_run["cpu_by_role"],
-                    "rss_mb_by_role": ray_run["rss_mb_by_role"],
-                    "selfplayers": ray_run["selfplayers"], "head": ray_run["head"]},
-            "ray_vs_processes": round(float(np.median(ratios)), 3),
-            "ray_vs_processes_pairs": [round(r, 3) for r in ratios],
-            "ray_vs_processes_per_cpu": round(float(np.median(per_cpu)), 3)}
 
 
 def sample_positions(graph, count: int, seed: int = 0) -> np.ndarray:
@@ -394,37 +262,12 @@ def print_report(figures: dict) -> None:
               f"{head['broadcast_ms']:.1f} ms to put a model; object store {head['object_store']}")
 
 
-def cmd_bench(args) -> int:
-    if args.learning and (args.replay or args.adapt_to):
-        from gamegym.bench.replay import cmd_replay
-        return cmd_replay(args)
-    if args.learning:
-        from gamegym.bench.learning import cmd_learning
-        return cmd_learning(args)
-    if args.calibrate:
-        from gamegym.bench.calibration import (CALIBRATION_GAME, CALIBRATION_PAIRS, print_calibration,
-                                         run_calibration)
-        pairs = [tuple(pair) for pair in args.pair] if args.pair else CALIBRATION_PAIRS
-        figures = run_calibration(args.game or CALIBRATION_GAME, args.game_args, pairs,
-                                  args.games, args.seed, progress=None if args.json else print)
-        if args.json:
-            print(json.dumps(figures, sort_keys=True))
-        else:
-            print()
-            print_calibration(figures)
-        return 0
-    if args.peer:
-        from gamegym.bench.peer import print_peer_report, run_peer_bench
-        figures = run_peer_bench(args.seconds, args.searchcount, args.threads)
-        if args.json:
-            print(json.dumps(figures, sort_keys=True))
-        else:
-            print_peer_report(figures)
-        return 0
+def cmd_throughput(args) -> int:
+    """`gamegym bench throughput`: one run per learner preset, a report or one JSON object."""
     if args.backend != "processes":
         from gamegym.runtime.ray.cluster import import_ray
         import_ray(local=True)
-    runs = [run_bench(args.game or "games.santorini:Santorini", args.game_args, args.seconds,
+    runs = [run_bench(args.game, args.game_args, args.seconds,
                       args.selfplayers, args.threads, args.searchcount, args.batchsize,
                       args.batch_timeout_ms, fastpath=not args.tensorflow,
                       in_selfplayers=not args.predictor_only,
@@ -466,16 +309,27 @@ def _rounded(figures: dict | None, key: str) -> float | None:
     return None if figures is None else round(figures[key], 1)
 
 
-def add_commands(sub) -> None:
-    p = sub.add_parser("bench", help="measure self-play throughput (searches/s, efficiency)")
-    p.add_argument("--game", help="MODULE:CLASS (default: Santorini; Connect Four with "
-                                   "--calibrate)")
-    p.add_argument("--game-args", type=json_object, default={})
-    p.add_argument("--seconds", type=float, default=20.0)
+COMMAND = "throughput"
+EXAMPLE = """examples:
+  gamegym bench throughput --game games.tictactoe:TicTacToe --seconds 10
+  gamegym bench throughput --learner alphazero,bootstrapped --selfplayers 2 --json
+  gamegym bench throughput --backend both --repeat 3      # Ray beside the processes
+"""
+
+
+def add_parser(sub) -> None:
+    """`gamegym bench throughput`: self-play searches/s, the ceilings, the efficiency."""
+    p = sub.add_parser(COMMAND, help="self-play throughput: searches/s, ceilings, efficiency",
+                       description=__doc__, epilog=EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--game", default=DEFAULT_GAME, help="MODULE:CLASS (default: Santorini)")
+    p.add_argument("--game-args", type=json_object, default={},
+                   help="the game's arguments (JSON; default: the game's own)")
+    p.add_argument("--seconds", type=float, default=20.0, help="end-to-end measuring time")
     p.add_argument("--selfplayers", type=int, default=4)
-    p.add_argument("--threads", type=int, default=24)
-    p.add_argument("--searchcount", type=int, default=100)
-    p.add_argument("--batchsize", type=int, default=64)
+    p.add_argument("--threads", type=int, default=24, help="search threads per Selfplayer")
+    p.add_argument("--searchcount", type=int, default=100, help="searches per move")
+    p.add_argument("--batchsize", type=int, default=64, help="the Predictor's batch size")
     p.add_argument("--batch-timeout-ms", type=float, default=2.0)
     p.add_argument("--tensorflow", action="store_true",
                    help="evaluate with TensorFlow, not the CPU fast path (predict.numpy_fastpath "
@@ -493,48 +347,13 @@ def add_commands(sub) -> None:
                         "or both one after the other (their ratio)")
     p.add_argument("--repeat", type=int, default=1,
                    help="(--backend both) run each backend this many times, in turn")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--learning", metavar="MODULE:CLASS",
-                   help="instead: train this bundled game from scratch and print its curve")
-    p.add_argument("--opponents", metavar="SPEC,SPEC",
-                   help="(--learning) player specs to measure against, instead of the game's "
-                        "benchmark opponents")
-    p.add_argument("--calibrate", action="store_true",
-                   help="instead: the yardsticks against each other (--pair A B, repeated; "
-                        "default: Connect Four's mcts:N / alphabeta:D / alphabeta0:D pairs)")
-    p.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
-                   help="(--calibrate) two player specs to play a match")
-    p.add_argument("--games", type=int, default=40, help="(--calibrate) games per pair")
-    p.add_argument("--seed", type=int, default=0, help="(--calibrate) the matches' seed")
-    p.add_argument("--peer", choices=["openspiel"],
-                   help="instead: our search ceiling beside this peer's MCTS on every bundled "
-                        "game (--seconds per side and game, --searchcount, --threads)")
-    p.add_argument("--minutes", type=float, default=10.0, help="(--learning) training time")
-    p.add_argument("--interval", type=float, default=2.0,
-                   help="(--learning) minutes between evaluations")
-    p.add_argument("--eval-games", type=int, default=20,
-                   help="(--learning) games per curve point; the final point plays 4x as many")
-    p.add_argument("--eval-searchcount", type=int, default=100)
-    p.add_argument("--keep", type=Path, metavar="SESSION",
-                   help="(--learning) train in this new session folder and keep it (with "
-                        "several learners: one folder each inside it)")
     p.add_argument("--learner", default="alphazero",
                    help="learner preset(s), comma-separated: " + ", ".join(learner_presets())
-                        + " (--learning: one run each, one plot; else: the throughput of each, "
-                        "with ratios to the first)")
-    p.add_argument("--plot", type=Path, default=Path("learning.png"),
-                   help="(--learning) where to write the curve")
-    p.add_argument("--replay", nargs="+", choices=("window", "uniform", "prioritized", "curious"),
-                   help="(--learning) one run per replay mode (and seed), side by side in one "
-                        "plot, with the same seeds and minutes")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0],
-                   help="(--learning --replay / --adapt-to) the seeds of the runs")
-    p.add_argument("--adapt-to", metavar="MODULE:CLASS",
-                   help="(--learning) the adaptation experiment: learn the game for --pretrain "
-                        "minutes, then change to this game (same input and actions) and "
-                        "measure each --replay mode re-adapting for --minutes")
-    p.add_argument("--adapt-args", type=json_object, default={},
-                   help="(--adapt-to) the changed game's arguments (JSON)")
-    p.add_argument("--pretrain", type=float, default=4.0,
-                   help="(--adapt-to) minutes of learning before the change")
-    p.set_defaults(run=cmd_bench)
+                        + " (the throughput of each, with ratios to the first)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(run=cmd_throughput)
+
+
+def legacy_argv(tail: list[str]) -> list[str]:
+    """`gamegym bench [--game G] ...` (no job flag) was the throughput bench."""
+    return [COMMAND, *tail]

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from gamegym.cli.util import json_object
+from gamegym.cli.util import json_object, read_overrides
 from gamegym.config import ConfigError, GymConfig
 from gamegym.registry import BACKENDS
 from gamegym.game.graph import GameGraphError
@@ -17,15 +17,25 @@ from gamegym.data.session import SessionError
 def cmd_new(args) -> int:
     from gamegym.runtime.gym import GameGym
     from gamegym.game.graph import load_game
-    graph = load_game(args.game, args.game_args)
-    config = None
-    if args.config:
-        config = GymConfig.from_json_file(args.config, fill={"game": args.game,
-                                                             "game_args": graph.game_args})
     if Path(args.session, "config.json").exists():
         raise SessionError(f"session {args.session} already exists; use 'gamegym resume'")
-    gym = GameGym(args.session, graph=graph, config=config, initial_model=args.initial_model)
-    print(f"created session {gym.session.path} for {gym.config.game} {gym.config.game_args}")
+    graph, config, initial_model = None, None, args.initial_model
+    if args.preset:
+        from gamegym.cli.presets import new_session_settings
+        config, starter = new_session_settings(args.preset, args.game, args.game_args,
+                                               args.config)
+        initial_model = initial_model or starter
+    elif args.game is None:
+        raise ConfigError("give the game (--game MODULE:CLASS) or a preset (--preset NAME; "
+                          "gamegym presets lists them)")
+    else:
+        graph = load_game(args.game, args.game_args or {})
+        if args.config:
+            config = GymConfig.from_json_file(args.config, fill={"game": args.game,
+                                                                 "game_args": graph.game_args})
+    gym = GameGym(args.session, graph=graph, config=config, initial_model=initial_model)
+    print(f"created session {gym.session.path} for {gym.config.game} {gym.config.game_args}"
+          + (f" from the preset {args.preset}" if args.preset else ""))
     print(f"run it with: gamegym resume {args.session}")
     return 0
 
@@ -47,14 +57,7 @@ def cmd_resume(args) -> int:
 
 def cmd_continue(args) -> int:
     from gamegym.runtime.continuation import continue_session
-    overrides = {}
-    if args.config:
-        try:
-            overrides = json.loads(args.config.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise ConfigError(f"cannot read config file {args.config}: {error}") from error
-        if not isinstance(overrides, dict):
-            raise ConfigError(f"config file {args.config} must hold a JSON object")
+    overrides = read_overrides(args.config) if args.config else {}
     new = continue_session(args.source, args.session, args.game, args.game_args, overrides)
     config = new.load_config()
     origin = json.loads((new.path / "origin.json").read_text())
@@ -149,15 +152,26 @@ def cmd_check(args) -> int:
     return run_check(args.game, args.game_args, args.games, args.seed)
 
 
+NEW_EXAMPLE = """examples:
+  gamegym new sessions/ttt --preset tictactoe
+  gamegym new sessions/mygame --game games.santorini:Santorini --game-args '{"dimension": 4}'
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gamegym", description="A desktop self-play gym.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("new", help="create a session folder (does not start it)")
+    p = sub.add_parser("new", help="create a session folder (does not start it)",
+                       epilog=NEW_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("session", help="session folder, e.g. sessions/mygame")
-    p.add_argument("--game", required=True, help="the game as package.module:Class")
-    p.add_argument("--game-args", type=json_object, default={}, help="JSON keyword arguments")
-    p.add_argument("--config", type=Path, help="a config JSON file (see README)")
+    p.add_argument("--game", help="the game as package.module:Class (or from --preset)")
+    p.add_argument("--game-args", type=json_object, help="JSON keyword arguments")
+    p.add_argument("--preset", metavar="NAME",
+                   help="start from a bundled preset: its game, settings and starter model "
+                        "(gamegym presets lists them); --game, --game-args, --config change it")
+    p.add_argument("--config", type=Path, help="a config JSON file (see README); with --preset "
+                   "the changes to the preset's settings")
     p.add_argument("--initial-model", type=Path, help="a .keras model for iteration 0")
     p.set_defaults(run=cmd_new)
 
@@ -192,16 +206,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_check)
 
-    from gamegym.bench import throughput as bench
+    from gamegym import bench
+    from gamegym.cli import presets
     from gamegym.evaluation import evaluator as evaluation
-    bench.add_commands(sub)
+    bench.add_parser(sub)
     evaluation.add_commands(sub)
+    presets.add_parser(sub)
     return parser
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line as a namespace whose `run` is the command; an old spelling of a
+    `bench` job (see gamegym.bench.modern_argv) is taken with one deprecation line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        from gamegym.bench import modern_argv
+        argv = ["bench", *modern_argv(argv[1:])]
+    return build_parser().parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     from gamegym.runtime.gym import GymError
     try:
         return int(args.run(args) or 0)

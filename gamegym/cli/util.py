@@ -1,10 +1,13 @@
-"""Argument types shared by the command-line modules (cli, bench, evaluation)."""
+"""Argument types and readers shared by the command-line modules (cli, bench, evaluation)."""
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
-__all__ = ["json_object"]
+from gamegym.config import ConfigError
+
+__all__ = ["json_object", "read_overrides"]
 
 
 def json_object(text: str) -> dict:
@@ -16,3 +19,14 @@ def json_object(text: str) -> dict:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"dimension\": 3}'")
     return value
+
+
+def read_overrides(path: Path) -> dict:
+    """A config file's JSON object, as changes to apply (ConfigError when it is not one)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a JSON object")
+    return data

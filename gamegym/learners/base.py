@@ -64,6 +64,9 @@ class Learner(ABC):
     # whether self-play (and the model's player, by default) searches a tree; a learner that
     # plays straight from its network (bootstrapped) has no search ceiling nor efficiency
     searches_in_selfplay: bool = True
+    # whether its model is one network that gamegym.bench.networks can time on each path
+    # (TensorFlow, NumPy, ONNX Runtime); else the bench times the learner's own evaluator
+    compares_network_paths: bool = False
 
     @classmethod
     def check_config(cls, config) -> str | None:

@@ -43,6 +43,7 @@ EVAL_BATCH = 1024
 @register
 class AlphaZeroLearner(Learner):
     name = "alphazero"
+    compares_network_paths = True
 
     def __init__(self):
         self.optimizer = None
