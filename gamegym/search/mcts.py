@@ -1,6 +1,7 @@
-"""PUCT search with virtual loss over a GameGraph (no TensorFlow here).
+"""The tree search with virtual loss over a GameGraph (no TensorFlow here).
 
-A *search* is one simulation: select a path by PUCT, evaluate its leaf, back the value up.
+A *search* is one simulation: select a path (by the root rule, `SearchParams.rule`: PUCT or
+Gumbel, see `gamegym.search.rules`), evaluate its leaf, back the value up.
 `searchthreadcount` concurrent searches share one tree.  A search that reaches a new leaf marks it
 pending and keeps virtual loss on its path, so the others take different paths; the pending leaves
 of all concurrent searches go to the evaluator as ONE batch (one message to the Predictor).  A
@@ -12,14 +13,17 @@ Two drivers run the same tree code:
   sends the batch and the others wait on the tree's condition (never in a sleep loop).
 Under CPython's GIL the threads cost a context switch per search and give no parallelism, so the
 single driver is several times faster (see `gamegym bench` and the README).  With one concurrent
-search both are exactly the sequential search (`reference_search` in the tests).
+search both are exactly the sequential search (`reference_search` in the tests).  A rule may
+hold a simulation back until those in flight are backed up (Gumbel's sequential halving
+ranks the root's actions between phases): the single driver then sends its batch and backs it
+up first, an OS thread waits on the tree's condition for a backup.
 
 Values are negamax: every node's statistics are from the view of the player to move there.
 
 A search over something other than the GameGraph's vertices (MuZero's, `gamegym.search.latent`)
 subclasses `Search`: it overrides the tree operations (`_open`, `_select`, `_apply`, `_backup`),
 what the evaluator is asked (`_inputs`) and the roots (`new_root`, `next_root`), and keeps the
-drivers above, virtual loss and the root noise.
+drivers above, virtual loss and the root rules.
 
 With `solver=True` (off by default) the search is also an MCTS-solver (Winands, Bjornsson and
 Saito, 2008): terminal scores are exact, and a node is *proven* once one child is a proven loss
@@ -39,6 +43,7 @@ from typing import Callable, Hashable, Sequence
 import numpy as np
 
 from gamegym.game.graph import GameGraph
+from gamegym.search.rules import choose_action, search_rule, visit_policy
 
 __all__ = ["Node", "SearchParams", "Search", "Evaluator", "uniform_evaluator", "visit_policy",
            "choose_action"]
@@ -59,14 +64,27 @@ class SearchParams:
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
     os_threads: bool = False        # run the concurrent searches on OS threads (see Search)
     solver: bool = False            # prove wins and losses in the tree (MCTS-solver, see above)
+    rule: str = "puct"              # the root rule (gamegym.search.rules.SEARCH_RULES)
+    gumbel_considered: int = 16     # Gumbel: root actions sampled by Gumbel-Top-k
+    gumbel_value_scale: float = 0.1   # Gumbel: sigma's c_scale
+    gumbel_maxvisit_init: float = 50.0  # Gumbel: sigma's c_visit
 
     @classmethod
     def from_selfplay(cls, cfg, noise: bool = True) -> "SearchParams":
+        """The search of a `SelfplayConfig`; an unset `dirichlet_fraction` (None) is the
+        rule's default (PUCT 0.25, Gumbel 0); `noise=False`: none at all."""
+        rule = getattr(cfg, "search", "puct")
+        fraction = cfg.dirichlet_fraction
+        if fraction is None:
+            fraction = search_rule(rule).default_dirichlet_fraction
         return cls(searchcount=cfg.searchcount, threads=cfg.searchthreadcount,
                    exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
                    dirichlet_alpha=cfg.dirichlet_alpha,
-                   dirichlet_fraction=cfg.dirichlet_fraction if noise else 0.0,
-                   os_threads=cfg.search_os_threads, solver=cfg.search_solver)
+                   dirichlet_fraction=fraction if noise else 0.0,
+                   os_threads=cfg.search_os_threads, solver=cfg.search_solver, rule=rule,
+                   gumbel_considered=getattr(cfg, "gumbel_considered", 16),
+                   gumbel_value_scale=getattr(cfg, "gumbel_value_scale", 0.1),
+                   gumbel_maxvisit_init=getattr(cfg, "gumbel_maxvisit_init", 50.0))
 
 
 class Node:
@@ -140,6 +158,8 @@ class Search:
         self.graph = graph
         self.evaluate = evaluate
         self.params = params
+        self.rule = search_rule(params.rule)(params)
+        self._descend = self.rule.walker(self)   # root -> (path, leaf), or (None, None): wait
         self._cond = threading.Condition()
         self.searches_done = 0   # total searches run (for throughput figures)
         self.evaluations = 0     # leaves sent to the evaluator
@@ -154,12 +174,26 @@ class Search:
 
     def next_root(self, root: Node, index: int) -> Node:
         """The root of the next move after child `index` of `root` is played: the searched
-        child itself, so its subtree is kept."""
+        child itself, so its subtree is kept; a fresh node when the rule starts every move
+        afresh (Gumbel)."""
         child = root.children[index]
-        return child if child is not None else Node(root.child_vertices[index])
+        if child is None or not self.rule.keeps_subtree:
+            return self.new_root(root.child_vertices[index])
+        return child
 
-    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None) -> Node:
-        """Run `searchcount` searches from `root` (expanded first, noised if configured)."""
+    def policy_target(self, root: Node) -> np.ndarray:
+        """float32 [action_space_size]: the searched root's policy target (the rule's)."""
+        return self.rule.policy(root, self.graph.action_space_size)
+
+    def choose(self, root: Node, temperature: float, rng: np.random.Generator) -> int:
+        """The child index to play from the searched root (the rule's choice)."""
+        return self.rule.choose(root, temperature, rng)
+
+    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None,
+            explore: bool = True) -> Node:
+        """Run `searchcount` searches from `root` (expanded first, then begun by the rule:
+        noised if configured; `explore=False` leaves the root noise out, for the fast searches
+        of playout-cap randomization)."""
         count = self.params.searchcount if searchcount is None else searchcount
         if root.state == Node.NEW:
             self._open(root)
@@ -168,13 +202,14 @@ class Search:
                 self._flush(batch)
         if root.state == Node.TERMINAL or root.proven is not None:
             return root
-        self._add_noise(root, rng)
+        self.rule.begin(self, root, rng, count, explore)
         self._remaining = count
         threads = min(self.params.threads, count)
         # virtual loss only matters between threads; one thread is the plain sequential search
         self._virtualloss = self.params.virtualloss if threads > 1 else 0.0
         self._active = threads
         self._blocked = 0
+        self._halted = 0     # OS threads waiting for a backup before the rule goes on
         self._error: BaseException | None = None
         if not self.params.os_threads:
             self._collect(root, threads)
@@ -202,12 +237,17 @@ class Search:
         not sit idle during the round trip; the leaves in flight keep their virtual loss.
         """
         submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
+        descend = self._descend
         in_flight = None  # (batch, waiting searches, answer) sent and not yet backed up
         while (self._remaining > 0 and root.proven is None) or in_flight is not None:
             waiting = []
+            held = False     # the rule holds the next search until the others are backed up
             while len(waiting) < slots and self._remaining > 0 and root.proven is None:
+                path, leaf = descend(root)
+                if path is None:
+                    held = True
+                    break
                 self._remaining -= 1
-                path, leaf = self._select(root)
                 new = leaf.state == Node.NEW
                 if new:
                     self._open(leaf)
@@ -217,6 +257,8 @@ class Search:
                     self._backup_settled(path, leaf, new)
                     self.searches_done += 1
             batch, self._queue = self._queue, []
+            if held and not waiting and in_flight is None:
+                raise RuntimeError("the search rule waits for searches in flight, but none is")
             if submit is None:
                 if batch:
                     self._flush(batch)
@@ -242,8 +284,11 @@ class Search:
         with cond:
             try:
                 while self._remaining > 0 and self._error is None and root.proven is None:
+                    path, leaf = self._descend(root)
+                    if path is None:
+                        self._wait_for_backup()
+                        continue
                     self._remaining -= 1
-                    path, leaf = self._select(root)
                     new = leaf.state == Node.NEW
                     if new:
                         self._open(leaf)
@@ -253,6 +298,8 @@ class Search:
                     else:
                         self._backup_settled(path, leaf, new)
                     self.searches_done += 1
+                    if self._halted:
+                        cond.notify_all()
             except BaseException as error:  # surfaced by run(); wake everyone
                 self._error = error
                 self._remaining = 0
@@ -271,6 +318,22 @@ class Search:
                 self._cond.wait()
         finally:
             self._blocked -= 1
+        if self._error is not None:
+            raise self._error
+
+    def _wait_for_backup(self) -> None:
+        """Block until another thread backs a search up (the rule holds the next search until
+        those in flight are backed up); counts as blocked, so the batch goes out."""
+        done = self.searches_done
+        self._blocked += 1
+        self._halted += 1
+        try:
+            self._maybe_flush()
+            while self.searches_done == done and self._error is None:
+                self._cond.wait()
+        finally:
+            self._blocked -= 1
+            self._halted -= 1
         if self._error is not None:
             raise self._error
 
@@ -334,6 +397,13 @@ class Search:
         node.values = [0.0] * n
         node.state = Node.PENDING
         self._queue.append(node)
+
+    def _child(self, node: Node, i: int) -> Node:
+        """Child `i` of `node`, made on first use."""
+        child = node.children[i]
+        if child is None:
+            child = node.children[i] = Node(node.child_vertices[i])
+        return child
 
     def _select(self, root: Node) -> tuple[list, Node]:
         """Walk down by PUCT, applying virtual loss; returns the path and the leaf."""
@@ -426,46 +496,3 @@ class Search:
             return False
         node.proven = max(-child.proven for child in node.children)
         return True
-
-    def _add_noise(self, root: Node, rng: np.random.Generator) -> None:
-        fraction = self.params.dirichlet_fraction
-        if root.raw_priors is not None:
-            root.priors = root.raw_priors
-            root.raw_priors = None
-        if fraction <= 0 or len(root.priors) < 2:
-            return
-        noise = rng.dirichlet([self.params.dirichlet_alpha] * len(root.priors))
-        root.raw_priors = root.priors
-        root.priors = [(1 - fraction) * p + fraction * float(x)
-                       for p, x in zip(root.priors, noise)]
-
-
-def visit_policy(root: Node, action_space_size: int) -> np.ndarray:
-    """float32 [A]: the root's visit counts over action ids, normalised; with the solver, over
-    the proven-best children only (`Node.proven_best`)."""
-    pi = np.zeros(action_space_size, np.float32)
-    allowed = root.proven_best()
-    indices = range(len(root.actions)) if allowed is None else allowed
-    total = sum(root.visits[i] for i in indices)
-    if total <= 0:
-        pi[[root.actions[i] for i in indices]] = 1.0 / max(1, len(indices))
-        return pi
-    for i in indices:
-        pi[root.actions[i]] = root.visits[i] / total
-    return pi
-
-
-def choose_action(root: Node, temperature: float, rng: np.random.Generator) -> int:
-    """Index of the chosen child: visits^(1/T) sampling, or the most visited when T == 0.
-    Where the search proved something, only the proven-best children (or those not proven to
-    lose) are candidates."""
-    allowed = root.proven_best()
-    indices = np.arange(len(root.visits)) if allowed is None else np.asarray(allowed)
-    visits = np.asarray(root.visits, dtype=np.float64)[indices]
-    if temperature <= 0 or visits.sum() <= 0:
-        best = np.flatnonzero(visits == visits.max())
-        pick = best[0] if len(best) == 1 else rng.choice(best)
-    else:
-        weights = visits ** (1.0 / temperature)
-        pick = rng.choice(len(visits), p=weights / weights.sum())
-    return int(indices[pick])
