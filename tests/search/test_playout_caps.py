@@ -209,3 +209,25 @@ def test_a_gumbel_session_with_playout_caps_trains_an_iteration(new_session):
                               for p in sorted((session / "samples").glob("*/*.npz"))])
     assert set(weights.tolist()) == {0.0, 1.0}
     assert 0.3 < weights.mean() < 0.7
+
+
+@pytest.mark.slow
+def test_a_muzero_session_with_gumbel_and_playout_caps_trains_an_iteration(tmp_path):
+    """Every role in one process (the cheapest real run): MuZero's latent search under the
+    Gumbel rule with playout caps writes weighted samples and trains on them."""
+    from gamegym.runtime.gym import GameGym
+    config = GymConfig.from_dict({
+        "game": GAME, "debug_single_process": True, "status_interval": 0.0,
+        "network": {"width": 16, "blocks": 1, "hidden_size": 8},
+        "selfplay": {"searchthreadcount": 4, "searchcount": 16, "gamelog_dump_threshold": 5,
+                     "search": "gumbel", "playout_cap_probability": 0.5,
+                     "fast_searchcount": 4},
+        "train": {"learner": "muzero", "num_unroll_steps": 3, "min_samplecount": 60,
+                  "min_new_samples": 60, "epochs": 1, "batchsize": 32}})
+    gym = GameGym(tmp_path / "mz", config=config)
+    assert gym.resume(max_iterations=1, console=False) == 0
+    report = json.loads((tmp_path / "mz" / "train" / "1.json").read_text())
+    assert report["learner"] == "muzero" and np.isfinite(report["losses"]["policy_loss"])
+    weights = np.concatenate([read_sample_file(p)["policy_weight"]
+                              for p in sorted((tmp_path / "mz" / "samples").glob("*/*.npz"))])
+    assert set(weights.tolist()) == {0.0, 1.0}
