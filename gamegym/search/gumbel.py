@@ -154,18 +154,19 @@ def interior_index(priors: Sequence[float], value: float, sums: Sequence[float],
                    maxvisit_init: float = DEFAULT.maxvisit_init,
                    epsilon: float = DEFAULT.epsilon) -> int:
     """`interior_action` on a node's lists (priors [A] summing to 1, value sums [A], visits
-    [A], the network `value`), in plain Python floats: a few microseconds for ten children,
-    where the NumPy reference spends tens.  softmax(log p + sigma) is computed as
-    p * exp(sigma - max sigma), normalised, so no logarithm is taken per child."""
-    tiny = TINY
+    [A], the network `value`), in plain Python floats: several times faster than the NumPy
+    reference on a board game's few children.  softmax(log p + sigma) is computed as
+    p * exp(sigma - max sigma), normalised, so no logarithm is taken per child; a zero prior
+    counts as the smallest positive float, as in the reference, so the child of the largest q
+    always has a weight (>= that float) even where every other weight underflows."""
     total = weighted = mass = 0.0
     most = 0.0
     for p, w, n in zip(priors, sums, visits):
-        if n > most:
-            most = n
         if n > 0:
-            if p < tiny:
-                p = tiny
+            if n > most:
+                most = n
+            if p < TINY:
+                p = TINY
             total += n
             weighted += p * (w / n)
             mass += p
@@ -173,19 +174,13 @@ def interior_index(priors: Sequence[float], value: float, sums: Sequence[float],
     completed = [w / n if n > 0 else fill for w, n in zip(sums, visits)]
     low, high = min(completed), max(completed)
     factor = (maxvisit_init + most) * value_scale / max(high - low, epsilon)
-    sigmas = [factor * (q - low) for q in completed]
-    top = max(sigmas)
     exp = math.exp
-    weights = [(p if p > tiny else tiny) * exp(s - top) for p, s in zip(priors, sigmas)]
-    norm = 1.0 / sum(weights)
-    share = 1.0 / (1.0 + total)
-    best, best_score, i = 0, -math.inf, 0
-    for weight, n in zip(weights, visits):
-        score = weight * norm - n * share
-        if score > best_score:
-            best, best_score = i, score
-        i += 1
-    return best
+    tiny = TINY
+    weights = [(p if p > tiny else tiny) * exp(factor * (q - high))
+               for p, q in zip(priors, completed)]
+    norm, share = 1.0 / sum(weights), 1.0 / (1.0 + total)
+    scores = [w * norm - n * share for w, n in zip(weights, visits)]
+    return scores.index(max(scores))
 
 
 def to_action_space(policy: np.ndarray, actions: Sequence[int], size: int) -> np.ndarray:

@@ -104,6 +104,16 @@ def test_interior_index_matches_interior_action_on_random_nodes():
         assert got == expected, seed
 
 
+def test_interior_index_where_every_weight_underflows():
+    """Tens of thousands of visits and the best child without prior: every weight but that
+    child's underflows, and the answer is still the reference's (sigma outweighs the prior)."""
+    priors, visits = [0.0, 0.5, 0.5], [20000.0, 10000.0, 10000.0]
+    sums = [20000.0, -10000.0, -9000.0]
+    expected = interior_action(logits_from_priors(priors), 0.0, mean_values(sums, visits),
+                               np.asarray(visits))
+    assert interior_index(priors, 0.0, sums, visits) == expected == 0
+
+
 def reference_gumbel(graph, evaluate, vertex, count, seed, params=GumbelParams()):
     """A plain recursive Gumbel search with gamegym.search.gumbel's NumPy functions: (root
     visits [A], the move, the policy target over action ids)."""
