@@ -237,6 +237,15 @@ def test_never_plays_an_illegal_move_when_the_prior_favours_it():
         assert search.policy_target(root)[occupied].sum() == 0
 
 
+def test_with_the_solver_a_proven_win_is_the_move_and_the_whole_target():
+    for seed in range(5):
+        search, root = search_once(WIN_OF_FOUR, 50, 4, seed=seed, solver=True)
+        assert root.proven == 1.0 and search.searches_done < 50   # stops once proven
+        assert root.actions[search.choose(root, 0.0, None)] == 2
+        target = search.policy_target(root)
+        assert target[2] == 1.0 and target.sum() == 1.0
+
+
 def test_the_rule_answers_only_for_the_root_it_searched():
     search, root = search_once(MUST_BLOCK, 10)
     other = search.run(search.new_root(TicTacToe().roots[0]), np.random.default_rng(0))
