@@ -31,7 +31,7 @@ def main(names: list[str]) -> int:
             continue
         graph = load_game(preset["game"], preset["game_args"])
         learner = get_learner(preset_learner(preset))
-        model = learner.build_model(graph, preset["network"], seed=SEED)
+        model = learner.build_model(graph, GymConfig.from_dict(preset).network_options(), seed=SEED)
         path = INITIAL_MODELS / f"{name}.keras"
         model.save(path)
         size = path.stat().st_size

@@ -137,11 +137,12 @@ def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory(prefix="gamegym-adapt-") as folder:
-            config = GymConfig(**preset_for(game, graph.game_args)[1], status_interval=30.0,
-                               seed=seed).updated(replay_overrides(preset, "curious"))
+            config = GymConfig.from_dict({**preset_for(game, graph.game_args)[1],
+                                          "status_interval": 30.0, "seed": seed}
+                                         ).updated(replay_overrides(preset, "curious"))
             base = GameGym(Path(folder) / "base", config=config,
                            initial_model=initial_model_path(game, graph.game_args,
-                                                            config.network))
+                                                            config.network_options()))
             print(f"[bench] seed {seed}: learning {game} {graph.game_args} for {pretrain:g} "
                   "minutes (curious)", flush=True)
             started = time.monotonic()

@@ -24,8 +24,10 @@ Rules:
   refer to this move's simulations only (the evaluation cache makes the re-expanded positions
   cheap).
 
-This module imports neither the tree nor the config: `gamegym.config` asks `SEARCH_RULES`
-which names exist, and a new rule registers itself with `register_search`.
+The rules register in `gamegym.registry.SEARCHES` (this module is its provider): config
+validation, the CLI and the benches ask it which names exist; a rule of your own registers the
+same way (`@SEARCHES.register`, a class like these with a unique `name`).  This module imports
+neither the tree nor the config.
 """
 from __future__ import annotations
 
@@ -33,29 +35,19 @@ from typing import Callable
 
 import numpy as np
 
+from gamegym.registry import SEARCHES
 from gamegym.search.gumbel import (GumbelParams, SequentialHalving, gumbel_scores, gumbel_top_k,
                                    improved_policy, interior_index, logits_from_priors,
                                    mean_values, to_action_space)
 
-__all__ = ["SEARCH_RULES", "register_search", "search_rule", "SearchRule", "PuctRule",
-           "GumbelRule", "visit_policy", "choose_action", "add_root_noise"]
-
-SEARCH_RULES: dict[str, type] = {}   # name -> rule class
-
-
-def register_search(cls: type) -> type:
-    """Class decorator: make a rule selectable as `selfplay.search = cls.name`."""
-    SEARCH_RULES[cls.name] = cls
-    return cls
+__all__ = ["search_rule", "SearchRule", "PuctRule", "GumbelRule", "visit_policy",
+           "choose_action", "add_root_noise"]
 
 
 def search_rule(name: str) -> type:
-    """The rule class registered as `name`; ValueError naming the known ones otherwise."""
-    try:
-        return SEARCH_RULES[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown search rule {name!r}; known: "
-                         f"{', '.join(sorted(SEARCH_RULES))}") from None
+    """The rule class registered as `name` (gamegym.registry.RegistryError naming the known
+    ones otherwise)."""
+    return SEARCHES.get(name)
 
 
 class SearchRule:
@@ -96,7 +88,7 @@ def add_root_noise(root, rng: np.random.Generator, alpha: float, fraction: float
     root.priors = [(1 - fraction) * p + fraction * float(x) for p, x in zip(root.priors, noise)]
 
 
-@register_search
+@SEARCHES.register
 class PuctRule(SearchRule):
     """AlphaZero's rule: PUCT everywhere (the tree's own `_select`), Dirichlet noise at the
     root, visit counts as the target, visits^(1/T) as the move."""
@@ -118,7 +110,7 @@ class PuctRule(SearchRule):
         return choose_action(root, temperature, rng)
 
 
-@register_search
+@SEARCHES.register
 class GumbelRule(SearchRule):
     """The Gumbel rule at the root, the deterministic rule below it (see the module)."""
 

@@ -27,7 +27,7 @@ class SearchParams:
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
     os_threads: bool = False        # run the concurrent searches on OS threads (see mcts.Search)
     solver: bool = False            # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
-    rule: str = "puct"              # the root rule (gamegym.search.rules.SEARCH_RULES)
+    rule: str = "puct"              # the root rule (gamegym.registry.SEARCHES)
     gumbel_considered: int = 16     # Gumbel: root actions sampled by Gumbel-Top-k
     gumbel_value_scale: float = 0.1   # Gumbel: sigma's c_scale
     gumbel_maxvisit_init: float = 50.0  # Gumbel: sigma's c_visit

@@ -19,7 +19,8 @@ from gamegym.search.gumbel import (GumbelParams, SequentialHalving, gumbel_score
 from gamegym.search.latent import LatentSearch, uniform_latent_evaluator
 from gamegym.search.mcts import Node, Search, SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
-from gamegym.search.rules import SEARCH_RULES, GumbelRule, PuctRule, register_search, search_rule
+from gamegym.registry import SEARCHES, RegistryError
+from gamegym.search.rules import GumbelRule, PuctRule, search_rule
 
 # tic-tac-toe boards from the mover's view (1 = mine, -1 = theirs), one winning move: cell 2
 WIN_OF_TWO = (1, 1, 0,
@@ -385,11 +386,11 @@ def test_latent_selfplay_with_the_gumbel_rule_plays_whole_games():
 
 # ----- the registry and the config ------------------------------------------------------------------
 def test_search_rules_are_a_registry():
-    assert SEARCH_RULES["puct"] is PuctRule and SEARCH_RULES["gumbel"] is GumbelRule
-    with pytest.raises(ValueError, match="known: gumbel, puct"):
+    assert SEARCHES.get("puct") is PuctRule and SEARCHES.get("gumbel") is GumbelRule
+    with pytest.raises(RegistryError, match="gumbel, puct"):
         search_rule("alphabeta")
 
-    @register_search
+    @SEARCHES.register
     class Greedy(PuctRule):
         name = "test-greedy"
 
@@ -398,7 +399,7 @@ def test_search_rules_are_a_registry():
         assert isinstance(Search(TicTacToe(), uniform_evaluator(9),
                                  SearchParams.from_selfplay(cfg.selfplay)).rule, Greedy)
     finally:
-        del SEARCH_RULES["test-greedy"]
+        SEARCHES.unregister("test-greedy")
 
 
 @pytest.mark.parametrize("selfplay,message", [

@@ -218,11 +218,12 @@ def test_a_muzero_session_with_gumbel_and_playout_caps_trains_an_iteration(tmp_p
     from gamegym.runtime.gym import GameGym
     config = GymConfig.from_dict({
         "game": GAME, "debug_single_process": True, "status_interval": 0.0,
-        "network": {"width": 16, "blocks": 1, "hidden_size": 8},
+        "network": {"width": 16, "blocks": 1},
+        "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
         "selfplay": {"searchthreadcount": 4, "searchcount": 16, "gamelog_dump_threshold": 5,
                      "search": "gumbel", "playout_cap_probability": 0.5,
                      "fast_searchcount": 4},
-        "train": {"learner": "muzero", "num_unroll_steps": 3, "min_samplecount": 60,
+        "train": {"learner": "muzero", "min_samplecount": 60,
                   "min_new_samples": 60, "epochs": 1, "batchsize": 32}})
     gym = GameGym(tmp_path / "mz", config=config)
     assert gym.resume(max_iterations=1, console=False) == 0
