@@ -139,10 +139,11 @@ class SelfplayConfig:
     gumbel_considered: int = 16     # (gumbel) root actions sampled by Gumbel-Top-k (mctx: 16)
     gumbel_value_scale: float = 0.1  # (gumbel) c_scale of sigma(q) = (c_visit + max N) c_scale q
     gumbel_maxvisit_init: float = 50.0  # (gumbel) c_visit of sigma(q)
-    playout_cap_probability: float = 1.0  # chance of a full search (`searchcount`) per move; the
-    #                                 others get `fast_searchcount`, no root noise, and are no policy
-    #                                 targets (their value target stays the game result, which does
-    #                                 not depend on the search); 1 = off; KataGo uses 0.25
+    playout_cap_probability: float = 1.0  # chance of a full search (`searchcount`) per move;
+    #                                 the others get `fast_searchcount`, no Dirichlet noise, and
+    #                                 are no policy targets (their value target stays the game
+    #                                 result, which does not depend on the search); 1 = off;
+    #                                 KataGo uses 0.25
     fast_searchcount: int = 20      # searches of a fast move (playout-cap randomization)
     exploration_const: float = 1.5  # PUCT exploration constant c_puct
     virtualloss: float = 1.0        # visits of value -1 added on a path while its leaf is evaluated

@@ -37,7 +37,8 @@ import numpy as np
 
 __all__ = ["GumbelParams", "logits_from_priors", "mean_values", "gumbel_top_k", "mixed_value",
            "completed_q", "transformed_q", "qtransform", "gumbel_scores", "improved_policy",
-           "interior_action", "interior_index", "to_action_space", "halving_phases", "SequentialHalving",
+           "interior_action", "interior_index", "to_action_space", "halving_phases",
+           "SequentialHalving",
            "PlayoutCap", "PlayoutChoice"]
 
 TINY = np.finfo(np.float64).tiny   # the smallest prior a logit is taken of

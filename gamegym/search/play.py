@@ -38,7 +38,7 @@ def selfplay_game(graph: GameGraph, search: Search, cfg, rng: np.random.Generato
 
     Each move: with playout caps (`playout_cap`), one draw from `rng` decides a full search
     (`searchcount`, its position a policy target: policy_weight 1) or a fast one
-    (`fast_searchcount`, no root noise, policy_weight 0); without, every move is full and
+    (`fast_searchcount`, no Dirichlet noise, policy_weight 0); without, every move is full and
     `rng` draws nothing for it.  The move is the rule's choice at the temperature of the
     schedule (`temperature` before `temperature_drop_move`, then 0; the Gumbel rule ignores
     it).  Every position keeps its value target whatever its search."""

@@ -384,7 +384,7 @@ def test_latent_selfplay_with_the_gumbel_rule_plays_whole_games():
     assert all(legal[a] for a, legal in zip(record.action, record.legal))
 
 
-# ----- the registry and the config ------------------------------------------------------------------
+# ----- the registry and the config -----------------------------------------------------------
 def test_search_rules_are_a_registry():
     assert SEARCHES.get("puct") is PuctRule and SEARCHES.get("gumbel") is GumbelRule
     with pytest.raises(RegistryError, match="gumbel, puct"):
