@@ -14,8 +14,9 @@ alternate (`GameGraph.turns_alternate`; `require_alternating`).
 
 With the "puct" rule, selection is PUCT on min-max normalised Q (the paper's): Q(s, a), from the
 view of the mover at s, is mapped to [0, 1] by the smallest and largest values backed up in the
-tree so far (once they differ); an unvisited child counts 0.  Every backed-up value is a reward-plus-value sum the model
-gave, so its bounds contain every Q; virtual loss never enters them.  With the "gumbel" rule
+tree so far (once they differ); an unvisited child counts 0.  Every backed-up value is a
+reward-plus-value sum the model gave, so its bounds contain every Q; virtual loss never enters
+them.  With the "gumbel" rule
 (`gamegym.search.rules`), Gumbel MuZero: Gumbel-Top-k and sequential halving over the root's
 legal moves, the deterministic rule below it on q = reward - child value (sigma rescales each
 node's completed q by its own smallest and largest, as mctx does), and the improved policy as
