@@ -128,7 +128,8 @@ class MuZeroLearner(Learner):
         """Inputs {"x" [N, ...], "actions" int32 [N, K] (-1: past the game, drawn at random
         when trained)}; targets {"rows" [N, K+1] the sample of each step or -1, "value",
         "value_mask", "reward", "reward_mask" float32 [N, K+1], "pi" [N, A] and
-        "policy_weight" [N] (per sample, taken by "rows")}; sample ids arange(N): every sample starts one unroll."""
+        "policy_weight" [N] (per sample, taken by "rows")}; sample ids arange(N): every
+        sample starts one unroll."""
         unroll = int(option(train_config, "num_unroll_steps"))
         z = n_step_value_targets(batch, int(option(train_config, "value_td_steps")))
         mix = float(option(train_config, "value_target_mix"))
