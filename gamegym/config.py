@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from gamegym.game.playerspecs import check_player_spec
-from gamegym.registry import BACKENDS, LEARNERS, REPLAYS, Registry
+from gamegym.registry import BACKENDS, LEARNERS, REPLAYS, SEARCHES, Registry
 
 __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
            "EvaluateConfig", "GymConfig", "check", "int_in", "float_in", "boolean", "choice"]
@@ -134,14 +134,27 @@ class SelfplayConfig:
     search_os_threads: bool = False  # run them on OS threads; False: one thread drives them all
     search_solver: bool = False     # prove wins/losses in the tree (MCTS-solver); exact endgames
     searchcount: int = 100          # searches (MCTS simulations) per move
+    search: str = "puct"            # root rule: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero /
+    #                                 MuZero: Gumbel-Top-k, sequential halving, completed-Q targets)
+    gumbel_considered: int = 16     # (gumbel) root actions sampled by Gumbel-Top-k (mctx: 16)
+    gumbel_value_scale: float = 0.1  # (gumbel) c_scale of sigma(q) = (c_visit + max N) c_scale q
+    gumbel_maxvisit_init: float = 50.0  # (gumbel) c_visit of sigma(q)
+    playout_cap_probability: float = 1.0  # chance of a full search (`searchcount`) per move;
+    #                                 the others get `fast_searchcount`, no Dirichlet noise, and
+    #                                 are no policy targets (their value target stays the game
+    #                                 result, which does not depend on the search); 1 = off;
+    #                                 KataGo uses 0.25
+    fast_searchcount: int = 20      # searches of a fast move (playout-cap randomization)
     exploration_const: float = 1.5  # PUCT exploration constant c_puct
     virtualloss: float = 1.0        # visits of value -1 added on a path while its leaf is evaluated
     temperature: float = 1.0        # move choice ~ visits^(1/temperature) in the opening
-                                    # (bootstrapped: ~ softmax(Q / temperature) of its head)
+                                    # (bootstrapped: ~ softmax(Q / temperature) of its head;
+                                    # gumbel: not used, the root's Gumbel noise samples the move)
     temperature_drop_move: int = 8  # from this move on, play the most visited move (temperature 0)
                                     # (bootstrapped: the acting head's best move)
     dirichlet_alpha: float = 0.5    # Dirichlet noise concentration at the root
-    dirichlet_fraction: float = 0.25  # weight of the noise in the root priors (0 = off)
+    dirichlet_fraction: float | None = None  # weight of the noise in the root priors (0 = off;
+    #                                 None = the rule's default: puct 0.25, gumbel 0)
     max_moves: int = 200            # a game reaching this many moves is truncated
     gamelog_dump_threshold: int = 10  # finished games kept in memory before a sample file is written
     evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off;
@@ -165,7 +178,9 @@ class SelfplayConfig:
         _float_in(self, "temperature", 0.0, 100.0)
         _int_in(self, "temperature_drop_move", 0)
         _float_in(self, "dirichlet_alpha", 0.0, 100.0, low_open=True)
-        _float_in(self, "dirichlet_fraction", 0.0, 1.0)
+        if self.dirichlet_fraction is not None:
+            _float_in(self, "dirichlet_fraction", 0.0, 1.0)
+        self._validate_search()
         _int_in(self, "max_moves", 1)
         _int_in(self, "gamelog_dump_threshold", 1, 100_000)
         _int_in(self, "evaluation_cache", 0)
@@ -177,6 +192,21 @@ class SelfplayConfig:
         _float_in(self, "ray_selfplayer_cpus", 0.0, 1024.0, low_open=True)
         _float_in(self, "ray_predictor_cpus", 0.0, 1024.0, low_open=True)
         _int_in(self, "ray_object_store_mib", 75, 1_000_000)
+
+
+    def _validate_search(self) -> None:
+        """The root rule (asked of gamegym.registry.SEARCHES) and its fields."""
+        _registered(self, "search", SEARCHES)
+        _int_in(self, "gumbel_considered", 1, 65536)
+        _float_in(self, "gumbel_value_scale", 0.0, 1000.0)
+        _float_in(self, "gumbel_maxvisit_init", 0.0, 1e9)
+        _float_in(self, "playout_cap_probability", 0.0, 1.0, low_open=True)
+        _int_in(self, "fast_searchcount", 1, 1_000_000)
+        if self.playout_cap_probability < 1.0:
+            _check(self.fast_searchcount <= self.searchcount, "selfplay.fast_searchcount",
+                   f"({self.fast_searchcount}) must be <= selfplay.searchcount "
+                   f"({self.searchcount}) when playout caps are on "
+                   f"(selfplay.playout_cap_probability {self.playout_cap_probability} < 1)")
 
 
 @dataclass

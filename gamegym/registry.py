@@ -138,4 +138,4 @@ LEARNERS = Registry("learner", "train.learner", providers=(
 REPLAYS = Registry("replay", "train.replay", providers=("gamegym.data.replay",))
 BACKENDS = Registry("backend", "selfplay.backend", providers=(
     "gamegym.runtime.backends", "gamegym.runtime.ray.backend"))
-SEARCHES = Registry("search", "selfplay.search", providers=("gamegym.search.mcts",))
+SEARCHES = Registry("search", "selfplay.search", providers=("gamegym.search.rules",))

@@ -12,6 +12,9 @@ as a compressed ``.npz`` (zip members carry CRC32, so a truncated or flipped fil
   legal       bool    [N, A]             legal action ids at the position
   game        int32   [N]                game index within the file (unique per load)
   step        int32   [N]                move number within the game
+  policy_weight float32 [N]              weight of the position's policy target: 1 after a full
+                                         search, 0 after a fast one (playout-cap randomization);
+                                         a file without it reads as all 1
   result      float32 [G]                final score per game from the first mover's view
   truncated   bool    [G]                True when the game was cut at max_moves (not a loss/draw)
 
@@ -38,7 +41,8 @@ __all__ = ["GameRecord", "SampleBatch", "SampleCounter", "encode_sample_file", "
            "load_samples", "sample_iterations", "sample_files", "n_step_value_targets"]
 
 log = logging.getLogger(__name__)
-FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step")   # one row a sample
+FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step",
+          "policy_weight")                                                   # one row a sample
 GAME_FIELDS = ("result", "truncated")                                        # one row a game
 
 
@@ -51,12 +55,24 @@ class GameRecord:
     action: list = field(default_factory=list)      # int per position
     root_value: list = field(default_factory=list)  # float per position
     legal: list = field(default_factory=list)       # bool [A] per position
+    policy_weight: list = field(default_factory=list)  # float per position (1 full search,
+    #                                                    0 fast); empty: every position 1
     result: float = 0.0       # final score from the first mover's view (0 when truncated)
     truncated: bool = False
     extra: dict = field(default_factory=dict)  # name -> list, one array per position (a learner's)
 
     def __len__(self) -> int:
         return len(self.x)
+
+    def policy_weights(self) -> np.ndarray:
+        """float32 [N]: the policy target weight of each position (all 1 when none was
+        recorded)."""
+        if not self.policy_weight:
+            return np.ones(len(self.x), np.float32)
+        if len(self.policy_weight) != len(self.x):
+            raise ValueError(f"a game record has {len(self.policy_weight)} policy weights for "
+                             f"{len(self.x)} positions")
+        return np.asarray(self.policy_weight, np.float32)
 
     def value_targets(self) -> np.ndarray:
         """z per position from that position's mover's view (negamax alternation)."""
@@ -82,7 +98,12 @@ class SampleBatch:
     step: np.ndarray
     iteration: np.ndarray      # int32 [N] model iteration that played each sample
     truncated: np.ndarray      # bool [N] the sample's game was truncated
+    policy_weight: np.ndarray | None = None     # float32 [N] (None: all 1)
     extra: dict = field(default_factory=dict)   # name -> [N, ...] a learner's own columns
+
+    def __post_init__(self):
+        if self.policy_weight is None:
+            self.policy_weight = np.ones(len(self.z), np.float32)
 
     def __len__(self) -> int:
         return len(self.z)
@@ -131,6 +152,7 @@ def records_to_arrays(records: list[GameRecord]) -> dict[str, np.ndarray]:
         "legal": np.stack([m for r in records for m in r.legal]).astype(bool),
         "game": np.concatenate([np.full(len(r), g, np.int32) for g, r in enumerate(records)]),
         "step": np.concatenate([np.arange(len(r), dtype=np.int32) for r in records]),
+        "policy_weight": np.concatenate([r.policy_weights() for r in records]),
         "result": np.array([r.result for r in records], dtype=np.float32),
         "truncated": np.array([r.truncated for r in records], dtype=bool),
     }
@@ -172,6 +194,8 @@ def read_sample_file(path: Path) -> dict[str, np.ndarray]:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
         raise ValueError(f"damaged sample file {path}: {error}") from error
+    if "policy_weight" not in arrays and "z" in arrays:   # written before the column existed
+        arrays["policy_weight"] = np.ones(len(arrays["z"]), np.float32)
     missing = [k for k in FIELDS + GAME_FIELDS if k not in arrays]
     if missing:
         raise ValueError(f"sample file {path} lacks {missing}")

@@ -1,8 +1,9 @@
-"""The search: MCTS over a GameGraph (PUCT with virtual loss), MuZero's search in a learned
-latent space, the Gumbel root rule (gumbel.py), the per-move search budget (playout-cap
-randomization), and playing games with a search.  Values are negamax, from the view of the
-player to move.
+"""The search: one tree core with virtual loss (mcts.py, its parts in tree.py), the root rules
+it runs, registered by name (rules.py: PUCT, and Gumbel on the pure core in gumbel.py),
+MuZero's search in a learned latent space (latent.py), and playing games with a search, with
+playout-cap randomization (play.py).  Values are negamax, from the view of the player to move.
 
-May import: gamegym.game, gamegym.nets.inference (what a search asks of a network), gamegym.data
-(to write what it played) and numpy; never TensorFlow, the learners or the runtime.
+May import: gamegym.game, gamegym.registry, gamegym.nets.inference (what a search asks of a
+network), gamegym.data (to write what it played) and numpy; never TensorFlow, the learners or
+the runtime.
 """

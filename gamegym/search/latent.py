@@ -12,13 +12,18 @@ edge's reward is what the player moving there receives.  The value backed up to 
 reward - child value (AlphaZero's -child value, with reward 0), which needs turns that strictly
 alternate (`GameGraph.turns_alternate`; `require_alternating`).
 
-Selection is PUCT on min-max normalised Q (the paper's): Q(s, a), from the view of the mover at
-s, is mapped to [0, 1] by the smallest and largest values backed up in the tree so far (once they
-differ); an unvisited child counts 0.  Every backed-up value is a reward-plus-value sum the model
-gave, so its bounds contain every Q; virtual loss never enters them.
+With the "puct" rule, selection is PUCT on min-max normalised Q (the paper's): Q(s, a), from the
+view of the mover at s, is mapped to [0, 1] by the smallest and largest values backed up in the
+tree so far (once they differ); an unvisited child counts 0.  Every backed-up value is a
+reward-plus-value sum the model gave, so its bounds contain every Q; virtual loss never enters
+them.  With the "gumbel" rule
+(`gamegym.search.rules`), Gumbel MuZero: Gumbel-Top-k and sequential halving over the root's
+legal moves, the deterministic rule below it on q = reward - child value (sigma rescales each
+node's completed q by its own smallest and largest, as mctx does), and the improved policy as
+the target.
 
 Everything else -- concurrent searches under virtual loss, one batch per round, the pipelined
-Predictor round trip, Dirichlet noise at the root -- is `gamegym.search.mcts.Search`'s: this module
+Predictor round trip, the root rules -- is `gamegym.search.mcts.Search`'s: this module
 overrides the tree operations only.
 
 Model iterations: the hidden states of a tree were made by the iteration that answered its root,
@@ -91,12 +96,13 @@ class LatentSearch(Search):
         observation (the hidden states below the old root are the model's, not the game's)."""
         return LatentNode(root.child_vertices[index])
 
-    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None) -> Node:
+    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None,
+            explore: bool = True) -> Node:
         for attempt in range(RESTARTS + 1):
             if root is not self._tree or root.state == Node.NEW:
                 self._tree, self.low, self.high = root, math.inf, -math.inf
             try:
-                return super().run(root, rng, searchcount)
+                return super().run(root, rng, searchcount, explore)
             except StaleIteration:
                 if attempt == RESTARTS:
                     raise
@@ -143,6 +149,12 @@ class LatentSearch(Search):
             node.value = float(values[j])
             node.hidden = hidden[j] if hidden is not None else None
             node.state = Node.EXPANDED
+
+    def _child(self, node: Node, i: int) -> LatentNode:
+        child = node.children[i]
+        if child is None:
+            child = node.children[i] = LatentNode(None, node, node.actions[i])
+        return child
 
     def _select(self, root: Node) -> tuple[list, Node]:
         """Walk down by PUCT on min-max normalised Q, applying virtual loss."""

@@ -1,6 +1,7 @@
-"""PUCT search with virtual loss over a GameGraph (no TensorFlow here).
+"""The tree search with virtual loss over a GameGraph (no TensorFlow here).
 
-A *search* is one simulation: select a path by PUCT, evaluate its leaf, back the value up.
+A *search* is one simulation: select a path (by the root rule, `SearchParams.rule`: PUCT or
+Gumbel, see `gamegym.search.rules`), evaluate its leaf, back the value up.
 `searchthreadcount` concurrent searches share one tree.  A search that reaches a new leaf marks it
 pending and keeps virtual loss on its path, so the others take different paths; the pending leaves
 of all concurrent searches go to the evaluator as ONE batch (one message to the Predictor).  A
@@ -12,14 +13,17 @@ Two drivers run the same tree code:
   sends the batch and the others wait on the tree's condition (never in a sleep loop).
 Under CPython's GIL the threads cost a context switch per search and give no parallelism, so the
 single driver is several times faster (see `gamegym bench` and the README).  With one concurrent
-search both are exactly the sequential search (`reference_search` in the tests).
+search both are exactly the sequential search (`reference_search` in the tests).  A rule may
+hold a simulation back until those in flight are backed up (Gumbel's sequential halving
+ranks the root's actions between phases): the single driver then sends its batch and backs it
+up first, an OS thread waits on the tree's condition for a backup.
 
 Values are negamax: every node's statistics are from the view of the player to move there.
 
 A search over something other than the GameGraph's vertices (MuZero's, `gamegym.search.latent`)
 subclasses `Search`: it overrides the tree operations (`_open`, `_select`, `_apply`, `_backup`),
 what the evaluator is asked (`_inputs`) and the roots (`new_root`, `next_root`), and keeps the
-drivers above, virtual loss and the root noise.
+drivers above, virtual loss and the root rules.
 
 With `solver=True` (off by default) the search is also an MCTS-solver (Winands, Bjornsson and
 Saito, 2008): terminal scores are exact, and a node is *proven* once one child is a proven loss
@@ -27,114 +31,26 @@ for the player to move there (so the node is a win) or all its children are prov
 then the best of theirs).  Searches stop at proven nodes instead of evaluating below them,
 never enter a child proven to lose while another is open, and stop altogether once the root is
 proven.  The move choice and the policy target keep to the proven-best moves, and a proven root
-reports its exact value, so the end of every game is played and labelled exactly.
+reports its exact value, so the end of every game is played and labelled exactly.  Under the
+Gumbel rule the proofs stop the walks and bound the move and the target the same way, but the
+halving and the interior rule do not steer around proven losses.
 """
 from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
-from typing import Callable, Hashable, Sequence
+from typing import Hashable
 
 import numpy as np
 
 from gamegym.game.graph import GameGraph
-from gamegym.registry import SEARCHES
+from gamegym.search.rules import choose_action, search_rule, visit_policy
+from gamegym.search.tree import Evaluator, Node, SearchParams, uniform_evaluator
 
 __all__ = ["Node", "SearchParams", "Search", "Evaluator", "uniform_evaluator", "visit_policy",
            "choose_action"]
 
-# evaluator(vertices) -> (probs float32 [B, A] over action ids, values float32 [B] mover's view)
-Evaluator = Callable[[Sequence[Hashable]], tuple[np.ndarray, np.ndarray]]
 
-
-@dataclass(frozen=True)
-class SearchParams:
-    """What the search needs from the self-play config."""
-
-    searchcount: int = 100          # searches per move
-    threads: int = 1                # search threads sharing the tree
-    exploration_const: float = 1.5  # c_puct
-    virtualloss: float = 1.0        # loss visits added along a path while its leaf is evaluated
-    dirichlet_alpha: float = 0.5    # root noise concentration
-    dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
-    os_threads: bool = False        # run the concurrent searches on OS threads (see Search)
-    solver: bool = False            # prove wins and losses in the tree (MCTS-solver, see above)
-
-    @classmethod
-    def from_selfplay(cls, cfg, noise: bool = True) -> "SearchParams":
-        return cls(searchcount=cfg.searchcount, threads=cfg.searchthreadcount,
-                   exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
-                   dirichlet_alpha=cfg.dirichlet_alpha,
-                   dirichlet_fraction=cfg.dirichlet_fraction if noise else 0.0,
-                   os_threads=cfg.search_os_threads, solver=cfg.search_solver)
-
-
-class Node:
-    """A vertex in the search tree with the statistics of its outgoing edges (mover's view)."""
-
-    __slots__ = ("vertex", "child_vertices", "actions", "children", "priors", "raw_priors",
-                 "visits", "values", "total", "state", "value", "proven", "solved")
-
-    NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
-
-    def __init__(self, vertex: Hashable):
-        self.vertex = vertex
-        self.child_vertices: tuple = ()
-        self.actions: tuple = ()
-        self.children: list = []          # Node or None per child
-        self.priors: list = []            # P(s, a) per child
-        self.raw_priors: list | None = None  # priors before root noise
-        self.visits: list = []            # N(s, a) per child, virtual visits included
-        self.values: list = []            # W(s, a) per child, sum of values from this node's view
-        self.total = 0                    # sum of visits
-        self.state = Node.NEW
-        self.value = 0.0                  # network value (or final score) from the mover's view
-        self.proven: float | None = None  # exact value from the mover's view, once proven
-        self.solved = 0                   # how many children are proven
-
-    def mean_value(self) -> float:
-        """Search value of this node from its mover's view (its exact value once proven)."""
-        if self.proven is not None:
-            return self.proven
-        return sum(self.values) / self.total if self.total else self.value
-
-    def proven_best(self) -> list[int] | None:
-        """Indices of the children a move may go to, as far as the search proved anything:
-        the children that achieve a proven value, else the children not proven to lose (None
-        when nothing rules a child out)."""
-        if not self.solved:
-            return None
-        children = self.children
-        if self.proven is not None:
-            best = [i for i, c in enumerate(children)
-                    if c is not None and c.proven is not None and -c.proven == self.proven]
-            return best or None
-        keep = [i for i, c in enumerate(children)
-                if c is None or c.proven is None or c.proven < 1.0]
-        return keep if len(keep) < len(children) else None
-
-
-def uniform_evaluator(action_space_size: int) -> Evaluator:
-    """A stub evaluator: uniform priors and value 0 (for the search ceiling and tests).  The
-    answer for each batch size is made once and handed out read-only, so the stub costs the
-    search next to nothing."""
-    answers: dict = {}
-
-    def evaluate(vertices):
-        n = len(vertices)
-        answer = answers.get(n)
-        if answer is None:
-            answer = (np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
-                      np.zeros(n, np.float32))
-            for array in answer:
-                array.flags.writeable = False
-            answers[n] = answer
-        return answer
-    return evaluate
-
-
-@SEARCHES.register(name="puct")
 class Search:
     """Runs searches from a root node; one instance per Selfplayer (reused across moves)."""
 
@@ -142,6 +58,8 @@ class Search:
         self.graph = graph
         self.evaluate = evaluate
         self.params = params
+        self.rule = search_rule(params.rule)(params)
+        self._descend = self.rule.walker(self)   # root -> (path, leaf), or (None, None): wait
         self._cond = threading.Condition()
         self.searches_done = 0   # total searches run (for throughput figures)
         self.evaluations = 0     # leaves sent to the evaluator
@@ -156,12 +74,26 @@ class Search:
 
     def next_root(self, root: Node, index: int) -> Node:
         """The root of the next move after child `index` of `root` is played: the searched
-        child itself, so its subtree is kept."""
+        child itself, so its subtree is kept; a fresh node when the rule starts every move
+        afresh (Gumbel)."""
         child = root.children[index]
-        return child if child is not None else Node(root.child_vertices[index])
+        if child is None or not self.rule.keeps_subtree:
+            return self.new_root(root.child_vertices[index])
+        return child
 
-    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None) -> Node:
-        """Run `searchcount` searches from `root` (expanded first, noised if configured)."""
+    def policy_target(self, root: Node) -> np.ndarray:
+        """float32 [action_space_size]: the searched root's policy target (the rule's)."""
+        return self.rule.policy(root, self.graph.action_space_size)
+
+    def choose(self, root: Node, temperature: float, rng: np.random.Generator) -> int:
+        """The child index to play from the searched root (the rule's choice)."""
+        return self.rule.choose(root, temperature, rng)
+
+    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None,
+            explore: bool = True) -> Node:
+        """Run `searchcount` searches from `root` (expanded first, then begun by the rule:
+        noised if configured; `explore=False` leaves the root noise out, for the fast searches
+        of playout-cap randomization)."""
         count = self.params.searchcount if searchcount is None else searchcount
         if root.state == Node.NEW:
             self._open(root)
@@ -170,13 +102,14 @@ class Search:
                 self._flush(batch)
         if root.state == Node.TERMINAL or root.proven is not None:
             return root
-        self._add_noise(root, rng)
+        self.rule.begin(self, root, rng, count, explore)
         self._remaining = count
         threads = min(self.params.threads, count)
         # virtual loss only matters between threads; one thread is the plain sequential search
         self._virtualloss = self.params.virtualloss if threads > 1 else 0.0
         self._active = threads
         self._blocked = 0
+        self._halted = 0     # OS threads waiting for a backup before the rule goes on
         self._error: BaseException | None = None
         if not self.params.os_threads:
             self._collect(root, threads)
@@ -204,12 +137,17 @@ class Search:
         not sit idle during the round trip; the leaves in flight keep their virtual loss.
         """
         submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
+        descend = self._descend
         in_flight = None  # (batch, waiting searches, answer) sent and not yet backed up
         while (self._remaining > 0 and root.proven is None) or in_flight is not None:
             waiting = []
+            held = False     # the rule holds the next search until the others are backed up
             while len(waiting) < slots and self._remaining > 0 and root.proven is None:
+                path, leaf = descend(root)
+                if path is None:
+                    held = True
+                    break
                 self._remaining -= 1
-                path, leaf = self._select(root)
                 new = leaf.state == Node.NEW
                 if new:
                     self._open(leaf)
@@ -219,6 +157,8 @@ class Search:
                     self._backup_settled(path, leaf, new)
                     self.searches_done += 1
             batch, self._queue = self._queue, []
+            if held and not waiting and in_flight is None:
+                raise RuntimeError("the search rule waits for searches in flight, but none is")
             if submit is None:
                 if batch:
                     self._flush(batch)
@@ -244,8 +184,11 @@ class Search:
         with cond:
             try:
                 while self._remaining > 0 and self._error is None and root.proven is None:
+                    path, leaf = self._descend(root)
+                    if path is None:
+                        self._wait_for_backup()
+                        continue
                     self._remaining -= 1
-                    path, leaf = self._select(root)
                     new = leaf.state == Node.NEW
                     if new:
                         self._open(leaf)
@@ -255,6 +198,8 @@ class Search:
                     else:
                         self._backup_settled(path, leaf, new)
                     self.searches_done += 1
+                    if self._halted:
+                        cond.notify_all()
             except BaseException as error:  # surfaced by run(); wake everyone
                 self._error = error
                 self._remaining = 0
@@ -273,6 +218,22 @@ class Search:
                 self._cond.wait()
         finally:
             self._blocked -= 1
+        if self._error is not None:
+            raise self._error
+
+    def _wait_for_backup(self) -> None:
+        """Block until another thread backs a search up (the rule holds the next search until
+        those in flight are backed up); counts as blocked, so the batch goes out."""
+        done = self.searches_done
+        self._blocked += 1
+        self._halted += 1
+        try:
+            self._maybe_flush()
+            while self.searches_done == done and self._error is None:
+                self._cond.wait()
+        finally:
+            self._blocked -= 1
+            self._halted -= 1
         if self._error is not None:
             raise self._error
 
@@ -336,6 +297,13 @@ class Search:
         node.values = [0.0] * n
         node.state = Node.PENDING
         self._queue.append(node)
+
+    def _child(self, node: Node, i: int) -> Node:
+        """Child `i` of `node`, made on first use."""
+        child = node.children[i]
+        if child is None:
+            child = node.children[i] = Node(node.child_vertices[i])
+        return child
 
     def _select(self, root: Node) -> tuple[list, Node]:
         """Walk down by PUCT, applying virtual loss; returns the path and the leaf."""
@@ -428,46 +396,3 @@ class Search:
             return False
         node.proven = max(-child.proven for child in node.children)
         return True
-
-    def _add_noise(self, root: Node, rng: np.random.Generator) -> None:
-        fraction = self.params.dirichlet_fraction
-        if root.raw_priors is not None:
-            root.priors = root.raw_priors
-            root.raw_priors = None
-        if fraction <= 0 or len(root.priors) < 2:
-            return
-        noise = rng.dirichlet([self.params.dirichlet_alpha] * len(root.priors))
-        root.raw_priors = root.priors
-        root.priors = [(1 - fraction) * p + fraction * float(x)
-                       for p, x in zip(root.priors, noise)]
-
-
-def visit_policy(root: Node, action_space_size: int) -> np.ndarray:
-    """float32 [A]: the root's visit counts over action ids, normalised; with the solver, over
-    the proven-best children only (`Node.proven_best`)."""
-    pi = np.zeros(action_space_size, np.float32)
-    allowed = root.proven_best()
-    indices = range(len(root.actions)) if allowed is None else allowed
-    total = sum(root.visits[i] for i in indices)
-    if total <= 0:
-        pi[[root.actions[i] for i in indices]] = 1.0 / max(1, len(indices))
-        return pi
-    for i in indices:
-        pi[root.actions[i]] = root.visits[i] / total
-    return pi
-
-
-def choose_action(root: Node, temperature: float, rng: np.random.Generator) -> int:
-    """Index of the chosen child: visits^(1/T) sampling, or the most visited when T == 0.
-    Where the search proved something, only the proven-best children (or those not proven to
-    lose) are candidates."""
-    allowed = root.proven_best()
-    indices = np.arange(len(root.visits)) if allowed is None else np.asarray(allowed)
-    visits = np.asarray(root.visits, dtype=np.float64)[indices]
-    if temperature <= 0 or visits.sum() <= 0:
-        best = np.flatnonzero(visits == visits.max())
-        pick = best[0] if len(best) == 1 else rng.choice(best)
-    else:
-        weights = visits ** (1.0 / temperature)
-        pick = rng.choice(len(visits), p=weights / weights.sum())
-    return int(indices[pick])

@@ -1,8 +1,8 @@
 """Playing with MCTS over the GameGraph (AlphaZero's way): a self-play game, the self-play
 driver of a Selfplayer, and a model player for matches.
 
-  selfplay_game   one self-play game with a Search: visit-count policies, root values, the
-                  temperature schedule, truncation at `max_moves`
+  selfplay_game   one self-play game with a Search: the rule's policy targets and moves, root
+                  values, the temperature schedule, playout caps, truncation at `max_moves`
   SearchSelfplay  AlphaZero's `Learner.selfplayer`: games one after another, leaves evaluated
                   through a model service (gamegym.nets.inference) with an evaluation cache
   MCTSPlayer      search with a model's evaluations, the most visited move (no noise)
@@ -15,20 +15,37 @@ import numpy as np
 
 from gamegym.game.graph import GameGraph
 from gamegym.nets.inference import PositionEvaluator
-from gamegym.search.mcts import Node, Search, SearchParams, choose_action, visit_policy
+from gamegym.search.gumbel import PlayoutCap
+from gamegym.search.mcts import Node, Search, SearchParams, choose_action
 from gamegym.game.players import Player
 from gamegym.data.samples import GameRecord
 
-__all__ = ["selfplay_game", "SearchSelfplay", "MCTSPlayer"]
+__all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "MCTSPlayer"]
+
+
+def playout_cap(cfg) -> PlayoutCap | None:
+    """The playout cap of a `SelfplayConfig` (None when every move gets the full search:
+    `playout_cap_probability` 1, the default)."""
+    probability = getattr(cfg, "playout_cap_probability", 1.0)
+    if probability >= 1.0:
+        return None
+    return PlayoutCap(cfg.searchcount, cfg.fast_searchcount, probability)
 
 
 def selfplay_game(graph: GameGraph, search: Search, cfg, rng: np.random.Generator,
                   should_stop: Callable[[], bool] = lambda: False) -> GameRecord | None:
-    """One self-play game; None when stopped before it finished."""
+    """One self-play game; None when stopped before it finished.
+
+    Each move: with playout caps (`playout_cap`), one draw from `rng` decides a full search
+    (`searchcount`, its position a policy target: policy_weight 1) or a fast one
+    (`fast_searchcount`, no Dirichlet noise, policy_weight 0); without, every move is full and
+    `rng` draws nothing for it.  The move is the rule's choice at the temperature of the
+    schedule (`temperature` before `temperature_drop_move`, then 0; the Gumbel rule ignores
+    it).  Every position keeps its value target whatever its search."""
+    cap = playout_cap(cfg)
     roots = graph.roots
     node = search.new_root(roots[int(rng.integers(len(roots)))] if len(roots) > 1 else roots[0])
     record = GameRecord()
-    size = graph.action_space_size
     move = 0
     while True:
         if not graph.children_at(node.vertex):
@@ -40,13 +57,18 @@ def selfplay_game(graph: GameGraph, search: Search, cfg, rng: np.random.Generato
             return record
         if should_stop():
             return None
-        search.run(node, rng)
+        if cap is None:
+            search.run(node, rng)
+        else:
+            full, count = cap.draw(rng)
+            search.run(node, rng, count, explore=full)
+            record.policy_weight.append(1.0 if full else 0.0)
         record.x.append(graph.numpify(node.vertex))
-        record.pi.append(visit_policy(node, size))
+        record.pi.append(search.policy_target(node))
         record.legal.append(graph.legal_mask(node.vertex))
         record.root_value.append(node.mean_value())
         temperature = cfg.temperature if move < cfg.temperature_drop_move else 0.0
-        index = choose_action(node, temperature, rng)
+        index = search.choose(node, temperature, rng)
         record.action.append(node.actions[index])
         node = search.next_root(node, index)
         move += 1

@@ -1,8 +1,11 @@
 """The AlphaZero learner: policy + value heads; loss = cross-entropy(pi) + w * MSE(z) + L2.
 
-Per sample:  policy_loss = softmax cross-entropy of pi against the logits, with the logits of
-illegal actions (the sample's `legal` mask) set to -1e9 first, so the network spends no capacity
-on moves that cannot be played;  value_loss = (z - value)^2;  loss = policy_loss + w * value_loss.
+Per sample:  policy_loss = c * softmax cross-entropy of pi against the logits, with the logits
+of illegal actions (the sample's `legal` mask) set to -1e9 first, so the network spends no
+capacity on moves that cannot be played, and c the sample's `policy_weight` (0 after a fast
+search of playout-cap randomization: its visits are no target);  value_loss = (z - value)^2,
+for every sample;  loss = policy_loss + w * value_loss.  The reported policy_loss is the mean
+over the samples that carry a policy target.
 The minimised total adds the L2 weight decay held in the network's kernel regularizers.
 
 Training options read from the train config (see `gamegym.learners.base.option`; defaults are
@@ -63,26 +66,28 @@ class AlphaZeroLearner(Learner):
             learning_rate=float(option(train_config, "learning_rate")))
         self._model = model
 
-        def losses(x, pi, z, legal, training):
+        def losses(x, pi, z, legal, policy_weight, training):
             logits, value = model(x, training=training)
             logits = tf.where(legal, logits, tf.fill(tf.shape(logits), -1e9))
             policy = tf.nn.softmax_cross_entropy_with_logits(labels=pi, logits=logits)
-            return policy, tf.square(z - tf.reshape(value, [-1]))
+            return policy * policy_weight, tf.square(z - tf.reshape(value, [-1]))
 
         @tf.function(reduce_retracing=True)
-        def train_step(x, pi, z, legal, weight):
+        def train_step(x, pi, z, legal, policy_weight, weight):
             with tf.GradientTape() as tape:
-                policy, value = losses(x, pi, z, legal, True)
+                policy, value = losses(x, pi, z, legal, policy_weight, True)
                 l2 = tf.add_n(model.losses) if model.losses else tf.constant(0.0)
                 per_sample = policy + weight * value
                 total = tf.reduce_mean(per_sample) + l2
             grads = tape.gradient(total, model.trainable_variables)
             self.optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            return per_sample, tf.stack([total, tf.reduce_mean(policy), tf.reduce_mean(value), l2])
+            policy_mean = tf.math.divide_no_nan(tf.reduce_sum(policy),
+                                                tf.reduce_sum(policy_weight))
+            return per_sample, tf.stack([total, policy_mean, tf.reduce_mean(value), l2])
 
         @tf.function(reduce_retracing=True)
-        def eval_step(x, pi, z, legal):
-            return losses(x, pi, z, legal, False)
+        def eval_step(x, pi, z, legal, policy_weight):
+            return losses(x, pi, z, legal, policy_weight, False)
 
         self._train_step, self._eval_step = train_step, eval_step
 
@@ -129,7 +134,8 @@ class AlphaZeroLearner(Learner):
 
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):
-        """x [N, *input_shape]; targets pi [N, A], z [N], legal [N, A]; sample ids arange(N).
+        """x [N, *input_shape]; targets pi [N, A], z [N], legal [N, A], policy_weight [N];
+        sample ids arange(N).
         z is the sample's value target: the game result (as in AlphaZero) or with
         `value_td_steps` the search value that many plies later, then moved towards the
         position's own search value by `value_target_mix`."""
@@ -139,7 +145,8 @@ class AlphaZeroLearner(Learner):
             z = ((1.0 - mix) * z + mix * np.asarray(batch.root_value, np.float32)).astype(
                 np.float32)
         targets = {"pi": np.asarray(batch.pi, np.float32), "z": z,
-                   "legal": np.asarray(batch.legal, bool)}
+                   "legal": np.asarray(batch.legal, bool),
+                   "policy_weight": np.asarray(batch.policy_weight, np.float32)}
         return np.asarray(batch.x, np.float32), targets, np.arange(len(batch))
 
     # ----- training ---------------------------------------------------------------------------
@@ -193,7 +200,8 @@ class AlphaZeroLearner(Learner):
             xb, pi, legal = x[index], targets["pi"][index], targets["legal"][index]
             if augment is not None:
                 xb, pi, legal = augment(xb, pi, legal, rng)
-            per_sample, stats = self._train_step(xb, pi, targets["z"][index], legal, weight)
+            per_sample, stats = self._train_step(xb, pi, targets["z"][index], legal,
+                                                 targets["policy_weight"][index], weight)
             losses[index] = per_sample.numpy()
             if isinstance(steps, _Draws):
                 steps.sampler.update(index, losses[index])
@@ -204,22 +212,24 @@ class AlphaZeroLearner(Learner):
     def _validate(self, x, targets, val, weight, losses, history) -> None:
         if len(val) == 0:
             return
-        policy, value = self._losses(x[val], targets["pi"][val], targets["z"][val],
-                                     targets["legal"][val])
+        policy, value = self._losses(x, targets, val)
         losses[val] = policy + weight * value
         history.setdefault("val_loss", []).append(float(np.mean(policy + weight * value)))
-        history.setdefault("val_policy_loss", []).append(float(policy.mean()))
+        carried = float(targets["policy_weight"][val].sum())
+        history.setdefault("val_policy_loss", []).append(
+            float(policy.sum()) / carried if carried > 0 else 0.0)
         history.setdefault("val_value_loss", []).append(float(value.mean()))
 
     def _example_losses(self, x, targets, index, weight) -> np.ndarray:
-        policy, value = self._losses(x[index], targets["pi"][index], targets["z"][index],
-                                     targets["legal"][index])
+        policy, value = self._losses(x, targets, index)
         return (policy + weight * value).astype(np.float32)
 
-    def _losses(self, x, pi, z, legal) -> tuple[np.ndarray, np.ndarray]:
-        """(policy_loss [N], value_loss [N]) under the current model, in chunks."""
-        parts = [self._eval_step(x[i:i + EVAL_BATCH], pi[i:i + EVAL_BATCH], z[i:i + EVAL_BATCH],
-                                 legal[i:i + EVAL_BATCH]) for i in range(0, len(x), EVAL_BATCH)]
+    def _losses(self, x, targets, index) -> tuple[np.ndarray, np.ndarray]:
+        """(policy_loss [N], value_loss [N]) of the samples `index` under the current model,
+        in chunks (the policy loss weighted by each sample's policy_weight)."""
+        names = ("pi", "z", "legal", "policy_weight")
+        parts = [self._eval_step(x[chunk], *(targets[name][chunk] for name in names))
+                 for chunk in (index[i:i + EVAL_BATCH] for i in range(0, len(index), EVAL_BATCH))]
         if not parts:
             return np.zeros(0, np.float32), np.zeros(0, np.float32)
         return (np.concatenate([p.numpy() for p, _ in parts]),

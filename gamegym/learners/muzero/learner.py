@@ -22,6 +22,9 @@ the L2 of the kernel regularizers is added.
 actions.  Past a truncation, or past the last row of a game the batch holds only in part (the
 game cut by the sample window), nothing is known: those steps have no loss at all.  The batch's
 last game is taken as possibly cut (`load_samples` cuts the oldest file there).
+  A sample's policy loss is weighted by its `policy_weight` (0 after a fast search of
+playout-cap randomization, so only full searches are policy targets); its value and reward
+losses are not.
   Illegal moves are not masked in the loss: the policy is also the prior of hidden states, where
 no legal moves are known, so it must learn them.
 
@@ -124,8 +127,9 @@ class MuZeroLearner(Learner):
     def make_targets(self, batch, graph=None, train_config=None):
         """Inputs {"x" [N, ...], "actions" int32 [N, K] (-1: past the game, drawn at random
         when trained)}; targets {"rows" [N, K+1] the sample of each step or -1, "value",
-        "value_mask", "reward", "reward_mask" float32 [N, K+1], "pi" [N, A] (per sample, taken
-        by "rows")}; sample ids arange(N): every sample starts one unroll."""
+        "value_mask", "reward", "reward_mask" float32 [N, K+1], "pi" [N, A] and
+        "policy_weight" [N] (per sample, taken by "rows")}; sample ids arange(N): every
+        sample starts one unroll."""
         unroll = int(option(train_config, "num_unroll_steps"))
         z = n_step_value_targets(batch, int(option(train_config, "value_td_steps")))
         mix = float(option(train_config, "value_target_mix"))
@@ -135,6 +139,7 @@ class MuZeroLearner(Learner):
         targets = unroll_targets(batch, unroll, z)
         actions = targets.pop("actions")
         targets["pi"] = np.asarray(batch.pi, np.float32)
+        targets["policy_weight"] = np.asarray(batch.policy_weight, np.float32)
         return ({"x": np.asarray(batch.x, np.float32), "actions": actions}, targets,
                 np.arange(len(batch)))
 
@@ -210,9 +215,10 @@ class MuZeroLearner(Learner):
         """The loss of each sample as the start of an unroll (its own step only)."""
         parts = []
         for i in range(0, len(index), EVAL_BATCH):
-            x, _, pi, value, value_mask, *_ = data.minibatch(index[i:i + EVAL_BATCH], None,
-                                                              steps=0)
-            parts.append(self._steps.start(x, pi, value, value_mask, weight).numpy())
+            x, _, pi, value, value_mask, _, _, policy_mask = data.minibatch(
+                index[i:i + EVAL_BATCH], None, steps=0)
+            parts.append(self._steps.start(x, pi, value, value_mask, policy_mask,
+                                           weight).numpy())
         return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
 
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:

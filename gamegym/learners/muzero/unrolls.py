@@ -90,7 +90,8 @@ class Unrolls:
         """(x, actions, pi, value, value_mask, reward, reward_mask, policy_mask) for the
         unrolls from `starts` over `steps` steps (default all): actions past a game's end are
         drawn with `rng` (action 0 without one), and with `augment` each sequence is shown in a
-        random symmetric image."""
+        random symmetric image.  policy_mask is each step's sample's `policy_weight` (0 past
+        the game, and after a fast search of playout-cap randomization)."""
         steps = self.unroll if steps is None else steps
         t = self.targets
         rows = t["rows"][starts, :steps + 1]
@@ -101,8 +102,10 @@ class Unrolls:
             actions = actions.copy()
             actions[missing] = (rng.integers(0, self.action_space, int(missing.sum()))
                                 if rng is not None else 0)
-        policy_mask = rows >= 0
-        pi = t["pi"][np.maximum(rows, 0)] * policy_mask[..., None]
+        present = rows >= 0
+        pi = t["pi"][np.maximum(rows, 0)] * present[..., None]
+        weights = t.get("policy_weight")
+        policy_mask = present if weights is None else present * weights[np.maximum(rows, 0)]
         if augment and self.augmenter is not None and self.augmenter.ok:
             x, actions, pi = augment_sequences(self.augmenter, x, actions, pi, rng)
         return (x, actions, pi.astype(np.float32), t["value"][starts, :steps + 1],
@@ -268,10 +271,11 @@ def make_steps(model, parts, optimizer) -> _Steps:
         return step_losses, tf.stack([*stats, tf.constant(0.0)])
 
     @tf.function(reduce_retracing=True)
-    def start(x, pi, value, value_mask, weight):
+    def start(x, pi, value, value_mask, policy_mask, weight):
         h, _, f = parts
         logits, v = f(h(x, training=False), training=False)
         policy = tf.nn.softmax_cross_entropy_with_logits(labels=pi[:, 0], logits=logits)
+        policy = policy * policy_mask[:, 0]
         value_loss = tf.square(value[:, 0] - tf.reshape(v, [-1])) * value_mask[:, 0]
         return policy + weight[0] * value_loss
 

@@ -1,0 +1,114 @@
+"""The search tree's parts: the search parameters, the node with its statistics, and the
+evaluator a search asks (with a uniform stub).  The search itself is `gamegym.search.mcts`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Hashable, Sequence
+
+import numpy as np
+
+from gamegym.search.rules import search_rule
+
+__all__ = ["Evaluator", "SearchParams", "Node", "uniform_evaluator"]
+
+# evaluator(vertices) -> (probs float32 [B, A] over action ids, values float32 [B] mover's view)
+Evaluator = Callable[[Sequence[Hashable]], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """What the search needs from the self-play config."""
+
+    searchcount: int = 100          # searches per move
+    threads: int = 1                # search threads sharing the tree
+    exploration_const: float = 1.5  # c_puct
+    virtualloss: float = 1.0        # loss visits added along a path while its leaf is evaluated
+    dirichlet_alpha: float = 0.5    # root noise concentration
+    dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
+    os_threads: bool = False        # run the concurrent searches on OS threads (see mcts.Search)
+    solver: bool = False            # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
+    rule: str = "puct"              # the root rule (gamegym.registry.SEARCHES)
+    gumbel_considered: int = 16     # Gumbel: root actions sampled by Gumbel-Top-k
+    gumbel_value_scale: float = 0.1   # Gumbel: sigma's c_scale
+    gumbel_maxvisit_init: float = 50.0  # Gumbel: sigma's c_visit
+
+    @classmethod
+    def from_selfplay(cls, cfg, noise: bool = True) -> "SearchParams":
+        """The search of a `SelfplayConfig`; an unset `dirichlet_fraction` (None) is the
+        rule's default (PUCT 0.25, Gumbel 0); `noise=False`: none at all."""
+        rule = getattr(cfg, "search", "puct")
+        fraction = cfg.dirichlet_fraction
+        if fraction is None:
+            fraction = search_rule(rule).default_dirichlet_fraction
+        return cls(searchcount=cfg.searchcount, threads=cfg.searchthreadcount,
+                   exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
+                   dirichlet_alpha=cfg.dirichlet_alpha,
+                   dirichlet_fraction=fraction if noise else 0.0,
+                   os_threads=cfg.search_os_threads, solver=cfg.search_solver, rule=rule,
+                   gumbel_considered=getattr(cfg, "gumbel_considered", 16),
+                   gumbel_value_scale=getattr(cfg, "gumbel_value_scale", 0.1),
+                   gumbel_maxvisit_init=getattr(cfg, "gumbel_maxvisit_init", 50.0))
+
+
+class Node:
+    """A vertex in the search tree with the statistics of its outgoing edges (mover's view)."""
+
+    __slots__ = ("vertex", "child_vertices", "actions", "children", "priors", "raw_priors",
+                 "visits", "values", "total", "state", "value", "proven", "solved")
+
+    NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
+
+    def __init__(self, vertex: Hashable):
+        self.vertex = vertex
+        self.child_vertices: tuple = ()
+        self.actions: tuple = ()
+        self.children: list = []          # Node or None per child
+        self.priors: list = []            # P(s, a) per child
+        self.raw_priors: list | None = None  # priors before root noise
+        self.visits: list = []            # N(s, a) per child, virtual visits included
+        self.values: list = []            # W(s, a) per child, sum of values from this node's view
+        self.total = 0                    # sum of visits
+        self.state = Node.NEW
+        self.value = 0.0                  # network value (or final score) from the mover's view
+        self.proven: float | None = None  # exact value from the mover's view, once proven
+        self.solved = 0                   # how many children are proven
+
+    def mean_value(self) -> float:
+        """Search value of this node from its mover's view (its exact value once proven)."""
+        if self.proven is not None:
+            return self.proven
+        return sum(self.values) / self.total if self.total else self.value
+
+    def proven_best(self) -> list[int] | None:
+        """Indices of the children a move may go to, as far as the search proved anything:
+        the children that achieve a proven value, else the children not proven to lose (None
+        when nothing rules a child out)."""
+        if not self.solved:
+            return None
+        children = self.children
+        if self.proven is not None:
+            best = [i for i, c in enumerate(children)
+                    if c is not None and c.proven is not None and -c.proven == self.proven]
+            return best or None
+        keep = [i for i, c in enumerate(children)
+                if c is None or c.proven is None or c.proven < 1.0]
+        return keep if len(keep) < len(children) else None
+
+
+def uniform_evaluator(action_space_size: int) -> Evaluator:
+    """A stub evaluator: uniform priors and value 0 (for the search ceiling and tests).  The
+    answer for each batch size is made once and handed out read-only, so the stub costs the
+    search next to nothing."""
+    answers: dict = {}
+
+    def evaluate(vertices):
+        n = len(vertices)
+        answer = answers.get(n)
+        if answer is None:
+            answer = (np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
+                      np.zeros(n, np.float32))
+            for array in answer:
+                array.flags.writeable = False
+            answers[n] = answer
+        return answer
+    return evaluate
