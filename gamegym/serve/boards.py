@@ -11,7 +11,8 @@ import numpy as np
 
 from gamegym.graph import GameGraph
 
-__all__ = ["position_view", "move_shares", "describe", "result_line", "side_names", "winner"]
+__all__ = ["position_view", "move_shares", "describe", "result_line", "side_names", "winner",
+           "move_cells"]
 
 DEFAULT_NAMES = ["first player", "second player"]
 SHARES_SHOWN = 8     # the most visited moves listed under a board
@@ -69,6 +70,15 @@ def position_view(graph: GameGraph, vertex, ply: int) -> dict:
         "result": result_line(graph, vertex, ply, names),
     }
     return view
+
+
+def move_cells(board: dict | None, action: int) -> list[int]:
+    """The cells a move is played with on a board (the first cell of each click step: where a
+    Connect Four disc lands), to mark the last move; [] without a board."""
+    for move in (board or {}).get("moves", ()):
+        if move["action"] == action:
+            return [step[0] for step in move["clicks"]]
+    return []
 
 
 def move_shares(graph: GameGraph, vertex, policy: np.ndarray) -> list[dict]:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gamegym.graph import GameGraph
-from gamegym.serve.boards import describe, move_shares, position_view, side_names, winner
+from gamegym.serve.boards import (describe, move_cells, move_shares, position_view,
+                                  side_names, winner)
 from gamegym.session import Session
 
 __all__ = ["ModelPlayers", "PlayTable", "PlayError", "NotFound", "Conflict",
@@ -169,7 +170,8 @@ class PlayTable:
             action = int(root.actions[choose_action(root, 0.0, game.rng)])
         else:
             action = int(player.choose(graph, vertex, game.rng))
-        game.model_move = {"ply": game.ply, "action": action,
+        board = graph.board_at(vertex) if graph.has_board else None
+        game.model_move = {"ply": game.ply, "action": action, "cells": move_cells(board, action),
                            "text": describe(graph, vertex, action), "shares": shares}
         self._play(game, action)
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from gamegym.graph import GameGraph
 from gamegym.samples import read_sample_file, sample_files, sample_iterations
-from gamegym.serve.boards import describe, move_shares, position_view, result_line, side_names
+from gamegym.serve.boards import (describe, move_cells, move_shares, position_view,
+                                  result_line, side_names)
 from gamegym.session import Session
 
 __all__ = ["SelfplayGames", "ReplayError"]
@@ -102,7 +103,8 @@ class SelfplayGames:
         for ply, row in enumerate(rows):
             action = int(arrays["action"][row])
             view = position_view(graph, vertex, ply)
-            view["played"] = {"action": action, "text": describe(graph, vertex, action)}
+            view["played"] = {"action": action, "text": describe(graph, vertex, action),
+                              "cells": move_cells(view["board"], action)}
             view["shares"] = move_shares(graph, vertex, arrays["pi"][row])
             view["root_value"] = round(float(arrays["root_value"][row]), 3)
             positions.append(view)

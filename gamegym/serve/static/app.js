@@ -108,7 +108,7 @@ function showGame(g) {
   renderPosition(board, g.position, {
     active: g.your_turn, onMove: play,
     onRefused: text => { $("play-error").textContent = text; },
-    mark: modelMove && modelMove.ply === g.position.ply - 1 ? modelMove.action : undefined});
+    marked: modelMove && modelMove.ply === g.position.ply - 1 ? modelMove.cells : []});
   board.dataset.state = stateOf(g);
   const names = g.position.players;
   $("play-status").textContent = g.position.over ? "game over" :
@@ -173,9 +173,10 @@ function showReplay() {
   replayStep = Math.max(0, Math.min(last, replayStep));
   const view = replay.positions[replayStep];
   renderPosition($("replay-board"), view, {shares: view.shares || [],
-                                            mark: view.played ? view.played.action : undefined});
+                                            marked: view.played ? view.played.cells : []});
   $("replay-board").dataset.step = String(replayStep);
-  $("replay-step").textContent = `move ${replayStep + 1} of ${last + 1}`;
+  $("replay-step").textContent = replayStep < last ? `move ${replayStep + 1} of ${last}` :
+    "the end";
   const mover = view.players[view.to_move];
   $("replay-move").textContent = view.played ?
     `${mover} to move; played ${view.played.text} (search value ${view.root_value})` :

@@ -2,7 +2,8 @@
 //
 // renderPosition(container, view, options) draws view.board (the game's board_at grid) or,
 // for a game without one, view.text and a button per legal move.
-// options: {active: bool, onMove(action), shares: [{action, share}], mark: action}
+// options: {active: bool, onMove(action), onRefused(text), shares: [{action, share}],
+//           marked: [cells] (the last move's cells)}
 // A move is played when the clicks made so far are all the clicks of one move (board.moves:
 // [{action, clicks: [[cells], ...]}]; each step lists the cells any of which counts).  Steps
 // that every remaining move shares (Santorini's only worker) are chosen by themselves.
@@ -45,7 +46,7 @@ function renderPosition(container, view, options) {
   if (!board) return renderText(container, view, options);
   const grid = document.createElement("div");
   grid.className = "board " + (board.style || "marks") + (options.active ? " active" : "");
-  grid.style.gridTemplateColumns = `repeat(${board.columns}, auto)`;
+  grid.style.gridTemplateColumns = `repeat(${board.columns}, var(--cell))`;
   const cells = [];
   board.cells.forEach((cell, i) => {
     const div = document.createElement("div");
@@ -55,7 +56,7 @@ function renderPosition(container, view, options) {
       div.classList.add("level-" + cell.level);
       const level = document.createElement("span");
       level.className = "level";
-      level.textContent = cell.level === 4 ? "" : String(cell.level);
+      level.textContent = cell.level > 0 && cell.level < 4 ? String(cell.level) : "";
       div.appendChild(level);
       if (cell.level === 4) {
         const dome = document.createElement("span");
@@ -94,9 +95,7 @@ function renderPosition(container, view, options) {
       cells[cell].appendChild(tag);
     }
   }
-  if (options.mark !== undefined && byAction.has(options.mark)) {
-    for (const step of byAction.get(options.mark).clicks) cells[step[0]].classList.add("last");
-  }
+  for (const cell of options.marked || []) cells[cell].classList.add("last");
   container.appendChild(grid);
   if (!options.active) return;
 

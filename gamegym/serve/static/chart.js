@@ -28,7 +28,7 @@ function drawChart(canvas, series, options) {
   options = options || {};
   const ctx = canvas.getContext("2d");
   const width = canvas.width, height = canvas.height;
-  const left = 46, right = 10, top = 10, bottom = 42;
+  const left = 46, right = 10, top = 10, bottom = 50;
   ctx.clearRect(0, 0, width, height);
   ctx.font = "11px system-ui, sans-serif";
   const points = series.flatMap(s => s.points).filter(p => isFinite(p[0]) && isFinite(p[1]));
