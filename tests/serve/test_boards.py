@@ -133,3 +133,14 @@ def test_a_click_path_may_not_start_another():
     assert "one starts the other" in board_moves_problem(board, (0, 1))
     board["moves"][1]["clicks"] = [[5]]
     assert "cells in [0, 3)" in board_moves_problem(board, (0, 1))
+
+
+def test_a_game_without_a_board_shows_its_text_and_moves():
+    graph = TwoPileNim()
+    assert not graph.has_board
+    view = position_view(graph, (1, 0), 3)
+    assert view["board"] is None and view["text"] == graph.render((1, 0))
+    assert view["moves"] == [{"action": 0, "text": "action 0"}]
+    assert view["players"] == ["first player", "second player"] and view["to_move"] == 1
+    end = position_view(graph, (0, 0), 4)
+    assert end["over"] and end["result"] == "second player won"

@@ -110,6 +110,7 @@ function showGame(g) {
     onRefused: text => { $("play-error").textContent = text; },
     marked: modelMove && modelMove.ply === g.position.ply - 1 ? modelMove.cells : []});
   board.dataset.state = stateOf(g);
+  $("play-hint").hidden = !g.position.board;
   const names = g.position.players;
   $("play-status").textContent = g.position.over ? "game over" :
     g.your_turn ? `your move (you are ${g.you})` : "the model's move";
