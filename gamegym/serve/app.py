@@ -18,7 +18,6 @@ only reads the session folder (no lock, no write), so a gym may train it meanwhi
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from pathlib import Path
 
@@ -37,7 +36,6 @@ from gamegym.session import Session
 
 __all__ = ["create_app", "run_server"]
 
-log = logging.getLogger("gamegym.serve")
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY = 4096   # bytes of a request body
 
@@ -45,72 +43,82 @@ MAX_BODY = 4096   # bytes of a request body
 def create_app(session_path, players=ModelPlayers) -> Starlette:
     """The application for one session folder; SessionError when it is not a session.
     `players(session, config)` makes the model players (tests pass one without TensorFlow)."""
-    session = Session(session_path)
-    config = session.load_config()
-    play_graph = load_game(config.game, config.game_args)
-    progress = SessionProgress(session)
-    replays = SelfplayGames(session, load_game(config.game, config.game_args))
-    table = PlayTable(play_graph, players(session, config), config.selfplay.max_moves)
+    site = Site(Session(session_path), players)
+    routes = [
+        Route("/", site.page),
+        Route("/favicon.ico", site.no_icon),
+        Route("/api/session", site.session_info),
+        Route("/api/progress", site.progress_now),
+        Route("/api/selfplay", site.selfplay_list),
+        Route("/api/selfplay/game", site.selfplay_game),
+        Route("/api/games", site.new_game, methods=["POST"]),
+        Route("/api/games/{token}", site.game_state),
+        Route("/api/games/{token}/move", site.move, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={HTTPException: _error})
 
-    async def page(request: Request):
+
+class Site:
+    """The handlers of one session's page.  The synchronous ones (reading files) run in
+    Starlette's thread pool, and so do moves (a model search takes seconds)."""
+
+    def __init__(self, session: Session, players):
+        self.session = session
+        self.config = config = session.load_config()
+        self.graph = load_game(config.game, config.game_args)     # the games in play's own
+        self.progress = SessionProgress(session)
+        self.replays = SelfplayGames(session, load_game(config.game, config.game_args))
+        self.table = PlayTable(self.graph, players(session, config), config.selfplay.max_moves)
+
+    async def page(self, request: Request):
         return FileResponse(STATIC / "index.html")
 
-    async def session_info(request: Request):
+    async def no_icon(self, request: Request):
+        return Response(status_code=204)
+
+    def session_info(self, request: Request):
+        session, config = self.session, self.config
         return JSONResponse({
             "session": session.path.name, "game": config.game, "game_args": config.game_args,
-            "learner": config.train.learner, "players": table.names,
-            "board": play_graph.has_board, "iterations": session.model_iterations(),
+            "learner": config.train.learner, "players": self.table.names,
+            "board": self.graph.has_board, "iterations": session.model_iterations(),
             "current": session.current_iteration(), "max_searchcount": MAX_SEARCHCOUNT,
             "searchcount": config.evaluate.searchcount})
 
-    def progress_now(request: Request):
-        return JSONResponse(progress.snapshot())
+    def progress_now(self, request: Request):
+        return JSONResponse(self.progress.snapshot())
 
-    def selfplay_list(request: Request):
-        return JSONResponse({"games": replays.latest(_int_param(request, "count", 20, 1, 200))})
+    def selfplay_list(self, request: Request):
+        count = _int_param(request, "count", 20, 1, 200)
+        return JSONResponse({"games": self.replays.latest(count)})
 
-    def selfplay_game(request: Request):
+    def selfplay_game(self, request: Request):
         iteration = _int_param(request, "iteration")
         game = _int_param(request, "game", low=0)
         file = request.query_params.get("file", "")
         try:
-            return JSONResponse(replays.game(iteration, file, game))
+            return JSONResponse(self.replays.game(iteration, file, game))
         except ReplayError as error:
             raise HTTPException(404, str(error)) from error
 
-    async def new_game(request: Request):
+    async def new_game(self, request: Request):
         body = await _json_body(request)
         iteration = _field(body, "iteration", int)
         side = _field(body, "side", str, "first")
         if side not in ("first", "second"):
             raise HTTPException(400, "side must be 'first' or 'second'")
-        searchcount = _field(body, "searchcount", int, config.evaluate.searchcount)
-        return await _in_thread(table.new, iteration, 0 if side == "first" else 1, searchcount)
+        searchcount = _field(body, "searchcount", int, self.config.evaluate.searchcount)
+        return await _in_thread(self.table.new, iteration, 0 if side == "first" else 1,
+                                searchcount)
 
-    def game_state(request: Request):
-        return _answer(table.state, request.path_params["token"])
+    def game_state(self, request: Request):
+        return _answer(self.table.state, request.path_params["token"])
 
-    async def move(request: Request):
+    async def move(self, request: Request):
         body = await _json_body(request)
         action = _field(body, "action", int)
-        return await _in_thread(table.move, request.path_params["token"], action)
-
-    async def no_icon(request: Request):
-        return Response(status_code=204)
-
-    routes = [
-        Route("/", page),
-        Route("/favicon.ico", no_icon),
-        Route("/api/session", session_info),
-        Route("/api/progress", progress_now),
-        Route("/api/selfplay", selfplay_list),
-        Route("/api/selfplay/game", selfplay_game),
-        Route("/api/games", new_game, methods=["POST"]),
-        Route("/api/games/{token}", game_state),
-        Route("/api/games/{token}/move", move, methods=["POST"]),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: _error})
+        return await _in_thread(self.table.move, request.path_params["token"], action)
 
 
 # ----- request checking ------------------------------------------------------------------------

@@ -266,6 +266,7 @@ def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
     done = gamegym("new", path, "--game", TICTACTOE, "--initial-model",
                    INITIAL_MODELS / "tictactoe.keras")
     assert done.returncode == 0, done.stderr
+    before = folder_state(path)
     client = TestClient(create_app(path))
     state = new_game(client, side="second", searchcount=16)
     shares = state["model_move"]["shares"]
@@ -273,3 +274,4 @@ def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
     assert state["model_move"]["action"] == state["history"][0]["action"]
     again = new_game(client, side="second", searchcount=16)   # the loaded model is kept
     assert again["position"]["ply"] == 1
+    assert folder_state(path) == before      # loading and playing the model wrote nothing

@@ -36,18 +36,21 @@ async function refreshProgress() {
   $("running").classList.toggle("on", p.running);
   const scores = Object.entries(p.evaluation).map(([name, points]) =>
     ({name, points: points.map(q => [q.iteration, q.score])}));
-  drawChart($("chart-scores"), scores, {ymin: 0, ymax: 1, xlabel: "iteration", integer: true,
-                                        empty: "no evaluation yet (evaluate.every, gamegym evaluate)"});
+  drawChart($("chart-scores"), scores, {
+    ymin: 0, ymax: 1, xlabel: "iteration", integer: true,
+    empty: "no evaluation yet (evaluate.every, gamegym evaluate)"});
   const all = [...new Set(p.losses.flatMap(r => Object.keys(r.losses)))].sort();
   const main = all.filter(k => ["loss", "policy_loss", "value_loss"].includes(k));
   const keys = main.length ? main : all.filter(k => !k.startsWith("val_")).slice(0, 4);
-  drawChart($("chart-loss"), keys.map(k => ({name: k, points: p.losses.filter(r => k in r.losses)
-    .map(r => [r.iteration, r.losses[k]])})), {ymin: 0, xlabel: "iteration", integer: true,
-                                               empty: "not trained yet"});
+  const losses = keys.map(k => ({
+    name: k, points: p.losses.filter(r => k in r.losses).map(r => [r.iteration, r.losses[k]])}));
+  drawChart($("chart-loss"), losses, {ymin: 0, xlabel: "iteration", integer: true,
+                                      empty: "not trained yet"});
   const start = p.live.length ? p.live[0].time : 0;
-  drawChart($("chart-rate"), [{name: "samples/s", points: p.live.filter(r => r.samples_per_s !== null)
-    .map(r => [(r.time - start) / 60, r.samples_per_s])}], {ymin: 0, xlabel: "minutes",
-                                                           empty: "no status records yet"});
+  const rates = p.live.filter(r => r.samples_per_s !== null)
+    .map(r => [(r.time - start) / 60, r.samples_per_s]);
+  drawChart($("chart-rate"), [{name: "samples/s", points: rates}],
+            {ymin: 0, xlabel: "minutes", empty: "no status records yet"});
   if (info && p.models.length !== info.iterations.length) {
     info.iterations = p.models;
     fillIterations();
@@ -197,7 +200,8 @@ function stepReplay(delta) { replayStep += delta; showReplay(); }
 async function start() {
   info = await api("/api/session");
   $("session-name").textContent = info.session;
-  $("session-game").textContent = `${info.game} ${JSON.stringify(info.game_args)} · ${info.learner}`;
+  $("session-game").textContent =
+    `${info.game} ${JSON.stringify(info.game_args)} · ${info.learner}`;
   $("searchcount").max = String(info.max_searchcount);
   $("searchcount").value = String(info.searchcount);
   fillIterations();

@@ -104,7 +104,8 @@ function renderPosition(container, view, options) {
     cells.forEach(c => c.classList.remove("target", "selected"));
     chosen.forEach(i => cells[i].classList.add("selected"));
     for (const m of matching(moves, chosen)) {
-      if (m.clicks.length > chosen.length) cells[m.clicks[chosen.length][0]].classList.add("target");
+      const next = m.clicks[chosen.length];
+      if (next) cells[next[0]].classList.add("target");
     }
   };
   grid.addEventListener("click", event => {

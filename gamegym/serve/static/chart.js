@@ -59,7 +59,9 @@ function drawChart(canvas, series, options) {
   for (const t of niceTicks(xmin, xmax, 6, options.integer)) {
     ctx.fillText(formatTick(t), X(t), height - bottom + 14);
   }
-  if (options.xlabel) ctx.fillText(options.xlabel, (left + width - right) / 2, height - bottom + 27);
+  if (options.xlabel) {
+    ctx.fillText(options.xlabel, (left + width - right) / 2, height - bottom + 27);
+  }
   ctx.strokeStyle = "#999";
   ctx.beginPath(); ctx.moveTo(left, top); ctx.lineTo(left, height - bottom);
   ctx.lineTo(width - right, height - bottom); ctx.stroke();
