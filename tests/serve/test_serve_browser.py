@@ -254,8 +254,12 @@ def test_connect_four_and_santorini_by_clicks(browser, tmp_path):
                                timeout=120_000)
         # the only worker is chosen by itself: click where it goes, then where it builds
         assert page.locator("#play-board .cell.selected").count() == 1
-        page.click("#play-board .cell.target >> nth=0")
+        destination = page.get_attribute("#play-board .cell.target >> nth=0", "data-cell")
+        page.click(f"#play-board [data-cell='{destination}']")
         assert page.locator("#play-board .cell.selected").count() == 2
+        page.click(f"#play-board [data-cell='{destination}']")       # taken back
+        assert page.locator("#play-board .cell.selected").count() == 1
+        page.click(f"#play-board [data-cell='{destination}']")
         page.click("#play-board .cell.target >> nth=0")
         page.wait_for_selector("#play-board[data-ply='4'], #play-board[data-state=over]",
                                timeout=120_000)

@@ -112,6 +112,12 @@ function renderPosition(container, view, options) {
     const div = event.target.closest(".cell");
     if (!div) return;
     const cell = Number(div.dataset.cell);
+    const fixed = autoSteps(moves, []);
+    if (chosen.length > fixed.length && chosen[chosen.length - 1] === cell) {
+      chosen = fixed;      // a click on the last chosen cell takes it back
+      show();
+      return;
+    }
     let next = chosen.concat([cell]);
     if (!matching(moves, next).length) next = autoSteps(moves, []).concat([cell]);  // start again
     const left = matching(moves, next);
