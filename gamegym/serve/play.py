@@ -147,9 +147,15 @@ class PlayTable:
             if action not in actions:
                 raise PlayError(f"action {action} is not a legal move here; the legal ones are "
                                 f"{[int(a) for a in actions]}")
+            saved = (game.vertex, game.ply, len(game.history), game.model_move)
             self._play(game, action)
-            if not self._over(game):
-                self._model_moves(game)
+            try:
+                if not self._over(game):
+                    self._model_moves(game)
+            except Exception:   # the model could not answer (its file pruned): undo the move
+                game.vertex, game.ply, kept, game.model_move = saved
+                del game.history[kept:]
+                raise
             return self.state(token)
 
     def _play(self, game: PlayGame, action: int) -> None:

@@ -16,7 +16,7 @@ from games.tictactoe import TicTacToe
 from gamegym.players import RandomPlayer
 from gamegym.samples import GameRecord, write_sample_file
 from gamegym.serve import create_app
-from gamegym.serve.play import ModelPlayers
+from gamegym.serve.play import ModelPlayers, NotFound
 from gamegym.session import SessionError
 
 
@@ -275,3 +275,17 @@ def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
     again = new_game(client, side="second", searchcount=16)   # the loaded model is kept
     assert again["position"]["ply"] == 1
     assert folder_state(path) == before      # loading and playing the model wrote nothing
+
+
+def test_a_model_that_cannot_answer_undoes_the_move(session):
+    class Vanishing(RandomModels):
+        """The model file is gone once the game has started."""
+
+        def player(self, iteration, searchcount, graph):
+            raise NotFound("model iteration 0 cannot be loaded: gone")
+
+    client = TestClient(create_app(session, players=Vanishing))
+    state = new_game(client)
+    response = client.post(f"/api/games/{state['id']}/move", json={"action": 4})
+    assert response.status_code == 404 and "cannot be loaded" in response.json()["error"]
+    assert client.get(f"/api/games/{state['id']}").json() == state
