@@ -217,6 +217,21 @@ class ConnectFour(GameGraph):
         both = np.array((mine, mine ^ discs), dtype=np.uint64)
         return (both >> self._shift_grid) & np.uint64(1)
 
+    def board_at(self, vertex: int) -> dict:
+        """The grid for the web page: red (piece 0, X) moved first; a move is a click anywhere in
+        its column (the cell where the disc lands first)."""
+        board, columns = self.cells(vertex), self.columns
+        mover = (vertex >> self._span).bit_count() % 2
+        cells = [{} if not v else {"piece": mover if v == 1 else 1 - mover} for v in board]
+        moves = []
+        for column in self.actions_at(vertex):
+            column_cells = list(range(column, self.rows * columns, columns))
+            landing = max(i for i in column_cells if not board[i])
+            moves.append({"action": column,
+                          "clicks": [[landing] + [i for i in column_cells if i != landing]]})
+        return {"rows": self.rows, "columns": columns, "cells": cells,
+                "players": ["red", "yellow"], "style": "discs", "moves": moves}
+
     # ----- network input ----------------------------------------------------------------
     def numpify(self, vertex: int) -> np.ndarray:
         """float32 [rows, columns, 2]: plane 0 = the active player's discs, plane 1 = the

@@ -282,6 +282,37 @@ class Santorini(GameGraph):
             status += " (lost: B has won)"
         return "\n".join(lines + [status])
 
+    def board_at(self, vertex: tuple) -> dict:
+        """The grid for the web page: each cell's level (4 = a dome) and the workers of the
+        first mover (piece 0) and the second (piece 1).  A placement is a click on each
+        worker's cell in turn; a turn is a click on the worker, on the cell it moves to and
+        on the cell it builds on (a winning move up onto level 3 builds nothing)."""
+        heights, mine, theirs = vertex
+        won = any(heights[cell] == WIN_LEVEL for cell in theirs)
+        ply = (1 if theirs else 0) if not mine else 2 + sum(heights) + won
+        mover, n = ply % 2, self.dimension
+        cells = [{"level": h} for h in heights]
+        for owner, workers in ((mover, mine), (1 - mover, theirs)):
+            for w, cell in enumerate(workers):
+                cells[cell]["piece"] = owner
+                if self.units_per_player > 1:
+                    cells[cell]["label"] = str(w + 1)
+        first, moves = len(self._placements), []
+        for action in self.actions_at(vertex):
+            if action < first:
+                clicks = [[cell] for cell in self._placements[action]]
+            else:
+                w, rest = divmod(action - first, 64)
+                m, b = divmod(rest, 8)
+                src = mine[w]
+                dest = src + DIRECTIONS[m][0] * n + DIRECTIONS[m][1]
+                clicks = [[src], [dest]]
+                if heights[dest] != WIN_LEVEL:
+                    clicks.append([dest + DIRECTIONS[b][0] * n + DIRECTIONS[b][1]])
+            moves.append({"action": action, "clicks": clicks})
+        return {"rows": n, "columns": n, "cells": cells, "players": ["red", "yellow"],
+                "style": "levels", "moves": moves}
+
     def describe_action(self, vertex: tuple, action: int) -> str:
         """'place on r1c2' / 'worker 1 moves up-left, builds down' (rows and columns from 1)."""
         def cell(c: int) -> str:

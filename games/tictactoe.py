@@ -96,6 +96,15 @@ class TicTacToe(GameGraph):
             status = f"{marks[1]} to move"
         return "\n".join(rows + [status])
 
+    def board_at(self, vertex: tuple) -> dict:
+        """The grid for the web page: X (piece 0) moved first; a move is a click on its cell."""
+        mover = 0 if vertex.count(1) == vertex.count(-1) else 1
+        cells = [{} if not v else {"piece": mover if v == 1 else 1 - mover,
+                                   "label": "XO"[mover if v == 1 else 1 - mover]}
+                 for v in vertex]
+        return {"rows": 3, "columns": 3, "cells": cells, "players": ["X", "O"], "style": "marks",
+                "moves": [{"action": a, "clicks": [[a]]} for a in self.actions_at(vertex)]}
+
     # ----- symmetries: the 8 rotations and reflections of the square ----------------------
     @property
     def symmetry_count(self) -> int:
@@ -167,6 +176,13 @@ class TicTacToeVariant(TicTacToe):
         elif status.endswith("to move") and all(vertex[i] or i in self.blocked for i in range(9)):
             status = "draw"
         return "\n".join(rows + [status])
+
+    def board_at(self, vertex: tuple) -> dict:
+        """TicTacToe's grid with the blocked cells marked '#'."""
+        board = super().board_at(vertex)
+        for cell in self.blocked:
+            board["cells"][cell] = {"label": "#"}
+        return board
 
     @property
     def symmetry_count(self) -> int:

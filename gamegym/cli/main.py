@@ -152,6 +152,11 @@ def cmd_check(args) -> int:
     return run_check(args.game, args.game_args, args.games, args.seed)
 
 
+def cmd_serve(args) -> int:
+    from gamegym.serve import run_server
+    return run_server(args.session, host=args.host, port=args.port)
+
+
 NEW_EXAMPLE = """examples:
   gamegym new sessions/ttt --preset tictactoe
   gamegym new sessions/mygame --game games.santorini:Santorini --game-args '{"dimension": 4}'
@@ -205,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--games", type=int, default=50)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser("serve", help="a web page to watch a session learn, replay its "
+                       "self-play games and play its models (only reads the session)")
+    p.add_argument("session")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this computer only)")
+    p.set_defaults(run=cmd_serve)
 
     from gamegym import bench
     from gamegym.cli import presets

@@ -30,13 +30,19 @@ gets their game wrong learns it here, not an hour into training.  Kinds (short s
                         game implements swap_players)
   heuristic-view        on average the heuristic favours the player to move at the vertices
                         where that player has lost: it is from the wrong player's view
+  board                 board_at's dict breaks its format (GameGraph.board_at): a missing or
+                        wrong field, cells that do not fill the grid, a value that is not JSON
+  board-moves           board_at's moves are not the legal action ids in child order, a click
+                        names no cell, or one action's clicks are the start of another's
 
 Reports are deduplicated by kind: one Violation per kind with the first vertex, the total count
 and a few more examples.  A graph without `unnumpify` gets a note, not a violation.  The
-heuristic checks run only for a graph that implements `heuristic_at`.
+heuristic checks run only for a graph that implements `heuristic_at`, the board checks
+only for one that implements `board_at`.
 """
 from __future__ import annotations
 
+import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -46,7 +52,8 @@ import numpy as np
 
 from gamegym.game.graph import GameGraph, GameSpecError, load_game
 
-__all__ = ["Violation", "GraphChecker", "check_graph", "run_check"]
+__all__ = ["Violation", "GraphChecker", "check_graph", "run_check", "board_problem",
+           "board_moves_problem"]
 
 EXAMPLES_PER_KIND = 3
 _MISSING = object()          # what call_optional returns for a method the game does not have
@@ -84,6 +91,7 @@ class GraphChecker:
         self._roundtrip = True      # False once unnumpify turned out not to be implemented
         self._swap = True           # False once swap_players turned out not to be implemented
         self._heuristic = bool(getattr(graph, "has_heuristic", False))
+        self._board = bool(getattr(graph, "has_board", False))
         self._lost_heuristics: list = []   # (vertex, heuristic) at lost terminal vertices
 
     # ----- recording -----------------------------------------------------------------------
@@ -152,6 +160,8 @@ class GraphChecker:
             self._check_symmetries(vertex, children, actions)
         if self._heuristic:
             self._check_heuristic(vertex, children)
+        if self._board:
+            self._check_board(vertex, actions)
         return children
 
     def _check_expansion(self, vertex: Any) -> tuple:
@@ -300,6 +310,17 @@ class GraphChecker:
         return ""
 
 
+    # ----- the optional board -------------------------------------------------------------
+    def _check_board(self, vertex: Any, actions: tuple) -> None:
+        board = self.call("board_at", vertex, self.graph.board_at, vertex)
+        problem = board_problem(board)
+        if problem:
+            self.report("board", problem, vertex)
+            return
+        problem = board_moves_problem(board, actions)
+        if problem:
+            self.report("board-moves", problem, vertex)
+
     # ----- the optional heuristic ----------------------------------------------------------
     def _check_heuristic(self, vertex: Any, children: tuple) -> None:
         graph = self.graph
@@ -345,6 +366,77 @@ class GraphChecker:
                     f"{len(favoured)} of the {len(found)} vertices where that player has lost "
                     f"(mean {sum(h for _, h in found) / len(found):+.3f}; {value:+.3f} here): "
                     "it must be from the view of the player to move", vertex)
+
+
+BOARD_STYLES = ("marks", "discs", "levels")
+
+
+def board_problem(board: Any) -> str:
+    """What is wrong with the format of a `board_at` dict ('' if nothing)."""
+    if not isinstance(board, dict):
+        return f"board_at gave {type(board).__name__}, not a dict"
+    try:
+        json.dumps(board)
+    except (TypeError, ValueError) as error:
+        return f"board_at's dict is not JSON: {error}"
+    rows, columns, cells = board.get("rows"), board.get("columns"), board.get("cells")
+    if not (_is_int(rows) and _is_int(columns) and rows >= 1 and columns >= 1):
+        return f"rows and columns must be ints >= 1, got {rows!r} and {columns!r}"
+    if not isinstance(cells, list) or len(cells) != rows * columns:
+        return f"cells must be a list of rows*columns = {rows * columns} dicts"
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, dict) or set(cell) - {"piece", "label", "level"}:
+            return f"cell {i} is {cell!r}: a dict with only piece, label and level"
+        if "piece" in cell and cell["piece"] not in (0, 1):
+            return f"cell {i} has piece {cell['piece']!r}, not 0 or 1"
+        if "label" in cell and not (isinstance(cell["label"], str) and len(cell["label"]) <= 8):
+            return f"cell {i} has label {cell['label']!r}, not a string of at most 8 characters"
+        if "level" in cell and not (_is_int(cell["level"]) and 0 <= cell["level"] <= 4):
+            return f"cell {i} has level {cell['level']!r}, not an int in 0..4"
+    players = board.get("players")
+    if not (isinstance(players, list) and len(players) == 2
+            and all(isinstance(p, str) and p for p in players)):
+        return f"players must be two names, got {players!r}"
+    if board.get("style", "marks") not in BOARD_STYLES:
+        return f"style {board['style']!r} is not one of {', '.join(BOARD_STYLES)}"
+    if not isinstance(board.get("moves"), list):
+        return "moves must be a list"
+    return ""
+
+
+def board_moves_problem(board: dict, actions: tuple) -> str:
+    """What is wrong with a (well-formed) board's moves at a vertex with these legal action
+    ids ('' if nothing): one entry per action in child order, clicks that name cells, and no
+    action's clicks the start of another's."""
+    moves, size = board["moves"], board["rows"] * board["columns"]
+    listed = [m.get("action") if isinstance(m, dict) else None for m in moves]
+    if listed != [int(a) for a in actions]:
+        return f"moves list actions {listed[:8]}, the legal action ids are {list(actions)[:8]}"
+    paths: dict = {}       # a sequence of clicked cells -> the action it completes
+    prefixes: dict = {}    # a sequence that is the start of an action's clicks -> that action
+    for move in moves:
+        clicks, action = move.get("clicks"), move["action"]
+        if not (isinstance(clicks, list) and clicks and all(
+                isinstance(step, list) and step and all(_is_int(c) and 0 <= c < size
+                                                        for c in step) for step in clicks)):
+            return f"action {action}: clicks {clicks!r} must be a non-empty list of non-empty " \
+                   f"lists of cells in [0, {size})"
+        sequences = [()]
+        for step in clicks:
+            sequences = [s + (c,) for s in sequences for c in step]
+            if len(sequences) > 10_000:
+                return f"action {action}: too many click sequences"
+        for sequence in sequences:
+            starts = [sequence[:k] for k in range(1, len(sequence))]
+            others = {paths.get(sequence), prefixes.get(sequence),
+                      *(paths.get(start) for start in starts)} - {None, action}
+            if others:
+                return f"the clicks {list(sequence)} of action {action} and those of action " \
+                       f"{min(others)} are the same or one starts the other"
+            for start in starts:
+                prefixes.setdefault(start, action)
+            paths[sequence] = action
+    return ""
 
 
 def _as_pair(expansion: Any) -> tuple:
@@ -401,7 +493,8 @@ def _print_report(checker: GraphChecker, violations: list, spec: str, seed: int,
     print(f"checked {spec} {graph.game_args}: {checker.games_played} random games "
           f"(seed {seed}), {checker.positions} positions, action space "
           f"{graph.action_space_size}, {graph.symmetry_count} symmetries"
-          + (", heuristic checked" if checker._heuristic else ""), file=out)
+          + (", heuristic checked" if checker._heuristic else "")
+          + (", board checked" if checker._board else ""), file=out)
     for note in checker.notes:
         print(f"note: {note}", file=out)
     if not violations:

@@ -20,6 +20,11 @@ the player to move, which depth-limited alpha-beta (`alphabeta:D`) uses at its l
 `swap_players(vertex)`, the same position with the other player to move, with which
 `gamegym check` tests that the heuristic is antisymmetric (h(swap(v)) = -h(v)) in games where
 the rules treat both players alike.
+
+Optional: `board_at(vertex)`, the position as a small JSON-able dict that the web page
+(`gamegym serve`) draws as a grid and plays by clicks; `gamegym check` tests it when the game
+implements it (see `GameGraph.board_at` for the format).  Without it the page shows `render`'s
+text and a list of the legal moves.
 """
 from __future__ import annotations
 
@@ -157,6 +162,35 @@ class GameGraph(ABC):
         rules treat both players alike; `gamegym check` then tests that the heuristic is
         antisymmetric (heuristic_at(swap_players(v)) == -heuristic_at(v))."""
         raise NotImplementedError(f"{type(self).__name__} does not implement swap_players")
+
+    def board_at(self, vertex: Vertex) -> dict:
+        """The position as a grid for the web page (`gamegym serve`): a small JSON-able dict.
+        Optional (see `has_board`); `gamegym check` tests it when implemented.
+
+          rows, columns  ints >= 1: the grid's size
+          cells          rows*columns dicts, row 0 at the top and left to right (cell
+                         row*columns + column); each has any of
+                           "piece": 0 | 1   a piece of the player who moved first / second
+                                            (who owns it, not seen from the player to move)
+                           "label": str     a short text drawn on the cell ("X", "3")
+                           "level": int     0..4, a height drawn as shading (Santorini)
+                         and an empty cell is {}
+          players        the two sides' names, the first mover first (e.g. ["X", "O"])
+          moves          one entry per legal action, in child order:
+                           {"action": id, "clicks": [[cell, ...], ...]}
+                         the cells to click one after the other to play the action; each step
+                         lists the cells any of which counts (a Connect Four column: every cell
+                         of the column).  No action's clicks may be the start of another
+                         action's (or the same): the page plays an action when its clicks are
+                         complete.  Empty at a terminal vertex.
+          style          optional drawing hint: "marks" (letters), "discs" or "levels"
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement board_at")
+
+    @property
+    def has_board(self) -> bool:
+        """True when the game implements `board_at`."""
+        return type(self).board_at is not GameGraph.board_at
 
     def render(self, vertex: Vertex) -> str:
         """A human-readable picture of the vertex for the console."""

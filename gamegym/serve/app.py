@@ -1,0 +1,191 @@
+"""`gamegym serve SESSION`: the web page's server (Starlette on uvicorn).
+
+Routes (JSON unless said otherwise):
+  GET  /                          the page (static/index.html); /static/* its scripts and styles
+  GET  /api/session               the game, its side names, the model iterations
+  GET  /api/progress              iteration, games, samples/s, losses, evaluation scores (live)
+  GET  /api/selfplay              the latest self-play games
+  GET  /api/selfplay/game?iteration=I&file=F&game=G   one of them, position by position
+  POST /api/games                 {"iteration": I, "side": "first"|"second", "searchcount": N}
+  GET  /api/games/{id}            a game in play
+  POST /api/games/{id}/move       {"action": A}: the person's move, then the model's answer
+
+A refused request gets a 4xx status and {"error": message}, and changes nothing.  Nothing from
+a request names a file: iterations are ints checked against the model registry, self-play files
+names checked against the folder's listing, games in play are server-side tokens.  The server
+only reads the session folder (no lock, no write), so a gym may train it meanwhile.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from gamegym.game.graph import load_game
+from gamegym.serve.play import MAX_SEARCHCOUNT, ModelPlayers, PlayError, PlayTable
+from gamegym.serve.progress import SessionProgress
+from gamegym.serve.replays import ReplayError, SelfplayGames
+from gamegym.data.session import Session
+
+__all__ = ["create_app", "run_server"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+MAX_BODY = 4096   # bytes of a request body
+
+
+def create_app(session_path, players=ModelPlayers) -> Starlette:
+    """The application for one session folder; SessionError when it is not a session.
+    `players(session, config)` makes the model players (tests pass one without TensorFlow)."""
+    site = Site(Session(session_path), players)
+    routes = [
+        Route("/", site.page),
+        Route("/favicon.ico", site.no_icon),
+        Route("/api/session", site.session_info),
+        Route("/api/progress", site.progress_now),
+        Route("/api/selfplay", site.selfplay_list),
+        Route("/api/selfplay/game", site.selfplay_game),
+        Route("/api/games", site.new_game, methods=["POST"]),
+        Route("/api/games/{token}", site.game_state),
+        Route("/api/games/{token}/move", site.move, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={HTTPException: _error})
+
+
+class Site:
+    """The handlers of one session's page.  The synchronous ones (reading files) run in
+    Starlette's thread pool, and so do moves (a model search takes seconds)."""
+
+    def __init__(self, session: Session, players):
+        self.session = session
+        self.config = config = session.load_config()
+        self.graph = load_game(config.game, config.game_args)     # the games in play's own
+        self.progress = SessionProgress(session)
+        self.replays = SelfplayGames(session, load_game(config.game, config.game_args))
+        self.table = PlayTable(self.graph, players(session, config), config.selfplay.max_moves)
+
+    async def page(self, request: Request):
+        return FileResponse(STATIC / "index.html")
+
+    async def no_icon(self, request: Request):
+        return Response(status_code=204)
+
+    def session_info(self, request: Request):
+        session, config = self.session, self.config
+        return JSONResponse({
+            "session": session.path.name, "game": config.game, "game_args": config.game_args,
+            "learner": config.train.learner, "players": self.table.names,
+            "board": self.graph.has_board, "iterations": session.model_iterations(),
+            "current": session.current_iteration(), "max_searchcount": MAX_SEARCHCOUNT,
+            "searchcount": config.evaluate.searchcount})
+
+    def progress_now(self, request: Request):
+        return JSONResponse(self.progress.snapshot())
+
+    def selfplay_list(self, request: Request):
+        count = _int_param(request, "count", 20, 1, 200)
+        return JSONResponse({"games": self.replays.latest(count)})
+
+    def selfplay_game(self, request: Request):
+        iteration = _int_param(request, "iteration")
+        game = _int_param(request, "game", low=0)
+        file = request.query_params.get("file", "")
+        try:
+            return JSONResponse(self.replays.game(iteration, file, game))
+        except ReplayError as error:
+            raise HTTPException(404, str(error)) from error
+
+    async def new_game(self, request: Request):
+        body = await _json_body(request)
+        iteration = _field(body, "iteration", int)
+        side = _field(body, "side", str, "first")
+        if side not in ("first", "second"):
+            raise HTTPException(400, "side must be 'first' or 'second'")
+        searchcount = _field(body, "searchcount", int, self.config.evaluate.searchcount)
+        return await _in_thread(self.table.new, iteration, 0 if side == "first" else 1,
+                                searchcount)
+
+    def game_state(self, request: Request):
+        return _answer(self.table.state, request.path_params["token"])
+
+    async def move(self, request: Request):
+        body = await _json_body(request)
+        action = _field(body, "action", int)
+        return await _in_thread(self.table.move, request.path_params["token"], action)
+
+
+# ----- request checking ------------------------------------------------------------------------
+async def _error(request: Request, error: HTTPException) -> JSONResponse:
+    return JSONResponse({"error": error.detail}, status_code=error.status_code)
+
+
+async def _json_body(request: Request) -> dict:
+    data = await request.body()
+    if len(data) > MAX_BODY:
+        raise HTTPException(413, f"the request body is over {MAX_BODY} bytes")
+    try:
+        body = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise HTTPException(400, "the request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise HTTPException(400, "the request body must be a JSON object")
+    return body
+
+
+_MISSING = object()
+
+
+def _field(body: dict, name: str, kind: type, default=_MISSING):
+    value = body.get(name, default)
+    if value is _MISSING:
+        raise HTTPException(400, f"'{name}' is missing")
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise HTTPException(400, f"'{name}' must be {'an integer' if kind is int else 'a string'}")
+    return value
+
+
+def _int_param(request: Request, name: str, default=None, low=None, high=None) -> int:
+    text = request.query_params.get(name)
+    if text is None and default is not None:
+        return default
+    if text is None or not text.isdigit() or len(text) > 9:
+        raise HTTPException(400, f"'{name}' must be a non-negative integer")
+    value = int(text)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise HTTPException(400, f"'{name}' must be in {low}..{high}")
+    return value
+
+
+def _answer(function, *args) -> JSONResponse:
+    try:
+        return JSONResponse(function(*args))
+    except PlayError as error:
+        raise HTTPException(error.status, str(error)) from error
+
+
+async def _in_thread(function, *args) -> JSONResponse:
+    """Run a move (a model search: seconds) off the event loop."""
+    from starlette.concurrency import run_in_threadpool
+    return await run_in_threadpool(_answer, function, *args)
+
+
+# ----- the command -----------------------------------------------------------------------------
+def run_server(session_path, host: str = "127.0.0.1", port: int = 8000) -> int:
+    """Serve the page until Ctrl+C."""
+    import uvicorn
+    app = create_app(session_path)   # SessionError for a folder that is not a session
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"gamegym serve: warning: listening on {host}, not only this computer: anyone who "
+              "can reach it can see the session and play its models (there is no login)",
+              file=sys.stderr)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"serving {Path(session_path)} at http://{shown}:{port}/ (Ctrl+C stops)", flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+    return 0
