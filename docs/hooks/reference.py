@@ -208,17 +208,16 @@ def config_page(sections: list[SectionDoc] | None = None) -> str:
     """The Markdown of reference/config.md."""
     sections = config_sections() if sections is None else sections
     out = ["# Configuration reference", "",
-           "Every setting of a session, generated from the config classes in "
-           "`gamegym/config.py` when this site is built. A session's `config.json` holds all "
-           "of them; `gamegym new --config FILE` and `gamegym resume --config FILE` take a JSON "
-           "file with any subset, nested by section:", "",
-           "```json", '{"selfplay": {"searchcount": 200}, "train": {"replay": "curious", '
-           '"num_updates_per_train_iter": 200}}', "```", "",
+           "Every setting of a session, generated from the config classes (`gamegym/config.py` "
+           "and the sections registered learners add) when this site is built. A session's "
+           "`config.json` holds all of them; `gamegym new --config FILE` and `gamegym resume "
+           "--config FILE` take a JSON file with any subset, nested by section:", "",
+           "```json", '{"selfplay": {"searchcount": 200},',
+           ' "train": {"replay": "curious", "num_updates_per_train_iter": 200}}', "```", "",
            "Unknown keys are errors that suggest the closest known one; a value out of range is "
            "an error naming the field. Fields marked **fixed** cannot change on resume.", ""]
     for section in sections:
-        title = section.name or "top level"
-        out += [f"## `{title}`" if section.name else f"## {title}", ""]
+        out += [f"## `{section.name}`" if section.name else "## Top level", ""]
         if section.doc:
             out += [section.doc.split("\n\n")[0].replace("\n", " "), ""]
         if not section.fields:
