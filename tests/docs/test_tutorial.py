@@ -1,0 +1,133 @@
+"""The tutorial's game (docs/tutorial/hex.py) keeps the GameGraph contract and plays Hex, and the
+commands the tutorial page shows run as shown (with smaller budgets; slow)."""
+from __future__ import annotations
+
+import json
+import random
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from gamegym import GymConfig, solve
+from gamegym.game.checker import check_graph
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIAL = ROOT / "docs" / "tutorial"
+PAGE = TUTORIAL / "index.md"
+
+sys.path.insert(0, str(TUTORIAL))
+from hex import Hex  # noqa: E402
+
+
+class BrokenHex(Hex):
+    """The page's example of a mistake: no stop when a player has won."""
+
+    def expansion(self, vertex):
+        mine, theirs = vertex
+        empty = [i for i in range(self.size * self.size) if not (mine | theirs) >> i & 1]
+        children = tuple((self._transpose(theirs), self._transpose(mine | 1 << i)) for i in empty)
+        return children, tuple(empty)
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5])
+def test_hex_keeps_the_contract(size):
+    assert check_graph(Hex(size), games=30, seed=size) == []
+
+
+def test_the_checker_catches_the_pages_broken_hex():
+    kinds = {v.kind for v in check_graph(BrokenHex(4), games=30)}
+    assert "score-at-nonterminal" in kinds
+
+
+def test_every_game_has_exactly_one_winner():
+    """Hex has no draws: every random game ends with the player to move lost, and only when
+    the previous mover's chain joins their two sides."""
+    graph, rng = Hex(4), random.Random(0)
+    for _ in range(200):
+        vertex = graph.roots[0]
+        while not graph.terminal_at(vertex):
+            assert graph.score_at(vertex) == 0.0
+            vertex = rng.choice(graph.children_at(vertex))
+        assert graph.score_at(vertex) == -1.0
+        assert "has won" in graph.render(vertex)
+
+
+def test_the_first_player_wins_and_the_render_is_the_real_board():
+    for size in (2, 3):
+        assert solve(Hex(size), Hex(size).roots[0]).value == 1.0   # strategy stealing
+    graph = Hex(3)
+    # X plays a1, O plays c1 (in O's transposed frame c1 is cell a3 = action 6)
+    after_x = graph.child_by_action(graph.roots[0], 0)
+    assert graph.describe_action(after_x, 6) == "c1"
+    after_o = graph.child_by_action(after_x, 6)
+    assert graph.render(after_o).splitlines()[1] == "1 X . O"
+    assert graph.render(after_o).endswith("X to move (top to bottom)")
+    assert graph.unnumpify(graph.numpify(after_o)) == after_o
+
+
+def test_the_pages_config_is_a_valid_config():
+    data = json.loads((TUTORIAL / "hex-config.json").read_text())
+    config = GymConfig.from_dict({**data, "game": "hex:Hex", "game_args": {"size": 4}})
+    assert config.selfplay.selfplayprocesses == 1
+
+
+def test_the_page_shows_the_whole_game_and_the_commands():
+    text = PAGE.read_text(encoding="utf-8")
+    assert '--8<-- "docs/tutorial/hex.py"' in text
+    commands = {c.split()[1] for c in page_commands()}
+    assert {"check", "new", "resume", "status", "evaluate", "play"} <= commands
+
+
+# ----- the commands of the page, run for real ----------------------------------------------------
+SMALLER = {"--max-iterations": "1", "--games": "2", "--searchcount": "8"}
+# iterations the smaller run makes: two resumes of one iteration each
+RENAMED = {"iteration:3": "iteration:1"}
+FASTER_CONFIG = {"train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1},
+                 "selfplay": {"searchcount": 16, "gamelog_dump_threshold": 5}}
+
+
+def page_commands() -> list[str]:
+    """The `gamegym ...` lines of the page's bash blocks, in order."""
+    text = PAGE.read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    return [line.strip() for block in blocks for line in block.splitlines()
+            if line.strip().startswith("gamegym ")]
+
+
+def smaller(command: str) -> list[str]:
+    words = shlex.split(command)
+    for i, word in enumerate(words[:-1]):
+        if word in SMALLER:
+            words[i + 1] = SMALLER[word]
+    return [RENAMED.get(word, word) for word in words]
+
+
+@pytest.mark.slow
+def test_the_pages_commands_run(tmp_path, monkeypatch):
+    from conftest import gamegym
+    shutil.copy(TUTORIAL / "hex.py", tmp_path / "hex.py")
+    config = json.loads((TUTORIAL / "hex-config.json").read_text())
+    for section, changes in FASTER_CONFIG.items():
+        config[section].update(changes)
+    (tmp_path / "hex-config.json").write_text(json.dumps(config))
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT}")
+    done = set()
+    for command in page_commands():
+        words = smaller(command)
+        if words[1] == "evaluate" and tuple(words) in done:   # the same at a smaller budget
+            continue
+        done.add(tuple(words))
+        moves = "0\n" * 20 if words[1] == "play" else None
+        result = gamegym(*words[1:], cwd=tmp_path, input=moves, timeout=300)
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+        if words[1] == "check":
+            assert "no contract violations found" in result.stdout
+        if words[1] == "evaluate":
+            assert re.search(r"vs \S+: \d+ wins, \d+ draws, \d+ losses", result.stdout)
+        if words[1] == "play":
+            assert "has won" in result.stdout
+    assert (tmp_path / "sessions" / "hex4" / "models" / "2.keras").exists()
