@@ -35,7 +35,7 @@ from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, learner_config_class
 from gamegym.game.graph import load_game
 from gamegym.runtime.monitor import mean_batch
-from gamegym.registry import LEARNERS
+from gamegym.registry import LEARNERS, REPLAYS
 from gamegym.search.mcts import SearchParams
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.search.play import selfplay_game
@@ -524,7 +524,7 @@ def add_commands(sub) -> None:
                         "with ratios to the first)")
     p.add_argument("--plot", type=Path, default=Path("learning.png"),
                    help="(--learning) where to write the curve")
-    p.add_argument("--replay", nargs="+", choices=("window", "uniform", "prioritized", "curious"),
+    p.add_argument("--replay", nargs="+", choices=REPLAYS.names(),
                    help="(--learning) one run per replay mode (and seed), side by side in one "
                         "plot, with the same seeds and minutes")
     p.add_argument("--seeds", nargs="+", type=int, default=[0],
