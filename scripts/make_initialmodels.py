@@ -13,6 +13,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from gamegym.config import GymConfig  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import get_learner  # noqa: E402
 from gamegym.presets import INITIAL_MODELS, PRESETS, preset_learner  # noqa: E402

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gamegym.registry import REPLAYS
 from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
 from gamegym.bench.learning import EVAL_THREADS, add_training_flags, bench_opponents, \
@@ -68,8 +69,8 @@ def sumtree_timing(items: int = 1_000_000, batch: int = 256, repeats: int = 200,
 
 def replay_overrides(preset: str, mode: str) -> dict:
     """The config changes that make the preset train with replay `mode`."""
-    if mode == "window":
-        return {"train": {"replay": "window", "num_updates_per_train_iter": 0}}
+    if not REPLAYS.get(mode).uses_buffer:     # whole-window epochs
+        return {"train": {"replay": mode, "num_updates_per_train_iter": 0}}
     # another learner's preset of a game ("tictactoe-muzero") takes the game's settings
     settings = REPLAY_SETTINGS.get(preset) or REPLAY_SETTINGS[preset.rsplit("-", 1)[0]]
     return {"train": {"replay": mode, **settings}}
@@ -181,7 +182,7 @@ def _preset(game: str, game_args: dict, modes: list[str]) -> str:
     if found is None:
         raise ValueError(f"no bundled preset for {game} {game_args}; the replay benchmark runs "
                          "on the bundled games")
-    if found[0] not in REPLAY_SETTINGS and set(modes) - {"window"}:
+    if found[0] not in REPLAY_SETTINGS and any(REPLAYS.get(m).uses_buffer for m in modes):
         raise ValueError(f"no replay settings for the preset {found[0]}")
     return found[0]
 
@@ -196,7 +197,7 @@ def plot_runs(result: dict, path: Path, title: str) -> None:
     minutes, a colour per replay mode, a line style per seed."""
     from gamegym.runtime.monitor import new_figure, save_figure
     figure, (top, bottom) = new_figure((7, 6), rows=2)
-    colours = {"window": "C7", "uniform": "C0", "prioritized": "C2", "curious": "C3"}
+    colours = {mode: f"C{i}" for i, mode in enumerate(REPLAYS.names())}
     styles = ["-", "--", ":", "-."]
     seeds = sorted({r["seed"] for r in result["runs"]})
     for run in result["runs"]:
