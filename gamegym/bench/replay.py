@@ -262,7 +262,7 @@ def add_parser(sub) -> None:
                        "rules)", description=__doc__, epilog=EXAMPLE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_training_flags(p)
-    p.add_argument("--modes", nargs="+", choices=MODES, default=["uniform", "curious"],
+    p.add_argument("--modes", nargs="+", choices=REPLAYS.names(), default=["uniform", "curious"],
                    metavar="MODE",
                    help="the replay modes, one run per mode and seed (default: uniform curious)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0], help="the seeds of the runs")

@@ -349,7 +349,6 @@ def add_parser(sub) -> None:
                    help="(--backend both) run each backend this many times, in turn")
     p.add_argument("--learner", default="alphazero",
                    help="learner preset(s), comma-separated: " + ", ".join(learner_presets())
-<<<<<<< HEAD
                         + " (the throughput of each, with ratios to the first)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_throughput)
@@ -358,23 +357,3 @@ def add_parser(sub) -> None:
 def legacy_argv(tail: list[str]) -> list[str]:
     """`gamegym bench [--game G] ...` (no job flag) was the throughput bench."""
     return [COMMAND, *tail]
-=======
-                        + " (--learning: one run each, one plot; else: the throughput of each, "
-                        "with ratios to the first)")
-    p.add_argument("--plot", type=Path, default=Path("learning.png"),
-                   help="(--learning) where to write the curve")
-    p.add_argument("--replay", nargs="+", choices=REPLAYS.names(),
-                   help="(--learning) one run per replay mode (and seed), side by side in one "
-                        "plot, with the same seeds and minutes")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0],
-                   help="(--learning --replay / --adapt-to) the seeds of the runs")
-    p.add_argument("--adapt-to", metavar="MODULE:CLASS",
-                   help="(--learning) the adaptation experiment: learn the game for --pretrain "
-                        "minutes, then change to this game (same input and actions) and "
-                        "measure each --replay mode re-adapting for --minutes")
-    p.add_argument("--adapt-args", type=json_object, default={},
-                   help="(--adapt-to) the changed game's arguments (JSON)")
-    p.add_argument("--pretrain", type=float, default=4.0,
-                   help="(--adapt-to) minutes of learning before the change")
-    p.set_defaults(run=cmd_bench)
->>>>>>> main
