@@ -248,7 +248,6 @@ def cmd_replay(args) -> int:
 
 
 COMMAND = "replay"
-MODES = ("window", "uniform", "prioritized", "curious")
 EXAMPLE = """examples:
   gamegym bench replay games.tictactoe:TicTacToe --modes uniform curious --seeds 0 1 2
   gamegym bench replay games.tictactoe:TicTacToe --adapt-to games.tictactoe:TicTacToeVariant \\
