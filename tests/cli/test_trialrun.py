@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from test_console import user_env
+from conftest import user_env
 
 pytestmark = pytest.mark.slow
 

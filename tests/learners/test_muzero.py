@@ -17,7 +17,7 @@ from gamegym.search.latent import (LatentEvaluator, LatentNode, LatentSearch,  #
 from gamegym.search.mcts import SearchParams, choose_action, visit_policy  # noqa: E402
 from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 
-from test_mcts import MUST_BLOCK, WIN_IN_ONE  # noqa: E402  (boards: win in one, must block)
+from conftest import MUST_BLOCK, WIN_IN_ONE  # noqa: E402  (boards: win in one, must block)
 
 GAME = "games.tictactoe:TicTacToe"
 

@@ -1,8 +1,6 @@
 """Evaluating a session: ratings over iterations, `gamegym evaluate`, `gamegym play`, the
 Evaluator in a running gym, and the learning benchmark."""
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,14 +11,9 @@ from gamegym.evaluation.evaluator import evaluate_iteration
 from gamegym.data.fileio import read_jsonl
 from gamegym.runtime.gym import GameGym
 from gamegym.nets.tfsetup import load_model
+from conftest import gamegym
 
 TICTACTOE = "games.tictactoe:TicTacToe"
-
-
-def gamegym(*args, timeout=300, input=None):
-    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
-                          text=True, timeout=timeout, input=input,
-                          stdin=None if input is not None else subprocess.DEVNULL)
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 TensorFlow, CUDA or absl line), one clear line for a real problem, and no TensorFlow in the gym's
 own process, the Selfplayers or the status, check and new commands."""
 import json
-import os
 import re
 import subprocess
 import sys
@@ -10,17 +9,12 @@ import zipfile
 
 import pytest
 
-from conftest import TICTACTOE, gamegym
+from conftest import TICTACTOE, gamegym, user_env
 from gamegym.nets.tfsetup import gpu_problem, load_model
 
 # what TensorFlow, CUDA, XLA, oneDNN and absl print at start-up on a machine without a GPU
 NOISE = re.compile(r"tensorflow|absl|cuda|cuInit|cudart|oneDNN|XLA|cpu_feature_guard|"
                    r"^[IWE]\d{4} |StreamExecutor|TF_ENABLE", re.IGNORECASE | re.MULTILINE)
-
-
-def user_env() -> dict:
-    """The environment of a user who never heard of TF_CPP_MIN_LOG_LEVEL."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
 
 
 @pytest.mark.slow

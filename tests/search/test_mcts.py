@@ -9,6 +9,7 @@ from games.tictactoe import TicTacToe
 from gamegym.config import GymConfig
 from gamegym.search.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator, visit_policy
 from gamegym.game.players import Solver
+from conftest import MUST_BLOCK, WIN_IN_ONE
 from gamegym.search.play import selfplay_game as play_game
 
 
@@ -22,12 +23,6 @@ def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0
 
 
 # tic-tac-toe boards from the mover's view: 1 = mine, -1 = theirs
-WIN_IN_ONE = (1, 1, 0,
-              -1, -1, 0,
-              0, 0, 0)      # cell 2 wins at once (cell 5 would only block)
-MUST_BLOCK = (-1, -1, 0,
-              1, 0, 0,
-              0, 0, 0)      # the opponent threatens cell 2
 FORK_FOR_ME = (1, 0, 0,
                0, -1, 0,
                0, 0, 1)     # a position where only some moves keep the draw

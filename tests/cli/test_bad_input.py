@@ -11,11 +11,7 @@ import time
 import pytest
 
 from gamegym.data.samples import read_sample_file, sample_files
-
-
-def gamegym(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
-                          text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=cwd)
+from conftest import gamegym
 
 
 @pytest.mark.parametrize("game,message", [

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from conftest import SMALL, gamegym
-from test_tensorboard import read_scalars
+from conftest import read_scalars
 
 pytestmark = pytest.mark.slow
 

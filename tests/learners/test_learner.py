@@ -25,7 +25,7 @@ from gamegym.presets import (INITIAL_MODELS, PRESETS, initial_model_path,  # noq
                              preset_learner)
 from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 
-TicTacToe = pytest.importorskip("games.tictactoe").TicTacToe
+from games.tictactoe import TicTacToe  # noqa: E402
 
 
 class TicTacToeWithoutUnnumpify(TicTacToe):
