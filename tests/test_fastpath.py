@@ -12,7 +12,6 @@ from gamegym.config import GymConfig
 from gamegym.data.session import Session
 from gamegym.learners import get_learner
 from gamegym.nets.numpynet import NumpyNet
-from gamegym.nets.onnxnet import OnnxNet
 from gamegym.nets.portable import FastModelError, evaluator_from_bytes, from_bytes, to_bytes
 from gamegym.runtime.messages import EvalRequest, EvalResponse
 
