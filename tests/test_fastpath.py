@@ -169,6 +169,8 @@ def test_a_damaged_or_foreign_fast_form_file_is_a_clear_error():
     broken = NumpyNet(net.steps[:1], net.inputs, net.outputs)   # outputs of missing steps
     with pytest.raises(FastModelError, match="is damaged"):
         from_bytes(to_bytes(form._replace(nets={"evaluate": broken})))
+    with pytest.raises(FastModelError, match="is damaged: KeyError"):   # a net missing
+        evaluator_from_bytes(to_bytes(form._replace(form="muzero")), 0)
 
 
 def test_publishing_writes_the_fast_file_and_never_leaves_a_stale_one(tmp_path):
@@ -234,7 +236,13 @@ def test_the_predictor_converts_a_model_without_a_fast_file_and_falls_back_to_te
                                                                  "blocks": 1}, seed=0)
     predictor, _, _ = predictor_for(tmp_path, "alphazero", [model], fast_files=False)
     predictor.load(0)                                   # converted here (TensorFlow is loaded)
-    assert predictor.models.fast_model_path(0).is_file()
+    fast_file = predictor.models.fast_model_path(0)
+    assert fast_file.is_file()
+    assert predictor.evaluator.path == "onnx" and predictor.fast_files
+    fast_file.write_bytes(fast_file.read_bytes()[:100])   # damaged (and newer than the model)
+    predictor.held.clear()
+    predictor.load(0)                                   # made again
+    assert from_bytes(fast_file.read_bytes()).form == "evaluate"
     assert predictor.evaluator.path == "onnx" and predictor.fast_files
     # a model the fast path does not know: no file, and TensorFlow from then on
     inputs = keras.Input((6, 7, 2))

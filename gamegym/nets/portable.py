@@ -110,7 +110,10 @@ def evaluator_from_bytes(data: bytes, iteration: int, source: str = "fast-path m
     if cls is None:
         raise FastModelError(f"{source} holds a model of form {form.form!r}, which no loaded "
                              f"learner runs (known: {', '.join(sorted(FORMS))})")
-    return cls.from_form(form, iteration)
+    try:
+        return cls.from_form(form, iteration)
+    except (KeyError, TypeError, ValueError) as error:
+        raise FastModelError(f"{source} is damaged: {type(error).__name__} {error}") from None
 
 
 def _net_header(net: NumpyNet, arrays: dict) -> dict:
