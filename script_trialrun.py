@@ -21,7 +21,7 @@ PRESET = PRESETS["tictactoe"]
 
 def trial_config() -> GymConfig:
     """The tic-tac-toe preset: learns within minutes on two cores."""
-    return GymConfig(**PRESET, status_interval=10.0)
+    return GymConfig.from_dict({**PRESET, "status_interval": 10.0})
 
 
 def show_verdict(gym: GameGym) -> None:

@@ -5,23 +5,22 @@ range, naming the field.  `GymConfig.check_resume` refuses changes to fields fix
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
+import importlib
 import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from gamegym.game.playerspecs import check_player_spec
+from gamegym.registry import BACKENDS, LEARNERS, REPLAYS, Registry
 
 __all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
-           "EvaluateConfig",
-           "GymConfig", "LEARNERS", "REPLAYS"]
-
-LEARNERS = ("alphazero", "muzero", "bootstrapped")
-BACKENDS = ("processes", "ray")
-REPLAYS = ("window", "uniform", "prioritized", "curious")
+           "EvaluateConfig", "GymConfig", "check", "int_in", "float_in", "boolean", "choice"]
 
 
 class ConfigError(ValueError):
@@ -68,8 +67,20 @@ def _choice(obj: Any, name: str, choices: tuple) -> None:
     _check(value in choices, f"{_section(obj)}{name}", f"must be one of {list(choices)}, got {value!r}")
 
 
+def _registered(obj: Any, name: str, registry: Registry) -> None:
+    """The field names something registered in `registry` (gamegym.registry)."""
+    value = getattr(obj, name)
+    _check(isinstance(value, str) and value in registry, f"{_section(obj)}{name}",
+           f"must be one of {registry.names()}, got {value!r}")
+
+
 def _section(obj: Any) -> str:
     return getattr(obj, "_section", "")
+
+
+# the checks above, for the config sections of learners and replays defined elsewhere
+check = _check
+int_in, float_in, boolean, choice = _int_in, _float_in, _bool, _choice
 
 
 @dataclass
@@ -81,20 +92,12 @@ class NetworkConfig:
     width: int = 64            # units per dense layer / filters per conv layer
     blocks: int = 2            # dense layers / residual blocks
     l2: float = 1e-4           # L2 weight regularisation
-    hidden_size: int = 0       # MuZero: units of a dense network's hidden state (0 = width);
-                               # a residual network's hidden state is `width` planes of the board
-    heads: int = 10            # (bootstrapped) K Q-heads on the shared torso; 1 = plain DQN
-    prior_scale: float = 0.0   # (bootstrapped) weight of a fixed random prior network added
-                               # to every head, never trained (0 = none)
 
     def validate(self) -> None:
         _choice(self, "kind", ("auto", "dense", "residual"))
         _int_in(self, "width", 1, 4096)
         _int_in(self, "blocks", 1, 64)
-        _int_in(self, "hidden_size", 0, 4096)
         _float_in(self, "l2", 0.0, 1.0)
-        _int_in(self, "heads", 1, 256)
-        _float_in(self, "prior_scale", 0.0, 100.0)
 
 
 @dataclass
@@ -150,15 +153,6 @@ class SelfplayConfig:
     ray_predictor_cpus: float = 0.5   # CPUs the Predictor actor of each node reserves
     ray_object_store_mib: int = 128   # object store of the Ray started with "local" (it holds
                                       # only models in broadcast and games on their way)
-    epsilon: float | None = None    # (bootstrapped) chance of a random legal move in self-play;
-                                    # None: 0 with several heads, 0.1 with one (DQN)
-    head_per_side: bool = False     # (bootstrapped) each side of a game draws its own head
-    concurrent_games: int = 64      # (bootstrapped) games a Selfplayer plays at once, one Q
-                                    # request for a move in each of them
-    positions_per_iteration: int | None = None  # (bootstrapped) a Selfplayer waits for the
-                                    # next model once its finished games hold this many
-                                    # positions; None: its share of what the Trainer waits for
-                                    # (train.min_new_samples); 0: never waits
 
     def validate(self) -> None:
         _int_in(self, "selfplayprocesses", 1, 256)
@@ -175,7 +169,7 @@ class SelfplayConfig:
         _int_in(self, "max_moves", 1)
         _int_in(self, "gamelog_dump_threshold", 1, 100_000)
         _int_in(self, "evaluation_cache", 0)
-        _choice(self, "backend", BACKENDS)
+        _registered(self, "backend", BACKENDS)
         _check(isinstance(self.ray_address, str) and (
             self.ray_address in ("local", "auto") or ":" in self.ray_address),
             "selfplay.ray_address", "must be 'local', 'auto' or a cluster address HOST:PORT, "
@@ -183,12 +177,6 @@ class SelfplayConfig:
         _float_in(self, "ray_selfplayer_cpus", 0.0, 1024.0, low_open=True)
         _float_in(self, "ray_predictor_cpus", 0.0, 1024.0, low_open=True)
         _int_in(self, "ray_object_store_mib", 75, 1_000_000)
-        if self.epsilon is not None:
-            _float_in(self, "epsilon", 0.0, 1.0)
-        _bool(self, "head_per_side")
-        _int_in(self, "concurrent_games", 1, 65536)
-        if self.positions_per_iteration is not None:
-            _int_in(self, "positions_per_iteration", 0)
 
 
 @dataclass
@@ -214,8 +202,6 @@ class TrainConfig:
                                     # later, not the game result (0 = the result, AlphaZero);
                                     # MuZero's td_steps
     value_target_mix: float = 0.0   # value target = (1 - m) * that + m * own search value
-    num_unroll_steps: int = 5       # MuZero: dynamics steps unrolled from each sample (K)
-    reward_loss_weight: float = 1.0  # MuZero: weight of the reward MSE (the paper's: 1)
     keep_models: int = 0            # keep only the newest N model files (0 = keep all)
     # the replay buffer (replay "uniform", "prioritized", "curious"; Curious Replay's defaults)
     replay_capacity: int = 100_000  # positions in the buffer; the oldest leave first
@@ -224,17 +210,10 @@ class TrainConfig:
     curious_alpha: float = 0.7      # alpha: sharpness of the loss term (|L| + epsilon)^alpha
     curious_epsilon: float = 0.01   # epsilon: keeps the loss term above 0
     priority_max: float = 1e5       # priority of a sample never trained on
-    mask_probability: float = 0.5   # (bootstrapped) p: each head trains on a position with
-                                    # chance p (a Bernoulli mask drawn in self-play, stored)
-    target_update_period: int = 500  # (bootstrapped) gradient steps between copies of the
-                                    # online Q-network to the target network
-    double_q: bool = True           # (bootstrapped) the online network picks the opponent's next
-                                    # move, the target network values it (double DQN)
-    discount: float = 1.0           # (bootstrapped) gamma in y = r - gamma * max Q_target(s', a')
 
     def validate(self) -> None:
-        _choice(self, "learner", LEARNERS)
-        _choice(self, "replay", REPLAYS)
+        _registered(self, "learner", LEARNERS)
+        _registered(self, "replay", REPLAYS)
         _int_in(self, "epochs", 1, 10_000)
         _int_in(self, "batchsize", 1, 65536)
         _float_in(self, "learning_rate", 0.0, 10.0, low_open=True)
@@ -250,8 +229,6 @@ class TrainConfig:
         _float_in(self, "value_loss_weight", 0.0, 1000.0)
         _float_in(self, "value_target_mix", 0.0, 1.0)
         _int_in(self, "value_td_steps", 0, 10_000)
-        _int_in(self, "num_unroll_steps", 1, 100)
-        _float_in(self, "reward_loss_weight", 0.0, 1000.0)
         _int_in(self, "keep_models", 0)
         _int_in(self, "replay_capacity", 1, 100_000_000)
         _float_in(self, "curious_c", 0.0, 1e12)
@@ -259,20 +236,9 @@ class TrainConfig:
         _float_in(self, "curious_alpha", 0.0, 1.0)
         _float_in(self, "curious_epsilon", 0.0, 1e6, low_open=True)
         _float_in(self, "priority_max", 0.0, 1e15, low_open=True)
-        if self.replay != "window":
-            _check(self.num_updates_per_train_iter > 0, "train.num_updates_per_train_iter",
-                   f"must be > 0 with train.replay = {self.replay!r}: the replay buffer trains "
-                   "on that many minibatches drawn from it per iteration (e.g. 100)"
-                   + ("; whole-window epochs would train every sample equally often, so the "
-                      "priorities could steer nothing" if self.replay != "uniform" else "")
-                   + "; whole-window epochs are replay 'window'")
-            _check(self.replay_capacity >= self.min_samplecount, "train.replay_capacity",
-                   f"({self.replay_capacity}) must be >= train.min_samplecount "
-                   f"({self.min_samplecount}), or the buffer never holds enough to train")
-        _float_in(self, "mask_probability", 0.0, 1.0, low_open=True)
-        _int_in(self, "target_update_period", 1)
-        _bool(self, "double_q")
-        _float_in(self, "discount", 0.0, 1.0, low_open=True)
+        problem = REPLAYS.get(self.replay).check_config(self)
+        if problem:
+            raise ConfigError(f"config field {problem}")
 
 
 @dataclass
@@ -284,14 +250,11 @@ class EvaluateConfig:
     games: int = 20                  # games per opponent (half of them as first player)
     opponents: list = field(default_factory=lambda: ["random", "alphabeta:2", "previous"])
     searchcount: int = 50            # searches per move of the model players
-    q_search: bool = False           # (bootstrapped) the model plays by MCTS with the heads' mean
-                                     # Q as leaf value, not by the heads' majority vote
 
     def validate(self) -> None:
         _int_in(self, "every", 0)
         _int_in(self, "games", 1, 10_000)
         _int_in(self, "searchcount", 1, 100_000)
-        _bool(self, "q_search")
         _check(isinstance(self.opponents, list), "evaluate.opponents",
                f"must be a list of players, got {self.opponents!r}")
         for opponent in self.opponents:
@@ -301,6 +264,22 @@ class EvaluateConfig:
 
 SECTIONS = {"network": NetworkConfig, "predict": PredictConfig, "selfplay": SelfplayConfig,
             "train": TrainConfig, "evaluate": EvaluateConfig}
+
+# Fields that a learner's own section holds now, by the shared section a config.json written
+# before learner sections held them in (every learner's, with their defaults).  Reading such a
+# file moves the session's learner's fields into its section and drops the others.
+FORMER_LEARNER_FIELDS = {
+    "network": ("hidden_size", "heads", "prior_scale"),
+    "selfplay": ("epsilon", "head_per_side", "concurrent_games", "positions_per_iteration"),
+    "train": ("num_unroll_steps", "reward_loss_weight", "mask_probability",
+              "target_update_period", "double_q", "discount"),
+    "evaluate": ("q_search",),
+}
+
+
+def learner_config_class(learner: str) -> type | None:
+    """The dataclass of a learner's own config section, None when it has none."""
+    return getattr(LEARNERS.get(learner), "config_class", None)
 
 
 @dataclass
@@ -313,21 +292,32 @@ class GymConfig:
     debug_single_process: bool = False  # run every role in the main process (for debuggers)
     status_interval: float = 5.0   # seconds between status lines (0 = none)
     log_level: str = "INFO"        # level of the per-process logs
+    plugins: list = field(default_factory=list)  # modules every process imports before it
+    #                                reads the config: where learners, replays, backends or
+    #                                search rules of your own register (gamegym.registry)
     network: NetworkConfig = field(default_factory=NetworkConfig)
     predict: PredictConfig = field(default_factory=PredictConfig)
     selfplay: SelfplayConfig = field(default_factory=SelfplayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
+    # the learner's own section (its config_class, see gamegym.learners.base.Learner), stored in
+    # config.json under the learner's name, e.g. "muzero": {...}; None: the learner has none
+    learner_config: Any = None
 
     # fields a resumed session may not change: they would make models or samples meaningless
+    # (and a learner section's own FIXED fields)
     FIXED = ("game", "game_args", "network", "train.learner")
 
     def __post_init__(self) -> None:
+        import_plugins(self.plugins)
         for name, section_cls in SECTIONS.items():  # sections may be given as plain dicts
             section = getattr(self, name)
             if isinstance(section, dict):
                 _reject_unknown(section, _field_names(section_cls), f"{name}.")
                 setattr(self, name, section_cls(**section))
+        if isinstance(self.train, TrainConfig):
+            _registered(self.train, "learner", LEARNERS)
+            self.learner_config = _learner_section(self.train.learner, self.learner_config)
         self.validate()
 
     def validate(self) -> None:
@@ -343,66 +333,86 @@ class GymConfig:
             section = getattr(self, name)
             _check(isinstance(section, cls), name, f"must be a {cls.__name__}")
             section.validate()
-        _check(not (self.train.learner == "muzero" and self.selfplay.search_solver),
-               "selfplay.search_solver", "cannot be used with train.learner 'muzero': the "
-               "solver proves positions of the GameGraph, and MuZero searches a learned model")
-        self._check_selfplay_pause()
+        if self.learner_config is not None:
+            self.learner_config.validate()
+        problem = LEARNERS.get(self.train.learner).check_config(self)
+        if problem:
+            raise ConfigError(f"config field {problem}")
 
-    def _check_selfplay_pause(self) -> None:
-        """Selfplayers that wait for each new model after `positions_per_iteration` positions
-        must together play enough for the Trainer to train it (else both would wait forever)."""
-        given = self.selfplay.positions_per_iteration
-        if not given or self.train.learner != "bootstrapped":
-            return
-        needed = self._samples_per_iteration()
-        count = ("1 (debug_single_process)" if self.debug_single_process else
-                 f"selfplay.selfplayprocesses ({self.selfplay.selfplayprocesses})")
-        _check(given * self._selfplayers() >= needed, "selfplay.positions_per_iteration",
-               f"({given}) times {count} must be at least train.min_new_samples "
-               f"({self.train.min_new_samples}) and train.min_samplecount / (1 - "
-               f"train.validation_split) ({needed}): the Selfplayers wait for a model the "
-               "Trainer trains only on that many samples")
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled in a child process (or a Ray actor): its plug-ins register there too."""
+        self.__dict__.update(state)
+        import_plugins(self.plugins)
 
-    def _selfplayers(self) -> int:
+    def selfplayers(self) -> int:
         """Self-play drivers at work: one in a single-process run."""
         return 1 if self.debug_single_process else self.selfplay.selfplayprocesses
 
-    def _samples_per_iteration(self) -> int:
+    def samples_per_iteration(self) -> int:
         """New samples the Trainer waits for before it trains an iteration (the first one
         included), with the window replay."""
         train = self.train
         return max(train.min_new_samples,
                    math.ceil(train.min_samplecount / (1.0 - train.validation_split)))
 
-    def selfplay_positions_per_iteration(self) -> int:
-        """The positions a Selfplayer plays with one model iteration before it waits for the
-        next (0: it never waits): selfplay.positions_per_iteration, or by default its share of
-        the samples the Trainer waits for."""
-        given = self.selfplay.positions_per_iteration
-        if given is not None:
-            return given
-        return math.ceil(self._samples_per_iteration() / self._selfplayers())
+    def train_options(self) -> SimpleNamespace:
+        """The training options a learner reads (by attribute, or gamegym.learners.base.option):
+        the train section's fields and the learner's own section's."""
+        return SimpleNamespace(**dataclasses.asdict(self.train), **self.learner_options())
+
+    def network_options(self) -> dict:
+        """What a learner builds its network from: the network section and the fields of the
+        learner's own section that shape the network (its NETWORK tuple)."""
+        own = self.learner_options()
+        shaping = getattr(self.learner_config, "NETWORK", ())
+        return {**dataclasses.asdict(self.network), **{k: own[k] for k in shaping}}
+
+    def learner_options(self) -> dict:
+        """The learner's own section as a dict (empty when it has none)."""
+        return {} if self.learner_config is None else dataclasses.asdict(self.learner_config)
 
     # ----- JSON round trip -----------------------------------------------------------------
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        data = {f.name: dataclasses.asdict(getattr(self, f.name)) if f.name in SECTIONS
+                else copy.deepcopy(getattr(self, f.name))
+                for f in fields(self) if f.name != "learner_config"}
+        if self.learner_config is not None:
+            data[self.train.learner] = dataclasses.asdict(self.learner_config)
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_dict(cls, data: dict) -> "GymConfig":
+    def from_dict(cls, data: dict, stored: bool = False) -> "GymConfig":
+        """A config from its JSON form.  `stored`: a session's own config.json, which may be in
+        the layout before learner sections (it is then read as today's)."""
         if not isinstance(data, dict):
             raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
-        _reject_unknown(data, _field_names(cls), "")
         for name in SECTIONS:
             if not isinstance(data.get(name, {}), dict):
                 raise ConfigError(f"config field '{name}' must be a JSON object")
-        return cls(**data)
+        learner = data.get("train", {}).get("learner", TrainConfig.learner)
+        if stored:
+            data = _moved_to_learner_section(data, learner)
+        known = [n for n in _field_names(cls) if n != "learner_config"]
+        sections = [n for n in data if n not in known]
+        for name in sections:
+            if name != learner:
+                if isinstance(name, str) and name in LEARNERS:
+                    raise ConfigError(f"config section '{name}' is for train.learner "
+                                      f"'{name}', but train.learner is {learner!r}")
+                _reject_unknown({name: None}, known + [learner], "")
+        own = data.get(learner, {}) if learner in sections else None
+        if own is not None and not isinstance(own, dict):
+            raise ConfigError(f"config field '{learner}' must be a JSON object")
+        return cls(**{k: v for k, v in data.items() if k in known}, learner_config=own)
 
     @classmethod
-    def from_json_file(cls, path: Path, fill: dict | None = None) -> "GymConfig":
-        """Read a config file; keys missing from it are taken from `fill` (e.g. the game)."""
+    def from_json_file(cls, path: Path, fill: dict | None = None,
+                       stored: bool = False) -> "GymConfig":
+        """Read a config file; keys missing from it are taken from `fill` (e.g. the game);
+        `stored` as for from_dict."""
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as error:
@@ -413,16 +423,19 @@ class GymConfig:
             raise ConfigError(f"config file {path} is not valid JSON: {error}") from error
         if isinstance(data, dict) and fill:
             data = {**fill, **data}
-        return cls.from_dict(data)
+        return cls.from_dict(data, stored=stored)
 
     def updated(self, overrides: dict) -> "GymConfig":
         """A copy with nested overrides applied, e.g. {"selfplay": {"searchcount": 50}}."""
         data = self.to_dict()
         for key, value in overrides.items():
-            if key in SECTIONS and isinstance(value, dict) and isinstance(data.get(key), dict):
+            if isinstance(value, dict) and isinstance(data.get(key), dict) and key != "game_args":
                 data[key].update(value)
             else:
                 data[key] = value
+        learner = data.get("train", {}).get("learner")
+        if learner != self.train.learner:   # another learner: its own section, not ours
+            data.pop(self.train.learner, None)
         return GymConfig.from_dict(data)
 
     def value_at(self, path: str) -> Any:
@@ -432,7 +445,8 @@ class GymConfig:
     def check_resume(self, stored: "GymConfig") -> None:
         """Refuse a config for resuming that changes a field fixed at session creation."""
         new, old = self.to_dict(), stored.to_dict()
-        for path in self.FIXED:
+        own = getattr(self.learner_config, "FIXED", ())
+        for path in self.FIXED + tuple(f"{self.train.learner}.{name}" for name in own):
             a, b = _get_path(new, path), _get_path(old, path)
             if a != b:
                 raise ConfigError(f"config field '{path}' cannot change on resume "
@@ -440,8 +454,56 @@ class GymConfig:
                                   "start a new session instead")
 
 
+def import_plugins(modules: Any) -> None:
+    """Import the `plugins` modules (once each; Python caches them)."""
+    _check(isinstance(modules, list) and all(isinstance(m, str) and m for m in modules),
+           "plugins", f"must be a list of module names, got {modules!r}")
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as error:
+            raise ConfigError(f"config field 'plugins': cannot import module {module!r}: "
+                              f"{type(error).__name__}: {error}") from error
+
+
+def _learner_section(learner: str, given: Any) -> Any:
+    """The learner's section built from `given` (a dict, an instance or None: defaults)."""
+    section_cls = learner_config_class(learner)
+    if section_cls is None:
+        _check(not given, learner, f"is not a config section: learner {learner!r} has no "
+               "options of its own")
+        return None
+    if isinstance(given, section_cls):
+        return given
+    given = {} if given is None else given
+    _check(isinstance(given, dict), learner, f"must be a JSON object, got {given!r}")
+    _reject_unknown(given, _field_names(section_cls), f"{learner}.")
+    return section_cls(**given)
+
+
+def _moved_to_learner_section(data: dict, learner: str) -> dict:
+    """A config dict in the layout before learner sections (FORMER_LEARNER_FIELDS in the
+    shared sections) in today's: the learner's fields in its section, the others dropped."""
+    if not any(isinstance(data.get(s), dict) and set(names) & set(data[s])
+               for s, names in FORMER_LEARNER_FIELDS.items()):
+        return data
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    section_cls = learner_config_class(learner) if learner in LEARNERS else None
+    own_names = set(_field_names(section_cls)) if section_cls else set()
+    own = dict(data.get(learner, {})) if isinstance(data.get(learner), dict) else {}
+    for section, names in FORMER_LEARNER_FIELDS.items():
+        for name in names:
+            if isinstance(data.get(section), dict) and name in data[section]:
+                value = data[section].pop(name)
+                if name in own_names:
+                    own.setdefault(name, value)
+    if own:
+        data[learner] = own
+    return data
+
+
 def _field_names(cls: type) -> list[str]:
-    return [f.name for f in fields(cls)]
+    return [f.name for f in fields(cls)] if dataclasses.is_dataclass(cls) else []
 
 
 def _reject_unknown(data: dict, known: list[str], prefix: str) -> None:
@@ -450,6 +512,11 @@ def _reject_unknown(data: dict, known: list[str], prefix: str) -> None:
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean '{prefix}{close[0]}'?" if close else \
                 f"; known fields: {', '.join(known)}"
+            if key in FORMER_LEARNER_FIELDS.get(prefix.rstrip("."), ()):
+                owners = [name for name, cls in LEARNERS.items()
+                          if key in _field_names(getattr(cls, "config_class", None) or object)]
+                hint = f"; it is a field of the learner's own section: " + \
+                    " or ".join(f"'{owner}.{key}'" for owner in owners)
             raise ConfigError(f"unknown config field '{prefix}{key}'{hint}")
 
 

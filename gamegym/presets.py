@@ -6,12 +6,15 @@ learner presets as changes to AlphaZero's (`<game preset>-bootstrapped`, `-dqn`)
 starter model, when there is one, is initialmodels/<preset name>.keras, built by its learner."""
 from __future__ import annotations
 
-import json
 import logging
-import zipfile
 from pathlib import Path
 
+from gamegym.config import TrainConfig
+
 log = logging.getLogger(__name__)
+# the learner of a preset that does not name one: TrainConfig's default
+DEFAULT_LEARNER = TrainConfig.learner
+
 INITIAL_MODELS = Path(__file__).resolve().parent.parent / "initialmodels"
 
 # name -> game spec, game arguments, network config, config overrides that learn well on 2 cores
@@ -44,11 +47,12 @@ PRESETS = {
     # MuZero (train.learner "muzero"): the same games searched in a learned model
     "tictactoe-muzero": {
         "game": "games.tictactoe:TicTacToe", "game_args": {},
-        "network": {"kind": "dense", "width": 128, "blocks": 2, "hidden_size": 64},
+        "network": {"kind": "dense", "width": 128, "blocks": 2},
         "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 8, "searchcount": 64,
                      "temperature_drop_move": 4, "gamelog_dump_threshold": 20,
                      "dirichlet_alpha": 1.0},
-        "train": {"learner": "muzero", "num_unroll_steps": 3, "reward_loss_weight": 4.0,
+        "muzero": {"hidden_size": 64, "num_unroll_steps": 3, "reward_loss_weight": 4.0},
+        "train": {"learner": "muzero",
                   "min_samplecount": 400, "min_new_samples": 400, "max_samplecount": 8000,
                   "max_sampleage": 6, "epochs": 6, "batchsize": 32, "learning_rate": 3e-3},
     },
@@ -57,16 +61,18 @@ PRESETS = {
         "network": {"kind": "residual", "width": 32, "blocks": 2},
         "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 16, "searchcount": 100,
                      "temperature_drop_move": 10, "dirichlet_alpha": 1.0},
-        "train": {"learner": "muzero", "num_unroll_steps": 5, "reward_loss_weight": 4.0,
+        "muzero": {"num_unroll_steps": 5, "reward_loss_weight": 4.0},
+        "train": {"learner": "muzero",
                   "min_samplecount": 2000, "min_new_samples": 2000, "max_samplecount": 40000,
                   "max_sampleage": 8, "epochs": 1, "batchsize": 128, "learning_rate": 2e-3},
     },
     "santorini-3-1-muzero": {
         "game": "games.santorini:Santorini", "game_args": {"dimension": 3, "units_per_player": 1},
-        "network": {"kind": "dense", "width": 128, "blocks": 2, "hidden_size": 64},
+        "network": {"kind": "dense", "width": 128, "blocks": 2},
         "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 16, "searchcount": 100,
                      "temperature_drop_move": 6, "dirichlet_alpha": 0.8},
-        "train": {"learner": "muzero", "num_unroll_steps": 5, "reward_loss_weight": 4.0,
+        "muzero": {"hidden_size": 64, "num_unroll_steps": 5, "reward_loss_weight": 4.0},
+        "train": {"learner": "muzero",
                   "min_samplecount": 1000, "min_new_samples": 1000, "max_samplecount": 20000,
                   "max_sampleage": 6, "epochs": 2, "batchsize": 32, "learning_rate": 3e-3},
     },
@@ -87,26 +93,24 @@ EXTRA_PRESETS = {
 LEARNER_PRESETS: dict[str, dict[str, dict]] = {
     "bootstrapped": {
         "tictactoe": {
-            "selfplay": {"selfplayprocesses": 1, "concurrent_games": 64,
-                         "gamelog_dump_threshold": 64},
+            "selfplay": {"selfplayprocesses": 1, "gamelog_dump_threshold": 64},
+            "bootstrapped": {"concurrent_games": 64, "target_update_period": 200},
             "train": {"learner": "bootstrapped", "min_samplecount": 800,
                       "min_new_samples": 800, "max_samplecount": 20000, "max_sampleage": 20,
-                      "num_updates_per_train_iter": 200, "batchsize": 64,
-                      "target_update_period": 200},
+                      "num_updates_per_train_iter": 200, "batchsize": 64},
         },
         "connectfour": {
-            "selfplay": {"selfplayprocesses": 1, "concurrent_games": 64,
-                         "gamelog_dump_threshold": 64},
+            "selfplay": {"selfplayprocesses": 1, "gamelog_dump_threshold": 64},
+            "bootstrapped": {"concurrent_games": 64, "target_update_period": 400},
             "train": {"learner": "bootstrapped", "min_samplecount": 3000,
                       "min_new_samples": 3000, "max_samplecount": 60000, "max_sampleage": 15,
-                      "num_updates_per_train_iter": 200, "batchsize": 128,
-                      "target_update_period": 400},
+                      "num_updates_per_train_iter": 200, "batchsize": 128},
         },
     },
 }
 # plain DQN for the side by side with bootstrapped: one head trained on every sample, and
 # epsilon-greedy self-play (the default epsilon with one head, gamegym.learners.bootstrapped.play.DQN_EPSILON)
-DQN = {"network": {"heads": 1, "prior_scale": 0.0}, "train": {"mask_probability": 1.0}}
+DQN = {"bootstrapped": {"heads": 1, "prior_scale": 0.0, "mask_probability": 1.0}}
 
 
 def _changed(preset: dict, changes: dict) -> dict:
@@ -128,16 +132,16 @@ ALL_PRESETS = {**PRESETS, **EXTRA_PRESETS, **{
 
 def preset_learner(preset: dict) -> str:
     """The learner a preset is for."""
-    return preset.get("train", {}).get("learner", "alphazero")
+    return preset.get("train", {}).get("learner", DEFAULT_LEARNER)
 
 
 def learner_presets() -> list[str]:
     """The names `preset_for` takes: each learner with a preset, and the variants (dqn)."""
-    return sorted({"alphazero", *LEARNER_PRESETS,
+    return sorted({DEFAULT_LEARNER, *LEARNER_PRESETS,
                    *(preset_learner(preset) for preset in PRESETS.values())})
 
 
-def preset_for(game: str, game_args: dict, learner: str = "alphazero") -> tuple[str, dict] | None:
+def preset_for(game: str, game_args: dict, learner: str = DEFAULT_LEARNER) -> tuple[str, dict] | None:
     """(name, preset) of the bundled preset for this game and arguments with the learner preset
     `learner` (a learner, or a variant such as dqn), or None when there is none."""
     if learner not in learner_presets():
@@ -145,14 +149,14 @@ def preset_for(game: str, game_args: dict, learner: str = "alphazero") -> tuple[
                          f"{', '.join(learner_presets())}")
     for name, preset in {**PRESETS, **EXTRA_PRESETS}.items():
         if (preset["game"] == game and preset["game_args"] == dict(game_args)
-                and preset_learner(preset) == "alphazero"):
-            full = name if learner == "alphazero" else f"{name}-{learner}"
+                and preset_learner(preset) == DEFAULT_LEARNER):
+            full = name if learner == DEFAULT_LEARNER else f"{name}-{learner}"
             return (full, ALL_PRESETS[full]) if full in ALL_PRESETS else None
     return None
 
 
 def initial_model_path(game: str, game_args: dict, network=None,
-                       learner: str = "alphazero") -> Path | None:
+                       learner: str = DEFAULT_LEARNER) -> Path | None:
     """The bundled starter model for this game and learner preset, when there is one on disk
     (initialmodels/<preset name>.keras).
 
@@ -174,42 +178,8 @@ def initial_model_path(game: str, game_args: dict, network=None,
 
 
 def _is_network(path: Path, game: str, game_args: dict, network, learner: str) -> bool:
-    """True when the model file is the network `network` describes: its name (kind, width,
-    blocks), input shape, policy size and L2, read from the file's config.json without loading
-    the model, so the process that asks (the gym's, a benchmark's) needs no TensorFlow.  The
-    weight shapes follow from these; tests/test_learner.py checks every weight shape of the
-    committed files against a freshly built network."""
-    from gamegym.game.graph import load_game
-    from gamegym.nets.builders import network_kind, network_options
-    if learner != "alphazero":
-        return _is_learner_network(path, game, game_args, network, learner)
-    graph = load_game(game, game_args)
-    options = network_options(network)
-    shape = tuple(graph.numpify(graph.roots[0]).shape)
-    name = f"{network_kind(shape, options['kind'])}_{options['width']}x{options['blocks']}"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            config = json.loads(archive.read("config.json"))["config"]
-        layers = {layer["config"]["name"]: layer["config"] for layer in config["layers"]}
-        stored_shape = tuple(layers[config["input_layers"][0]]["batch_shape"][1:])
-        policy = layers[config["output_layers"][0][0]]["units"]
-        l2 = {(c.get("kernel_regularizer") or {}).get("config", {}).get("l2", 0.0)
-              for c in layers.values() if "kernel_initializer" in c}
-    except (OSError, KeyError, IndexError, TypeError, ValueError, zipfile.BadZipFile):
-        return False
-    return (config.get("name"), stored_shape, policy, l2) == (
-        name, shape, graph.action_space_size, {float(options["l2"])})
-
-
-def _is_learner_network(path: Path, game: str, game_args: dict, network, learner: str) -> bool:
-    """The same check for another learner's container model: built fresh and compared weight
-    shape for weight shape (this loads TensorFlow)."""
+    """True when the model file is the network `network` describes, as the learner judges it
+    (Learner.is_model_file_of)."""
     from gamegym.game.graph import load_game
     from gamegym.learners import get_learner
-    from gamegym.nets.tfsetup import configure_tensorflow, load_model
-    # as when the gym builds the first model: the GPU is the Predictor's, not this process's
-    configure_tensorflow(use_gpu=False)
-    graph = load_game(game, game_args)
-    stored, fresh = load_model(path), get_learner(learner).build_model(graph, network)
-    return (stored.name, [w.shape for w in stored.weights]) == (
-        fresh.name, [w.shape for w in fresh.weights])
+    return get_learner(learner).is_model_file_of(path, load_game(game, game_args), network)

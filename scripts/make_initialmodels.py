@@ -11,6 +11,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from gamegym.config import GymConfig  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import get_learner  # noqa: E402
 from gamegym.presets import INITIAL_MODELS, PRESETS, preset_learner  # noqa: E402
@@ -31,7 +32,7 @@ def main(names: list[str]) -> int:
             continue
         graph = load_game(preset["game"], preset["game_args"])
         learner = get_learner(preset_learner(preset))
-        model = learner.build_model(graph, preset["network"], seed=SEED)
+        model = learner.build_model(graph, GymConfig.from_dict(preset).network_options(), seed=SEED)
         path = INITIAL_MODELS / f"{name}.keras"
         model.save(path)
         size = path.stat().st_size

@@ -21,12 +21,14 @@ from gamegym.learners import get_learner  # noqa: E402
 from gamegym.learners.bootstrapped.learner import transitions  # noqa: E402
 from gamegym.learners.bootstrapped.qnetwork import parts, target_age  # noqa: E402
 from gamegym.runtime.messages import EvalRequest, EvalResponse  # noqa: E402
+from gamegym.learners.bootstrapped.config import positions_per_iteration  # noqa: E402
 from gamegym.learners.bootstrapped.play import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
 from gamegym.data.samples import GameRecord, load_samples, write_sample_file  # noqa: E402
 from gamegym.data.session import Session  # noqa: E402
 
 GAME = "games.tictactoe:TicTacToe"
-TINY = {"kind": "dense", "width": 16, "blocks": 1, "heads": 4, "l2": 0.0}
+NETWORK = {"kind": "dense", "width": 16, "blocks": 1, "l2": 0.0}
+TINY = {**NETWORK, "heads": 4}     # the network options the learner builds from (4 heads)
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +172,9 @@ def test_target_network_copy_period_survives_a_model_file(graph, tmp_path):
     kept = [w.copy() for w in target.get_weights()]
 
     session = Session(tmp_path / "s")
-    session.create(GymConfig(game=GAME, network=TINY, train={"learner": "bootstrapped"}))
+    session.create(GymConfig.from_dict({"game": GAME, "network": NETWORK,
+                                        "train": {"learner": "bootstrapped"},
+                                        "bootstrapped": {"heads": 4}}))
     session.publish_model(model, 1)
     again = load_model(session.model_path(1))          # a resumed Trainer's model
     assert target_age(again) == 1
@@ -208,7 +212,8 @@ def test_majority_vote():
 
 def test_the_mean_q_search_player(graph):
     learner, model = fresh(graph)
-    config = GymConfig(game=GAME, train={"learner": "bootstrapped"}, evaluate={"q_search": True})
+    config = GymConfig.from_dict({"game": GAME, "train": {"learner": "bootstrapped"},
+                                  "bootstrapped": {"q_search": True}})
     player = learner.player(graph, LocalService(learner.make_evaluator(model, 0)), 16, 4, config)
     assert not isinstance(player, VotePlayer)
     vertex = graph.roots[0]
@@ -217,12 +222,13 @@ def test_the_mean_q_search_player(graph):
     assert player.choose(graph, vertex, np.random.default_rng(0)) == 2   # the search sees the win
 
 
-def selfplay_config(**selfplay):
-    selfplay = {"concurrent_games": 6, "positions_per_iteration": 0,
-                "temperature_drop_move": 0, **selfplay}
-    return GymConfig(game=GAME, network=TINY, selfplay=selfplay,
-                     train={"learner": "bootstrapped", "min_samplecount": 20,
-                            "min_new_samples": 30})
+def selfplay_config(selfplay=None, **own):
+    """A bootstrapped config of the TINY network: `own` its section's fields."""
+    own = {"heads": 4, "concurrent_games": 6, "positions_per_iteration": 0, **own}
+    return GymConfig.from_dict({
+        "game": GAME, "network": NETWORK, "bootstrapped": own,
+        "selfplay": {"temperature_drop_move": 0, **(selfplay or {})},
+        "train": {"learner": "bootstrapped", "min_samplecount": 20, "min_new_samples": 30}})
 
 
 def play_games(graph, model, config, seed, count):
@@ -258,14 +264,14 @@ def test_selfplay_masks_are_seeded_stored_and_read_back(graph, tmp_path):
     q = online(batch.x).numpy()[np.arange(len(batch)), batch.extra["head"]]
     assert np.array_equal(np.where(batch.legal, q, -np.inf).argmax(axis=1), batch.action)
     # in the opening (the first temperature_drop_move plies) it samples softmax(Q / T) instead
-    _, opened = play_games(graph, model, selfplay_config(temperature_drop_move=2), seed=3,
+    _, opened = play_games(graph, model, selfplay_config({"temperature_drop_move": 2}), seed=3,
                            count=12)
     batch = stored(tmp_path, opened, "opened.npz")
     q = online(batch.x).numpy()[np.arange(len(batch)), batch.extra["head"]]
     greedy = np.where(batch.legal, q, -np.inf).argmax(axis=1) == batch.action
     assert greedy[batch.step >= 2].all() and not greedy[batch.step < 2].all()
     # cut games are truncated, not lost
-    _, short = play_games(graph, model, selfplay_config(max_moves=3), seed=1, count=6)
+    _, short = play_games(graph, model, selfplay_config({"max_moves": 3}), seed=1, count=6)
     assert all(g.truncated and len(g) == 3 and not any(g.extra["terminal"]) for g in short)
 
 
@@ -284,7 +290,7 @@ class ChangingService:
 
 def test_selfplay_waits_for_a_new_model_after_positions_per_iteration(graph, monkeypatch):
     learner, model = fresh(graph)
-    config = selfplay_config(positions_per_iteration=30, selfplayprocesses=1)
+    config = selfplay_config({"selfplayprocesses": 1}, positions_per_iteration=30)
     monkeypatch.setattr(QSelfplay, "PROBE_SECONDS", 0.0)
     driver = learner.selfplayer(graph, ChangingService(learner.make_evaluator(model, 0), 40),
                                 config, np.random.default_rng(0))
@@ -309,9 +315,9 @@ def test_by_default_selfplayers_play_their_share_of_what_the_trainer_waits_for()
     config = GymConfig(game=GAME, train={"learner": "bootstrapped", "min_samplecount": 900,
                                          "min_new_samples": 500, "validation_split": 0.1},
                        selfplay={"selfplayprocesses": 3})
-    assert config.selfplay_positions_per_iteration() == 334          # ceil(1000 / 3)
-    assert config.updated({"selfplay": {"positions_per_iteration": 0}}
-                          ).selfplay_positions_per_iteration() == 0
+    assert positions_per_iteration(config) == 334          # ceil(1000 / 3)
+    assert positions_per_iteration(
+        config.updated({"bootstrapped": {"positions_per_iteration": 0}})) == 0
 
 
 class RecordingSampler:
@@ -353,7 +359,7 @@ def test_the_predictor_answers_q_requests_like_the_online_network(graph, tmp_pat
     from gamegym.runtime.predictor import Predictor
     learner, model = fresh(graph)
     session = Session(tmp_path / "s")
-    config = GymConfig(game=GAME, network=TINY, train={"learner": "bootstrapped"})
+    config = selfplay_config()
     session.create(config)
     session.publish_model(model, 0)
     mine, theirs = multiprocessing.Pipe()
@@ -381,31 +387,67 @@ def test_prior_functions_are_fixed_and_the_model_fits_the_game(graph):
 
 
 @pytest.mark.parametrize("data,message", [
-    ({"network": {"heads": 0}}, "'network.heads' must be in [1, 256]"),
-    ({"network": {"prior_scale": -1}}, "'network.prior_scale' must be in [0.0, 100.0]"),
-    ({"train": {"mask_probability": 0}}, "'train.mask_probability' must be in (0.0, 1.0]"),
-    ({"train": {"target_update_period": 0}}, "'train.target_update_period' must be in [1,"),
-    ({"train": {"double_q": 1}}, "'train.double_q' must be true or false"),
-    ({"train": {"discount": 1.5}}, "'train.discount' must be in (0.0, 1.0]"),
-    ({"selfplay": {"epsilon": 2}}, "'selfplay.epsilon' must be in [0.0, 1.0]"),
-    ({"selfplay": {"concurrent_games": 0}}, "'selfplay.concurrent_games' must be in [1,"),
-    ({"evaluate": {"q_search": "no"}}, "'evaluate.q_search' must be true or false"),
-    ({"train": {"learner": "bootstrapped", "min_new_samples": 500},
-      "selfplay": {"selfplayprocesses": 2, "positions_per_iteration": 100}},
-     "'selfplay.positions_per_iteration' (100) times selfplay.selfplayprocesses (2) must be "
-     "at least train.min_new_samples (500)"),
+    ({"heads": 0}, "'bootstrapped.heads' must be in [1, 256]"),
+    ({"prior_scale": -1}, "'bootstrapped.prior_scale' must be in [0.0, 100.0]"),
+    ({"mask_probability": 0}, "'bootstrapped.mask_probability' must be in (0.0, 1.0]"),
+    ({"target_update_period": 0}, "'bootstrapped.target_update_period' must be in [1,"),
+    ({"double_q": 1}, "'bootstrapped.double_q' must be true or false"),
+    ({"discount": 1.5}, "'bootstrapped.discount' must be in (0.0, 1.0]"),
+    ({"epsilon": 2}, "'bootstrapped.epsilon' must be in [0.0, 1.0]"),
+    ({"concurrent_games": 0}, "'bootstrapped.concurrent_games' must be in [1,"),
+    ({"q_search": "no"}, "'bootstrapped.q_search' must be true or false"),
+    ({"positions_per_iteration": 100},
+     "'bootstrapped.positions_per_iteration' (100) times selfplay.selfplayprocesses (2) must "
+     "be at least train.min_new_samples (500)"),
 ])
 def test_bad_values_name_the_field(data, message):
     with pytest.raises(ConfigError) as error:
-        GymConfig.from_dict({"game": GAME, **data})
+        GymConfig.from_dict({"game": GAME, "selfplay": {"selfplayprocesses": 2},
+                             "train": {"learner": "bootstrapped", "min_new_samples": 500},
+                             "bootstrapped": data})
     assert message in str(error.value)
+
+
+def test_a_field_in_its_former_section_names_its_section_now():
+    with pytest.raises(ConfigError, match="'network.heads'; it is a field of the learner's own "
+                                          "section: 'bootstrapped.heads'"):
+        GymConfig.from_dict({"game": GAME, "train": {"learner": "bootstrapped"},
+                             "network": {"heads": 3}})
+    with pytest.raises(ConfigError, match="section 'bootstrapped' is for train.learner "
+                                          "'bootstrapped', but train.learner is 'alphazero'"):
+        GymConfig.from_dict({"game": GAME, "bootstrapped": {"heads": 3}})
+
+
+def test_a_stored_config_of_the_former_layout_reads_into_the_learner_section():
+    """A session's config.json written before learner sections held every learner's fields in
+    the shared sections: the session's learner's go to its section, the others are dropped."""
+    old = GymConfig(game=GAME).to_dict()
+    old["network"].update({"hidden_size": 0, "heads": 3, "prior_scale": 0.5})
+    old["selfplay"].update({"epsilon": None, "head_per_side": True, "concurrent_games": 8,
+                            "positions_per_iteration": None})
+    old["train"].update({"learner": "bootstrapped", "num_unroll_steps": 5,
+                         "reward_loss_weight": 1.0, "mask_probability": 0.7,
+                         "target_update_period": 50, "double_q": False, "discount": 0.9})
+    old["evaluate"]["q_search"] = True
+    config = GymConfig.from_dict(old, stored=True)
+    assert (config.learner_config.heads, config.learner_config.prior_scale,
+            config.learner_config.head_per_side, config.learner_config.concurrent_games,
+            config.learner_config.mask_probability, config.learner_config.target_update_period,
+            config.learner_config.double_q, config.learner_config.discount,
+            config.learner_config.q_search) == (3, 0.5, True, 8, 0.7, 50, False, 0.9, True)
+    assert "num_unroll_steps" not in config.to_dict()["train"]
+    assert GymConfig.from_dict(config.to_dict()) == config             # today's layout
+    old["train"]["learner"] = "alphazero"                              # every field dropped
+    assert GymConfig.from_dict(old, stored=True) == GymConfig(game=GAME)
 
 
 def test_heads_and_prior_are_fixed_on_resume():
     stored_config = GymConfig(game=GAME, train={"learner": "bootstrapped"})
-    stored_config.check_resume(stored_config.updated({"train": {"target_update_period": 9}}))
-    with pytest.raises(ConfigError, match="'network' cannot change on resume"):
-        stored_config.updated({"network": {"heads": 3}}).check_resume(stored_config)
+    stored_config.check_resume(
+        stored_config.updated({"bootstrapped": {"target_update_period": 9}}))
+    for field, value in (("heads", 3), ("prior_scale", 1.0)):
+        with pytest.raises(ConfigError, match=f"'bootstrapped.{field}' cannot change on resume"):
+            stored_config.updated({"bootstrapped": {field: value}}).check_resume(stored_config)
 
 
 def test_one_head_per_side(graph):

@@ -12,11 +12,12 @@ pytestmark = pytest.mark.slow
 
 HEADS = 3
 SMALL = {
-    "network": {"kind": "dense", "width": 16, "blocks": 1, "heads": HEADS},
-    "selfplay": {"selfplayprocesses": 1, "concurrent_games": 8, "gamelog_dump_threshold": 8,
-                 "positions_per_iteration": 80},
+    "network": {"kind": "dense", "width": 16, "blocks": 1},
+    "bootstrapped": {"heads": HEADS, "concurrent_games": 8, "positions_per_iteration": 80,
+                     "target_update_period": 10},
+    "selfplay": {"selfplayprocesses": 1, "gamelog_dump_threshold": 8},
     "train": {"learner": "bootstrapped", "min_samplecount": 60, "min_new_samples": 60,
-              "batchsize": 16, "num_updates_per_train_iter": 7, "target_update_period": 10},
+              "batchsize": 16, "num_updates_per_train_iter": 7},
     "evaluate": {"every": 1, "games": 2, "opponents": ["random"]},
     "status_interval": 2.0,
 }
@@ -89,15 +90,17 @@ def test_debug_single_process_waits_for_its_own_trainer(tmp_path):
     # one self-play driver in the gym's process: it plays what the Trainer waits for (its share
     # is not split between selfplay.selfplayprocesses), then goes idle until the new model
     from gamegym import GameGym, GymConfig
-    config = GymConfig(game="games.tictactoe:TicTacToe", debug_single_process=True,
-                       network={"kind": "dense", "width": 16, "blocks": 1, "heads": 3},
-                       selfplay={"concurrent_games": 8, "gamelog_dump_threshold": 8},
-                       train={"learner": "bootstrapped", "min_samplecount": 60,
-                              "min_new_samples": 60, "batchsize": 16,
-                              "num_updates_per_train_iter": 5},
-                       status_interval=0.0)
+    from gamegym.learners.bootstrapped.config import positions_per_iteration
+    config = GymConfig.from_dict({
+        "game": "games.tictactoe:TicTacToe", "debug_single_process": True,
+        "network": {"kind": "dense", "width": 16, "blocks": 1},
+        "bootstrapped": {"heads": 3, "concurrent_games": 8},
+        "selfplay": {"gamelog_dump_threshold": 8},
+        "train": {"learner": "bootstrapped", "min_samplecount": 60, "min_new_samples": 60,
+                  "batchsize": 16, "num_updates_per_train_iter": 5},
+        "status_interval": 0.0})
     assert config.selfplay.selfplayprocesses == 2
-    assert config.selfplay_positions_per_iteration() == 67        # ceil(60 / 0.9), all of it
+    assert positions_per_iteration(config) == 67        # ceil(60 / 0.9), all of it
     gym = GameGym(tmp_path / "debug", config=config)
     assert gym.resume(max_iterations=2, console=False) == 0
     assert gym.session.current_iteration() == 2

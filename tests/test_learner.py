@@ -16,7 +16,7 @@ configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is al
 
 import keras  # noqa: E402
 
-from gamegym.config import NetworkConfig, TrainConfig  # noqa: E402
+from gamegym.config import GymConfig, NetworkConfig, TrainConfig  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import Learner, TrainReport, get_learner  # noqa: E402
 from gamegym.learners.alphazero.learner import Augmenter  # noqa: E402
@@ -219,11 +219,12 @@ def test_initial_models_fit_their_games(name):
     assert outputs["values"].shape == (1,)
     # the file is the preset's network, weight shape for weight shape; and the benches' check
     # (for AlphaZero's its config.json, without TensorFlow) says so too
-    fresh = learner.build_model(graph, preset["network"])
+    network = GymConfig.from_dict(preset).network_options()   # the learner's fields included
+    fresh = learner.build_model(graph, network)
     assert (model.name, [w.shape for w in model.weights]) == \
         (fresh.name, [w.shape for w in fresh.weights]), \
         f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
-    assert initial_model_path(preset["game"], preset["game_args"], preset["network"],
+    assert initial_model_path(preset["game"], preset["game_args"], network,
                               preset_learner(preset)) == path, \
         f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
 

@@ -515,10 +515,11 @@ def test_a_game_whose_turns_do_not_alternate_is_refused(tmp_path):
 def test_config_refuses_the_solver_and_bad_unrolls():
     with pytest.raises(ConfigError, match="selfplay.search_solver"):
         GymConfig(game=GAME, train={"learner": "muzero"}, selfplay={"search_solver": True})
-    with pytest.raises(ConfigError, match="train.num_unroll_steps"):
-        GymConfig(game=GAME, train={"learner": "muzero", "num_unroll_steps": 0})
-    with pytest.raises(ConfigError, match="network.hidden_size"):
-        GymConfig(game=GAME, network={"hidden_size": -1})
+    with pytest.raises(ConfigError, match="muzero.num_unroll_steps"):
+        GymConfig.from_dict({"game": GAME, "train": {"learner": "muzero"},
+                             "muzero": {"num_unroll_steps": 0}})
+    with pytest.raises(ConfigError, match="muzero.hidden_size"):
+        GymConfig(game=GAME, train={"learner": "muzero"}, learner_config={"hidden_size": -1})
 
 
 def test_an_alphazero_model_is_refused_for_a_muzero_session(tmp_path):

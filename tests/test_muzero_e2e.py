@@ -12,10 +12,11 @@ pytestmark = pytest.mark.slow
 
 TICTACTOE = "games.tictactoe:TicTacToe"
 SMALL = {
-    "network": {"width": 16, "blocks": 1, "hidden_size": 8},
+    "network": {"width": 16, "blocks": 1},
+    "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
     "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
                  "gamelog_dump_threshold": 5},
-    "train": {"learner": "muzero", "num_unroll_steps": 3, "min_samplecount": 60,
+    "train": {"learner": "muzero", "min_samplecount": 60,
               "min_new_samples": 60, "epochs": 1, "batchsize": 32},
     "evaluate": {"every": 1, "games": 2, "searchcount": 8, "opponents": ["random", "previous"]},
     "status_interval": 2.0,

@@ -403,7 +403,7 @@ def test_every_preset_has_valid_replay_settings(mode):
     from gamegym.presets import PRESETS
     from gamegym.bench.replay import replay_overrides
     for name, preset in PRESETS.items():
-        config = GymConfig(**preset).updated(replay_overrides(name, mode))
+        config = GymConfig.from_dict(preset).updated(replay_overrides(name, mode))
         assert config.train.replay == mode
         assert (config.train.num_updates_per_train_iter > 0) == (mode != "window")
 

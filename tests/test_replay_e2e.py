@@ -129,18 +129,20 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
 # the other learners with curious replay: MuZero draws sequences by their last step's priority
 # and reports every unrolled step's loss; Bootstrapped reports each sample's TD error
 LEARNERS = {
-    "muzero": {"network": {"kind": "dense", "width": 16, "blocks": 1, "hidden_size": 8},
-               "train": {"learner": "muzero", "num_unroll_steps": 3}},
-    "bootstrapped": {"network": {"kind": "dense", "width": 16, "blocks": 1, "heads": 3},
-                     "selfplay": {"concurrent_games": 8, "positions_per_iteration": 80},
-                     "train": {"learner": "bootstrapped", "target_update_period": 10}},
+    "muzero": {"network": {"kind": "dense", "width": 16, "blocks": 1},
+               "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
+               "train": {"learner": "muzero"}},
+    "bootstrapped": {"network": {"kind": "dense", "width": 16, "blocks": 1},
+                     "bootstrapped": {"heads": 3, "concurrent_games": 8,
+                                      "positions_per_iteration": 80, "target_update_period": 10},
+                     "train": {"learner": "bootstrapped"}},
 }
 
 
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
 def test_curious_replay_trains_every_learner(tmp_path, learner):
     config = {section: {**CURIOUS.get(section, {}), **LEARNERS[learner].get(section, {})}
-              for section in ("selfplay", "train", "network")}
+              for section in ("selfplay", "train", "network", learner)}
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**config, "status_interval": 1.0}))
     session = tmp_path / learner

@@ -122,24 +122,22 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
         raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
                          "in a new session")
     opponents, solver = bench_opponents(game, graph, opponents)
-    config = GymConfig(**found[1], status_interval=30.0, seed=seed).updated(overrides or {})
+    config = GymConfig.from_dict({**found[1], "status_interval": 30.0, "seed": seed}).updated(
+        overrides or {})
     rng = np.random.default_rng(seed)
-    searches = (get_learner(config.train.learner).searches_in_selfplay
-                or config.evaluate.q_search)
+    trains = get_learner(config.train.learner)
+    searches = trains.player_searches(config)
     if searches:
         print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per "
               f"move ({EVAL_THREADS} concurrent); self-play uses {_selfplay_searches(config)}",
               flush=True)
     else:
-        heads = config.network.heads
-        rule = (f"the majority vote of its {heads} heads" if heads > 1 else
-                "the best move of its one head")
-        print(f"[bench] {learner}: the newest iteration plays {rule}, no search (nor in "
-              "self-play)", flush=True)
+        print(f"[bench] {learner}: the newest iteration plays {trains.play_rule(config)}, no "
+              "search (nor in self-play)", flush=True)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, \
             ProgressBars() as bars:
         gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                      initial_model=initial_model_path(game, graph.game_args, config.network_options(),
                                                        learner))
         curve, final, peak_rss = train_and_measure(gym, graph, opponents, solver, minutes,
                                                    interval, games, searchcount, rng,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gamegym.registry import REPLAYS
 from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
 from gamegym.bench.learning import EVAL_THREADS, bench_opponents, run_learning_bench, \
@@ -65,8 +66,8 @@ def sumtree_timing(items: int = 1_000_000, batch: int = 256, repeats: int = 200,
 
 def replay_overrides(preset: str, mode: str) -> dict:
     """The config changes that make the preset train with replay `mode`."""
-    if mode == "window":
-        return {"train": {"replay": "window", "num_updates_per_train_iter": 0}}
+    if not REPLAYS.get(mode).uses_buffer:     # whole-window epochs
+        return {"train": {"replay": mode, "num_updates_per_train_iter": 0}}
     # another learner's preset of a game ("tictactoe-muzero") takes the game's settings
     settings = REPLAY_SETTINGS.get(preset) or REPLAY_SETTINGS[preset.rsplit("-", 1)[0]]
     return {"train": {"replay": mode, **settings}}
@@ -137,11 +138,12 @@ def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory(prefix="gamegym-adapt-") as folder:
-            config = GymConfig(**preset_for(game, graph.game_args)[1], status_interval=30.0,
-                               seed=seed).updated(replay_overrides(preset, "curious"))
+            config = GymConfig.from_dict({**preset_for(game, graph.game_args)[1],
+                                          "status_interval": 30.0, "seed": seed}
+                                         ).updated(replay_overrides(preset, "curious"))
             base = GameGym(Path(folder) / "base", config=config,
                            initial_model=initial_model_path(game, graph.game_args,
-                                                            config.network))
+                                                            config.network_options()))
             print(f"[bench] seed {seed}: learning {game} {graph.game_args} for {pretrain:g} "
                   "minutes (curious)", flush=True)
             started = time.monotonic()
@@ -177,7 +179,7 @@ def _preset(game: str, game_args: dict, modes: list[str]) -> str:
     if found is None:
         raise ValueError(f"no bundled preset for {game} {game_args}; the replay benchmark runs "
                          "on the bundled games")
-    if found[0] not in REPLAY_SETTINGS and set(modes) - {"window"}:
+    if found[0] not in REPLAY_SETTINGS and any(REPLAYS.get(m).uses_buffer for m in modes):
         raise ValueError(f"no replay settings for the preset {found[0]}")
     return found[0]
 
@@ -192,7 +194,7 @@ def plot_runs(result: dict, path: Path, title: str) -> None:
     minutes, a colour per replay mode, a line style per seed."""
     from gamegym.runtime.monitor import new_figure, save_figure
     figure, (top, bottom) = new_figure((7, 6), rows=2)
-    colours = {"window": "C7", "uniform": "C0", "prioritized": "C2", "curious": "C3"}
+    colours = {mode: f"C{i}" for i, mode in enumerate(REPLAYS.names())}
     styles = ["-", "--", ":", "-."]
     seeds = sorted({r["seed"] for r in result["runs"]})
     for run in result["runs"]:

@@ -32,11 +32,11 @@ import numpy as np
 import psutil
 
 from gamegym.cli.util import json_object
-from gamegym.config import LEARNERS, GymConfig
+from gamegym.config import GymConfig, learner_config_class
 from gamegym.game.graph import load_game
 from gamegym.runtime.monitor import mean_batch
-from gamegym.search.latent import LatentSearch, uniform_latent_evaluator
-from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
+from gamegym.registry import LEARNERS, REPLAYS
+from gamegym.search.mcts import SearchParams
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.search.play import selfplay_game
 
@@ -44,19 +44,11 @@ ORIGINAL = {"searches_per_s": 410, "positions_per_s": 4, "games_per_s": 0.24,
             "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16"}
 
 
-# learner -> its search with a stub evaluator (uniform priors, nothing else to compute)
-STUB_SEARCHES = {
-    "alphazero": lambda graph, params: Search(
-        graph, uniform_evaluator(graph.action_space_size), params),
-    "muzero": lambda graph, params: LatentSearch(
-        graph, uniform_latent_evaluator(graph.action_space_size), params),
-}
-
-
 def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "alphazero") -> dict:
-    """Searches/s of whole self-play games with a uniform evaluator, in this process."""
-    stub = STUB_SEARCHES.get(learner, STUB_SEARCHES["alphazero"])
-    search = stub(graph, SearchParams.from_selfplay(cfg))
+    """Searches/s of whole self-play games with a uniform evaluator (the learner's search with
+    nothing to compute at its leaves), in this process."""
+    from gamegym.learners import get_learner
+    search = get_learner(learner).stub_search(graph, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(seed)
     games = positions = 0
     start, cpu = time.perf_counter(), time.process_time()
@@ -230,23 +222,24 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     preset = found[1] if found else {"train": {"learner": learner}}
     if network is None:
         network = preset.get("network", {})
-    config = GymConfig(game=game, game_args=graph.game_args, status_interval=0.0,
-                       network=network,
-                       selfplay={**preset.get("selfplay", {}), "selfplayprocesses": selfplayers,
-                                 "searchthreadcount": threads, "searchcount": searchcount,
-                                 "positions_per_iteration": 0},   # no Trainer: never wait for one
-                       predict={"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms,
-                                "numpy_fastpath": fastpath,
-                                "evaluate_in_selfplayers": in_selfplayers},
-                       train={"learner": preset_learner(preset)})
-    trains = config.train.learner
+    trains = preset_learner(preset)
+    own = dict(preset.get(trains, {}))
+    if hasattr(learner_config_class(trains), "positions_per_iteration"):
+        own["positions_per_iteration"] = 0        # no Trainer: never wait for one
+    config = GymConfig.from_dict({
+        "game": game, "game_args": graph.game_args, "status_interval": 0.0, "network": network,
+        "selfplay": {**preset.get("selfplay", {}), "selfplayprocesses": selfplayers,
+                     "searchthreadcount": threads, "searchcount": searchcount},
+        "predict": {"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms,
+                    "numpy_fastpath": fastpath, "evaluate_in_selfplayers": in_selfplayers},
+        "train": {"learner": trains}, **({trains: own} if own else {})})
     searches = get_learner(trains).searches_in_selfplay
     ceiling = (search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=trains)
                if searches else None)
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(path, config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network,
+                      initial_model=initial_model_path(game, graph.game_args, config.network_options(),
                                                        learner))
         names = ("processes", "ray") if backend == "both" else (backend,)
         pairs = [{name: end_to_end(path, on_backend(config, name), seconds) for name in names}
@@ -289,7 +282,8 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
                                                 1)},
         "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
                    "searchcount": searchcount if searches else 0,
-                   "concurrent_games": 0 if searches else config.selfplay.concurrent_games,
+                   "concurrent_games": 0 if searches else
+                   config.learner_options().get("concurrent_games", 0),
                    "batchsize": batchsize,
                    "batch_timeout_ms": batch_timeout_ms, "numpy_fastpath": fastpath,
                    "evaluate_in_selfplayers": in_selfplayers,
@@ -530,7 +524,7 @@ def add_commands(sub) -> None:
                         "with ratios to the first)")
     p.add_argument("--plot", type=Path, default=Path("learning.png"),
                    help="(--learning) where to write the curve")
-    p.add_argument("--replay", nargs="+", choices=("window", "uniform", "prioritized", "curious"),
+    p.add_argument("--replay", nargs="+", choices=REPLAYS.names(),
                    help="(--learning) one run per replay mode (and seed), side by side in one "
                         "plot, with the same seeds and minutes")
     p.add_argument("--seeds", nargs="+", type=int, default=[0],

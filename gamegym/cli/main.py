@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gamegym.cli.util import json_object
 from gamegym.config import ConfigError, GymConfig
+from gamegym.registry import BACKENDS
 from gamegym.game.graph import GameGraphError
 from gamegym.data.session import SessionError
 
@@ -40,10 +41,7 @@ def cmd_resume(args) -> int:
     gym = GameGym(args.session, config=config)
     if args.ray is not None:   # this run only: the session's config.json keeps its backend
         gym.config = gym.config.updated({"selfplay": {"backend": "ray", "ray_address": args.ray}})
-    if gym.config.selfplay.backend == "ray":
-        from gamegym.runtime.ray.cluster import import_ray
-        import_ray(local=gym.config.selfplay.ray_address == "local")   # without Ray: an error
-                                                                        # naming the extra
+    BACKENDS.get(gym.config.selfplay.backend).check_available(gym.config)
     return gym.resume(max_seconds=args.max_seconds, max_iterations=args.max_iterations)
 
 
@@ -99,8 +97,7 @@ def backend_status(config, record: dict | None) -> dict:
     """The backend of the newest status record (with its time), else the configured one."""
     if record and isinstance(record.get("backend"), dict):
         return {**record["backend"], "time": record.get("time")}
-    cfg = config.selfplay
-    return {"name": cfg.backend, **({"address": cfg.ray_address} if cfg.backend == "ray" else {})}
+    return BACKENDS.get(config.selfplay.backend).describe(config)
 
 
 def cmd_status(args) -> int:

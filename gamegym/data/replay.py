@@ -57,14 +57,14 @@ import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes, quarantine
 from gamegym.data.replaybuffer import ReplayBuffer, ReplayStateError
+from gamegym.registry import REPLAYS, RegistryError
 from gamegym.data.samples import SampleBatch, SampleCounter, load_samples, sample_files, \
     sample_iterations
 
 __all__ = ["Replay", "Sampler", "WindowReplay", "BufferReplay", "BufferSampler", "Priorities",
-           "make_replay", "BUFFER_REPLAYS"]
+           "make_replay", "UniformReplay", "PrioritizedReplay", "CuriousReplay"]
 
 log = logging.getLogger(__name__)
-BUFFER_REPLAYS = ("uniform", "prioritized", "curious")
 KEEP_STATES = 2   # state files kept: the newest iteration's and the one before
 
 
@@ -77,7 +77,17 @@ class Sampler(Protocol):
 
 
 class Replay(ABC):
-    """The samples the Trainer trains on; one instance lives in the Trainer process."""
+    """The samples the Trainer trains on; one instance lives in the Trainer process.  A replay
+    mode registers its subclass in gamegym.registry.REPLAYS under its `name`."""
+
+    name: str = ""
+    uses_buffer = False      # keeps a replay buffer with a state file per iteration
+
+    @classmethod
+    def check_config(cls, train_config) -> str | None:
+        """What is wrong with `train_config` (a TrainConfig) for this replay, starting with
+        the quoted field name, or None."""
+        return None
 
     def __init__(self, session, config):
         self.session = session
@@ -118,8 +128,11 @@ def readiness(cfg, trained: int, held: int, new: int, iteration: int,
     return True, f"{held} samples in {where}"
 
 
+@REPLAYS.register
 class WindowReplay(Replay):
     """All samples of recent iterations, newest first (the original scheme)."""
+
+    name = "window"
 
     def __init__(self, session, config):
         super().__init__(session, config)
@@ -155,8 +168,10 @@ class Priorities:
 
     @classmethod
     def of(cls, train_config) -> "Priorities":
+        """The priorities of the replay `train_config.replay` names, with its settings."""
         cfg = train_config
-        return cls(c=0.0 if cfg.replay == "prioritized" else float(cfg.curious_c),
+        count_term = getattr(REPLAYS.get(cfg.replay), "count_term", True)
+        return cls(c=float(cfg.curious_c) if count_term else 0.0,
                    beta=float(cfg.curious_beta), alpha=float(cfg.curious_alpha),
                    epsilon=float(cfg.curious_epsilon), new=float(cfg.priority_max))
 
@@ -212,12 +227,33 @@ class BufferSampler:
 
 
 class BufferReplay(Replay):
-    """`uniform`, `prioritized` and `curious`: one buffer of the newest positions, with replay
-    counts and priorities saved with every iteration (see the module)."""
+    """The replays with a buffer (`uniform`, `prioritized`, `curious`): one buffer of the newest
+    positions, with replay counts and priorities saved with every iteration (see the module).
+    A subclass says how it draws."""
+
+    uses_buffer = True
+    by_priority = True       # draw in proportion to the priorities (False: uniformly)
+    count_term = True        # the priority has Curious Replay's count term c * beta^v
+
+    @classmethod
+    def check_config(cls, train_config) -> str | None:
+        cfg = train_config
+        if cfg.num_updates_per_train_iter <= 0:
+            return ("'train.num_updates_per_train_iter' must be > 0 with train.replay = "
+                    f"{cls.name!r}: the replay buffer trains on that many minibatches drawn "
+                    "from it per iteration (e.g. 100)"
+                    + ("; whole-window epochs would train every sample equally often, so the "
+                       "priorities could steer nothing" if cls.by_priority else "")
+                    + "; whole-window epochs are replay 'window'")
+        if cfg.replay_capacity < cfg.min_samplecount:
+            return (f"'train.replay_capacity' ({cfg.replay_capacity}) must be >= "
+                    f"train.min_samplecount ({cfg.min_samplecount}), or the buffer never "
+                    "holds enough to train")
+        return None
 
     def __init__(self, session, config):
         super().__init__(session, config)
-        self.mode = config.train.replay
+        self.mode = self.name
         self.priorities = Priorities.of(config.train)
         self.buffer: ReplayBuffer | None = None
         self.added: dict[str, int] = {}          # files added since the last load
@@ -245,7 +281,7 @@ class BufferReplay(Replay):
         return buffer.batch(), facts
 
     def sampler(self, batch: SampleBatch, rng: np.random.Generator) -> BufferSampler:
-        self.last_sampler = BufferSampler(self.buffer, self.priorities, self.mode == "uniform",
+        self.last_sampler = BufferSampler(self.buffer, self.priorities, not self.by_priority,
                                           rng)
         return self.last_sampler
 
@@ -337,7 +373,9 @@ class BufferReplay(Replay):
     def _had_buffer(self, iteration: int) -> bool:
         """Whether the iteration was trained with a buffer replay (so a state should exist)."""
         reports = [r for r in self.session.train_reports() if r.get("iteration") == iteration]
-        return bool(reports) and reports[-1].get("replay") in BUFFER_REPLAYS
+        if not reports or reports[-1].get("replay") not in REPLAYS:
+            return False
+        return REPLAYS.get(reports[-1]["replay"]).uses_buffer
 
 
 def state_iterations(folder: Path) -> list[int]:
@@ -347,14 +385,33 @@ def state_iterations(folder: Path) -> list[int]:
     return sorted(int(p.stem) for p in folder.glob("*.npz") if p.stem.isdigit())
 
 
-REPLAYS = {"window": WindowReplay, **{mode: BufferReplay for mode in BUFFER_REPLAYS}}
+@REPLAYS.register
+class UniformReplay(BufferReplay):
+    """`uniform`: every position in the buffer equally likely (priorities kept, not used)."""
+
+    name = "uniform"
+    by_priority = False
+
+
+@REPLAYS.register
+class PrioritizedReplay(BufferReplay):
+    """`prioritized`: drawn by priority, the priority from the loss alone (c = 0)."""
+
+    name = "prioritized"
+    count_term = False
+
+
+@REPLAYS.register
+class CuriousReplay(BufferReplay):
+    """`curious`: Curious Replay, drawn by p = c * beta^v + (|L| + epsilon)^alpha."""
+
+    name = "curious"
 
 
 def make_replay(session, config) -> Replay:
-    """The replay `config.train.replay` names."""
+    """The replay `config.train.replay` names (gamegym.registry.REPLAYS)."""
     try:
-        cls = REPLAYS[config.train.replay]
-    except KeyError:
-        raise ValueError(f"unknown replay {config.train.replay!r}; known: "
-                         f"{', '.join(sorted(REPLAYS))}") from None
+        cls = REPLAYS.get(config.train.replay)
+    except RegistryError as error:
+        raise ValueError(str(error)) from None
     return cls(session, config)

@@ -112,7 +112,7 @@ class Session:
         if not self.exists():
             raise SessionError(f"{self.path} is not a gamegym session (no config.json)")
         try:
-            return GymConfig.from_json_file(self.config_path)
+            return GymConfig.from_json_file(self.config_path, stored=True)
         except ConfigError as error:
             raise SessionError(f"session config {self.config_path}: {error}") from error
 

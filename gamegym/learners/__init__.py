@@ -1,14 +1,21 @@
-"""Learners (trainer modes) behind one interface; `get_learner(name)` picks one."""
-from gamegym.learners.base import REGISTRY, Learner, TrainReport, TrainResult, register
+"""Learners (trainer modes) behind one interface; `get_learner(name)` makes one.
 
-__all__ = ["Learner", "TrainReport", "TrainResult", "get_learner", "register"]
+Each learner is a sub-package (alphazero/, muzero/, bootstrapped/) holding its trainer side, its
+self-play side and its networks, and registers its Learner class in gamegym.registry.LEARNERS.
+A learner of your own registers the same way (`@register` on its class) and is then named by
+`train.learner` like the built-in ones.
+
+May import: gamegym.game, gamegym.search, gamegym.nets, gamegym.data, gamegym.config.
+"""
+from gamegym.learners.base import REGISTRY, Learner, TrainReport, TrainResult, register
+from gamegym.registry import LEARNERS, RegistryError
+
+__all__ = ["Learner", "TrainReport", "TrainResult", "get_learner", "register", "REGISTRY"]
 
 
 def get_learner(name: str) -> Learner:
     """A new Learner by name; ValueError naming the known ones otherwise."""
-    from gamegym.learners import alphazero, bootstrapped, muzero  # noqa: F401  (built-ins register)
     try:
-        return REGISTRY[name]()
-    except KeyError:
-        raise ValueError(f"unknown learner {name!r}; known learners: "
-                         f"{', '.join(sorted(REGISTRY))}") from None
+        return LEARNERS.get(name)()
+    except RegistryError as error:
+        raise ValueError(str(error)) from None

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from gamegym.registry import LEARNERS
+
 __all__ = ["Learner", "TrainReport", "TrainResult", "register", "option", "REGISTRY"]
 
 # other spellings accepted for an option: name -> aliases
@@ -55,9 +57,19 @@ class Learner(ABC):
     """One trainer mode.  Instances are made per process; they may keep optimizer state."""
 
     name: str = ""
+    # the dataclass of this learner's own config section (stored under its name in
+    # config.json, validated by its `validate()`; a FIXED tuple names the fields a resume may
+    # not change), or None when it has no options of its own
+    config_class: type | None = None
     # whether self-play (and the model's player, by default) searches a tree; a learner that
     # plays straight from its network (bootstrapped) has no search ceiling nor efficiency
     searches_in_selfplay: bool = True
+
+    @classmethod
+    def check_config(cls, config) -> str | None:
+        """What is wrong with the whole GymConfig `config` for this learner, starting with the
+        quoted field name ("'selfplay.x' cannot ..."), or None.  Default: nothing."""
+        return None
 
     @abstractmethod
     def build_model(self, graph, network_config, seed: int | None = None):
@@ -119,6 +131,34 @@ class Learner(ABC):
         waits for a newer model (the Selfplayer then writes out the games it holds).
         No TensorFlow."""
 
+    def player_searches(self, config) -> bool:
+        """Whether the model's player (evaluate, play, benchmarks) searches a tree under the
+        session's GymConfig `config`.  Default: as its self-play does."""
+        return self.searches_in_selfplay
+
+    def play_rule(self, config) -> str:
+        """How the model's player picks a move, in words, for a player that does not search."""
+        return "the best move of its network"
+
+    def is_model_file_of(self, path, graph, network_config) -> bool:
+        """Whether the model file at `path` is the network this learner builds for `graph`
+        with `network_config` (a starter model whose preset changed must not be trained).
+        Default: a fresh network built and compared weight shape for weight shape (this
+        loads TensorFlow)."""
+        from gamegym.nets.tfsetup import configure_tensorflow, load_model
+        # as when the gym builds the first model: the GPU is the Predictor's, not this process's
+        configure_tensorflow(use_gpu=False)
+        stored, fresh = load_model(path), self.build_model(graph, network_config)
+        return (stored.name, [w.shape for w in stored.weights]) == (
+            fresh.name, [w.shape for w in fresh.weights])
+
+    def stub_search(self, graph, params):
+        """This learner's self-play search with a uniform evaluator (nothing computed at the
+        leaves): the search ceiling of `gamegym bench`.  Default: the PUCT search over the
+        GameGraph (gamegym.search.mcts)."""
+        from gamegym.search.mcts import Search, uniform_evaluator
+        return Search(graph, uniform_evaluator(graph.action_space_size), params)
+
     @abstractmethod
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         """The model as a gamegym.game.players.Player answering through `service`; `config` is the
@@ -126,8 +166,9 @@ class Learner(ABC):
 
 
 def option(train_config, name: str):
-    """A training option by attribute or key (aliases accepted); the TrainConfig default when
-    the config does not have it."""
+    """A training option by attribute or key (aliases accepted); the default of TrainConfig, or
+    of the learner section that has the field, when the config does not have it.  The Trainer
+    passes GymConfig.train_options(): the train section and the learner's own."""
     for key in (name, *ALIASES.get(name, ())):
         if isinstance(train_config, Mapping):
             if key in train_config:
@@ -135,13 +176,18 @@ def option(train_config, name: str):
         elif train_config is not None and hasattr(train_config, key):
             return getattr(train_config, key)
     from gamegym.config import TrainConfig
-    return getattr(TrainConfig, name)
+    if hasattr(TrainConfig, name):
+        return getattr(TrainConfig, name)
+    for _, learner in LEARNERS.items():
+        section = getattr(learner, "config_class", None)
+        if section is not None and hasattr(section, name):
+            return getattr(section, name)
+    raise AttributeError(f"no training option {name!r}")
 
 
-REGISTRY: dict[str, type] = {}   # name -> Learner class
+REGISTRY = LEARNERS          # name -> Learner class (gamegym.registry)
 
 
 def register(cls: type) -> type:
-    """Class decorator: make a Learner available by its `name`."""
-    REGISTRY[cls.name] = cls
-    return cls
+    """Class decorator: make a Learner available by its `name` (gamegym.registry.LEARNERS)."""
+    return LEARNERS.register(cls)

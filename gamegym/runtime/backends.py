@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from multiprocessing.connection import Connection
 
 from gamegym.data.fileio import disk_full_message
+from gamegym.registry import BACKENDS
 from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
 
 __all__ = ["SelfplayBackend", "ProcessBackend", "MAX_SELFPLAYER_RESTARTS",
@@ -41,6 +42,16 @@ class SelfplayBackend(ABC):
     """The interface (see the module docstring); `host` is the Supervisor."""
 
     name = ""
+
+    @classmethod
+    def check_available(cls, config) -> None:
+        """Raise an error naming what is missing (an extra, a cluster) before a run with
+        `config` starts; default: nothing is needed."""
+
+    @classmethod
+    def describe(cls, config) -> dict:
+        """Where `config` runs self-play, for `gamegym status` of a session not running."""
+        return {"name": cls.name}
 
     def __init__(self, host):
         self.host = host
@@ -82,6 +93,7 @@ def restart_seed(seed: int, index: int, restarts: int) -> int:
     return derive_seed(seed, 1, index, restarts)
 
 
+@BACKENDS.register
 class ProcessBackend(SelfplayBackend):
     """One Predictor process and `selfplayprocesses` Selfplayer processes on this machine, one
     duplex pipe between each Selfplayer and the Predictor."""

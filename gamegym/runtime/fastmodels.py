@@ -55,15 +55,16 @@ def cpu_fast_path(predict_config) -> bool:
                                                         and gpu_may_be_present())
 
 
-def load_fast_model(learner, model_path: Path, iteration: int):
+def load_fast_model(learner, model_path: Path, iteration: int, plugins=()):
     """The fast-path evaluator of a model file, from its fast-path file (converting the model
-    first when that file is missing or older than the model); None when the model has no fast
-    form or its nets cannot run here.  FastModelError when the file stays unreadable."""
+    first when that file is missing or older than the model; `plugins`: the config's, which a
+    converting child imports); None when the model has no fast form or its nets cannot run
+    here.  FastModelError when the file stays unreadable."""
     model_path = Path(model_path)
     path = fast_model_file(model_path)
     for attempt in range(2):
         if attempt or not _fresh(path, model_path):
-            if not convert_model_file(learner.name, model_path):
+            if not convert_model_file(learner.name, model_path, plugins):
                 return None
         try:
             return evaluator_from_bytes(path.read_bytes(), iteration, str(path))
@@ -83,15 +84,16 @@ def _fresh(path: Path, model_path: Path) -> bool:
         return False
 
 
-def convert_model_file(learner_name: str, model_path: Path) -> bool:
+def convert_model_file(learner_name: str, model_path: Path, plugins=()) -> bool:
     """Write the fast-path file of a model file; False when the model has no fast form (or the
     conversion failed: the log says why).  Runs here when this process has TensorFlow already,
-    in a short-lived child otherwise."""
+    in a short-lived child otherwise (which imports the config's `plugins` first)."""
     if tensorflow_imported():
         return _convert(learner_name, Path(model_path))
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_convert_main, args=(learner_name, str(model_path), send),
+    child = ctx.Process(target=_convert_main,
+                        args=(learner_name, str(model_path), list(plugins), send),
                         name="fast-model", daemon=True)
     child.start()
     send.close()
@@ -126,10 +128,12 @@ def _convert(learner_name: str, model_path: Path) -> bool:
     return True
 
 
-def _convert_main(learner_name: str, model_path: str, answer) -> None:
+def _convert_main(learner_name: str, model_path: str, plugins: list, answer) -> None:
     """The child of `convert_model_file`: answers (written, error text or None)."""
+    from gamegym.config import import_plugins
     from gamegym.nets.tfsetup import configure_tensorflow
     try:
+        import_plugins(plugins)
         configure_tensorflow(use_gpu=False, threads=1)
         answer.send((_convert(learner_name, Path(model_path)), None))
     except Exception as error:   # noqa: BLE001 (the parent logs it and goes on with TensorFlow)

@@ -188,7 +188,7 @@ def make_initial_model(graph: GameGraph, config: GymConfig, initial_model=None):
     configure_tensorflow(use_gpu=False)
     learner = get_learner(config.train.learner)
     if initial_model is None:
-        model = learner.build_model(graph, config.network)
+        model = learner.build_model(graph, config.network_options())
     elif isinstance(initial_model, (str, os.PathLike)):
         model = load_model(Path(initial_model))
     else:

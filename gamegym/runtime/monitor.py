@@ -194,11 +194,11 @@ def backend_summary(backend: dict | None) -> str:
     if not backend:
         return ""
     alive = f"selfplayers {backend['selfplayers_alive']}/{backend['selfplayers']}"
-    if backend.get("name") != "ray":
+    if "searches_per_s_by_node" not in backend:     # one machine
         return f"{alive} | "
     nodes = " ".join(f"{node} {rate:.0f}" for node, rate in
                      sorted(backend.get("searches_per_s_by_node", {}).items()))
-    return (f"ray {backend['nodes']} node{'s' if backend['nodes'] != 1 else ''}, {alive}"
+    return (f"{backend['name']} {backend['nodes']} node{'s' if backend['nodes'] != 1 else ''}, {alive}"
             f"{', searches/s by node ' + nodes if nodes else ''} | ")
 
 

@@ -64,6 +64,7 @@ class Predictor:
         self.reports = reports
         self.held: dict[int, object] = {}   # iteration -> evaluator, oldest first
         self.fast_files = cpu_fast_path(self.config)   # models from fast-path files, no TF
+        self._plugins = list(getattr(config, "plugins", []))   # for a converting child
         self._batches = 0
         self._positions = 0
         self._busy = 0.0
@@ -110,7 +111,7 @@ class Predictor:
         """The iteration's evaluator from its fast-path file, or None (then TensorFlow, from
         now on: the network is the same in every iteration)."""
         try:
-            evaluator = load_fast_model(self.learner, path, iteration)
+            evaluator = load_fast_model(self.learner, path, iteration, self._plugins)
         except FastModelError as error:
             log.error("%s; loading the model with TensorFlow", error)
             evaluator = None

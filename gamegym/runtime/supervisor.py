@@ -13,7 +13,8 @@ import queue
 import time
 
 from gamegym.runtime.backends import (JOIN_PREDICTOR_S, JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS,
-                              ProcessBackend, SelfplayBackend)
+                              SelfplayBackend)
+from gamegym.registry import BACKENDS
 from gamegym.data.fileio import append_jsonl, disk_full_message, is_disk_full, last_jsonl
 from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
 from gamegym.runtime.tensorboard import BoardWriter, status_scalars
@@ -28,11 +29,8 @@ FORCED_JOIN_S = 1.0          # per group, after a second Ctrl+C
 
 
 def make_backend(host) -> SelfplayBackend:
-    """The backend `selfplay.backend` names (see gamegym.runtime.backends)."""
-    if host.config.selfplay.backend == "ray":
-        from gamegym.runtime.ray.backend import RayBackend
-        return RayBackend(host)
-    return ProcessBackend(host)
+    """The backend `selfplay.backend` names (gamegym.registry.BACKENDS)."""
+    return BACKENDS.get(host.config.selfplay.backend)(host)
 
 
 class Supervisor:

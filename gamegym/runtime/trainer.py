@@ -56,8 +56,8 @@ class Trainer:
         start = time.time()
         sampler = self.replay.sampler(batch, self.rng)
         timed = None if sampler is None else TimedSampler(sampler)
-        result = self.learner.train_iteration(self.model, batch, cfg, self.rng, graph=self.graph,
-                                              sampler=timed)
+        result = self.learner.train_iteration(self.model, batch, self.config.train_options(),
+                                              self.rng, graph=self.graph, sampler=timed)
         trained = time.perf_counter()
         new_iteration = iteration + 1
         self.replay.commit(new_iteration)
@@ -138,7 +138,7 @@ def build_trainer(session, config, rng, listeners=None) -> Trainer:
     learner = get_learner(config.train.learner)
     iteration = max(0, session.current_iteration())
     model = load_model(session.model_path(iteration))
-    learner.compile(model, config.train)
+    learner.compile(model, config.train_options())
     return Trainer(session, config, graph, learner, model, rng, listeners)
 
 

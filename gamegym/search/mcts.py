@@ -39,6 +39,7 @@ from typing import Callable, Hashable, Sequence
 import numpy as np
 
 from gamegym.game.graph import GameGraph
+from gamegym.registry import SEARCHES
 
 __all__ = ["Node", "SearchParams", "Search", "Evaluator", "uniform_evaluator", "visit_policy",
            "choose_action"]
@@ -133,6 +134,7 @@ def uniform_evaluator(action_space_size: int) -> Evaluator:
     return evaluate
 
 
+@SEARCHES.register(name="puct")
 class Search:
     """Runs searches from a root node; one instance per Selfplayer (reused across moves)."""
 

@@ -25,8 +25,10 @@ the images (AlphaGo Zero's scheme).  It needs the game's `unnumpify` and is skip
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
+import zipfile
 
 import numpy as np
 
@@ -99,6 +101,29 @@ class AlphaZeroLearner(Learner):
     def selfplayer(self, graph, service, config, rng):
         from gamegym.search.play import SearchSelfplay
         return SearchSelfplay(graph, service, config, rng)
+
+    def is_model_file_of(self, path, graph, network_config) -> bool:
+        """The network's name (kind, width, blocks), input shape, policy size and L2, read
+        from the file's config.json without loading the model, so the process that asks (the
+        gym's, a benchmark's) needs no TensorFlow.  The weight shapes follow from these;
+        tests/test_learner.py checks every weight shape of the committed files against a
+        freshly built network."""
+        from gamegym.nets.builders import network_kind, network_options
+        options = network_options(network_config)
+        shape = tuple(graph.numpify(graph.roots[0]).shape)
+        name = f"{network_kind(shape, options['kind'])}_{options['width']}x{options['blocks']}"
+        try:
+            with zipfile.ZipFile(path) as archive:
+                config = json.loads(archive.read("config.json"))["config"]
+            layers = {layer["config"]["name"]: layer["config"] for layer in config["layers"]}
+            stored_shape = tuple(layers[config["input_layers"][0]]["batch_shape"][1:])
+            policy = layers[config["output_layers"][0][0]]["units"]
+            l2 = {(c.get("kernel_regularizer") or {}).get("config", {}).get("l2", 0.0)
+                  for c in layers.values() if "kernel_initializer" in c}
+        except (OSError, KeyError, IndexError, TypeError, ValueError, zipfile.BadZipFile):
+            return False
+        return (config.get("name"), stored_shape, policy, l2) == (
+            name, shape, graph.action_space_size, {float(options["l2"])})
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         from gamegym.nets.inference import PositionEvaluator

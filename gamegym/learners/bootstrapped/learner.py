@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 from gamegym.learners.base import Learner, TrainReport, option, register
+from gamegym.learners.bootstrapped.config import BootstrappedConfig, check_selfplay_pause
 from gamegym.learners.bootstrapped.evaluators import q_form
 
 __all__ = ["BootstrappedLearner", "transitions"]
@@ -66,6 +67,7 @@ def transitions(batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @register
 class BootstrappedLearner(Learner):
     name = "bootstrapped"
+    config_class = BootstrappedConfig
     searches_in_selfplay = False
 
     def __init__(self):
@@ -76,6 +78,18 @@ class BootstrappedLearner(Learner):
         self.images: dict = {}   # (position bytes, symmetry) -> image, for augmentation
 
     # ----- model ------------------------------------------------------------------------------
+    @classmethod
+    def check_config(cls, config) -> str | None:
+        return check_selfplay_pause(config)
+
+    def player_searches(self, config) -> bool:
+        return bool(config.learner_config.q_search)
+
+    def play_rule(self, config) -> str:
+        heads = config.learner_config.heads
+        return (f"the majority vote of its {heads} heads" if heads > 1 else
+                "the best move of its one head")
+
     def build_model(self, graph, network_config):
         from gamegym.learners.bootstrapped.qnetwork import build_q_model
         return build_q_model(graph, network_config)
@@ -158,7 +172,7 @@ class BootstrappedLearner(Learner):
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         """The heads' majority vote; with evaluate.q_search an MCTS with the mean Q."""
         from gamegym.learners.bootstrapped.play import MeanQEvaluator, VotePlayer
-        if config is not None and config.evaluate.q_search:
+        if config is not None and config.learner_config.q_search:
             from gamegym.search.play import MCTSPlayer
             return MCTSPlayer(MeanQEvaluator(graph, service), searchcount, threads)
         return VotePlayer(service)

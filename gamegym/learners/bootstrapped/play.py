@@ -20,6 +20,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from gamegym.learners.bootstrapped.config import positions_per_iteration
 from gamegym.game.graph import GameGraph
 from gamegym.nets.inference import softmax
 from gamegym.game.players import Player
@@ -28,12 +29,12 @@ from gamegym.data.samples import GameRecord
 __all__ = ["QSelfplay", "VotePlayer", "MeanQEvaluator", "vote",
            "epsilon_for", "DQN_EPSILON"]
 
-DQN_EPSILON = 0.1        # selfplay.epsilon when it is not set and the network has one head
+DQN_EPSILON = 0.1        # bootstrapped.epsilon when it is not set and the network has one head
 PRIOR_TEMPERATURE = 0.25  # MeanQEvaluator: priors = softmax(mean Q / this) over legal moves
 
 
 def epsilon_for(epsilon: float | None, heads: int) -> float:
-    """selfplay.epsilon, or its default: 0 with several heads (the heads explore), DQN_EPSILON
+    """bootstrapped.epsilon, or its default: 0 with several heads (the heads explore), DQN_EPSILON
     with one."""
     if epsilon is not None:
         return float(epsilon)
@@ -88,13 +89,14 @@ class QSelfplay:
     def __init__(self, graph: GameGraph, service, config, rng: np.random.Generator):
         self.graph, self.service, self.rng = graph, service, rng
         cfg = config.selfplay
-        self.heads = int(config.network.heads)
-        self.mask_probability = float(config.train.mask_probability)
-        self.epsilon = epsilon_for(cfg.epsilon, self.heads)
+        own = config.learner_config          # the bootstrapped section
+        self.heads = int(own.heads)
+        self.mask_probability = float(own.mask_probability)
+        self.epsilon = epsilon_for(own.epsilon, self.heads)
         self.max_moves = cfg.max_moves
-        self.concurrent = cfg.concurrent_games
-        self.cap = config.selfplay_positions_per_iteration()
-        self.head_per_side = cfg.head_per_side
+        self.concurrent = own.concurrent_games
+        self.cap = positions_per_iteration(config)
+        self.head_per_side = own.head_per_side
         self.temperature = cfg.temperature
         self.opening = cfg.temperature_drop_move if cfg.temperature > 0 else 0
         self.searches_done = 0    # moves decided (one Q evaluation each; there is no tree)

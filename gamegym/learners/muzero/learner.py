@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 from gamegym.learners.base import Learner, TrainReport, option, register
+from gamegym.learners.muzero.config import MuZeroConfig
 from gamegym.learners.muzero.fastnets import muzero_form
 from gamegym.learners.muzero.unrolls import (SequenceDraws, Unrolls, loss_weights, make_steps,
                                       unroll_targets)
@@ -55,6 +56,7 @@ EVAL_BATCH = 512
 @register
 class MuZeroLearner(Learner):
     name = "muzero"
+    config_class = MuZeroConfig
 
     def __init__(self):
         self.optimizer = None
@@ -62,6 +64,14 @@ class MuZeroLearner(Learner):
         self._steps = None
 
     # ----- model ------------------------------------------------------------------------------
+    @classmethod
+    def check_config(cls, config) -> str | None:
+        if config.selfplay.search_solver:
+            return ("'selfplay.search_solver' cannot be used with train.learner 'muzero': the "
+                    "solver proves positions of the GameGraph, and MuZero searches a learned "
+                    "model")
+        return None
+
     def build_model(self, graph, network_config, seed: int | None = None):
         from gamegym.search.latent import require_alternating
         from gamegym.learners.muzero.nets import build_muzero_network
@@ -101,6 +111,11 @@ class MuZeroLearner(Learner):
         search = LatentSearch(graph, LatentEvaluator(graph, service),
                               SearchParams.from_selfplay(config.selfplay))
         return SearchSelfplay(graph, service, config, rng, search=search)
+
+    def stub_search(self, graph, params):
+        """The latent search with a uniform model (the bench's search ceiling)."""
+        from gamegym.search.latent import LatentSearch, uniform_latent_evaluator
+        return LatentSearch(graph, uniform_latent_evaluator(graph.action_space_size), params)
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         from gamegym.search.latent import LatentEvaluator, LatentSearch, require_alternating

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from gamegym.runtime.backends import (JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS, SelfplayBackend,
                               restart_seed)
+from gamegym.registry import BACKENDS
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import RayConnection, import_ray, object_store_use
@@ -81,10 +82,19 @@ class NodeGroup:
     slots: list = field(default_factory=list)
 
 
+@BACKENDS.register
 class RayBackend(SelfplayBackend):
     """Selfplayers and one Predictor per node as Ray actors (see the module docstring)."""
 
     name = "ray"
+
+    @classmethod
+    def check_available(cls, config) -> None:
+        import_ray(local=config.selfplay.ray_address == "local")   # else an error naming the extra
+
+    @classmethod
+    def describe(cls, config) -> dict:
+        return {"name": cls.name, "address": config.selfplay.ray_address}
 
     def __init__(self, host):
         super().__init__(host)

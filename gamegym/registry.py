@@ -1,0 +1,141 @@
+"""The gym's extension points by name: learners, replay modes, backends and search rules.
+
+Each kind of thing a config names has one `Registry`.  An implementation registers itself where
+it is defined (`@LEARNERS.register`); config validation, presets, the CLI and the benchmarks ask
+the registry for a name, its class or the list of names, and never compare names themselves.
+
+The built-in implementations live in the modules each registry lists as its *providers*: they
+are imported the first time the registry is asked, so naming a registry costs nothing until a
+name is looked up.  Code of your own registers the same way, from any module imported before
+the config is built (a test folder, your game's module), or as a package entry point in the
+group `gamegym.<kind>s` (e.g. `gamegym.learners`), which is loaded with the providers:
+
+    from gamegym.registry import LEARNERS
+
+    @LEARNERS.register
+    class MyLearner(Learner):
+        name = "mine"
+
+This module imports nothing of gamegym, so every layer may use it.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+import logging
+import threading
+from importlib.metadata import entry_points
+from typing import Any, Iterator, TypeVar
+
+__all__ = ["Registry", "RegistryError", "LEARNERS", "REPLAYS", "BACKENDS", "SEARCHES"]
+
+log = logging.getLogger("gamegym.registry")
+
+T = TypeVar("T")
+
+
+class RegistryError(KeyError):
+    """A name no implementation registered under; the message lists the known names."""
+
+    def __str__(self) -> str:   # KeyError would quote the message
+        return str(self.args[0])
+
+
+class Registry:
+    """Names of one kind of implementation (a learner, a replay mode, ...) and their classes."""
+
+    def __init__(self, kind: str, field: str, providers: tuple[str, ...] = ()) -> None:
+        self.kind = kind                # "learner": used in messages
+        self.field = field              # the config field that names one: "train.learner"
+        self.providers = providers      # modules that register the built-in implementations
+        self._entries: dict[str, Any] = {}
+        self._loaded = False
+        self._lock = threading.RLock()
+
+    def register(self, obj: T | None = None, *, name: str | None = None) -> Any:
+        """Register `obj` under `name` (default: its `name` attribute).  Usable as a decorator,
+        with or without arguments.  Registering a second object under a taken name is an
+        error; registering the same object again is not."""
+        def add(target: T) -> T:
+            key = name if name is not None else getattr(target, "name", None)
+            if not isinstance(key, str) or not key:
+                raise ValueError(f"a {self.kind} needs a non-empty string name to register, "
+                                 f"got {key!r} for {target!r}")
+            with self._lock:
+                present = self._entries.get(key)
+                if present is not None and present is not target:
+                    raise ValueError(f"{self.kind} {key!r} is registered already "
+                                     f"({_describe(present)})")
+                self._entries[key] = target
+            return target
+        return add if obj is None else add(obj)
+
+    def unregister(self, name: str) -> None:
+        """Forget a name (for tests that register a toy implementation)."""
+        with self._lock:
+            self._entries.pop(name, None)
+
+    def get(self, name: str) -> Any:
+        """The implementation registered under `name`; RegistryError naming the known ones."""
+        self._load()
+        try:
+            return self._entries[name]
+        except (KeyError, TypeError):
+            raise RegistryError(self.unknown(name)) from None
+
+    def names(self) -> list[str]:
+        """Every registered name, sorted."""
+        self._load()
+        return sorted(self._entries)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """(name, implementation) pairs, sorted by name."""
+        self._load()
+        return iter(sorted(self._entries.items()))
+
+    def __contains__(self, name: object) -> bool:
+        self._load()
+        return name in self._entries
+
+    def unknown(self, name: Any) -> str:
+        """The message for a name nothing registered under."""
+        known = self.names()
+        close = difflib.get_close_matches(str(name), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown {self.kind} {name!r}{hint}; known {self.kind}s: {', '.join(known)}"
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True     # set first: a provider may ask the registry while loading
+            for module in self.providers:
+                importlib.import_module(module)
+            for point in entry_points(group=f"gamegym.{self.kind}s"):
+                _load_entry_point(self, point)
+
+
+def _load_entry_point(registry: Registry, point: Any) -> None:
+    """Import a package's entry point; one that fails is logged and left out, not fatal."""
+    try:
+        obj = point.load()
+    except Exception as error:  # a broken plug-in must not stop the gym
+        log.warning("cannot load %s %r from entry point %s: %s", registry.kind, point.name,
+                    point.value, error)
+        return
+    registry.register(obj, name=point.name)
+
+
+def _describe(obj: Any) -> str:
+    module = getattr(obj, "__module__", "?")
+    return f"{module}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
+
+
+LEARNERS = Registry("learner", "train.learner", providers=(
+    "gamegym.learners.alphazero", "gamegym.learners.muzero", "gamegym.learners.bootstrapped"))
+REPLAYS = Registry("replay", "train.replay", providers=("gamegym.data.replay",))
+BACKENDS = Registry("backend", "selfplay.backend", providers=(
+    "gamegym.runtime.backends", "gamegym.runtime.ray.backend"))
+SEARCHES = Registry("search", "selfplay.search", providers=("gamegym.search.mcts",))
