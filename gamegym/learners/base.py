@@ -118,6 +118,13 @@ class Learner(ABC):
         run themselves for those kinds (AlphaZero's: the model on the CPU fast path,
         `gamegym.nets.inference.FastEvaluator`), or None."""
 
+    def fast_form(self, model):
+        """The model as a fast form (`gamegym.nets.portable.FastForm`: its nets as NumPy step
+        programs, and the name of the TensorFlow-free evaluator class that runs them), which
+        is saved next to the model file so a Predictor on the CPU fast path never imports
+        TensorFlow; None when the model has no fast form.  Default: None."""
+        return None
+
     @abstractmethod
     def selfplayer(self, graph, service, config, rng: np.random.Generator):
         """A self-play driver for one Selfplayer process: `service` is the model service

@@ -23,10 +23,12 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 3 MiB tmpfs mounted for this test."""
+    """A 16 MiB tmpfs mounted for this test (the tests fill it up to what they leave free; a
+    resumed gym's Selfplayers, which need no TensorFlow, write games from the first second,
+    while its Trainer starts TensorFlow: the room left after the filler goes covers that)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'not root'})")

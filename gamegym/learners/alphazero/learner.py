@@ -36,6 +36,7 @@ import zipfile
 import numpy as np
 
 from gamegym.learners.base import Learner, TrainReport, option, register
+from gamegym.nets.inference import evaluate_form
 from gamegym.data.samples import n_step_value_targets
 
 log = logging.getLogger("gamegym.learners.alphazero.learner")
@@ -99,6 +100,9 @@ class AlphaZeroLearner(Learner):
     def make_evaluator(self, model, iteration: int, fast: bool = True):
         from gamegym.nets.inference import ModelEvaluator
         return ModelEvaluator(model, iteration, fast)
+
+    def fast_form(self, model):
+        return evaluate_form(model)
 
     def selfplayer(self, graph, service, config, rng):
         from gamegym.search.play import SearchSelfplay
