@@ -258,12 +258,11 @@ def fast_net(model, conv: bool = True):
     return choose_runner(form.nets["evaluate"], conv) if form is not None else None
 
 
-@register_form("evaluate")
-class FastEvaluator:
-    """AlphaZero's model call on the CPU fast path (`fast_net`), without TensorFlow.  It
-    pickles, so a Selfplayer can run it itself (`PipeService`)."""
+class OneNetEvaluator:
+    """A model call on the CPU fast path that runs the one network `form_net` of a fast form,
+    without TensorFlow.  It pickles, so a Selfplayer can run it itself (`PipeService`)."""
 
-    kinds = ("evaluate",)
+    form_net = ""            # the name of its network in a FastForm
 
     def __init__(self, net, iteration: int):
         self.net = net
@@ -271,10 +270,9 @@ class FastEvaluator:
         self.input_shape = tuple(net.input_shape)
 
     @classmethod
-    def from_form(cls, form: FastForm, iteration: int,
-                  conv: bool = True) -> "FastEvaluator | None":
+    def from_form(cls, form: FastForm, iteration: int, conv: bool = True):
         """The evaluator of a fast form, or None when its net cannot run here."""
-        net = choose_runner(form.nets["evaluate"], conv)
+        net = choose_runner(form.nets[cls.form_net], conv)
         return cls(net, iteration) if net is not None else None
 
     @property
@@ -286,6 +284,14 @@ class FastEvaluator:
         """Itself: it runs in any process (a Predictor that loaded it from a fast-path file
         hands it out as it is)."""
         return self
+
+
+@register_form("evaluate")
+class FastEvaluator(OneNetEvaluator):
+    """AlphaZero's model call on the CPU fast path (`fast_net`)."""
+
+    kinds = ("evaluate",)
+    form_net = "evaluate"
 
     def run(self, kind: str, inputs: dict) -> dict:
         """{"x": positions} -> {"probs": [B, A], "values": [B]}."""

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from gamegym.nets.inference import take_weights
+from gamegym.nets.inference import OneNetEvaluator, take_weights
 from gamegym.nets.numpynet import NumpyNet
-from gamegym.nets.portable import FAST_PATH_MAX_PARAMS, FastForm, choose_runner, register_form
+from gamegym.nets.portable import FAST_PATH_MAX_PARAMS, FastForm, register_form
 
 __all__ = ["QModelEvaluator", "QFastEvaluator", "q_form"]
 
@@ -47,32 +47,11 @@ def _check(kind: str, x: np.ndarray, input_shape: tuple) -> None:
 
 
 @register_form("q")
-class QFastEvaluator:
+class QFastEvaluator(OneNetEvaluator):
     """The online Q-network on the CPU fast path; pickles without TensorFlow."""
 
     kinds = ("q",)
-
-    def __init__(self, net, iteration: int):
-        self.net = net
-        self.iteration = iteration
-        self.input_shape = tuple(net.input_shape)
-
-    @classmethod
-    def from_form(cls, form: FastForm, iteration: int,
-                  conv: bool = True) -> "QFastEvaluator | None":
-        """The evaluator of a fast form, or None when its net cannot run here."""
-        net = choose_runner(form.nets["q"], conv)
-        return cls(net, iteration) if net is not None else None
-
-    @property
-    def path(self) -> str:
-        """"onnx" or "numpy"."""
-        return "numpy" if isinstance(self.net, NumpyNet) else "onnx"
-
-    def portable(self):
-        """Itself: it runs in any process (a Predictor that loaded it from a fast-path file
-        hands it out as it is)."""
-        return self
+    form_net = "q"
 
     def search_request(self, x: np.ndarray) -> tuple[str, dict]:
         """The request self-play makes for positions x (benchmarks)."""
