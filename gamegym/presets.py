@@ -8,6 +8,7 @@ shipped inside the package (package data).  ABOUT says in one line what each pre
 (`gamegym presets` lists them; `gamegym new --preset NAME` starts a session from one)."""
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 

@@ -15,16 +15,16 @@ from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
-from gamegym.game.graph import load_game  # noqa: E402
-from gamegym.nets.inference import LocalService  # noqa: E402
-from gamegym.learners import get_learner  # noqa: E402
-from gamegym.learners.bootstrapped.learner import transitions  # noqa: E402
-from gamegym.learners.bootstrapped.qnetwork import parts, target_age  # noqa: E402
-from gamegym.runtime.messages import EvalRequest  # noqa: E402
-from gamegym.learners.bootstrapped.config import positions_per_iteration  # noqa: E402
-from gamegym.learners.bootstrapped.play import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
 from gamegym.data.samples import GameRecord, load_samples, write_sample_file  # noqa: E402
 from gamegym.data.session import Session  # noqa: E402
+from gamegym.game.graph import load_game  # noqa: E402
+from gamegym.learners import get_learner  # noqa: E402
+from gamegym.learners.bootstrapped.config import positions_per_iteration  # noqa: E402
+from gamegym.learners.bootstrapped.learner import transitions  # noqa: E402
+from gamegym.learners.bootstrapped.play import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
+from gamegym.learners.bootstrapped.qnetwork import parts, target_age  # noqa: E402
+from gamegym.nets.inference import LocalService  # noqa: E402
+from gamegym.runtime.messages import EvalRequest  # noqa: E402
 
 GAME = "games.tictactoe:TicTacToe"
 NETWORK = {"kind": "dense", "width": 16, "blocks": 1, "l2": 0.0}

@@ -8,7 +8,6 @@ import time
 import numpy as np
 import psutil
 import pytest
-
 from conftest import SMALL, gamegym
 from test_tensorboard import read_scalars
 

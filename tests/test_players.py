@@ -5,11 +5,17 @@ import time
 
 import numpy as np
 import pytest
+from nim import TwoPileNim
 
 from gamegym.game.graph import GameGraphError, VertexError
-from gamegym.game.players import (AlphaBetaPlayer, RandomPlayer, Solver, SolverPlayer, play_game,
-                             solve)
-from nim import TwoPileNim
+from gamegym.game.players import (
+    AlphaBetaPlayer,
+    RandomPlayer,
+    Solver,
+    SolverPlayer,
+    play_game,
+    solve,
+)
 
 try:
     from games.connectfour import ConnectFour

@@ -2,7 +2,12 @@
 a record torn by a kill loses nothing written before it, and a resume goes on in the same run."""
 import pytest
 
-from gamegym.runtime.tensorboard import BoardWriter, evaluation_scalars, status_scalars, train_scalars
+from gamegym.runtime.tensorboard import (
+    BoardWriter,
+    evaluation_scalars,
+    status_scalars,
+    train_scalars,
+)
 
 
 def read_scalars(folder) -> dict:

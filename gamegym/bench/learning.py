@@ -21,17 +21,17 @@ from pathlib import Path
 
 import numpy as np
 
-from gamegym.evaluation.arena import make_player, model_player, run_match
-from gamegym.config import GymConfig
-from gamegym.game.graph import load_game
-from gamegym.learners import get_learner
-from gamegym.search.mcts import choose_action
-from gamegym.game.players import Solver, SolverPlayer
-from gamegym.game.playerspecs import check_player_spec
 from gamegym.bench.legacy import has, take
 from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import json_object
+from gamegym.config import GymConfig
+from gamegym.evaluation.arena import make_player, model_player, run_match
+from gamegym.game.graph import load_game
+from gamegym.game.players import Solver, SolverPlayer
+from gamegym.game.playerspecs import check_player_spec
+from gamegym.learners import get_learner
 from gamegym.presets import initial_model_path, learner_presets, preset_for
+from gamegym.search.mcts import choose_action
 
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
@@ -91,7 +91,7 @@ def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
             opponent = make_player(spec, session, graph)
         bar = bars.add(f"evaluating iteration {iteration} vs {spec}", games, "games")
         result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec),
-                           after_game=lambda so_far: bars.update(bar, completed=so_far.games))
+                           after_game=lambda so_far, bar=bar: bars.update(bar, completed=so_far.games))
         bars.remove(bar)
         point["by_opponent"][spec] = {k: v for k, v in result.to_dict().items()
                                       if k in ("wins", "draws", "losses", "score")}

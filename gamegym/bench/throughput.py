@@ -36,8 +36,8 @@ from gamegym.bench.endtoend import end_to_end, on_backend, ray_figures
 from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, learner_config_class
 from gamegym.game.graph import load_game
-from gamegym.search.mcts import SearchParams
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
+from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
 
 DEFAULT_GAME = "games.santorini:Santorini"
@@ -97,8 +97,8 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     (network config fields) replaces the preset's network.  With `backend` "both" the two
     backends run `repeat` times each, in turn, and the ratio is the median of the pairs' (on a
     busy machine a single pair says little)."""
-    from gamegym.runtime.gym import GameGym
     from gamegym.learners import get_learner
+    from gamegym.runtime.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
     if found is None:

@@ -24,11 +24,16 @@ class ProgressBars:
         self._file = file
         self._progress = None
 
-    def __enter__(self) -> "ProgressBars":
+    def __enter__(self) -> ProgressBars:
         if self.enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
             console = Console(file=self._file, stderr=self._file is None,
                               force_terminal=True if self._file is not None else None)
             self._progress = Progress(

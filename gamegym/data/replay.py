@@ -57,9 +57,14 @@ import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes, quarantine
 from gamegym.data.replaybuffer import ReplayBuffer, ReplayStateError
+from gamegym.data.samples import (
+    SampleBatch,
+    SampleCounter,
+    load_samples,
+    sample_files,
+    sample_iterations,
+)
 from gamegym.registry import REPLAYS, RegistryError
-from gamegym.data.samples import SampleBatch, SampleCounter, load_samples, sample_files, \
-    sample_iterations
 
 __all__ = ["Replay", "Sampler", "WindowReplay", "BufferReplay", "BufferSampler", "Priorities",
            "make_replay", "UniformReplay", "PrioritizedReplay", "CuriousReplay"]
@@ -167,7 +172,7 @@ class Priorities:
     new: float        # the priority of a sample never trained on (p_max)
 
     @classmethod
-    def of(cls, train_config) -> "Priorities":
+    def of(cls, train_config) -> Priorities:
         """The priorities of the replay `train_config.replay` names, with its settings."""
         cfg = train_config
         count_term = getattr(REPLAYS.get(cfg.replay), "count_term", True)

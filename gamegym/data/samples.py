@@ -108,7 +108,7 @@ class SampleBatch:
     def __len__(self) -> int:
         return len(self.z)
 
-    def take(self, index: np.ndarray) -> "SampleBatch":
+    def take(self, index: np.ndarray) -> SampleBatch:
         columns = {k: v[index] for k, v in vars(self).items() if k != "extra"}
         return SampleBatch(**columns, extra={k: v[index] for k, v in self.extra.items()})
 

@@ -22,7 +22,13 @@ from pathlib import Path
 import psutil
 
 from gamegym.config import ConfigError, GymConfig
-from gamegym.data.fileio import atomic_publish, atomic_write_json, quarantine, remove_leftovers, temporary_path
+from gamegym.data.fileio import (
+    atomic_publish,
+    atomic_write_json,
+    quarantine,
+    remove_leftovers,
+    temporary_path,
+)
 
 __all__ = ["Session", "SessionError", "SessionLockedError"]
 
@@ -136,7 +142,7 @@ class Session:
                     raise SessionLockedError(
                         f"session {self.path} is in use by gym process {holder['pid']} "
                         f"(started {time.ctime(holder.get('started', 0))}); stop it first "
-                        f"(type 'exit' in its console or send it SIGTERM)")
+                        f"(type 'exit' in its console or send it SIGTERM)") from None
                 log.warning("taking over stale lock %s", self.lock_path)
                 self.lock_path.unlink(missing_ok=True)
                 continue

@@ -45,8 +45,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -87,7 +88,7 @@ class GraphChecker:
         self.notes: list[str] = []
         self.games_played = 0
         self.positions = 0          # vertices checked, repeats included
-        self._shape: Optional[tuple] = None
+        self._shape: tuple | None = None
         self._roundtrip = True      # False once unnumpify turned out not to be implemented
         self._swap = True           # False once swap_players turned out not to be implemented
         self._heuristic = bool(getattr(graph, "has_heuristic", False))
@@ -468,7 +469,7 @@ def check_graph(graph: GameGraph, games: int = 20, seed: int = 0,
 
 
 # ----- the command line report -------------------------------------------------------------
-def run_check(spec: str, game_args: Optional[dict], games: int, seed: int,
+def run_check(spec: str, game_args: dict | None, games: int, seed: int,
               out: TextIO = sys.stdout) -> int:
     """Load a game, check it and print a report; 0 when clean, 1 on violations, 2 if the game
     cannot be loaded."""

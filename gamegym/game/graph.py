@@ -32,7 +32,8 @@ import importlib
 import inspect
 import json
 from abc import ABC, abstractmethod
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 

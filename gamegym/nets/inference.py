@@ -18,14 +18,19 @@ an MCTS needs, with an evaluation cache per model iteration.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Hashable, Sequence
 from multiprocessing.connection import Connection
-from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from gamegym.runtime.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
-                               Reload)
 from gamegym.nets.numpynet import NumpyNet
+from gamegym.runtime.messages import (
+    EvalRequest,
+    EvalResponse,
+    EvaluatorRequest,
+    EvaluatorUpdate,
+    Reload,
+)
 
 __all__ = ["PredictorTimeout", "StaleIteration", "PipeService", "LocalService",
            "PositionEvaluator", "ModelEvaluator", "FastEvaluator", "fast_net", "softmax"]
@@ -343,7 +348,7 @@ class ModelEvaluator:
         """Where the model runs: "onnx", "numpy" or "tensorflow"."""
         return self.fast.path if self.fast is not None else "tensorflow"
 
-    def portable(self) -> "FastEvaluator | None":
+    def portable(self) -> FastEvaluator | None:
         """This iteration's evaluator in a form a process without TensorFlow runs (None when
         the model runs in TensorFlow)."""
         return self.fast

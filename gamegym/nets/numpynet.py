@@ -69,7 +69,7 @@ class NumpyNet:
         return any(step.op == "conv" for step in self.steps)
 
     @classmethod
-    def from_keras(cls, model) -> "NumpyNet | None":
+    def from_keras(cls, model) -> NumpyNet | None:
         """Read a model, or None when it has a layer or an option this fast path does not know."""
         if len(model.inputs) != 1:
             return None

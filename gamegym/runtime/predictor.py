@@ -30,8 +30,14 @@ from multiprocessing.connection import Connection, wait
 
 import numpy as np
 
-from gamegym.runtime.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
-                               Reload, Report)
+from gamegym.runtime.messages import (
+    EvalRequest,
+    EvalResponse,
+    EvaluatorRequest,
+    EvaluatorUpdate,
+    Reload,
+    Report,
+)
 from gamegym.runtime.process import child_entry
 
 log = logging.getLogger("gamegym.runtime.predictor")

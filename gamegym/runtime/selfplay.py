@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from gamegym.data.fileio import atomic_write_bytes
+from gamegym.data.samples import GameRecord, encode_sample_file
 from gamegym.game.graph import load_game
 from gamegym.nets.inference import PipeService
 from gamegym.runtime.messages import Report
 from gamegym.runtime.process import child_entry
-from gamegym.data.fileio import atomic_write_bytes
-from gamegym.data.samples import GameRecord, encode_sample_file
 
 log = logging.getLogger("gamegym.runtime.selfplay")
 # sample file numbers, one sequence per process: a writer made for each round of a single-process

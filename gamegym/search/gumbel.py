@@ -30,8 +30,9 @@ value of the node itself.  Randomness is always a passed-in `numpy.random.Genera
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 

@@ -34,7 +34,7 @@ search), the search starts again from the root (`LatentSearch.restarts` counts i
 from __future__ import annotations
 
 import math
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
@@ -63,7 +63,7 @@ class LatentNode(Node):
 
     __slots__ = ("parent", "action", "hidden", "reward")
 
-    def __init__(self, vertex: Hashable, parent: "LatentNode | None" = None, action: int = -1):
+    def __init__(self, vertex: Hashable, parent: LatentNode | None = None, action: int = -1):
         super().__init__(vertex)
         self.parent = parent
         self.action = action      # action id from the parent

@@ -9,16 +9,16 @@ driver of a Selfplayer, and a model player for matches.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from gamegym.data.samples import GameRecord
 from gamegym.game.graph import GameGraph
+from gamegym.game.players import Player
 from gamegym.nets.inference import PositionEvaluator
 from gamegym.search.gumbel import PlayoutCap
 from gamegym.search.mcts import Node, Search, SearchParams, choose_action
-from gamegym.game.players import Player
-from gamegym.data.samples import GameRecord
 
 __all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "MCTSPlayer"]
 

@@ -31,14 +31,22 @@ neither the tree nor the config.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from gamegym.registry import SEARCHES
-from gamegym.search.gumbel import (GumbelParams, SequentialHalving, gumbel_scores, gumbel_top_k,
-                                   improved_policy, interior_index, logits_from_priors,
-                                   mean_values, to_action_space)
+from gamegym.search.gumbel import (
+    GumbelParams,
+    SequentialHalving,
+    gumbel_scores,
+    gumbel_top_k,
+    improved_policy,
+    interior_index,
+    logits_from_priors,
+    mean_values,
+    to_action_space,
+)
 
 __all__ = ["search_rule", "SearchRule", "PuctRule", "GumbelRule", "visit_policy",
            "choose_action", "add_root_noise"]

@@ -2,8 +2,8 @@
 evaluator a search asks (with a uniform stub).  The search itself is `gamegym.search.mcts`."""
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -33,7 +33,7 @@ class SearchParams:
     gumbel_maxvisit_init: float = 50.0  # Gumbel: sigma's c_visit
 
     @classmethod
-    def from_selfplay(cls, cfg, noise: bool = True) -> "SearchParams":
+    def from_selfplay(cls, cfg, noise: bool = True) -> SearchParams:
         """The search of a `SelfplayConfig`; an unset `dirichlet_fraction` (None) is the
         rule's default (PUCT 0.25, Gumbel 0); `noise=False`: none at all."""
         rule = getattr(cfg, "search", "puct")

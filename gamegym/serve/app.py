@@ -28,11 +28,11 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from gamegym.data.session import Session
 from gamegym.game.graph import load_game
 from gamegym.serve.play import MAX_SEARCHCOUNT, ModelPlayers, PlayError, PlayTable
 from gamegym.serve.progress import SessionProgress
 from gamegym.serve.replays import ReplayError, SelfplayGames
-from gamegym.data.session import Session
 
 __all__ = ["create_app", "run_server"]
 

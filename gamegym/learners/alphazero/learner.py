@@ -35,8 +35,8 @@ import zipfile
 
 import numpy as np
 
-from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.data.samples import n_step_value_targets
+from gamegym.learners.base import Learner, TrainReport, option, register
 
 log = logging.getLogger("gamegym.learners.alphazero.learner")
 LOSS_NAMES = ("loss", "policy_loss", "value_loss", "l2_loss")

@@ -96,6 +96,7 @@ class BootstrappedLearner(Learner):
     def compile(self, model, train_config) -> None:
         import keras
         import tensorflow as tf
+
         from gamegym.learners.bootstrapped.qnetwork import parts
         online, target = parts(model)
         self.optimizer = keras.optimizers.Adam(

@@ -44,11 +44,16 @@ import time
 
 import numpy as np
 
+from gamegym.data.samples import n_step_value_targets
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.learners.muzero.config import MuZeroConfig
-from gamegym.learners.muzero.unrolls import (SequenceDraws, Unrolls, loss_weights, make_steps,
-                                      unroll_targets)
-from gamegym.data.samples import n_step_value_targets
+from gamegym.learners.muzero.unrolls import (
+    SequenceDraws,
+    Unrolls,
+    loss_weights,
+    make_steps,
+    unroll_targets,
+)
 
 log = logging.getLogger("gamegym.learners.muzero.learner")
 LOSS_NAMES = ("loss", "policy_loss", "value_loss", "reward_loss", "l2_loss")
@@ -75,19 +80,20 @@ class MuZeroLearner(Learner):
         return None
 
     def build_model(self, graph, network_config, seed: int | None = None):
-        from gamegym.search.latent import require_alternating
         from gamegym.learners.muzero.nets import build_muzero_network
+        from gamegym.search.latent import require_alternating
         require_alternating(graph)
         return build_muzero_network(graph, network_config, seed=seed)
 
     def check_fits(self, model, graph) -> None:
-        from gamegym.search.latent import require_alternating
         from gamegym.learners.muzero.nets import muzero_parts
+        from gamegym.search.latent import require_alternating
         require_alternating(graph)
         muzero_parts(model)
 
     def compile(self, model, train_config) -> None:
         import keras
+
         from gamegym.learners.muzero.nets import muzero_parts
         self.optimizer = keras.optimizers.Adam(
             learning_rate=float(option(train_config, "learning_rate")))

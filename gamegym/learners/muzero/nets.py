@@ -39,10 +39,10 @@ from gamegym.nets.tfsetup import import_keras
 keras = import_keras()   # quietly: TensorFlow's start goes to the log
 layers = keras.layers
 
-from gamegym.nets.inference import take_weights  # noqa: E402
-from gamegym.nets.layers import MinMaxScale  # noqa: E402
 from gamegym.learners.muzero.numpynets import PARTS, MuZeroNumpyEvaluator  # noqa: E402
 from gamegym.nets.builders import network_options  # noqa: E402
+from gamegym.nets.inference import take_weights  # noqa: E402
+from gamegym.nets.layers import MinMaxScale  # noqa: E402
 
 __all__ = ["build_muzero_network", "muzero_parts", "MuZeroEvaluator"]
 

@@ -35,7 +35,7 @@ class MuZeroNumpyEvaluator:
         self._eye = np.eye(actions, dtype=np.float32)
 
     @classmethod
-    def from_keras(cls, model, iteration: int = 0) -> "MuZeroNumpyEvaluator | None":
+    def from_keras(cls, model, iteration: int = 0) -> MuZeroNumpyEvaluator | None:
         """The container's networks in NumPy, or None when a layer has no NumPy form."""
         layers = [model.get_layer(name) for name in PARTS]
         parts = tuple(NumpyGraph.from_keras(layer) for layer in layers)
@@ -75,7 +75,7 @@ class NumpyGraph:
         self.outputs = outputs
 
     @classmethod
-    def from_keras(cls, model) -> "NumpyGraph | None":
+    def from_keras(cls, model) -> NumpyGraph | None:
         steps = []
         for layer in model.layers:
             kind = type(layer).__name__

@@ -29,9 +29,13 @@ import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-from gamegym.runtime.backends import (JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS, SelfplayBackend,
-                              restart_seed)
 from gamegym.registry import BACKENDS
+from gamegym.runtime.backends import (
+    JOIN_SELFPLAYERS_S,
+    MAX_SELFPLAYER_RESTARTS,
+    SelfplayBackend,
+    restart_seed,
+)
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import RayConnection, import_ray, object_store_use
@@ -399,8 +403,9 @@ class RayBackend(SelfplayBackend):
         """Actors' process ids on this machine, and the Ray processes the gym started."""
         pids = {s.name: s.pid for g in self.groups.values() for s in g.slots
                 if s.pid and g.node_id == self.connection.local_node}
-        pids.update({"predictor": g.pid for g in self.groups.values()
-                     if g.pid and g.node_id == self.connection.local_node})
+        local = self.groups.get(self.connection.local_node)   # groups are keyed by node
+        if local is not None and local.pid:
+            pids["predictor"] = local.pid
         actors = set(pids.values())   # Ray's own processes (an idle worker may be an actor now)
         pids.update({f"ray-daemon{pid}": pid for pid in self.connection.ray_pids()
                      if pid not in actors})
