@@ -59,7 +59,7 @@ class Search:
         self.evaluate = evaluate
         self.params = params
         self.rule = search_rule(params.rule)(params)
-        self._descend = self.rule.walker(self)   # root -> (path, leaf), or (None, None): wait
+        self._descend = self.rule.walker(self)   # root -> (path, leaf), or (None, root): wait
         self._cond = threading.Condition()
         self.searches_done = 0   # total searches run (for throughput figures)
         self.evaluations = 0     # leaves sent to the evaluator

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gamegym.search.rules import search_rule
+from gamegym.registry import SEARCHES
 
 __all__ = ["Evaluator", "SearchParams", "Node", "uniform_evaluator"]
 
@@ -39,7 +39,7 @@ class SearchParams:
         rule = getattr(cfg, "search", "puct")
         fraction = cfg.dirichlet_fraction
         if fraction is None:
-            fraction = search_rule(rule).default_dirichlet_fraction
+            fraction = SEARCHES.get(rule).default_dirichlet_fraction
         return cls(searchcount=cfg.searchcount, threads=cfg.searchthreadcount,
                    exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
                    dirichlet_alpha=cfg.dirichlet_alpha,
@@ -67,7 +67,7 @@ class Node:
         self.raw_priors: list | None = None  # priors before root noise
         self.visits: list = []            # N(s, a) per child, virtual visits included
         self.values: list = []            # W(s, a) per child, sum of values from this node's view
-        self.total = 0                    # sum of visits
+        self.total: float = 0             # sum of visits (virtual losses are floats)
         self.state = Node.NEW
         self.value = 0.0                  # network value (or final score) from the mover's view
         self.proven: float | None = None  # exact value from the mover's view, once proven
