@@ -552,7 +552,7 @@ def _reject_unknown(data: dict, known: list[str], prefix: str) -> None:
             raise ConfigError(f"unknown config field '{prefix}{key}'{hint}")
 
 
-def _get_path(data: dict, path: str) -> Any:
+def _get_path(data: Any, path: str) -> Any:
     for part in path.split("."):
         data = data.get(part) if isinstance(data, dict) else None
     return data

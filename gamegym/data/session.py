@@ -263,7 +263,7 @@ class Session:
         atomic_write_json(self.train_dir / f"{iteration}.json", report)
 
     def train_reports(self) -> list[dict]:
-        reports = []
+        reports: list[dict] = []
         if not self.train_dir.is_dir():
             return reports
         for path in sorted(self.train_dir.glob("*.json"), key=lambda p: int(p.stem)

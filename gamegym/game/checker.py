@@ -47,7 +47,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeGuard
 
 import numpy as np
 
@@ -422,7 +422,7 @@ def board_moves_problem(board: dict, actions: tuple) -> str:
                                                         for c in step) for step in clicks)):
             return f"action {action}: clicks {clicks!r} must be a non-empty list of non-empty " \
                    f"lists of cells in [0, {size})"
-        sequences = [()]
+        sequences: list[tuple[int, ...]] = [()]
         for step in clicks:
             sequences = [s + (c,) for s in sequences for c in step]
             if len(sequences) > 10_000:
@@ -433,7 +433,7 @@ def board_moves_problem(board: dict, actions: tuple) -> str:
                       *(paths.get(start) for start in starts)} - {None, action}
             if others:
                 return f"the clicks {list(sequence)} of action {action} and those of action " \
-                       f"{min(others)} are the same or one starts the other"
+                       f"{min(o for o in others if o is not None)} are the same or one starts the other"
             for start in starts:
                 prefixes.setdefault(start, action)
             paths[sequence] = action
@@ -450,7 +450,7 @@ def _is_real(x: Any) -> bool:
             and math.isfinite(float(x)))
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 

@@ -388,7 +388,8 @@ def play_game(graph: GameGraph, players: Sequence[Player], rng: np.random.Genera
               start: Vertex | None = None, max_moves: int = 10_000) -> GameRecord:
     """Play players[0] (moves first) against players[1] from `start` (default: the first root)."""
     vertex = graph.roots[0] if start is None else start
-    vertices, actions = [vertex], []
+    vertices = [vertex]
+    actions: list[int] = []
     while graph.children_at(vertex):
         if len(actions) >= max_moves:
             raise GameGraphError(f"game longer than max_moves={max_moves} (vertex {vertex!r})")
