@@ -151,13 +151,15 @@ def make_player(spec: str, session=None, graph: GameGraph | None = None,
         return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
     if name == "mcts":
         return UCTPlayer(int(arg))
-    if name == "iteration" and session is not None:
+    if name == "iteration" and session is not None and graph is not None:
         return model_player(session, graph, int(arg), searchcount)
     if name.startswith("openspiel-"):
         from gamegym.adapters.openspiel import make_openspiel_player
-        return make_openspiel_player(spec)
+        player = make_openspiel_player(spec)
+        if player is not None:
+            return player
     raise ValueError(f"player {spec!r} cannot be made here"
-                     + (" without a session" if name == "iteration" else ""))
+                     + (" without a session and its game" if name == "iteration" else ""))
 
 
 def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) -> dict:

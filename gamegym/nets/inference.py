@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 import numpy as np
 
 from gamegym.nets.numpynet import NumpyNet
+from gamegym.nets.protocols import PortableCall
 from gamegym.runtime.messages import (
     EvalRequest,
     EvalResponse,
@@ -68,7 +69,7 @@ class PipeService:
         self.requests = 0                # requests sent to the Predictor
         self.local_batches = 0           # requests answered in this process
         self.local_positions = 0
-        self.local: dict[int, object] = {}   # iteration -> evaluator, oldest first
+        self.local: dict[int, PortableCall] = {}   # iteration -> evaluator, oldest first
         self._next_id = 0
         self._inbox: dict[int, EvalResponse] = {}   # answers read before they were collected
         self._wanted: int | None = None  # an iteration announced by a Reload, to fetch

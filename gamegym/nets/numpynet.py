@@ -19,6 +19,7 @@ A step is (name, op, inputs, params):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -43,8 +44,9 @@ def _relu(x):
     return np.maximum(x, 0.0, out=x)   # in place: every step makes a new array first
 
 
-ACTIVATIONS = {"linear": lambda x: x, "swish": _swish, "silu": _swish, "relu": _relu,
-               "tanh": np.tanh, "sigmoid": _sigmoid}
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "linear": lambda x: x, "swish": _swish, "silu": _swish, "relu": _relu,
+    "tanh": np.tanh, "sigmoid": _sigmoid}
 
 
 class Step(NamedTuple):
@@ -84,9 +86,10 @@ class NumpyNet:
             if step is None:
                 return None
             steps.append(step)
-        outputs = [_producer(t) for t in model.outputs]
+        produced = [_producer(t) for t in model.outputs]
         known = {s.name for s in steps} | {input_name}
-        if input_name is None or any(o not in known for o in outputs):
+        outputs = [o for o in produced if o is not None and o in known]
+        if input_name is None or len(outputs) != len(produced):
             return None
         shape = tuple(int(d) for d in model.inputs[0].shape[1:])
         return cls(_fuse(steps, outputs), input_name, outputs, shape)
@@ -250,5 +253,6 @@ def _inbound(layer) -> list[str] | None:
     nodes = getattr(layer, "_inbound_nodes", [])
     if len(nodes) != 1:
         return None
-    names = [_producer(t) for t in nodes[0].input_tensors]
-    return None if not names or None in names else names
+    produced = [_producer(t) for t in nodes[0].input_tensors]
+    names = [n for n in produced if n is not None]
+    return names if names and len(names) == len(produced) else None

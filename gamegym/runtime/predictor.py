@@ -30,6 +30,7 @@ from multiprocessing.connection import Connection, wait
 
 import numpy as np
 
+from gamegym.nets.protocols import ModelCall
 from gamegym.runtime.messages import (
     EvalRequest,
     EvalResponse,
@@ -61,7 +62,7 @@ class Predictor:
         self.live = list(clients)    # clients whose pipe is open
         self.controls = [control] if control is not None else []
         self.reports = reports
-        self.held: dict[int, object] = {}   # iteration -> evaluator, oldest first
+        self.held: dict[int, ModelCall] = {}   # iteration -> evaluator, oldest first
         self._batches = 0
         self._positions = 0
         self._busy = 0.0
@@ -78,6 +79,8 @@ class Predictor:
     def add_client(self, conn: Connection) -> None:
         """A new client from another thread (a Selfplayer that joined); served from the next
         turn of the loop."""
+        if self._wake is None:
+            raise RuntimeError("add_client before accept_clients")
         self._joining.append(conn)
         self._wake.send(None)
 
@@ -234,7 +237,7 @@ def _size(request: EvalRequest) -> int:
     return len(next(iter(request.inputs.values()))) if request.inputs else 0
 
 
-def _send(conn: Connection, response: EvalResponse) -> None:
+def _send(conn: Connection, response: EvalResponse | EvaluatorUpdate | Reload) -> None:
     try:
         conn.send(response)
     except (BrokenPipeError, OSError):

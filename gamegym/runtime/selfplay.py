@@ -64,6 +64,8 @@ class SampleWriter:
 
     def publish(self, iteration: int, data: bytes, samples: int, games: int) -> int:
         """Write one encoded sample file of `iteration` atomically; returns its samples."""
+        if self.samples_dir is None:
+            raise RuntimeError(f"{self.role} has no samples folder to write to")
         path = (self.samples_dir / str(iteration) /
                 f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}.npz")
         atomic_write_bytes(path, data)
@@ -81,7 +83,7 @@ class Counters:
         self._lock = threading.Lock()
         self._last = time.monotonic()
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     def add(self, **figures) -> None:
         with self._lock:

@@ -298,7 +298,7 @@ class _Run:
         self.age, self.period = age, period
         self.steps = self.copies = 0
         self.losses = np.full(len(x), np.nan, np.float32)  # per example, at its last step
-        self.history = {name: [] for name in LOSS_NAMES}
+        self.history: dict[str, list[float]] = {name: [] for name in LOSS_NAMES}
 
     def epoch(self, steps) -> None:
         sums = np.zeros(len(LOSS_NAMES))

@@ -165,7 +165,7 @@ class MuZeroLearner(Learner):
         order = rng.permutation(n)
         n_val = min(int(n * float(option(train_config, "validation_split"))), n - 1)
         val, train = order[:n_val], order[n_val:]
-        history = {name: [] for name in LOSS_NAMES}
+        history: dict[str, list[float]] = {name: [] for name in LOSS_NAMES}
         losses = np.full(n, np.nan, np.float32)   # per sample: its latest step loss
         updates = option(train_config, "num_updates_per_train_iter")
         if sampler is not None:
