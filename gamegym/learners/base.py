@@ -149,7 +149,8 @@ class Learner(ABC):
         """The Predictor's model call for `model`: an object with `iteration`,
         `run(kind, inputs) -> outputs` for every request kind this learner's self-play and
         players make, and `update(model, iteration) -> bool` (take a new iteration's weights
-        of the same network; False when it cannot).  Optionally `portable()`: a picklable
+        of the same network; False when it cannot); `path` and `search_request` for the
+        benchmarks (gamegym.nets.protocols.ModelCall).  Optionally `portable()`: a picklable
         evaluator without TensorFlow (`iteration`, `kinds`, `run`) that the Selfplayers then
         run themselves for those kinds (AlphaZero's: the model on the CPU fast path,
         `gamegym.nets.inference.FastEvaluator`), or None."""

@@ -35,6 +35,15 @@ class ModelCall(Protocol):
 
     iteration: int
 
+    @property
+    def path(self) -> str:
+        """Where the model runs: "onnx", "numpy" or "tensorflow" (logs, benchmarks)."""
+        ...
+
+    def search_request(self, x: NDArray[Any]) -> tuple[str, Arrays]:
+        """The request a search makes for positions `x` (benchmarks time it)."""
+        ...
+
     def run(self, kind: str, inputs: Arrays) -> Arrays:
         """The outputs of one batch of requests of `kind`."""
         ...

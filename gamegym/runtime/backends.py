@@ -60,6 +60,9 @@ class BackendHost(Protocol):
     @property
     def reports(self) -> Any: ...                   # the children's report queue
 
+    @property
+    def gym(self) -> Any: ...                       # the GameGym: its monitor, its stop request
+
     def spawn(self, child: Child) -> None:
         """Start a child process (and remember it in `child.process`)."""
         ...

@@ -28,6 +28,7 @@ import os
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
@@ -59,8 +60,8 @@ class Slot:
     name: str
     index: int
     writer: SampleWriter
-    actor: object = None
-    take: object = None        # the open take call (an ObjectRef)
+    actor: Any = None          # a Ray actor handle (Ray has no types)
+    take: Any = None        # the open take call (an ObjectRef)
     pid: int | None = None
     restarts: int = 0
     closed: bool = False       # stopped, its last files written
@@ -75,10 +76,10 @@ class NodeGroup:
     label: str
     selfplayers: int                 # how many the node holds
     gpus: float = 0.0
-    predictor: object = None
-    address: object = None           # where the node's Selfplayers connect
-    address_ref: object = None       # the open address call, until it answers
-    poll_ref: object = None          # the open take call to the Predictor
+    predictor: Any = None            # the node's Predictor actor (a Ray handle)
+    address: Any = None           # where the node's Selfplayers connect
+    address_ref: Any = None       # the open address call, until it answers
+    poll_ref: Any = None          # the open take call to the Predictor
     pid: int | None = None           # the Predictor's process id (on its node)
     last_poll: float = 0.0
     restarts: int = 0
