@@ -40,7 +40,7 @@ from gamegym.cli.util import json_object
 from gamegym.config import GymConfig
 from gamegym.data.sumtree import SumTree
 from gamegym.game.graph import load_game
-from gamegym.presets import initial_model_path, preset_for
+from gamegym.presets import get_preset, initial_model_path, preset_for
 from gamegym.registry import REPLAYS
 
 __all__ = ["run_replay_comparison", "run_adaptation", "minutes_to_perfect", "REPLAY_SETTINGS"]
@@ -147,7 +147,7 @@ def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory(prefix="gamegym-adapt-") as folder:
-            config = GymConfig.from_dict({**preset_for(game, graph.game_args)[1],
+            config = GymConfig.from_dict({**get_preset(preset),
                                           "status_interval": 30.0, "seed": seed}
                                          ).updated(replay_overrides(preset, "curious"))
             base = GameGym(Path(folder) / "base", config=config,
@@ -286,5 +286,5 @@ def legacy_argv(tail: list[str]) -> list[str] | None:
     """`gamegym bench --learning GAME --replay MODE... | --adapt-to GAME2 ...` was this bench."""
     if not (has(tail, "--learning") and (has(tail, "--replay") or has(tail, "--adapt-to"))):
         return None
-    game = take(tail, "--learning")
+    game = take(tail, "--learning") or []
     return [COMMAND, *game, *rename(tail, "--replay", "--modes")]
