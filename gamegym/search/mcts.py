@@ -44,7 +44,7 @@ from collections.abc import Hashable
 import numpy as np
 
 from gamegym.game.graph import GameGraph
-from gamegym.search.rules import choose_action, search_rule, visit_policy
+from gamegym.search.rules import SearchPath, choose_action, search_rule, visit_policy
 from gamegym.search.tree import Evaluator, Node, SearchParams, uniform_evaluator
 
 __all__ = ["Node", "SearchParams", "Search", "Evaluator", "uniform_evaluator", "visit_policy",
@@ -140,7 +140,7 @@ class Search:
         descend = self._descend
         in_flight = None  # (batch, waiting searches, answer) sent and not yet backed up
         while (self._remaining > 0 and root.proven is None) or in_flight is not None:
-            waiting = []
+            waiting: list[tuple[SearchPath, Node]] = []
             held = False     # the rule holds the next search until the others are backed up
             while len(waiting) < slots and self._remaining > 0 and root.proven is None:
                 path, leaf = descend(root)
@@ -309,7 +309,7 @@ class Search:
         """Walk down by PUCT, applying virtual loss; returns the path and the leaf."""
         c = self.params.exploration_const
         vl = self._virtualloss
-        path = []
+        path: SearchPath = []
         node = root
         sqrt = math.sqrt
         while node.state == Node.EXPANDED:

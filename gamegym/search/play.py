@@ -10,6 +10,7 @@ driver of a Selfplayer, and a model player for matches.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ class SearchSelfplay:
             search = Search(graph, PositionEvaluator(graph, service, self.config.evaluation_cache),
                             SearchParams.from_selfplay(self.config))
         self.search = search
-        self.evaluate = search.evaluate
+        self.evaluate: Any = search.evaluate   # with the `iteration` of its last answer
 
     @property
     def searches_done(self) -> int:

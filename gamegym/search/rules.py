@@ -57,9 +57,9 @@ __all__ = ["search_rule", "SearchRule", "PuctRule", "GumbelRule", "visit_policy"
            "choose_action", "add_root_noise"]
 
 
-Path = list[tuple["Node", int]]      # (node, child index) from the root down
+SearchPath = list[tuple["Node", int]]      # (node, child index) from the root down
 # a search's walk: root -> (path, leaf), or (None, root) while the rule waits
-Walk = Callable[["Node"], tuple[Path | None, "Node"]]
+Walk = Callable[["Node"], tuple[SearchPath | None, "Node"]]
 
 
 class RuleSearch(Protocol):
@@ -189,7 +189,7 @@ class GumbelRule(SearchRule):
         p = self.gumbel_params
         scale, init, epsilon = p.value_scale, p.maxvisit_init, p.epsilon
 
-        def walk(root: Node) -> tuple[Path | None, Node]:
+        def walk(root: Node) -> tuple[SearchPath | None, Node]:
             """The root child from the halving, then `interior_index` down to a leaf, with
             virtual loss on the path; (None, root) while a halving waits."""
             _, _, halving = self._drawn()
@@ -199,7 +199,7 @@ class GumbelRule(SearchRule):
                 return None, root
             vl = search._virtualloss
             child_of = search._child
-            path: Path = []
+            path: SearchPath = []
             node, i = root, index
             while True:
                 if vl:
