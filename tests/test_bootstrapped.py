@@ -72,6 +72,16 @@ def fresh(graph, network=TINY):
     return learner, learner.build_model(graph, network)
 
 
+def test_build_model_takes_the_seed_of_the_learner_contract(graph):
+    """`Learner.build_model(..., seed=)`: the same seed builds the same initial weights, another
+    seed other weights."""
+    learner = get_learner("bootstrapped")
+    one, again, other = (learner.build_model(graph, TINY, seed=s).get_weights()
+                         for s in (7, 7, 8))
+    assert all(np.array_equal(a, b) for a, b in zip(one, again))
+    assert any(not np.array_equal(a, c) for a, c in zip(one, other))
+
+
 # X takes 0 and 1 while O answers 3 and then 4, a blunder: X completes the top row with 2
 BLUNDER = [0, 3, 1, 4, 2]
 CONFIG = {"num_updates_per_train_iter": 300, "batchsize": 8, "target_update_period": 20,

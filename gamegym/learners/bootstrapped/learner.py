@@ -89,9 +89,9 @@ class BootstrappedLearner(Learner):
         return (f"the majority vote of its {heads} heads" if heads > 1 else
                 "the best move of its one head")
 
-    def build_model(self, graph, network_config):
+    def build_model(self, graph, network_config, seed: int | None = None):
         from gamegym.learners.bootstrapped.qnetwork import build_q_model
-        return build_q_model(graph, network_config)
+        return build_q_model(graph, network_config, seed=seed)
 
     def compile(self, model, train_config) -> None:
         import keras
