@@ -198,6 +198,25 @@ def test_each_node_gets_a_predictor_and_the_selfplayers_its_cpus_hold(fake_ray, 
     assert (status["nodes"], status["selfplayers"], status["selfplayers_alive"]) == (2, 10, 0)
 
 
+def test_pids_name_this_machines_actors_its_predictor_and_the_ray_it_started(
+        fake_ray, tmp_path, monkeypatch):
+    """What the throughput bench measures the CPU time of: the Selfplayers and the Predictor on
+    this machine by name, and the Ray processes the gym started; another node's are not here."""
+    fake_ray.node_list.append({"NodeID": "gpu00000", "Alive": True,
+                               "NodeManagerAddress": "10.0.0.2", "Resources": {"CPU": 2.0}})
+    backend = make_backend(tmp_path)
+    here, there = backend.groups["head0000"], backend.groups["gpu00000"]
+    assert here.slots and there.slots
+    here.pid, there.pid = 100, 200
+    for i, slot in enumerate(here.slots):
+        slot.pid = 110 + i
+    for i, slot in enumerate(there.slots):
+        slot.pid = 210 + i
+    monkeypatch.setattr(backend.connection, "ray_pids", lambda: [110, 900])   # 110: an actor
+    assert backend.pids() == {**{slot.name: slot.pid for slot in here.slots},
+                              "predictor": 100, "ray-daemon900": 900}
+
+
 def test_a_model_iteration_is_put_once_for_every_node(fake_ray, tmp_path):
     fake_ray.node_list.append({"NodeID": "other000", "Alive": True, "NodeManagerAddress": "x",
                                "Resources": {"CPU": 2.0}})
