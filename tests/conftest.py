@@ -40,10 +40,39 @@ SMALL = {
 }
 
 
+# tic-tac-toe boards (cells row by row; 1 the player to move, -1 the opponent)
+WIN_IN_ONE = (1, 1, 0,
+              -1, -1, 0,
+              0, 0, 0)      # cell 2 wins at once (cell 5 would only block)
+MUST_BLOCK = (-1, -1, 0,
+              1, 0, 0,
+              0, 0, 0)      # the opponent threatens cell 2
+
+
+def user_env() -> dict:
+    """The environment of a user who never heard of TF_CPP_MIN_LOG_LEVEL."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+
+
+def read_scalars(folder) -> dict:
+    """{tag: [(step, value), ...]} of every event file in `folder` (one run), as TensorBoard
+    reads them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    board = EventAccumulator(str(folder))
+    board.Reload()
+    return {tag: [(e.step, pytest.approx(e.value)) for e in board.Scalars(tag)]
+            for tag in board.Tags()["scalars"]}
+
+
+def gamegym_command(*args) -> list[str]:
+    """The command line `python -m gamegym ARGS` (for a process the test watches itself)."""
+    return [sys.executable, "-m", "gamegym", *map(str, args)]
+
+
 def gamegym(*args, timeout: float = 240, input: str | None = None, env: dict | None = None,
             **kwargs) -> subprocess.CompletedProcess:
     """Run `python -m gamegym ARGS` (this checkout's code) and capture its output."""
-    return subprocess.run([sys.executable, "-m", "gamegym", *map(str, args)],
+    return subprocess.run(gamegym_command(*args),
                           capture_output=True, text=True, timeout=timeout, input=input,
                           stdin=None if input is not None else subprocess.DEVNULL,
                           env=env, **kwargs)

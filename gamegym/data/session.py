@@ -3,6 +3,9 @@
   config.json        the full GymConfig, game spec included (resume needs nothing else)
   session.lock       pid and start time of the running gym
   models/<it>.keras  model iterations; models/current.json names the newest
+  models/<it>.fast.npz  the iteration on the CPU fast path (gamegym.nets.portable), written with
+                     it when the learner has a fast form, so a Predictor loads it without
+                     TensorFlow; valid only while not older than the .keras file
   samples/<it>/      sample files of games played with model <it>
   train/<it>.json    training report of the iteration that produced model <it>
   replay/<it>.npz    the replay buffer's counts and priorities after iteration <it> (replays
@@ -24,13 +27,14 @@ import psutil
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.fileio import (
     atomic_publish,
+    atomic_write_bytes,
     atomic_write_json,
     quarantine,
     remove_leftovers,
     temporary_path,
 )
 
-__all__ = ["Session", "SessionError", "SessionLockedError"]
+__all__ = ["Session", "SessionError", "SessionLockedError", "fast_model_file"]
 
 log = logging.getLogger(__name__)
 FOLDERS = ("models", "samples", "train", "replay", "evaluation", "monitoring", "tensorboard",
@@ -186,6 +190,9 @@ class Session:
     def model_path(self, iteration: int) -> Path:
         return self.models_dir / f"{iteration}.keras"
 
+    def fast_model_path(self, iteration: int) -> Path:
+        return fast_model_file(self.model_path(iteration))
+
     def current_iteration(self) -> int:
         """The newest published iteration (-1 when there is no model yet)."""
         try:
@@ -235,12 +242,19 @@ class Session:
             return []
         return sorted(int(p.stem) for p in self.models_dir.glob("*.keras") if p.stem.isdigit())
 
-    def publish_model(self, model, iteration: int, keep: int = 0) -> Path:
-        """Save a Keras model as models/<iteration>.keras atomically, then point current.json at it."""
+    def publish_model(self, model, iteration: int, keep: int = 0,
+                      fast_form: bytes | None = None) -> Path:
+        """Save a Keras model as models/<iteration>.keras atomically, then point current.json at
+        it.  `fast_form` (the bytes of its fast-path file) is written next to it first; without
+        one, a fast-path file left from an earlier model of that iteration is removed."""
         path = self.model_path(iteration)
         tmp = temporary_path(path)
         try:
             model.save(tmp)
+            if fast_form is not None:
+                atomic_write_bytes(fast_model_file(path), fast_form)
+            else:
+                fast_model_file(path).unlink(missing_ok=True)
             atomic_publish(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)
@@ -257,6 +271,7 @@ class Session:
         for it in iterations[:-keep]:
             if it != 0:
                 self.model_path(it).unlink(missing_ok=True)
+                self.fast_model_path(it).unlink(missing_ok=True)
 
     # ----- training history -----------------------------------------------------------------
     def write_train_report(self, iteration: int, report: dict) -> None:
@@ -273,3 +288,9 @@ class Session:
             except (OSError, ValueError):
                 continue
         return reports
+
+
+def fast_model_file(model_path: Path) -> Path:
+    """The fast-path file of a model file: models/<it>.keras -> models/<it>.fast.npz."""
+    model_path = Path(model_path)
+    return model_path.with_name(f"{model_path.stem}.fast.npz")

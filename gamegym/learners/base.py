@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from gamegym.data.samples import GameRecord, SampleBatch
     from gamegym.game.graph import GameGraph
     from gamegym.game.players import Player
+    from gamegym.nets.portable import FastForm
     from gamegym.nets.protocols import ModelCall, ModelService
     from gamegym.search.mcts import Search
     from gamegym.search.tree import SearchParams
@@ -154,6 +155,13 @@ class Learner(ABC):
         evaluator without TensorFlow (`iteration`, `kinds`, `run`) that the Selfplayers then
         run themselves for those kinds (AlphaZero's: the model on the CPU fast path,
         `gamegym.nets.inference.FastEvaluator`), or None."""
+
+    def fast_form(self, model: Model) -> FastForm | None:
+        """The model as a fast form (`gamegym.nets.portable.FastForm`: its nets as NumPy step
+        programs, and the name of the TensorFlow-free evaluator class that runs them), which
+        is saved next to the model file so a Predictor on the CPU fast path never imports
+        TensorFlow; None when the model has no fast form.  Default: None."""
+        return None
 
     @abstractmethod
     def selfplayer(self, graph: GameGraph[Any], service: ModelService, config: GymConfig,

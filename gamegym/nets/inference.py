@@ -20,10 +20,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable, Sequence
 from multiprocessing.connection import Connection
+from typing import ClassVar
 
 import numpy as np
 
 from gamegym.nets.numpynet import NumpyNet
+from gamegym.nets.portable import FAST_PATH_MAX_PARAMS, FastForm, choose_runner, register_form
 from gamegym.nets.protocols import PortableCall
 from gamegym.runtime.messages import (
     EvalRequest,
@@ -34,7 +36,8 @@ from gamegym.runtime.messages import (
 )
 
 __all__ = ["PredictorTimeout", "StaleIteration", "PipeService", "LocalService",
-           "PositionEvaluator", "ModelEvaluator", "FastEvaluator", "fast_net", "softmax"]
+           "PositionEvaluator", "ModelEvaluator", "FastEvaluator", "fast_net", "evaluate_form",
+           "softmax"]
 
 Answer = Callable[[], tuple[dict, int]]   # () -> (outputs by name, model iteration)
 
@@ -241,23 +244,32 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def fast_net(model, conv: bool = True):
-    """The model on the CPU fast path: an ONNX Runtime session when onnxruntime is installed,
-    else NumPy for models without convolutions; None when the model has a layer the fast path
-    does not know, is not a (policy, value) model, or has convolutions and `conv` is False."""
-    from gamegym.nets import onnxnet
-    net = NumpyNet.from_keras(model)
-    if net is None or len(net.outputs) != 2 or (net.has_conv and not conv):
+def evaluate_form(model) -> FastForm | None:
+    """AlphaZero's model as a fast form (gamegym.nets.portable): the net "evaluate" (positions
+    -> logits, value); None when the model has a layer the fast path does not know, is not a
+    (policy, value) model, or has more than FAST_PATH_MAX_PARAMS weights."""
+    if model.count_params() > FAST_PATH_MAX_PARAMS:
         return None
-    if onnxnet.available():
-        return onnxnet.OnnxNet(net)
-    return None if net.has_conv else net   # NumPy convolutions lose to TensorFlow's
+    net = NumpyNet.from_keras(model)
+    if net is None or len(net.outputs) != 2 or len(net.inputs) != 1:
+        return None
+    return FastForm(FastEvaluator.form, {"evaluate": net}, {})
 
 
+def fast_net(model, conv: bool = True):
+    """The model on the CPU fast path (`gamegym.nets.portable.choose_runner`: an ONNX Runtime
+    session when onnxruntime is installed, else NumPy for models without convolutions); None
+    when the model has no fast form or has convolutions and `conv` is False."""
+    form = evaluate_form(model)
+    return choose_runner(form.nets["evaluate"], conv) if form is not None else None
+
+
+@register_form("evaluate")
 class FastEvaluator:
     """AlphaZero's model call on the CPU fast path (`fast_net`), without TensorFlow.  It
     pickles, so a Selfplayer can run it itself (`PipeService`)."""
 
+    form: ClassVar[str]   # the fast form it runs, set by gamegym.nets.portable.register_form
     kinds = ("evaluate",)
 
     def __init__(self, net, iteration: int):
@@ -265,16 +277,32 @@ class FastEvaluator:
         self.iteration = iteration
         self.input_shape = tuple(net.input_shape)
 
+    @classmethod
+    def from_form(cls, form: FastForm, iteration: int,
+                  conv: bool = True) -> FastEvaluator | None:
+        """The evaluator of a fast form, or None when its net cannot run here."""
+        net = choose_runner(form.nets["evaluate"], conv)
+        return cls(net, iteration) if net is not None else None
+
     @property
     def path(self) -> str:
         """"onnx" or "numpy"."""
         return "numpy" if isinstance(self.net, NumpyNet) else "onnx"
+
+    def portable(self):
+        """Itself: it runs in any process (a Predictor that loaded it from a fast-path file
+        hands it out as it is)."""
+        return self
 
     def run(self, kind: str, inputs: dict) -> dict:
         """{"x": positions} -> {"probs": [B, A], "values": [B]}."""
         _check_kind(kind)
         probs, values = self(inputs["x"])
         return {"probs": probs, "values": values}
+
+    def search_request(self, x: np.ndarray) -> tuple[str, dict]:
+        """The request a search makes for its leaves, for positions x (benchmarks)."""
+        return "evaluate", {"x": x}
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _check_shape(x, self.input_shape)
@@ -313,7 +341,6 @@ class ModelEvaluator:
     which another process can run without TensorFlow.
     """
 
-    FAST_PATH_MAX_PARAMS = 2_000_000
     kinds = ("evaluate",)
 
     def __init__(self, model, iteration: int = 0, fast: bool = True):
@@ -325,7 +352,7 @@ class ModelEvaluator:
         self.input_shape = tuple(int(d) for d in shape)
         self.fast = None
         self._conv = not tf.config.list_logical_devices("GPU")   # the GPU path stays TensorFlow
-        if fast and model.count_params() <= self.FAST_PATH_MAX_PARAMS:
+        if fast:
             net = fast_net(model, self._conv)
             self.fast = FastEvaluator(net, iteration) if net is not None else None
         if self.fast is not None:

@@ -2,20 +2,28 @@
 
 For the small networks of board games a TensorFlow call costs far more in per-call overhead than
 in arithmetic.  `NumpyNet.from_keras` reads a functional model made of known layers (InputLayer,
-Flatten, Dense, Conv2D, BatchNormalization, Activation, ReLU, Add) into steps, folding each
-batch normalisation into the convolution or dense layer before it and each activation into the
-step that feeds it; anything else returns None and the caller keeps TensorFlow.  Calling the net
-runs the steps with NumPy float32 (a convolution is one matrix product over its input patches);
-`gamegym.nets.onnxnet` runs the same steps in ONNX Runtime.  Tests check both against the Keras model.
+Flatten, Reshape, Dense, EinsumDense "bkh,kha->bka", Conv2D, BatchNormalization, Rescaling,
+Activation, ReLU, Add, Concatenate, gamegym's MinMaxScale, and functional models nested in it)
+into steps, folding each batch normalisation into the convolution or dense layer before it and
+each activation into the step that feeds it; anything else returns None and the caller keeps
+TensorFlow.  `NetBuilder` puts several models into one net (MuZero's representation followed by
+its prediction).  Calling the net runs the steps with NumPy float32 (a convolution is one matrix
+product over its input patches); `gamegym.nets.onnxnet` runs the same steps in ONNX Runtime.
+Tests check both against the Keras model.
 
 A step is (name, op, inputs, params):
   "dense"    params w [K, F], b [F], act             x [..., K] -> [..., F]
   "conv"     params w [kh, kw, C, F], b [F], pads (top, bottom, left, right), act
                                                      x [B, H, W, C] -> [B, H', W', F]
-  "scale"    params mul [C], add [C], act            a batch normalisation kept apart
+  "einsum"   params w [K, H, A], b [K, A], act       x [B, K, H] -> [B, K, A], per head k
+  "scale"    params mul [C] or [], add [C] or [], act   a batch normalisation or a rescaling
   "add"      params act                              the sum of the inputs
   "act"      params act
   "flatten"                                          x [B, ...] -> [B, prod(...)]
+  "reshape"  params shape                            x [B, ...] -> [B, *shape]
+  "concat"                                           the inputs joined on the last axis
+  "minmax"   params epsilon                          each sample scaled to [0, 1]:
+                                                     (x - min) / (max - min + epsilon)
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["NumpyNet", "ACTIVATIONS"]
+__all__ = ["NumpyNet", "NetBuilder", "ACTIVATIONS"]
 
 
 def _sigmoid(x):
@@ -57,14 +65,24 @@ class Step(NamedTuple):
 
 
 class NumpyNet:
-    """The outputs of a Keras model, computed by NumPy float32 steps (see the module doc)."""
+    """The outputs of a Keras model, computed by NumPy float32 steps (see the module doc).
 
-    def __init__(self, steps: list[Step], input_name: str, outputs: list[str],
-                 input_shape: tuple):
+    `inputs` are (name, shape without the batch axis) pairs, in the order the net is called
+    with; `outputs` name the steps (or inputs) whose values it returns, in order."""
+
+    def __init__(self, steps: list[Step], inputs: list[tuple[str, tuple]], outputs: list[str]):
         self.steps = steps
-        self.input_name = input_name
+        self.inputs = [(name, tuple(int(d) for d in shape)) for name, shape in inputs]
         self.outputs = outputs
-        self.input_shape = input_shape
+
+    @property
+    def input_name(self) -> str:
+        return self.inputs[0][0]
+
+    @property
+    def input_shape(self) -> tuple:
+        """The shape of the first input (the position), without the batch axis."""
+        return self.inputs[0][1]
 
     @property
     def has_conv(self) -> bool:
@@ -73,44 +91,83 @@ class NumpyNet:
     @classmethod
     def from_keras(cls, model) -> NumpyNet | None:
         """Read a model, or None when it has a layer or an option this fast path does not know."""
-        if len(model.inputs) != 1:
-            return None
-        steps: list[Step] = []
-        input_name = None
-        for layer in model.layers:
-            if type(layer).__name__ == "InputLayer":
-                input_name = layer.name
-                continue
-            inputs = _inbound(layer)
-            step = _step(layer, inputs) if inputs else None
-            if step is None:
-                return None
-            steps.append(step)
-        produced = [_producer(t) for t in model.outputs]
-        known = {s.name for s in steps} | {input_name}
-        outputs = [o for o in produced if o is not None and o in known]
-        if input_name is None or len(outputs) != len(produced):
-            return None
-        shape = tuple(int(d) for d in model.inputs[0].shape[1:])
-        return cls(_fuse(steps, outputs), input_name, outputs, shape)
+        builder = NetBuilder()
+        sources = [builder.input(_producer(t) or f"input_{k}", t.shape[1:])
+                   for k, t in enumerate(model.inputs)]
+        outputs = builder.add_model(model, sources)
+        return builder.build(outputs) if outputs is not None else None
 
-    def __call__(self, x: np.ndarray) -> list[np.ndarray]:
-        """The model's outputs, in order, for inputs x [B, *input_shape]."""
-        values = {self.input_name: np.asarray(x, np.float32)}
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        """The model's outputs, in order, for its inputs in order (each [B, *shape])."""
+        values = {name: np.asarray(a, np.float32) for (name, _), a in zip(self.inputs, arrays)}
         for step in self.steps:
             values[step.name] = _run(step, [values[i] for i in step.inputs])
         return [values[name] for name in self.outputs]
 
 
+class NetBuilder:
+    """Puts the steps of one or more Keras models into one net: models nested in a model (a
+    Functional layer) are inlined with their name as a prefix ("torso/dense_0"), and a model's
+    inputs can be fed from the outputs of one added before (MuZero's h then f)."""
+
+    def __init__(self):
+        self.steps: list[Step] = []
+        self.inputs: list[tuple[str, tuple]] = []
+        self.names: set = set()
+
+    def input(self, name: str, shape) -> str:
+        """Add an input of the net; returns its name."""
+        self.inputs.append((name, tuple(int(d) for d in shape)))
+        self.names.add(name)
+        return name
+
+    def add_model(self, model, sources: list[str], prefix: str = "") -> list[str] | None:
+        """Add the steps of functional `model` fed by `sources` (names of inputs or steps, one
+        per model input); returns the names of its outputs, or None when a layer is unknown."""
+        refs = {}   # (layer name, output index) in this model -> step or input name
+        for tensor, source in zip(model.inputs, sources):
+            refs[_key(tensor)] = source
+        for layer in model.layers:
+            kind = type(layer).__name__
+            if kind == "InputLayer":
+                continue
+            tensors = _inbound(layer)
+            if tensors is None or any(_key(t) not in refs for t in tensors):
+                return None
+            inputs = [refs[_key(t)] for t in tensors]
+            if kind in ("Functional", "Model", "Sequential") and hasattr(layer, "layers"):
+                outputs = self.add_model(layer, inputs, f"{prefix}{layer.name}/")
+                if outputs is None:
+                    return None
+                refs.update({(layer.name, k): name for k, name in enumerate(outputs)})
+                continue
+            step = _step(layer, prefix + layer.name, inputs, [len(t.shape) for t in tensors])
+            if step is None or step.name in self.names:
+                return None
+            self.steps.append(step)
+            self.names.add(step.name)
+            refs[(layer.name, 0)] = step.name
+        keys = [_key(t) for t in model.outputs]
+        return [refs[k] for k in keys] if all(k in refs for k in keys) else None
+
+    def build(self, outputs: list[str]) -> NumpyNet:
+        """The net of the steps added so far, returning `outputs` (batch norms and activations
+        folded, see `_fuse`)."""
+        return NumpyNet(_fuse(self.steps, outputs), self.inputs, list(outputs))
+
+
 def _run(step: Step, xs: list) -> np.ndarray:
     p = step.params
-    if step.op == "flatten":
-        return xs[0].reshape(len(xs[0]), -1)
+    if step.op in _SHAPE_OPS:
+        return _SHAPE_OPS[step.op](xs, p)
     if step.op == "dense":
         h = xs[0] @ p["w"]
         h += p["b"]
     elif step.op == "conv":
         h = _conv(xs[0], p["w"], p["pads"])
+        h += p["b"]
+    elif step.op == "einsum":   # "bkh,kha->bka": one product per head
+        h = np.matmul(xs[0].transpose(1, 0, 2), p["w"]).transpose(1, 0, 2)
         h += p["b"]
     elif step.op == "scale":
         h = xs[0] * p["mul"]
@@ -122,6 +179,22 @@ def _run(step: Step, xs: list) -> np.ndarray:
     else:   # "act"
         h = xs[0].copy() if p["act"] == "relu" else xs[0]
     return ACTIVATIONS[p["act"]](h)
+
+
+def _minmax(xs: list, p: dict) -> np.ndarray:
+    x = xs[0]
+    axes = tuple(range(1, x.ndim))
+    low = x.min(axis=axes, keepdims=True)
+    high = x.max(axis=axes, keepdims=True)
+    return (x - low) / (high - low + np.float32(p["epsilon"]))
+
+
+_SHAPE_OPS = {   # steps without weights nor activation
+    "flatten": lambda xs, p: xs[0].reshape(len(xs[0]), -1),
+    "reshape": lambda xs, p: xs[0].reshape(len(xs[0]), *p["shape"]),
+    "concat": lambda xs, p: np.concatenate(xs, axis=-1),
+    "minmax": _minmax,
+}
 
 
 def _conv(x: np.ndarray, w: np.ndarray, pads: tuple) -> np.ndarray:
@@ -144,8 +217,9 @@ def _conv(x: np.ndarray, w: np.ndarray, pads: tuple) -> np.ndarray:
     return (cols.reshape(-1, kh * kw * c) @ w.reshape(-1, f)).reshape(b, h, wd, f)
 
 
-def _step(layer, inputs: list[str]) -> Step | None:
-    """The step of one layer (None when this fast path does not know it)."""
+def _step(layer, name: str, inputs: list[str], ranks: list[int]) -> Step | None:
+    """The step of one layer (None when this fast path does not know it); `ranks` are those of
+    its input tensors, batch axis included."""
     kind = type(layer).__name__
     config = layer.get_config()
     act = getattr(layer, "activation", None)
@@ -153,38 +227,81 @@ def _step(layer, inputs: list[str]) -> Step | None:
     if act not in ACTIVATIONS:
         return None
     if kind == "Add":
-        return Step(layer.name, "add", tuple(inputs), {"act": "linear"})
+        return Step(name, "add", tuple(inputs), {"act": "linear"})
+    if kind == "Concatenate":
+        axis = config.get("axis", -1)
+        return Step(name, "concat", tuple(inputs), {}) if axis in (-1, ranks[0] - 1) else None
     if len(inputs) != 1:
         return None
-    if kind == "Flatten" and config.get("data_format") in (None, "channels_last"):
-        return Step(layer.name, "flatten", tuple(inputs), {})
-    if kind == "Activation":
-        return Step(layer.name, "act", tuple(inputs), {"act": act})
-    if kind == "ReLU":
-        plain = (config.get("max_value") is None and not config.get("negative_slope")
-                 and not config.get("threshold"))
-        return Step(layer.name, "act", tuple(inputs), {"act": "relu"}) if plain else None
+    if kind in _SIMPLE:
+        return _SIMPLE[kind](layer, name, inputs, config, act)
     if kind in ("Dense", "Conv2D"):
         weights = layer.get_weights()
         w = weights[0].astype(np.float32)
         b = (weights[1] if len(weights) > 1 else np.zeros(w.shape[-1])).astype(np.float32)
         if kind == "Dense":
-            return Step(layer.name, "dense", tuple(inputs), {"w": w, "b": b, "act": act})
+            return Step(name, "dense", tuple(inputs), {"w": w, "b": b, "act": act})
         if (tuple(config["strides"]) != (1, 1) or tuple(config["dilation_rate"]) != (1, 1)
                 or config.get("groups", 1) != 1 or config["data_format"] != "channels_last"
                 or config["padding"] not in ("same", "valid")):
             return None
-        return Step(layer.name, "conv", tuple(inputs),
+        return Step(name, "conv", tuple(inputs),
                     {"w": w, "b": b, "pads": _pads(config["padding"], w.shape), "act": act})
-    if kind == "BatchNormalization" and config["axis"] in (-1, len(layer.input.shape) - 1):
+    if kind == "EinsumDense":
+        return _einsum_step(layer, name, inputs, config, act)
+    if kind == "BatchNormalization" and config["axis"] in (-1, ranks[0] - 1, [-1],
+                                                            [ranks[0] - 1]):
         mean, variance = (np.asarray(v, np.float64) for v in
                           (layer.moving_mean, layer.moving_variance))
         gamma = np.asarray(layer.gamma, np.float64) if layer.gamma is not None else 1.0
         beta = np.asarray(layer.beta, np.float64) if layer.beta is not None else 0.0
         mul = gamma / np.sqrt(variance + config["epsilon"])
-        return Step(layer.name, "scale", tuple(inputs),
+        return Step(name, "scale", tuple(inputs),
                     {"mul": mul, "add": beta - mean * mul, "act": "linear"})
     return None
+
+
+def _einsum_step(layer, name, inputs, config, act) -> Step | None:
+    """EinsumDense "bkh,kha->bka" (one dense layer per head k), with a bias over "ka" or none."""
+    if config["equation"] != "bkh,kha->bka" or config.get("bias_axes") not in (None, "", "ka"):
+        return None
+    weights = layer.get_weights()
+    w = weights[0].astype(np.float32)
+    b = weights[1] if len(weights) > 1 else np.zeros(w.shape[::2])
+    return Step(name, "einsum", tuple(inputs), {"w": w, "b": b.astype(np.float32), "act": act})
+
+
+def _relu_step(layer, name, inputs, config, act) -> Step | None:
+    plain = (config.get("max_value") is None and not config.get("negative_slope")
+             and not config.get("threshold"))
+    return Step(name, "act", tuple(inputs), {"act": "relu"}) if plain else None
+
+
+def _flatten_step(layer, name, inputs, config, act) -> Step | None:
+    if config.get("data_format") not in (None, "channels_last"):
+        return None
+    return Step(name, "flatten", tuple(inputs), {})
+
+
+def _rescaling_step(layer, name, inputs, config, act) -> Step | None:
+    mul = np.asarray(config["scale"], np.float64)
+    add = np.asarray(config["offset"], np.float64)
+    if mul.ndim > 1 or add.ndim > 1:
+        return None
+    return Step(name, "scale", tuple(inputs), {"mul": mul, "add": add, "act": "linear"})
+
+
+_SIMPLE = {   # layer kind -> its step, for layers of one input
+    "Flatten": _flatten_step,
+    "Activation": lambda layer, name, inputs, config, act: Step(name, "act", tuple(inputs),
+                                                                  {"act": act}),
+    "ReLU": _relu_step,
+    "Reshape": lambda layer, name, inputs, config, act: Step(
+        name, "reshape", tuple(inputs), {"shape": tuple(int(d) for d in config["target_shape"])}),
+    "MinMaxScale": lambda layer, name, inputs, config, act: Step(
+        name, "minmax", tuple(inputs), {"epsilon": float(getattr(layer, "EPSILON", 1e-6))}),
+    "Rescaling": _rescaling_step,
+}
 
 
 def _pads(padding: str, shape: tuple) -> tuple:
@@ -248,11 +365,16 @@ def _producer(tensor) -> str | None:
     return history[0].name if history is not None else None
 
 
-def _inbound(layer) -> list[str] | None:
-    """The names of the layers feeding `layer` (None when it is called more than once)."""
+def _key(tensor) -> tuple | None:
+    """(layer name, output index) of the layer that made a symbolic tensor."""
+    history = getattr(tensor, "_keras_history", None)
+    return (history[0].name, history[2]) if history is not None else None
+
+
+def _inbound(layer) -> list | None:
+    """The tensors feeding `layer` (None when it is called more than once)."""
     nodes = getattr(layer, "_inbound_nodes", [])
     if len(nodes) != 1:
         return None
-    produced = [_producer(t) for t in nodes[0].input_tensors]
-    names = [n for n in produced if n is not None]
-    return names if names and len(names) == len(produced) else None
+    tensors = list(nodes[0].input_tensors)
+    return tensors if tensors and None not in (_key(t) for t in tensors) else None

@@ -35,6 +35,7 @@ class OnnxNet:
     """A NumpyNet's outputs computed by an ONNX Runtime session (one thread)."""
 
     def __init__(self, net):
+        self.inputs = list(net.inputs)
         self.input_shape = net.input_shape
         self.outputs = list(net.outputs)
         self.model_bytes = _graph(net)
@@ -43,11 +44,17 @@ class OnnxNet:
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_session": None}
 
-    def __call__(self, x: np.ndarray) -> list[np.ndarray]:
-        """The model's outputs, in order, for inputs x [B, *input_shape]."""
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        """The model's outputs, in order, for its inputs in order (each [B, *shape])."""
         if self._session is None:
             self._session = _session(self.model_bytes)
-        return self._session.run(None, {"x": np.ascontiguousarray(x, np.float32)})
+        return self._session.run(None, {_input_name(k): np.ascontiguousarray(a, np.float32)
+                                        for k, a in enumerate(arrays)})
+
+
+def _input_name(k: int) -> str:
+    """The graph's name of the net's k-th input: "x", then "x1", "x2", ..."""
+    return "x" if k == 0 else f"x{k}"
 
 
 def _session(model_bytes: bytes):
@@ -80,9 +87,9 @@ class _Writer:
         self.nodes.append(self.helper.make_node(op, inputs, [out], **attributes))
         return out
 
-    def weight(self, array: np.ndarray, stem: str) -> str:
+    def weight(self, array: np.ndarray, stem: str, dtype=np.float32) -> str:
         name = self.fresh(stem)
-        self.weights.append(self.numpy_helper.from_array(np.asarray(array, np.float32), name))
+        self.weights.append(self.numpy_helper.from_array(np.asarray(array, dtype), name))
         return name
 
     def get(self, name: str, layout: str) -> str:
@@ -104,48 +111,102 @@ class _Writer:
 
 
 def _graph(net) -> bytes:
-    """The serialized ONNX model of a NumpyNet: input "x" NHWC, outputs in the net's order."""
+    """The serialized ONNX model of a NumpyNet: inputs "x", "x1", ... (NHWC, as in Keras),
+    outputs in the net's order."""
     w = _Writer()
     helper = w.helper
-    w.layout[net.input_name] = ("x", "nhwc" if len(net.input_shape) == 3 else "flat")
+    inputs = []
+    for k, (name, shape) in enumerate(net.inputs):
+        w.layout[name] = (_input_name(k), "nhwc" if len(shape) == 3 else "flat")
+        inputs.append(helper.make_tensor_value_info(_input_name(k), 1, [None, *shape]))
     for step in net.steps:
-        p, name = step.params, step.name
-        if step.op == "conv":
-            x = w.get(step.inputs[0], "nchw")
-            kernel = w.weight(np.transpose(p["w"], (3, 2, 0, 1)), f"{name}_w")
-            top, bottom, left, right = p["pads"]
-            out, layout = w.node("Conv", [x, kernel, w.weight(p["b"], f"{name}_b")], name,
-                                 pads=[top, left, bottom, right], strides=[1, 1]), "nchw"
-        elif step.op == "dense":   # on the last axis, as Keras' Dense
-            x = w.get(step.inputs[0], "nhwc")
-            out = w.node("MatMul", [x, w.weight(p["w"], f"{name}_w")], name)
-            out = w.node("Add", [out, w.weight(p["b"], f"{name}_b")], name)
-            layout = "flat" if w.layout[step.inputs[0]][1] == "flat" else "nhwc"
-        elif step.op == "flatten":   # Keras flattens in (h, w, c) order
-            out = w.node("Flatten", [w.get(step.inputs[0], "nhwc")], name, axis=1)
-            layout = "flat"
-        elif step.op in ("add", "scale", "act"):
-            layouts = [w.layout[i][1] for i in step.inputs]
-            layout = "nchw" if "nchw" in layouts else layouts[0]
-            xs = [w.get(i, layout) for i in step.inputs]
-            out = xs[0]
-            if step.op == "scale":   # a batch normalisation on the channel axis
-                shape = (-1, 1, 1) if layout == "nchw" else (-1,)
-                out = w.node("Mul", [out, w.weight(p["mul"].reshape(shape), f"{name}_m")], name)
-                out = w.node("Add", [out, w.weight(p["add"].reshape(shape), f"{name}_a")], name)
-            for more in xs[1:]:
-                out = w.node("Add", [out, more], name)
-        else:
+        write = _WRITERS.get(step.op)
+        if write is None:
             raise ValueError(f"no ONNX form for step {step.op!r}")
-        w.layout[name] = (w.activation(out, p.get("act", "linear"), name), layout)
+        out, layout = write(w, step)
+        w.layout[step.name] = (w.activation(out, step.params.get("act", "linear"), step.name),
+                               layout)
     outputs = []
     for k, name in enumerate(net.outputs):
         outputs.append(helper.make_tensor_value_info(f"output_{k}", 1, None))
         w.nodes.append(helper.make_node("Identity", [w.get(name, "nhwc")], [f"output_{k}"]))
-    graph = helper.make_graph(
-        w.nodes, "gamegym", [helper.make_tensor_value_info("x", 1, [None, *net.input_shape])],
-        outputs, initializer=w.weights)
+    graph = helper.make_graph(w.nodes, "gamegym", inputs, outputs, initializer=w.weights)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="gamegym")
     model.ir_version = IR_VERSION
     return model.SerializeToString()
+
+
+def _conv(w: _Writer, step) -> tuple[str, str]:
+    p, name = step.params, step.name
+    x = w.get(step.inputs[0], "nchw")
+    kernel = w.weight(np.transpose(p["w"], (3, 2, 0, 1)), f"{name}_w")
+    top, bottom, left, right = p["pads"]
+    return w.node("Conv", [x, kernel, w.weight(p["b"], f"{name}_b")], name,
+                  pads=[top, left, bottom, right], strides=[1, 1]), "nchw"
+
+
+def _dense(w: _Writer, step) -> tuple[str, str]:   # on the last axis, as Keras' Dense
+    p, name = step.params, step.name
+    x = w.get(step.inputs[0], "nhwc")
+    out = w.node("MatMul", [x, w.weight(p["w"], f"{name}_w")], name)
+    out = w.node("Add", [out, w.weight(p["b"], f"{name}_b")], name)
+    return out, "flat" if w.layout[step.inputs[0]][1] == "flat" else "nhwc"
+
+
+def _einsum(w: _Writer, step) -> tuple[str, str]:   # "bkh,kha->bka": [K, B, H] @ [K, H, A]
+    p, name = step.params, step.name
+    x = w.node("Transpose", [w.get(step.inputs[0], "nhwc")], name, perm=[1, 0, 2])
+    out = w.node("MatMul", [x, w.weight(p["w"], f"{name}_w")], name)
+    out = w.node("Transpose", [out], name, perm=[1, 0, 2])
+    return w.node("Add", [out, w.weight(p["b"], f"{name}_b")], name), "flat"
+
+
+def _flatten(w: _Writer, step) -> tuple[str, str]:   # Keras flattens in (h, w, c) order
+    return w.node("Flatten", [w.get(step.inputs[0], "nhwc")], step.name, axis=1), "flat"
+
+
+def _reshape(w: _Writer, step) -> tuple[str, str]:   # in Keras' (h, w, c) order
+    shape = step.params["shape"]
+    target = w.weight(np.array([0, *shape]), f"{step.name}_shape", np.int64)
+    out = w.node("Reshape", [w.get(step.inputs[0], "nhwc"), target], step.name)
+    return out, "nhwc" if len(shape) == 3 else "flat"
+
+
+def _concat(w: _Writer, step) -> tuple[str, str]:   # on the channel (last Keras) axis
+    layouts = [w.layout[i][1] for i in step.inputs]
+    layout = "nchw" if "nchw" in layouts else layouts[0]
+    xs = [w.get(i, layout) for i in step.inputs]
+    return w.node("Concat", xs, step.name, axis=1 if layout == "nchw" else -1), layout
+
+
+def _minmax(w: _Writer, step) -> tuple[str, str]:   # over every axis but the batch's
+    tensor, layout = w.layout[step.inputs[0]]
+    name = step.name
+    flat = w.node("Flatten", [tensor], name, axis=1)
+    low = w.node("ReduceMin", [flat], name, axes=[1], keepdims=1)
+    high = w.node("ReduceMax", [flat], name, axes=[1], keepdims=1)
+    span = w.node("Add", [w.node("Sub", [high, low], name),
+                          w.weight(np.float32(step.params["epsilon"]), f"{name}_eps")], name)
+    scaled = w.node("Div", [w.node("Sub", [flat, low], name), span], name)
+    return w.node("Reshape", [scaled, w.node("Shape", [tensor], name)], name), layout
+
+
+def _elementwise(w: _Writer, step) -> tuple[str, str]:   # add, scale (on the channels), act
+    p, name = step.params, step.name
+    layouts = [w.layout[i][1] for i in step.inputs]
+    layout = "nchw" if "nchw" in layouts else layouts[0]
+    xs = [w.get(i, layout) for i in step.inputs]
+    out = xs[0]
+    if step.op == "scale":
+        shape = (-1, 1, 1) if layout == "nchw" and np.ndim(p["mul"]) else (-1,)
+        out = w.node("Mul", [out, w.weight(np.reshape(p["mul"], shape), f"{name}_m")], name)
+        out = w.node("Add", [out, w.weight(np.reshape(p["add"], shape), f"{name}_a")], name)
+    for more in xs[1:]:
+        out = w.node("Add", [out, more], name)
+    return out, layout
+
+
+_WRITERS = {"conv": _conv, "dense": _dense, "einsum": _einsum, "flatten": _flatten,
+            "reshape": _reshape, "concat": _concat, "minmax": _minmax, "add": _elementwise,
+            "scale": _elementwise, "act": _elementwise}

@@ -136,7 +136,7 @@ def publish_initial_model(session: Session, config: GymConfig, initial_model=Non
     small (the gym's process only supervises).  An error in the child is raised here."""
     if tensorflow_imported() or not isinstance(initial_model, (str, os.PathLike, type(None))):
         graph = load_game(config.game, config.game_args)
-        session.publish_model(make_initial_model(graph, config, initial_model), 0)
+        _publish_first(session, config, make_initial_model(graph, config, initial_model))
         return
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
@@ -162,7 +162,8 @@ def _initial_model_main(session_path: str, config: GymConfig, initial_model, ans
     """The child of `publish_initial_model`: answers None, or the exception that stopped it."""
     try:
         graph = load_game(config.game, config.game_args)
-        Session(session_path).publish_model(make_initial_model(graph, config, initial_model), 0)
+        _publish_first(Session(session_path), config,
+                       make_initial_model(graph, config, initial_model))
     except BaseException as error:
         try:
             answer.send(error)
@@ -170,6 +171,14 @@ def _initial_model_main(session_path: str, config: GymConfig, initial_model, ans
             answer.send(GymError(f"{type(error).__name__}: {error}"))
         return
     answer.send(None)
+
+
+def _publish_first(session: Session, config: GymConfig, model) -> None:
+    """models/0.keras, with its fast-path file (gamegym.runtime.fastmodels)."""
+    from gamegym.learners import get_learner
+    from gamegym.runtime.fastmodels import fast_model_bytes
+    fast_form = fast_model_bytes(get_learner(config.train.learner), model)
+    session.publish_model(model, 0, fast_form=fast_form)
 
 
 def make_initial_model(graph: GameGraph, config: GymConfig, initial_model=None):

@@ -18,6 +18,11 @@ fast path) and `predict.evaluate_in_selfplayers` is on, the Predictor hands it t
 that ask (`EvaluatorRequest`) and announces each iteration with a `Reload`: the Selfplayers then
 evaluate their own leaves, with no round trip (see `gamegym.nets.inference.PipeService`), and only
 what the handed-out evaluators cannot answer comes here.
+
+Where models come from: with the fast path on and no GPU wanted (`fastmodels.cpu_fast_path`),
+each iteration is read from its fast-path file (models/<it>.fast.npz), so this process never
+imports TensorFlow; otherwise, and for a model with no fast form, from the Keras file through
+TensorFlow (the reference path, and the one that uses a GPU).
 """
 from __future__ import annotations
 
@@ -30,7 +35,9 @@ from multiprocessing.connection import Connection, wait
 
 import numpy as np
 
+from gamegym.nets.portable import FastModelError
 from gamegym.nets.protocols import ModelCall
+from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
 from gamegym.runtime.messages import (
     EvalRequest,
     EvalResponse,
@@ -63,6 +70,8 @@ class Predictor:
         self.controls = [control] if control is not None else []
         self.reports = reports
         self.held: dict[int, ModelCall] = {}   # iteration -> evaluator, oldest first
+        self.fast_files = cpu_fast_path(self.config)   # models from fast-path files, no TF
+        self._plugins = list(getattr(config, "plugins", []))   # for a converting child
         self._batches = 0
         self._positions = 0
         self._busy = 0.0
@@ -95,22 +104,44 @@ class Predictor:
         if iteration in self.held:
             self.held[iteration] = self.held.pop(iteration)
             return
-        from gamegym.nets.tfsetup import import_keras, load_model
-        keras = import_keras()
         path = self.models.model_path(iteration)
-        keras.backend.clear_session()  # Keras' global name state would grow with every reload
-        model = load_model(path)
-        reuse = None
-        if len(self.held) >= HOLD:
-            reuse = self.held.pop(next(iter(self.held)))
-        if reuse is None or not reuse.update(model, iteration):
-            reuse = self.learner.make_evaluator(model, iteration, fast=self.config.numpy_fastpath)
-        self.held[iteration] = reuse
+        evaluator = self._load_fast(path, iteration) if self.fast_files else None
+        oldest = self.held.pop(next(iter(self.held))) if len(self.held) >= HOLD else None
+        if evaluator is None:
+            evaluator = self._load_tensorflow(path, iteration, oldest)
+        self.held[iteration] = evaluator
         log.info("loaded model iteration %d from %s (%s)", iteration, path,
-                 getattr(reuse, "path", type(reuse).__name__))
-        if self._portable(reuse) is not None:
+                 getattr(evaluator, "path", type(evaluator).__name__))
+        if self._portable(evaluator) is not None:
             for conn in self.live:
                 _send(conn, Reload(iteration))
+
+    def _load_fast(self, path, iteration: int):
+        """The iteration's evaluator from its fast-path file, or None (then TensorFlow, from
+        now on: the network is the same in every iteration)."""
+        try:
+            evaluator = load_fast_model(self.learner, path, iteration, self._plugins)
+        except FastModelError as error:
+            log.error("%s; loading the model with TensorFlow", error)
+            evaluator = None
+        if evaluator is None:
+            log.info("model iteration %d has no fast form here: TensorFlow from now on",
+                     iteration)
+            self.fast_files = False
+        return evaluator
+
+    def _load_tensorflow(self, path, iteration: int, reuse):
+        """The iteration's evaluator from its Keras file; `reuse` (an evaluator of an older
+        iteration) takes the new weights when it can."""
+        from gamegym.nets.tfsetup import configure_tensorflow, import_keras, load_model
+        configure_tensorflow(self.config.use_gpu, self.config.gpu_memorylimit, threads=1,
+                             announce=True)   # a missing GPU: one line on the console
+        import_keras().backend.clear_session()  # Keras' global name state would grow with every reload
+        model = load_model(path)
+        update = getattr(reuse, "update", None)
+        if update is not None and update(model, iteration):
+            return reuse
+        return self.learner.make_evaluator(model, iteration, fast=self.config.numpy_fastpath)
 
     def _portable(self, evaluator):
         """The evaluator as the clients may run it themselves, or None."""
@@ -247,8 +278,5 @@ def _send(conn: Connection, response: EvalResponse | EvaluatorUpdate | Reload) -
 @child_entry("predictor")
 def predictor_main(session_path, config, clients, control, reports, *, stop_event):
     from gamegym.data.session import Session
-    from gamegym.nets.tfsetup import configure_tensorflow
-    configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, threads=1,
-                         announce=True)   # a missing GPU: one line on the console, from here
     predictor = Predictor(Session(session_path), config, clients, control, reports)
     predictor.serve(stop_event)

@@ -17,6 +17,7 @@ import numpy as np
 
 from gamegym.data.replay import make_replay
 from gamegym.game.graph import load_game
+from gamegym.runtime.fastmodels import fast_model_bytes
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import child_entry
 
@@ -61,7 +62,8 @@ class Trainer:
         new_iteration = iteration + 1
         self.replay.commit(new_iteration)
         committed = time.perf_counter()
-        self.session.publish_model(self.model, new_iteration, keep=cfg.keep_models)
+        self.session.publish_model(self.model, new_iteration, keep=cfg.keep_models,
+                                   fast_form=fast_model_bytes(self.learner, self.model))
         figures = self.replay.figures()
         total = time.perf_counter() - clock
         timing = {"load": loaded - clock, "train": trained - loaded, "commit": committed - trained,

@@ -209,7 +209,8 @@ def test_sub_subcommands_are_walked():
 # ----- the hook --------------------------------------------------------------------------------
 def test_the_hook_adds_the_generated_pages(tmp_path):
     """MkDocs itself loads the hook from mkdocs.yml's `hooks` and runs its on_files event."""
-    pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocs", reason='the optional extra docs is not installed: '
+                                  'pip install -e ".[docs]"')
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.structure.files import Files
     config = MkDocsConfig(config_file_path=str(ROOT / "mkdocs.yml"))

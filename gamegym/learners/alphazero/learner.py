@@ -37,6 +37,7 @@ import numpy as np
 
 from gamegym.data.samples import n_step_value_targets
 from gamegym.learners.base import Learner, TrainReport, option, register
+from gamegym.nets.inference import evaluate_form
 
 log = logging.getLogger("gamegym.learners.alphazero.learner")
 LOSS_NAMES = ("loss", "policy_loss", "value_loss", "l2_loss")
@@ -99,6 +100,9 @@ class AlphaZeroLearner(Learner):
     def make_evaluator(self, model, iteration: int, fast: bool = True):
         from gamegym.nets.inference import ModelEvaluator
         return ModelEvaluator(model, iteration, fast)
+
+    def fast_form(self, model):
+        return evaluate_form(model)
 
     def selfplayer(self, graph, service, config, rng):
         from gamegym.search.play import SearchSelfplay

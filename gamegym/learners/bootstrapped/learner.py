@@ -33,6 +33,7 @@ import numpy as np
 
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.learners.bootstrapped.config import BootstrappedConfig, check_selfplay_pause
+from gamegym.learners.bootstrapped.evaluators import q_form
 
 __all__ = ["BootstrappedLearner", "transitions"]
 
@@ -159,8 +160,11 @@ class BootstrappedLearner(Learner):
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
-        from gamegym.learners.bootstrapped.play import QModelEvaluator
-        return QModelEvaluator(model, iteration)
+        from gamegym.learners.bootstrapped.evaluators import QModelEvaluator
+        return QModelEvaluator(model, iteration, fast)
+
+    def fast_form(self, model):
+        return q_form(model)
 
     def selfplayer(self, graph, service, config, rng):
         from gamegym.learners.bootstrapped.play import QSelfplay

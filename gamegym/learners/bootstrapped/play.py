@@ -6,7 +6,8 @@ without a tree, the model as a player, and the model call behind "q" requests.
                    position gets a Bernoulli(p) mask over the heads, drawn from the seeded rng
   VotePlayer       the heads' majority vote of their greedy legal moves (the paper's rule)
   MeanQEvaluator   an MCTS evaluator over "q" requests: the heads' mean Q as the leaf value
-  QModelEvaluator  the Predictor's model call: positions -> Q of every head
+
+The model call behind "q" requests is in gamegym.learners.bootstrapped.evaluators.
 
 A "q" request has inputs {"x": float32 [B, *input_shape]} and answers {"q": float32 [B, K, A]},
 the value of each action id for the mover at each position, per head, in [-1, 1].
@@ -23,9 +24,9 @@ from gamegym.data.samples import GameRecord
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player
 from gamegym.learners.bootstrapped.config import positions_per_iteration
-from gamegym.nets.inference import softmax, take_weights
+from gamegym.nets.inference import softmax
 
-__all__ = ["QSelfplay", "VotePlayer", "MeanQEvaluator", "QModelEvaluator", "vote",
+__all__ = ["QSelfplay", "VotePlayer", "MeanQEvaluator", "vote",
            "epsilon_for", "DQN_EPSILON"]
 
 DQN_EPSILON = 0.1        # bootstrapped.epsilon when it is not set and the network has one head
@@ -241,46 +242,3 @@ class MeanQEvaluator:
             return softmax(mean / PRIOR_TEMPERATURE).astype(np.float32), values
 
         return collect
-
-
-class QModelEvaluator:
-    """The Predictor's model call for "q" requests: the online Q-network of a bootstrapped
-    container model (gamegym.learners.bootstrapped.qnetwork), through one traced TensorFlow function."""
-
-    kinds = ("q",)
-
-    def __init__(self, model, iteration: int = 0):
-        import tensorflow as tf
-        self.iteration = iteration
-        self.online = model.get_layer("online")
-        self.input_shape = tuple(int(d) for d in self.online.inputs[0].shape[1:])
-        online = self.online
-
-        @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
-                     reduce_retracing=True)
-        def predict(x):
-            return online(x, training=False)
-
-        self._predict = predict
-
-    path = "tensorflow"   # where the model runs (the Predictor's log, the bench)
-
-    def search_request(self, x: np.ndarray) -> tuple[str, dict]:
-        """The request self-play makes for positions x (benchmarks)."""
-        return "q", {"x": x}
-
-    def update(self, model, iteration: int) -> bool:
-        """Take a new iteration's online weights (same network); False when the shapes differ."""
-        if not take_weights(self.online, model.get_layer("online")):
-            return False
-        self.iteration = iteration
-        return True
-
-    def run(self, kind: str, inputs: dict) -> dict:
-        if kind != "q":
-            raise ValueError(f"this model answers 'q' requests, not {kind!r}")
-        x = np.asarray(inputs["x"], np.float32)
-        if x.shape[1:] != self.input_shape:
-            raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's input "
-                             f"shape {self.input_shape}")
-        return {"q": self._predict(x).numpy()}

@@ -47,6 +47,7 @@ import numpy as np
 from gamegym.data.samples import n_step_value_targets
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.learners.muzero.config import MuZeroConfig
+from gamegym.learners.muzero.fastnets import muzero_form
 from gamegym.learners.muzero.unrolls import (
     SequenceDraws,
     Unrolls,
@@ -108,6 +109,9 @@ class MuZeroLearner(Learner):
     def make_evaluator(self, model, iteration: int, fast: bool = True):
         from gamegym.learners.muzero.nets import MuZeroEvaluator
         return MuZeroEvaluator(model, iteration, fast)
+
+    def fast_form(self, model):
+        return muzero_form(model)
 
     def selfplayer(self, graph, service, config, rng):
         from gamegym.search.latent import LatentEvaluator, LatentSearch

@@ -24,9 +24,10 @@ gym checks for every model.
 `MuZeroEvaluator` answers the Predictor's two request kinds:
   "initial"    {"x": observations}                 -> {"hidden", "probs", "values"}
   "recurrent"  {"hidden": [B, ...], "action": [B]} -> {"hidden", "reward", "probs", "values"}
-with NumPy for small dense networks (gamegym.learners.muzero.numpynets, as AlphaZero's fast path;
-`portable()` hands that evaluator to a process without TensorFlow) and one traced TensorFlow
-function per kind otherwise.
+on the CPU fast path when the networks' layers are known to it (ONNX Runtime, or NumPy for dense
+networks without it: gamegym.learners.muzero.fastnets, as AlphaZero's; `portable()` hands that
+evaluator to a process without TensorFlow), except convolutional ones when TensorFlow has a
+GPU, and with one traced TensorFlow function per kind otherwise.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from gamegym.nets.tfsetup import import_keras
 keras = import_keras()   # quietly: TensorFlow's start goes to the log
 layers = keras.layers
 
-from gamegym.learners.muzero.numpynets import PARTS, MuZeroNumpyEvaluator  # noqa: E402
+from gamegym.learners.muzero.fastnets import PARTS, MuZeroFastEvaluator, muzero_form  # noqa: E402
 from gamegym.nets.builders import network_options  # noqa: E402
 from gamegym.nets.inference import take_weights  # noqa: E402
 from gamegym.nets.layers import MinMaxScale  # noqa: E402
@@ -157,20 +158,21 @@ def muzero_parts(model) -> tuple:
 class MuZeroEvaluator:
     """The Predictor's model call for MuZero (see the module docstring)."""
 
-    FAST_PATH_MAX_PARAMS = 2_000_000
     kinds = ("initial", "recurrent")
 
     def __init__(self, model, iteration: int = 0, fast: bool = True):
-        import tensorflow as tf
+        from gamegym.nets.tfsetup import import_tensorflow
+        tf = import_tensorflow()
         self.iteration = iteration
         self.model = model
         h, g, f = muzero_parts(model)
         self.input_shape = tuple(int(d) for d in h.inputs[0].shape[1:])
         self.actions = int(g.inputs[1].shape[-1])
-        self.numpy = None
-        if fast and model.count_params() <= self.FAST_PATH_MAX_PARAMS:
-            self.numpy = MuZeroNumpyEvaluator.from_keras(model, iteration)
-        if self.numpy is not None:
+        self.fast = None
+        self._conv = not tf.config.list_logical_devices("GPU")   # the GPU path stays TensorFlow
+        if fast:
+            self.fast = self._fast_path(model, iteration)
+        if self.fast is not None:
             self.model = None
             return
         hidden_shape = tuple(int(d) for d in h.outputs[0].shape[1:])
@@ -193,13 +195,17 @@ class MuZeroEvaluator:
 
         self._initial, self._recurrent = initial, recurrent
 
+    def _fast_path(self, model, iteration: int) -> MuZeroFastEvaluator | None:
+        form = muzero_form(model)
+        return MuZeroFastEvaluator.from_form(form, iteration, self._conv) if form else None
+
     def update(self, model, iteration: int) -> bool:
         """Take a new iteration's weights of the same network (False when shapes differ)."""
-        if self.numpy is not None:
-            fast = MuZeroNumpyEvaluator.from_keras(model, iteration)
+        if self.fast is not None:
+            fast = self._fast_path(model, iteration)
             if fast is None:
                 return False
-            self.numpy, self.iteration = fast, iteration
+            self.fast, self.iteration = fast, iteration
             return True
         if not take_weights(self.model, model):
             return False
@@ -208,17 +214,17 @@ class MuZeroEvaluator:
 
     @property
     def path(self) -> str:
-        """Where the model runs: "numpy" or "tensorflow" (the Predictor's log says which)."""
-        return "numpy" if self.numpy is not None else "tensorflow"
+        """Where the model runs: "onnx", "numpy" or "tensorflow" (the Predictor's log says)."""
+        return self.fast.path if self.fast is not None else "tensorflow"
 
-    def portable(self) -> MuZeroNumpyEvaluator | None:
-        """The NumPy evaluator of this iteration for a process without TensorFlow (the
+    def portable(self) -> MuZeroFastEvaluator | None:
+        """The fast path's evaluator of this iteration for a process without TensorFlow (the
         Selfplayers), or None when the model runs on TensorFlow."""
-        return self.numpy
+        return self.fast
 
     def run(self, kind: str, inputs: dict) -> dict:
-        if self.numpy is not None:
-            return self.numpy.run(kind, inputs)
+        if self.fast is not None:
+            return self.fast.run(kind, inputs)
         if kind == "initial":
             x = np.asarray(inputs["x"], np.float32)
             if x.shape[1:] != self.input_shape:

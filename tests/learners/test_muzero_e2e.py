@@ -2,11 +2,10 @@
 session, two iterations with the Evaluator rating them, resume, evaluate; and every role in one
 process."""
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import gamegym
 
 pytestmark = pytest.mark.slow
 
@@ -21,11 +20,6 @@ SMALL = {
     "evaluate": {"every": 1, "games": 2, "searchcount": 8, "opponents": ["random", "previous"]},
     "status_interval": 2.0,
 }
-
-
-def gamegym(*args, timeout=300, **kwargs):
-    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
 
 
 def test_new_resume_evaluate_and_resume_again(tmp_path):

@@ -406,7 +406,7 @@ def test_the_readme_example_game_passes_the_checker():
     text, so that copy of a Nim game stays correct; the tests' own is tests/nim.py."""
     import re
     from pathlib import Path
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     code = re.search(r"```python\n(import numpy as np\nfrom gamegym import GameGraph\n.*?)```",
                      readme, re.S)
     assert code, "the README's example game is gone"

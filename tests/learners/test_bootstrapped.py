@@ -24,7 +24,7 @@ from gamegym.learners.bootstrapped.learner import transitions  # noqa: E402
 from gamegym.learners.bootstrapped.play import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
 from gamegym.learners.bootstrapped.qnetwork import parts, target_age  # noqa: E402
 from gamegym.nets.inference import LocalService  # noqa: E402
-from gamegym.runtime.messages import EvalRequest  # noqa: E402
+from gamegym.runtime.messages import EvalRequest, EvalResponse  # noqa: E402
 
 GAME = "games.tictactoe:TicTacToe"
 NETWORK = {"kind": "dense", "width": 16, "blocks": 1, "l2": 0.0}
@@ -378,7 +378,9 @@ def test_the_predictor_answers_q_requests_like_the_online_network(graph, tmp_pat
     x = np.stack([graph.numpify(v) for v in graph.children_at(graph.roots[0])])
     predictor._evaluate([(theirs, EvalRequest(1, "q", {"x": x[:5]})),
                          (theirs, EvalRequest(2, "q", {"x": x[5:]}))])
-    answers = [mine.recv() for _ in range(2)]
+    answers = [m for m in iter(lambda: mine.recv() if mine.poll() else None, None)
+               if isinstance(m, EvalResponse)]   # (the Reloads announce the portable form)
+    assert [a.request_id for a in answers] == [1, 2]
     got = np.concatenate([a.outputs["q"] for a in answers])
     assert got.shape == (9, 4, 9)
     assert np.allclose(got, parts(model)[0](x).numpy(), atol=1e-5)

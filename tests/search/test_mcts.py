@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import MUST_BLOCK, WIN_IN_ONE
 
 from gamegym.config import GymConfig
 from gamegym.game.players import Solver
@@ -29,12 +30,6 @@ def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0
 
 
 # tic-tac-toe boards from the mover's view: 1 = mine, -1 = theirs
-WIN_IN_ONE = (1, 1, 0,
-              -1, -1, 0,
-              0, 0, 0)      # cell 2 wins at once (cell 5 would only block)
-MUST_BLOCK = (-1, -1, 0,
-              1, 0, 0,
-              0, 0, 0)      # the opponent threatens cell 2
 FORK_FOR_ME = (1, 0, 0,
                0, -1, 0,
                0, 0, 1)     # a position where only some moves keep the draw

@@ -4,11 +4,11 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import psutil
 import pytest
+from conftest import gamegym_command
 
 from gamegym.data.samples import read_sample_file
 
@@ -21,17 +21,13 @@ CHANGES = {   # two Selfplayers, so one can die while the other plays on
 }
 
 
-def cli(*args):
-    return [sys.executable, "-m", "gamegym", *args]
-
-
 @pytest.fixture
 def session(new_session):
     return new_session(changes=CHANGES)
 
 
 def start_gym(session):
-    return subprocess.Popen(cli("resume", str(session)), stdin=subprocess.DEVNULL,
+    return subprocess.Popen(gamegym_command("resume", str(session)), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -79,7 +75,7 @@ def test_second_gym_fails_at_once_naming_the_first(session):
     try:
         wait_for_line(first, playing)
         started = time.monotonic()
-        second = subprocess.run(cli("resume", str(session)), capture_output=True, text=True,
+        second = subprocess.run(gamegym_command("resume", str(session)), capture_output=True, text=True,
                                 timeout=60, stdin=subprocess.DEVNULL)
         assert time.monotonic() - started < 30
         assert second.returncode == 2
@@ -104,7 +100,7 @@ def test_sigkill_of_the_gym_leaves_no_orphans_and_resume_continues(session):
         read_sample_file(path)
     files_before = {f"{p.parent.name}/{p.name}": len(read_sample_file(p)["z"])
                     for p in (session / "samples").glob("*/*.npz")}
-    done = subprocess.run(cli("resume", str(session), "--max-iterations", "1"),
+    done = subprocess.run(gamegym_command("resume", str(session), "--max-iterations", "1"),
                           capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr  # ... and does not block the resume
     after = json.loads((session / "models" / "current.json").read_text())["iteration"]
@@ -215,6 +211,6 @@ def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
     assert not list(session.rglob(".*.tmp*")), "a killed writer's temporary file was left"
     for path in (session / "samples").glob("*/*.npz"):
         read_sample_file(path)
-    done = subprocess.run(cli("resume", str(session), "--max-iterations", "1"),
+    done = subprocess.run(gamegym_command("resume", str(session), "--max-iterations", "1"),
                           capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr

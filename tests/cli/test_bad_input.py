@@ -9,13 +9,9 @@ import sys
 import time
 
 import pytest
+from conftest import gamegym
 
 from gamegym.data.samples import read_sample_file, sample_files
-
-
-def gamegym(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
-                          text=True, timeout=180, stdin=subprocess.DEVNULL, cwd=cwd)
 
 
 @pytest.mark.parametrize("game,message", [

@@ -2,11 +2,10 @@
 files' masks, the target network carried across the resume, and the model playing in
 `evaluate` (majority vote) and in the Evaluator process."""
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import gamegym
 
 pytestmark = pytest.mark.slow
 
@@ -21,11 +20,6 @@ SMALL = {
     "evaluate": {"every": 1, "games": 2, "opponents": ["random"]},
     "status_interval": 2.0,
 }
-
-
-def gamegym(*args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def test_new_resume_twice_then_evaluate(tmp_path):

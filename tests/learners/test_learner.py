@@ -23,8 +23,7 @@ from gamegym.learners import Learner, TrainReport, get_learner  # noqa: E402
 from gamegym.learners.alphazero.learner import Augmenter  # noqa: E402
 from gamegym.nets.builders import build_network, network_for_game  # noqa: E402
 from gamegym.presets import INITIAL_MODELS, PRESETS, initial_model_path, preset_learner  # noqa: E402
-
-TicTacToe = pytest.importorskip("games.tictactoe").TicTacToe
+from games.tictactoe import TicTacToe  # noqa: E402
 
 
 class TicTacToeWithoutUnnumpify(TicTacToe):

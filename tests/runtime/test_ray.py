@@ -7,12 +7,12 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from conftest import gamegym_command
 
 from gamegym.data.samples import read_sample_file
 
@@ -32,17 +32,13 @@ SMALL = {
 ACTORS = ("ray::SelfplayerActor", "ray::PredictorActor")
 
 
-def cli(*args):
-    return [sys.executable, "-m", "gamegym", *args]
-
-
 @pytest.fixture(scope="module")
 def new_session(tmp_path_factory):
     """One new session for the module (making it imports TensorFlow); each test copies it."""
     folder = tmp_path_factory.mktemp("ray")
     config = folder / "small.json"
     config.write_text(json.dumps(SMALL))
-    done = subprocess.run(cli("new", str(folder / "ttt"), "--game", "games.tictactoe:TicTacToe",
+    done = subprocess.run(gamegym_command("new", str(folder / "ttt"), "--game", "games.tictactoe:TicTacToe",
                               "--config", str(config)), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return folder / "ttt"
@@ -74,7 +70,7 @@ def cluster(monkeypatch):
 
 
 def start_gym(session, *args):
-    return subprocess.Popen(cli("resume", str(session), *args), stdin=subprocess.PIPE,
+    return subprocess.Popen(gamegym_command("resume", str(session), *args), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -146,7 +142,7 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
     for name in ("selfplayer0", "selfplayer1"):
         log = (session / "logs" / f"{name}.log").read_text()
         assert f"{name} starting" in log and "Traceback" not in log
-    status = subprocess.run(cli("status", str(session), "--json"), capture_output=True,
+    status = subprocess.run(gamegym_command("status", str(session), "--json"), capture_output=True,
                             text=True)
     assert json.loads(status.stdout)["backend"]["name"] == "ray"
 

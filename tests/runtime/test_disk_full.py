@@ -3,10 +3,10 @@ and a file-size limit (RLIMIT_FSIZE, any user), which makes the kernel refuse wr
 import json
 import resource
 import subprocess
-import sys
 import zipfile
 
 import pytest
+from conftest import gamegym
 
 from gamegym.data.samples import read_sample_file
 
@@ -21,21 +21,14 @@ SMALL = {
 TICTACTOE = "games.tictactoe:TicTacToe"
 
 
-def cli(*args):
-    return [sys.executable, "-m", "gamegym", *args]
-
-
-def run(*args, timeout=240, **kwargs):
-    return subprocess.run(cli(*args), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, **kwargs)
-
-
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 3 MiB tmpfs mounted for this test."""
+    """A 16 MiB tmpfs mounted for this test (the tests fill it up to what they leave free; a
+    resumed gym's Selfplayers, which need no TensorFlow, write games from the first second,
+    while its Trainer starts TensorFlow: the room left after the filler goes covers that)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'not root'})")
@@ -57,7 +50,7 @@ def fill(mount, leave_bytes):
 
 def test_new_on_a_full_disk_names_it_and_leaves_no_folder(small_disk):
     fill(small_disk, 16 * 1024)          # less than the starter model
-    done = run("new", str(small_disk / "s"), "--game", TICTACTOE)
+    done = gamegym("new", str(small_disk / "s"), "--game", TICTACTOE)
     assert done.returncode == 2
     assert "is full" in done.stderr and "No space left on device" in done.stderr
     assert "Traceback" not in done.stderr
@@ -70,7 +63,7 @@ def test_new_under_a_file_size_limit_names_it_and_leaves_no_folder(tmp_path):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
 
-    done = run("new", str(tmp_path / "s"), "--game", TICTACTOE, preexec_fn=limit)
+    done = gamegym("new", str(tmp_path / "s"), "--game", TICTACTOE, preexec_fn=limit)
     assert done.returncode == 2
     assert "is full" in done.stderr and "File too large" in done.stderr
     assert not (tmp_path / "s").exists()
@@ -81,11 +74,11 @@ def test_gym_that_fills_the_disk_stops_cleanly_and_resumes_once_there_is_room(sm
     config = tmp_path / "small.json"
     config.write_text(json.dumps(SMALL))
     session = small_disk / "s"
-    created = run("new", str(session), "--game", TICTACTOE, "--config", str(config))
+    created = gamegym("new", str(session), "--game", TICTACTOE, "--config", str(config))
     assert created.returncode == 0, created.stderr
     filler = fill(small_disk, 300 * 1024)  # room for a few models and sample files
 
-    stopped = run("resume", str(session), "--max-seconds", "200")
+    stopped = gamegym("resume", str(session), "--max-seconds", "200")
     output = stopped.stdout + stopped.stderr
     assert stopped.returncode == 1, output
     assert "stopped with an error" in output and "is full" in output
@@ -101,7 +94,7 @@ def test_gym_that_fills_the_disk_stops_cleanly_and_resumes_once_there_is_room(sm
     samples_before = set((session / "samples").glob("*/*.npz"))
 
     filler.unlink()
-    resumed = run("resume", str(session), "--max-iterations", "1")
+    resumed = gamegym("resume", str(session), "--max-iterations", "1")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = json.loads((session / "models" / "current.json").read_text())
     assert after["iteration"] == current["iteration"] + 1

@@ -7,7 +7,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from test_mcts import MUST_BLOCK, WIN_IN_ONE  # noqa: E402  (boards: win in one, must block)
+from conftest import MUST_BLOCK, WIN_IN_ONE  # noqa: E402  (boards: win in one, must block)
 
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
 from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
@@ -428,7 +428,7 @@ def test_save_and_load_keep_every_answer(tmp_path, tiny_model):
     answers = []
     for model, fast in ((tiny_model, False), (loaded, False), (loaded, True)):
         evaluator = learner.make_evaluator(model, 0, fast)
-        assert (evaluator.numpy is not None) == fast
+        assert (evaluator.fast is not None) == fast
         first = evaluator.run("initial", {"x": x})
         second = evaluator.run("recurrent", {"hidden": first["hidden"],
                                              "action": np.array([2, 5, 4], np.int32)})
@@ -450,7 +450,7 @@ def test_the_numpy_evaluator_goes_to_a_process_without_tensorflow(tmp_path, tiny
     import sys
 
     from gamegym.learners import get_learner
-    from gamegym.learners.muzero.numpynets import MINMAX_EPSILON
+    from gamegym.learners.muzero.fastnets import MINMAX_EPSILON
     from gamegym.nets.layers import MinMaxScale
     assert MINMAX_EPSILON == MinMaxScale.EPSILON
     evaluator = get_learner("muzero").make_evaluator(tiny_model, 3)
@@ -491,8 +491,8 @@ def test_the_bench_ceilings_measure_muzero(tiny_model):
     ceiling = search_ceiling(graph, cfg, 0.3, learner="muzero")
     assert ceiling["searches_per_s"] > 0 and ceiling["games_per_s"] > 0
     network = network_ceiling(tiny_model, graph, [1, 4], seconds_each=0.05, learner="muzero")
-    assert list(network) == ["muzero numpy"]
-    assert network["muzero numpy"][1] > 0 and network["muzero numpy"][4] > 0
+    assert list(network) == ["muzero onnx"]
+    assert network["muzero onnx"][1] > 0 and network["muzero onnx"][4] > 0
 
 
 # ----- refusals --------------------------------------------------------------------------------

@@ -1,11 +1,10 @@
 """Evaluating a session: ratings over iterations, `gamegym evaluate`, `gamegym play`, the
 Evaluator in a running gym, and the learning benchmark."""
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import gamegym
 
 from gamegym.config import GymConfig
 from gamegym.data.fileio import read_jsonl
@@ -15,12 +14,6 @@ from gamegym.runtime.gym import GameGym
 from games.tictactoe import TicTacToe
 
 TICTACTOE = "games.tictactoe:TicTacToe"
-
-
-def gamegym(*args, timeout=300, input=None):
-    return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
-                          text=True, timeout=timeout, input=input,
-                          stdin=None if input is not None else subprocess.DEVNULL)
 
 
 @pytest.fixture

@@ -4,11 +4,11 @@ changed rules carries its samples and their priorities."""
 import json
 import re
 import subprocess
-import sys
 
 import numpy as np
 import psutil
 import pytest
+from conftest import gamegym, gamegym_command
 
 from gamegym.data.replaybuffer import read_state
 from gamegym.data.samples import read_sample_file
@@ -24,20 +24,11 @@ CURIOUS = {
 }
 
 
-def cli(*args):
-    return [sys.executable, "-m", "gamegym", *args]
-
-
-def run(*args, timeout=240):
-    return subprocess.run(cli(*args), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
-
-
 def new_session(tmp_path, name="ttt"):
     config = tmp_path / "curious.json"
     config.write_text(json.dumps(CURIOUS))
     path = tmp_path / name
-    done = run("new", str(path), "--game", "games.tictactoe:TicTacToe", "--config", str(config))
+    done = gamegym("new", str(path), "--game", "games.tictactoe:TicTacToe", "--config", str(config))
     assert done.returncode == 0, done.stderr
     return path
 
@@ -57,7 +48,7 @@ def assert_state_matches_the_files(session, iteration):
 
 def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_path):
     session = new_session(tmp_path)
-    gym = subprocess.Popen(cli("resume", str(session)), stdin=subprocess.DEVNULL,
+    gym = subprocess.Popen(gamegym_command("resume", str(session)), stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     try:
@@ -78,7 +69,7 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
     state = assert_state_matches_the_files(session, killed_at)
     assert state["count"].sum() > 0                        # it has trained: counts were saved
 
-    done = run("resume", str(session), "--max-iterations", "1")
+    done = gamegym("resume", str(session), "--max-iterations", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     log = (session / "logs" / "trainer.log").read_text()
     assert f"restored from {session / 'replay' / f'{killed_at}.npz'}" in log
@@ -95,7 +86,7 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
 
 def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
     session = new_session(tmp_path)
-    first = run("resume", str(session), "--max-iterations", "2")
+    first = gamegym("resume", str(session), "--max-iterations", "2")
     assert first.returncode == 0, first.stdout + first.stderr
     trained = current(session)
     assert trained == 2 and not (session / "replay" / "0.npz").exists()
@@ -103,7 +94,7 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
     old_state = assert_state_matches_the_files(session, trained)
 
     blocked = tmp_path / "blocked"
-    done = run("continue", str(session), str(blocked), "--game",
+    done = gamegym("continue", str(session), str(blocked), "--game",
                "games.tictactoe:TicTacToeVariant", "--game-args", '{"blocked": [0, 4]}')
     assert done.returncode == 0, done.stderr
     assert current(blocked) == trained + 1
@@ -114,7 +105,7 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
     assert carried["keys"] == old_state["keys"]
     assert np.array_equal(carried["priority"], old_state["priority"])
 
-    again = run("resume", str(blocked), "--max-iterations", "1")
+    again = gamegym("resume", str(blocked), "--max-iterations", "1")
     assert again.returncode == 0, again.stdout + again.stderr
     log = (blocked / "logs" / "trainer.log").read_text()
     assert "restored from" in log and "rebuilt" not in log
@@ -146,9 +137,9 @@ def test_curious_replay_trains_every_learner(tmp_path, learner):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**config, "status_interval": 1.0}))
     session = tmp_path / learner
-    done = run("new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(path))
+    done = gamegym("new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(path))
     assert done.returncode == 0, done.stderr
-    done = run("resume", str(session), "--max-iterations", "2")
+    done = gamegym("resume", str(session), "--max-iterations", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     iteration = current(session)
     state = assert_state_matches_the_files(session, iteration)

@@ -1,6 +1,7 @@
 """TensorBoard event files: what each process writes, read back with TensorBoard's own reader;
 a record torn by a kill loses nothing written before it, and a resume goes on in the same run."""
-import pytest
+
+from conftest import read_scalars
 
 from gamegym.runtime.tensorboard import (
     BoardWriter,
@@ -8,16 +9,6 @@ from gamegym.runtime.tensorboard import (
     status_scalars,
     train_scalars,
 )
-
-
-def read_scalars(folder) -> dict:
-    """{tag: [(step, value), ...]} of every event file in `folder` (one run), as TensorBoard
-    reads them."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    board = EventAccumulator(str(folder))
-    board.Reload()
-    return {tag: [(e.step, pytest.approx(e.value)) for e in board.Scalars(tag)]
-            for tag in board.Tags()["scalars"]}
 
 
 def test_scalars_of_two_runs_and_a_torn_record_read_back_as_one_run(tmp_path):

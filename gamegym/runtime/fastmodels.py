@@ -1,0 +1,140 @@
+"""Model iterations on the CPU fast path without TensorFlow: the files that make it possible.
+
+Whoever publishes a model (the Trainer, the process that makes a session's first model) also
+writes its fast form next to it, models/<it>.fast.npz (`fast_model_bytes`, gamegym.nets.portable;
+`Session.publish_model` writes it atomically, before the model file).  A Predictor that needs no
+GPU (`cpu_fast_path`) then loads each iteration from that file (`load_fast_model`) and never
+imports TensorFlow, which keeps it small.  A model file without a fast-path file that is at least
+as new (a session from before such files, a model copied to a Ray node) is converted by a
+short-lived child process that imports TensorFlow and exits (or here, when this process has
+imported TensorFlow anyway).  A model with no fast form leaves no file, and the Predictor falls
+back to TensorFlow.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import shutil
+from pathlib import Path
+
+from gamegym.data.fileio import atomic_write_bytes
+from gamegym.data.session import fast_model_file
+from gamegym.nets.portable import FastModelError, evaluator_from_bytes, to_bytes
+from gamegym.nets.tfsetup import tensorflow_imported
+
+__all__ = ["fast_model_bytes", "cpu_fast_path", "gpu_may_be_present", "load_fast_model",
+           "convert_model_file"]
+
+log = logging.getLogger("gamegym.runtime.fastmodels")
+CONVERT_TIMEOUT_S = 600.0
+
+
+def fast_model_bytes(learner, model) -> bytes | None:
+    """The fast-path file of `model` (a Keras model of `learner`), or None when it has no fast
+    form.  A failure to convert is logged with its traceback, not raised: the model itself is
+    still published, and its readers fall back to TensorFlow."""
+    try:
+        form = learner.fast_form(model)
+        return to_bytes(form) if form is not None else None
+    except Exception:
+        log.exception("could not write the fast form of model %r", getattr(model, "name", model))
+        return None
+
+
+def gpu_may_be_present() -> bool:
+    """Whether TensorFlow might see a GPU here, judged without importing it: an NVIDIA driver
+    or nvidia-smi."""
+    return os.path.exists("/proc/driver/nvidia/version") or shutil.which("nvidia-smi") is not None
+
+
+def cpu_fast_path(predict_config) -> bool:
+    """Whether a Predictor with these options loads models from their fast-path files (no
+    TensorFlow): the fast path is on and no GPU is wanted, or none can be there."""
+    return bool(predict_config.numpy_fastpath) and not (predict_config.use_gpu
+                                                        and gpu_may_be_present())
+
+
+def load_fast_model(learner, model_path: Path, iteration: int, plugins=()):
+    """The fast-path evaluator of a model file, from its fast-path file (converting the model
+    first when that file is missing or older than the model; `plugins`: the config's, which a
+    converting child imports); None when the model has no fast form or its nets cannot run
+    here.  FastModelError when the file stays unreadable."""
+    model_path = Path(model_path)
+    path = fast_model_file(model_path)
+    for attempt in range(2):
+        stale = attempt or not _fresh(path, model_path)
+        if stale and not convert_model_file(learner.name, model_path, plugins):
+            return None
+        try:
+            return evaluator_from_bytes(path.read_bytes(), iteration, str(path))
+        except (FastModelError, OSError) as error:
+            if attempt:
+                raise FastModelError(f"{path} is unreadable even when made again: {error}"
+                                     ) from None
+            log.warning("%s; converting %s again", error, model_path)
+    return None
+
+
+def _fresh(path: Path, model_path: Path) -> bool:
+    """A fast-path file that exists and is not older than its model file."""
+    try:
+        return path.stat().st_mtime_ns >= model_path.stat().st_mtime_ns
+    except OSError:
+        return False
+
+
+def convert_model_file(learner_name: str, model_path: Path, plugins=()) -> bool:
+    """Write the fast-path file of a model file; False when the model has no fast form (or the
+    conversion failed: the log says why).  Runs here when this process has TensorFlow already,
+    in a short-lived child otherwise (which imports the config's `plugins` first)."""
+    if tensorflow_imported():
+        return _convert(learner_name, Path(model_path))
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_convert_main,
+                        args=(learner_name, str(model_path), list(plugins), send),
+                        name="fast-model", daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(CONVERT_TIMEOUT_S):
+            raise EOFError
+        written, error = receive.recv()
+    except EOFError:
+        written, error = False, f"the converting process died (exit code {child.exitcode})"
+    finally:
+        receive.close()
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+    if error:
+        log.error("could not convert %s to the fast path: %s", model_path, error)
+    log.info("converted %s to the fast path in a child process: %s", model_path,
+             "done" if written else "no fast form")
+    return written
+
+
+def _convert(learner_name: str, model_path: Path) -> bool:
+    from gamegym.learners import get_learner
+    from gamegym.nets.tfsetup import import_keras, load_model
+    import_keras().backend.clear_session()   # Keras' global name state grows with every load
+    data = fast_model_bytes(get_learner(learner_name), load_model(model_path))
+    path = fast_model_file(model_path)
+    if data is None:
+        path.unlink(missing_ok=True)
+        return False
+    atomic_write_bytes(path, data)
+    return True
+
+
+def _convert_main(learner_name: str, model_path: str, plugins: list, answer) -> None:
+    """The child of `convert_model_file`: answers (written, error text or None)."""
+    from gamegym.config import import_plugins
+    from gamegym.nets.tfsetup import configure_tensorflow
+    try:
+        import_plugins(plugins)
+        configure_tensorflow(use_gpu=False, threads=1)
+        answer.send((_convert(learner_name, Path(model_path)), None))
+    except Exception as error:   # noqa: BLE001 (the parent logs it and goes on with TensorFlow)
+        answer.send((False, f"{type(error).__name__}: {error}"))
