@@ -3,14 +3,28 @@
     from gamegym import GameGym, GameGraph, GymConfig
     from gamegym import Solver, AlphaBetaPlayer, UCTPlayer   # reference players for your game
 """
-from gamegym.config import (ConfigError, GymConfig, NetworkConfig, PredictConfig, SelfplayConfig,
-                            TrainConfig)
-from gamegym.game.graph import GameGraph, GameGraphError, GameSpecError, VertexError, load_game
-from gamegym.runtime.gym import GameGym, GymError
-from gamegym.game.players import (AlphaBetaPlayer, Player, RandomPlayer, Solution, Solver,
-                             SolverPlayer, play_game, solve)
+from gamegym.config import (
+    ConfigError,
+    GymConfig,
+    NetworkConfig,
+    PredictConfig,
+    SelfplayConfig,
+    TrainConfig,
+)
 from gamegym.data.session import SessionError, SessionLockedError
+from gamegym.game.graph import GameGraph, GameGraphError, GameSpecError, VertexError, load_game
+from gamegym.game.players import (
+    AlphaBetaPlayer,
+    Player,
+    RandomPlayer,
+    Solution,
+    Solver,
+    SolverPlayer,
+    play_game,
+    solve,
+)
 from gamegym.game.uct import UCTPlayer
+from gamegym.runtime.gym import GameGym, GymError
 
 __all__ = ["GameGym", "GymError", "GameGraph", "GameGraphError", "GameSpecError", "VertexError",
            "load_game", "GymConfig", "NetworkConfig", "PredictConfig", "SelfplayConfig",

@@ -416,7 +416,7 @@ class GymConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_dict(cls, data: dict, stored: bool = False) -> "GymConfig":
+    def from_dict(cls, data: dict, stored: bool = False) -> GymConfig:
         """A config from its JSON form.  `stored`: a session's own config.json, which may be in
         the layout before learner sections (it is then read as today's)."""
         if not isinstance(data, dict):
@@ -442,7 +442,7 @@ class GymConfig:
 
     @classmethod
     def from_json_file(cls, path: Path, fill: dict | None = None,
-                       stored: bool = False) -> "GymConfig":
+                       stored: bool = False) -> GymConfig:
         """Read a config file; keys missing from it are taken from `fill` (e.g. the game);
         `stored` as for from_dict."""
         try:
@@ -457,7 +457,7 @@ class GymConfig:
             data = {**fill, **data}
         return cls.from_dict(data, stored=stored)
 
-    def updated(self, overrides: dict) -> "GymConfig":
+    def updated(self, overrides: dict) -> GymConfig:
         """A copy with nested overrides applied, e.g. {"selfplay": {"searchcount": 50}}."""
         data = self.to_dict()
         for key, value in overrides.items():
@@ -474,7 +474,7 @@ class GymConfig:
         """A field by its dotted name, e.g. "train.learner" (None when there is none)."""
         return _get_path(self.to_dict(), path)
 
-    def check_resume(self, stored: "GymConfig") -> None:
+    def check_resume(self, stored: GymConfig) -> None:
         """Refuse a config for resuming that changes a field fixed at session creation."""
         new, old = self.to_dict(), stored.to_dict()
         own = getattr(self.learner_config, "FIXED", ())
@@ -547,12 +547,12 @@ def _reject_unknown(data: dict, known: list[str], prefix: str) -> None:
             if key in FORMER_LEARNER_FIELDS.get(prefix.rstrip("."), ()):
                 owners = [name for name, cls in LEARNERS.items()
                           if key in _field_names(getattr(cls, "config_class", None) or object)]
-                hint = f"; it is a field of the learner's own section: " + \
+                hint = "; it is a field of the learner's own section: " + \
                     " or ".join(f"'{owner}.{key}'" for owner in owners)
             raise ConfigError(f"unknown config field '{prefix}{key}'{hint}")
 
 
-def _get_path(data: dict, path: str) -> Any:
+def _get_path(data: Any, path: str) -> Any:
     for part in path.split("."):
         data = data.get(part) if isinstance(data, dict) else None
     return data

@@ -24,8 +24,9 @@ import difflib
 import importlib
 import logging
 import threading
+from collections.abc import Iterator
 from importlib.metadata import entry_points
-from typing import Any, Iterator, TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["Registry", "RegistryError", "LEARNERS", "REPLAYS", "BACKENDS", "SEARCHES"]
 

@@ -57,10 +57,7 @@ class TicTacToe(GameGraph):
     @staticmethod
     def _lost(vertex: tuple) -> bool:
         """True when the opponent (who just moved) has a complete line."""
-        for a, b, c in _LINES:
-            if vertex[a] == -1 and vertex[b] == -1 and vertex[c] == -1:
-                return True
-        return False
+        return any(vertex[a] == -1 and vertex[b] == -1 and vertex[c] == -1 for a, b, c in _LINES)
 
     def score_at(self, vertex: tuple) -> float:
         return -1.0 if self._lost(vertex) else 0.0

@@ -16,12 +16,12 @@ import numpy as np
 
 from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
-from gamegym.nets.inference import LocalService, ModelEvaluator, PositionEvaluator
-from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.nets.builders import network_for_game
-from gamegym.presets import preset_for
-from gamegym.search.play import selfplay_game
+from gamegym.nets.inference import LocalService, ModelEvaluator, PositionEvaluator
 from gamegym.nets.tfsetup import configure_tensorflow
+from gamegym.presets import preset_for
+from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
+from gamegym.search.play import selfplay_game
 
 
 class Timed:

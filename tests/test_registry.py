@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import SMALL, TICTACTOE, gamegym, merged
+
 from gamegym.config import ConfigError, GymConfig
 from gamegym.registry import BACKENDS, LEARNERS, REPLAYS, SEARCHES, Registry, RegistryError
 

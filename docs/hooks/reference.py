@@ -24,8 +24,9 @@ import re
 import sys
 import textwrap
 import tokenize
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]          # the checkout these docs describe
 if str(ROOT) not in sys.path:      # MkDocs restores sys.path after loading a hook, so import

@@ -50,7 +50,8 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             for key, value in figures.items():
                 if isinstance(value, (int, float)):
                     sums[f"{role}.{key}"] = sums.get(f"{role}.{key}", 0.0) + value
-        cpu, rss = {}, {}
+        cpu: dict[str, float] = {}
+        rss = {}
         for name, process in processes.items():
             role = name.rstrip("0123456789")
             used = _cpu_seconds(process) - cpu_start[name]

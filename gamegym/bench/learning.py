@@ -18,20 +18,21 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from gamegym.evaluation.arena import make_player, model_player, run_match
-from gamegym.config import GymConfig
-from gamegym.game.graph import load_game
-from gamegym.learners import get_learner
-from gamegym.search.mcts import choose_action
-from gamegym.game.players import Solver, SolverPlayer
-from gamegym.game.playerspecs import check_player_spec
 from gamegym.bench.legacy import has, take
 from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import json_object
+from gamegym.config import GymConfig
+from gamegym.evaluation.arena import make_player, model_player, run_match
+from gamegym.game.graph import load_game
+from gamegym.game.players import Player, Solver, SolverPlayer
+from gamegym.game.playerspecs import check_player_spec
+from gamegym.learners import get_learner
 from gamegym.presets import initial_model_path, learner_presets, preset_for
+from gamegym.search.mcts import choose_action
 
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)
 OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
@@ -85,13 +86,14 @@ def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
     player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
     point: dict = {"iteration": iteration, "by_opponent": {}}
     for spec in opponents:
+        opponent: Player
         if spec == "solver" and solver is not None:
             opponent = SolverPlayer(hurry=False, solver=solver)
         else:
             opponent = make_player(spec, session, graph)
         bar = bars.add(f"evaluating iteration {iteration} vs {spec}", games, "games")
         result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec),
-                           after_game=lambda so_far: bars.update(bar, completed=so_far.games))
+                           after_game=lambda so_far: bars.update(bar, completed=so_far.games))  # noqa: B023 (called within run_match)
         bars.remove(bar)
         point["by_opponent"][spec] = {k: v for k, v in result.to_dict().items()
                                       if k in ("wins", "draws", "losses", "score")}
@@ -178,7 +180,7 @@ def run_learning_benches(learners: list[str], plot_path: Path | None, keep: Path
     runs = [run_learning_bench(learner=name, plot_path=None, **options,
                                keep=None if keep is None else Path(keep) / name)
             for name in learners]
-    figures = {"runs": runs}
+    figures: dict[str, Any] = {"runs": runs}
     if plot_path is not None:
         plot_curves(runs, plot_path)
         figures["plot"] = str(plot_path)
@@ -385,5 +387,5 @@ def legacy_argv(tail: list[str]) -> list[str] | None:
     """`gamegym bench --learning GAME ...` was this bench."""
     if not has(tail, "--learning"):
         return None
-    game = take(tail, "--learning")
+    game = take(tail, "--learning") or []
     return [COMMAND, *game, *tail]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 import numpy as np
 
@@ -26,10 +27,11 @@ from gamegym.search.play import selfplay_game
 __all__ = ["PEER_GAMES", "run_peer_bench", "print_peer_report", "add_parser"]
 
 # our bundled game (spec, arguments) -> OpenSpiel's name for the same game (None: it has none)
-PEER_GAMES = (("games.tictactoe:TicTacToe", {}, "tic_tac_toe"),
-              ("games.connectfour:ConnectFour", {"rows": 6, "columns": 7}, "connect_four"),
-              ("games.santorini:Santorini", {"dimension": 3, "units_per_player": 1}, None),
-              ("games.santorini:Santorini", {"dimension": 5, "units_per_player": 2}, None))
+PEER_GAMES: tuple[tuple[str, dict[str, Any], str | None], ...] = (
+    ("games.tictactoe:TicTacToe", {}, "tic_tac_toe"),
+    ("games.connectfour:ConnectFour", {"rows": 6, "columns": 7}, "connect_four"),
+    ("games.santorini:Santorini", {"dimension": 3, "units_per_player": 1}, None),
+    ("games.santorini:Santorini", {"dimension": 5, "units_per_player": 2}, None))
 EXTRA_MESSAGE = ("gamegym bench peer openspiel needs OpenSpiel: pip install -e \".[openspiel]\" "
                  "(the optional extra; the package is open_spiel)")
 
@@ -51,7 +53,7 @@ class _OursSide:
         self.graph = load_game(game, game_args)
         self.cfg = GymConfig(game=game, game_args=game_args, selfplay={
             "searchcount": searchcount, "searchthreadcount": threads,
-            "exploration_const": c}).selfplay
+            "exploration_const": c}).selfplay  # type: ignore[arg-type]  # GymConfig takes a section as a dict
         self.search = Search(self.graph, uniform_evaluator(self.graph.action_space_size),
                              SearchParams.from_selfplay(self.cfg))
         self.rng = np.random.default_rng(seed)
@@ -72,7 +74,7 @@ class _OpenSpielSide:
     def __init__(self, name: str, searchcount: int, c: float, seed: int):
         pyspiel, mcts = _import_openspiel()
 
-        class Uniform(mcts.Evaluator):
+        class Uniform(mcts.Evaluator):  # type: ignore[name-defined]  # OpenSpiel's, imported at run time
             def evaluate(self, state):
                 return np.zeros(2)
 
@@ -192,5 +194,5 @@ def legacy_argv(tail: list[str]) -> list[str] | None:
     """`gamegym bench --peer openspiel ...` was this bench."""
     if not has(tail, "--peer"):
         return None
-    peer = take(tail, "--peer")
+    peer = take(tail, "--peer") or []
     return [COMMAND, *peer, *tail]

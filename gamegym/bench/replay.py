@@ -24,18 +24,24 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from gamegym.registry import REPLAYS
-from gamegym.config import GymConfig
-from gamegym.game.graph import load_game
-from gamegym.bench.learning import EVAL_THREADS, add_training_flags, bench_opponents, \
-    run_learning_bench, train_and_measure
+from gamegym.bench.learning import (
+    EVAL_THREADS,
+    add_training_flags,
+    bench_opponents,
+    run_learning_bench,
+    train_and_measure,
+)
 from gamegym.bench.legacy import has, rename, take
 from gamegym.cli.util import json_object
-from gamegym.presets import initial_model_path, preset_for
+from gamegym.config import GymConfig
 from gamegym.data.sumtree import SumTree
+from gamegym.game.graph import load_game
+from gamegym.presets import get_preset, initial_model_path, preset_for
+from gamegym.registry import REPLAYS
 
 __all__ = ["run_replay_comparison", "run_adaptation", "minutes_to_perfect", "REPLAY_SETTINGS"]
 
@@ -86,16 +92,16 @@ def minutes_to_perfect(curve: list[dict]) -> float | None:
 
 def summarise(runs: list[dict], modes: list[str]) -> dict:
     """Per mode: minutes to perfect play of each run, their median, and the ratio to uniform."""
-    summary = {}
+    summary: dict[str, dict[str, Any]] = {}
     for mode in modes:
         times = [r["minutes_to_perfect"] for r in runs if r["replay"] == mode]
         # a run that never got there counts as longer than any that did
-        median = statistics.median([np.inf if t is None else t for t in times])
-        median = None if not np.isfinite(median) else round(float(median), 2)
+        middle = statistics.median([np.inf if t is None else t for t in times])
+        median = None if not np.isfinite(middle) else round(float(middle), 2)
         summary[mode] = {"minutes_to_perfect": times, "median": median,
                          "reached": sum(t is not None for t in times), "runs": len(times)}
     base = summary.get("uniform", {}).get("median")
-    for mode, row in summary.items():
+    for row in summary.values():
         if base and row["median"] is not None:
             row["ratio_to_uniform"] = round(row["median"] / base, 3)
     return summary
@@ -141,7 +147,7 @@ def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory(prefix="gamegym-adapt-") as folder:
-            config = GymConfig.from_dict({**preset_for(game, graph.game_args)[1],
+            config = GymConfig.from_dict({**get_preset(preset),
                                           "status_interval": 30.0, "seed": seed}
                                          ).updated(replay_overrides(preset, "curious"))
             base = GameGym(Path(folder) / "base", config=config,
@@ -280,5 +286,5 @@ def legacy_argv(tail: list[str]) -> list[str] | None:
     """`gamegym bench --learning GAME --replay MODE... | --adapt-to GAME2 ...` was this bench."""
     if not (has(tail, "--learning") and (has(tail, "--replay") or has(tail, "--adapt-to"))):
         return None
-    game = take(tail, "--learning")
+    game = take(tail, "--learning") or []
     return [COMMAND, *game, *rename(tail, "--replay", "--modes")]

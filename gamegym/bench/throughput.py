@@ -28,6 +28,7 @@ import re
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -36,8 +37,8 @@ from gamegym.bench.endtoend import end_to_end, on_backend, ray_figures
 from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, learner_config_class
 from gamegym.game.graph import load_game
-from gamegym.search.mcts import SearchParams
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
+from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
 
 DEFAULT_GAME = "games.santorini:Santorini"
@@ -56,7 +57,7 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "al
     while time.perf_counter() - start < seconds:
         record = selfplay_game(graph, search, cfg, rng)
         games += 1
-        positions += len(record)
+        positions += len(record) if record is not None else 0   # None: stopped, never here
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {"searches_per_s": search.searches_done / elapsed,
             "searches_per_cpu_s": search.searches_done / max(cpu, 1e-9),
@@ -97,8 +98,8 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     (network config fields) replaces the preset's network.  With `backend` "both" the two
     backends run `repeat` times each, in turn, and the ratio is the median of the pairs' (on a
     busy machine a single pair says little)."""
-    from gamegym.runtime.gym import GameGym
     from gamegym.learners import get_learner
+    from gamegym.runtime.gym import GameGym
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
     if found is None:
@@ -160,7 +161,7 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         "ceiling_searches_per_cpu_s": _rounded(ceiling, "searches_per_cpu_s"),
         "network_path": used_path,
         "network_evals_per_cpu_s": network,
-        "efficiency": round(efficiency, 3) if ceiling else None,
+        "efficiency": round(efficiency, 3) if efficiency is not None else None,
         "cpu_efficiency": round(per_cpu_s / ceiling["searches_per_cpu_s"], 3) if ceiling else None,
         "cpu_by_role": e2e["cpu_by_role"],
         "rss_mb_by_role": e2e["rss_mb_by_role"],
@@ -187,7 +188,8 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
 def sample_positions(graph, count: int, seed: int = 0) -> np.ndarray:
     """numpify of `count` positions from random playouts (the network paths' test batch)."""
     rng = np.random.default_rng(seed)
-    out, vertex = [], graph.roots[0]
+    out: list[np.ndarray] = []
+    vertex = graph.roots[0]
     while len(out) < count:
         children = graph.children_at(vertex)
         if not children:
@@ -274,7 +276,8 @@ def cmd_throughput(args) -> int:
                       network_seconds=args.network_seconds, network=args.network,
                       backend=args.backend, repeat=args.repeat, learner=learner)
             for learner in _learners(args.learner)]
-    figures = runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}
+    figures: dict[str, Any] = (runs[0] if len(runs) == 1
+                               else {"runs": runs, "vs_first": _ratios(runs)})
     if args.json:
         print(json.dumps(figures, sort_keys=True))
         return 0

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from gamegym.cli.util import json_object, read_overrides
 from gamegym.config import ConfigError, GymConfig
-from gamegym.registry import BACKENDS
-from gamegym.game.graph import GameGraphError
 from gamegym.data.session import SessionError
+from gamegym.game.graph import GameGraphError
+from gamegym.registry import BACKENDS
 
 
 def cmd_new(args) -> int:
-    from gamegym.runtime.gym import GameGym
     from gamegym.game.graph import load_game
+    from gamegym.runtime.gym import GameGym
     if Path(args.session, "config.json").exists():
         raise SessionError(f"session {args.session} already exists; use 'gamegym resume'")
     graph, config, initial_model = None, None, args.initial_model
@@ -41,8 +41,8 @@ def cmd_new(args) -> int:
 
 
 def cmd_resume(args) -> int:
-    from gamegym.runtime.gym import GameGym
     from gamegym.data.session import Session
+    from gamegym.runtime.gym import GameGym
     stored = Session(args.session).load_config()  # a clear error for a missing/foreign folder
     config = None
     if args.config:
@@ -118,7 +118,8 @@ def cmd_status(args) -> int:
         from gamegym.runtime.monitor import replay_summary
         print(f"replay    {status['replay']}: {replay_summary(status['replay_figures'])} "
               "(mean replay count, new share of the last draws, priority 10th..90th percentile)")
-    print(f"running   {'yes, pid %s' % status['running_pid'] if status['running'] else 'no'}")
+    running = f"yes, pid {status['running_pid']}" if status["running"] else "no"
+    print(f"running   {running}")
     print(f"selfplay  {describe_backend(status['backend'], status['running'])}")
     if status["resources"]:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["resources_time"]))

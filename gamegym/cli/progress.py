@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 __all__ = ["ProgressBars"]
 
@@ -22,13 +26,18 @@ class ProgressBars:
         stream = file if file is not None else sys.stderr
         self.enabled = _is_terminal(stream) if enabled is None else enabled
         self._file = file
-        self._progress = None
+        self._progress: Progress | None = None
 
-    def __enter__(self) -> "ProgressBars":
+    def __enter__(self) -> ProgressBars:
         if self.enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
             console = Console(file=self._file, stderr=self._file is None,
                               force_terminal=True if self._file is not None else None)
             self._progress = Progress(
@@ -51,7 +60,7 @@ class ProgressBars:
                total: float | None = None) -> None:
         if self._progress is None or bar is None:
             return
-        fields = {k: v for k, v in (("completed", completed), ("description", description),
+        fields: dict[str, Any] = {k: v for k, v in (("completed", completed), ("description", description),
                                     ("total", total)) if v is not None}
         self._progress.update(bar, **fields)
 
@@ -59,7 +68,7 @@ class ProgressBars:
         if self._progress is not None and bar is not None:
             self._progress.remove_task(bar)
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None

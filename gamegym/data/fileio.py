@@ -37,7 +37,7 @@ def disk_full_message(folder: Path, error: BaseException | None = None,
         error = error.__cause__
     cause = ""
     if error is not None:
-        cause = f" ({error.strerror or os.strerror(error.errno)}" + \
+        cause = f" ({error.strerror or os.strerror(error.errno or 0)}" + \
             (f": {error.filename})" if error.filename else ")")
     return (f"the disk holding {folder} is full{cause}, {free}; every file published so far is "
             f"intact; free some space, then {then.format(folder=folder)}")
@@ -92,7 +92,7 @@ def append_jsonl(path: Path, obj) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    rows = []
+    rows: list[dict] = []
     if not Path(path).exists():
         return rows
     with open(path, encoding="utf-8") as handle:

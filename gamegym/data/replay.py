@@ -51,15 +51,25 @@ import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from gamegym.data.fileio import atomic_write_bytes, quarantine
 from gamegym.data.replaybuffer import ReplayBuffer, ReplayStateError
+from gamegym.data.samples import (
+    SampleBatch,
+    SampleCounter,
+    load_samples,
+    sample_files,
+    sample_iterations,
+)
 from gamegym.registry import REPLAYS, RegistryError
-from gamegym.data.samples import SampleBatch, SampleCounter, load_samples, sample_files, \
-    sample_iterations
+
+if TYPE_CHECKING:
+    from gamegym.config import GymConfig, TrainConfig
+    from gamegym.data.session import Session
 
 __all__ = ["Replay", "Sampler", "WindowReplay", "BufferReplay", "BufferSampler", "Priorities",
            "make_replay", "UniformReplay", "PrioritizedReplay", "CuriousReplay"]
@@ -71,9 +81,9 @@ KEEP_STATES = 2   # state files kept: the newest iteration's and the one before
 class Sampler(Protocol):
     """Draws minibatches from a batch and hears each trained sample's loss (see the module)."""
 
-    def draw(self, size: int) -> np.ndarray: ...
+    def draw(self, size: int) -> NDArray[np.integer[Any]]: ...
 
-    def update(self, index: np.ndarray, losses: np.ndarray) -> None: ...
+    def update(self, index: ArrayLike, losses: ArrayLike) -> None: ...
 
 
 class Replay(ABC):
@@ -84,12 +94,12 @@ class Replay(ABC):
     uses_buffer = False      # keeps a replay buffer with a state file per iteration
 
     @classmethod
-    def check_config(cls, train_config) -> str | None:
+    def check_config(cls, train_config: TrainConfig) -> str | None:
         """What is wrong with `train_config` (a TrainConfig) for this replay, starting with
         the quoted field name, or None."""
         return None
 
-    def __init__(self, session, config):
+    def __init__(self, session: Session, config: GymConfig) -> None:
         self.session = session
         self.config = config
 
@@ -98,7 +108,7 @@ class Replay(ABC):
         """Whether there is enough to train iteration+1 on, and why not."""
 
     @abstractmethod
-    def load(self, iteration: int) -> tuple[SampleBatch | None, dict]:
+    def load(self, iteration: int) -> tuple[SampleBatch | None, dict[str, Any]]:
         """The samples to train on, and facts for train/<it>.json: "sources", per file read
         how many samples were taken from it ("<iteration>/<file name>" -> count), and anything
         else that says what was trained on (the window's iterations)."""
@@ -111,12 +121,12 @@ class Replay(ABC):
         """Persist the replay's state as that of `iteration` (the Trainer calls it before it
         publishes that iteration's model, so a published model always has its state)."""
 
-    def figures(self) -> dict:
+    def figures(self) -> dict[str, Any]:
         """Numbers for the status line and the train report (empty when there are none)."""
         return {}
 
 
-def readiness(cfg, trained: int, held: int, new: int, iteration: int,
+def readiness(cfg: TrainConfig, trained: int, held: int, new: int, iteration: int,
               where: str) -> tuple[bool, str]:
     """Ready when the `trained` samples less the validation split reach `min_samplecount` and
     `new` samples of `iteration` reach `min_new_samples`; else why not."""
@@ -134,7 +144,7 @@ class WindowReplay(Replay):
 
     name = "window"
 
-    def __init__(self, session, config):
+    def __init__(self, session: Session, config: GymConfig) -> None:
         super().__init__(session, config)
         self.counter = SampleCounter(session.samples_dir)
 
@@ -148,7 +158,7 @@ class WindowReplay(Replay):
         return readiness(cfg, min(window, cfg.max_samplecount), window,
                          counts.get(iteration, 0), iteration, "the window")
 
-    def load(self, iteration: int) -> tuple[SampleBatch | None, dict]:
+    def load(self, iteration: int) -> tuple[SampleBatch | None, dict[str, Any]]:
         sources: dict[str, int] = {}
         batch = load_samples(self.session.samples_dir, self.window_start(iteration),
                              self.config.train.max_samplecount, self.session.quarantine_dir,
@@ -167,7 +177,7 @@ class Priorities:
     new: float        # the priority of a sample never trained on (p_max)
 
     @classmethod
-    def of(cls, train_config) -> "Priorities":
+    def of(cls, train_config: TrainConfig) -> Priorities:
         """The priorities of the replay `train_config.replay` names, with its settings."""
         cfg = train_config
         count_term = getattr(REPLAYS.get(cfg.replay), "count_term", True)
@@ -175,13 +185,13 @@ class Priorities:
                    beta=float(cfg.curious_beta), alpha=float(cfg.curious_alpha),
                    epsilon=float(cfg.curious_epsilon), new=float(cfg.priority_max))
 
-    def __call__(self, count: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    def __call__(self, count: ArrayLike, loss: ArrayLike) -> NDArray[np.float64]:
         """float64 [k]: the priority after `count` replays, the last with loss `loss`; a
         non-finite loss gives the new-sample priority (look at it again soon)."""
-        loss = np.asarray(loss, np.float64)
+        losses = np.asarray(loss, np.float64)
         p = self.c * self.beta ** np.asarray(count, np.float64) + \
-            (np.abs(np.where(np.isfinite(loss), loss, 0.0)) + self.epsilon) ** self.alpha
-        return np.where(np.isfinite(loss), p, self.new)
+            (np.abs(np.where(np.isfinite(losses), losses, 0.0)) + self.epsilon) ** self.alpha
+        return np.where(np.isfinite(losses), p, self.new)
 
 
 class BufferSampler:
@@ -189,12 +199,13 @@ class BufferSampler:
     counts and priorities; counts what it drew for the monitoring."""
 
     def __init__(self, buffer: ReplayBuffer, priorities: Priorities, uniform: bool,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator) -> None:
         self.buffer, self.priorities, self.uniform, self.rng = buffer, priorities, uniform, rng
         self.drawn = self.drawn_new = self.batches = self.updated = 0
 
-    def draw(self, size: int) -> np.ndarray:
+    def draw(self, size: int) -> NDArray[np.integer[Any]]:
         n = len(self.buffer)
+        index: NDArray[np.integer[Any]]
         if self.uniform:
             index = self.rng.integers(0, n, int(size))
         else:
@@ -204,20 +215,20 @@ class BufferSampler:
         self.batches += 1
         return index
 
-    def update(self, index, losses) -> None:
-        index = np.asarray(index, np.int64).reshape(-1)
-        losses = np.asarray(losses, np.float64).reshape(-1)
-        if index.shape != losses.shape:
-            raise ValueError(f"sampler.update: {len(index)} indices but {len(losses)} losses")
-        if len(index) and (index.min() < 0 or index.max() >= len(self.buffer)):
+    def update(self, index: ArrayLike, losses: ArrayLike) -> None:
+        at = np.asarray(index, np.int64).reshape(-1)
+        loss = np.asarray(losses, np.float64).reshape(-1)
+        if at.shape != loss.shape:
+            raise ValueError(f"sampler.update: {len(at)} indices but {len(loss)} losses")
+        if len(at) and (at.min() < 0 or at.max() >= len(self.buffer)):
             raise IndexError(f"sampler.update: an index is outside the batch of "
                              f"{len(self.buffer)} samples")
         count = self.buffer.count
-        np.add.at(count, index, 1)
-        self.buffer.tree.update(index, self.priorities(count[index], losses))
-        self.updated += len(index)
+        np.add.at(count, at, 1)
+        self.buffer.tree.update(at, self.priorities(count[at], loss))
+        self.updated += len(at)
 
-    def figures(self) -> dict:
+    def figures(self) -> dict[str, Any]:
         """The share of drawn samples that were new (never trained on when drawn), and how
         many were drawn and reported trained."""
         if not self.drawn:
@@ -236,7 +247,7 @@ class BufferReplay(Replay):
     count_term = True        # the priority has Curious Replay's count term c * beta^v
 
     @classmethod
-    def check_config(cls, train_config) -> str | None:
+    def check_config(cls, train_config: TrainConfig) -> str | None:
         cfg = train_config
         if cfg.num_updates_per_train_iter <= 0:
             return ("'train.num_updates_per_train_iter' must be > 0 with train.replay = "
@@ -251,7 +262,7 @@ class BufferReplay(Replay):
                     "holds enough to train")
         return None
 
-    def __init__(self, session, config):
+    def __init__(self, session: Session, config: GymConfig) -> None:
         super().__init__(session, config)
         self.mode = self.name
         self.priorities = Priorities.of(config.train)
@@ -261,7 +272,8 @@ class BufferReplay(Replay):
 
     @property
     def state_dir(self) -> Path:
-        return self.session.replay_dir
+        folder: Path = self.session.replay_dir
+        return folder
 
     def state_path(self, iteration: int) -> Path:
         return self.state_dir / f"{iteration}.npz"
@@ -272,7 +284,7 @@ class BufferReplay(Replay):
         return readiness(self.config.train, len(buffer), len(buffer),
                          buffer.samples_of(iteration), iteration, "the replay buffer")
 
-    def load(self, iteration: int) -> tuple[SampleBatch | None, dict]:
+    def load(self, iteration: int) -> tuple[SampleBatch | None, dict[str, Any]]:
         buffer = self.fill(iteration)
         facts = {"sources": self.added,
                  "buffer": {"samples": len(buffer), "files": len(buffer.segments),
@@ -281,17 +293,18 @@ class BufferReplay(Replay):
         return buffer.batch(), facts
 
     def sampler(self, batch: SampleBatch, rng: np.random.Generator) -> BufferSampler:
-        self.last_sampler = BufferSampler(self.buffer, self.priorities, not self.by_priority,
+        self.last_sampler = BufferSampler(self.filled(), self.priorities, not self.by_priority,
                                           rng)
         return self.last_sampler
 
     def commit(self, iteration: int) -> None:
-        meta = {"iteration": iteration, "mode": self.mode, "capacity": self.buffer.capacity}
-        atomic_write_bytes(self.state_path(iteration), self.buffer.state(meta))
+        buffer = self.filled()
+        meta = {"iteration": iteration, "mode": self.mode, "capacity": buffer.capacity}
+        atomic_write_bytes(self.state_path(iteration), buffer.state(meta))
         for old in state_iterations(self.state_dir)[:-KEEP_STATES]:
             self.state_path(old).unlink(missing_ok=True)
 
-    def figures(self) -> dict:
+    def figures(self) -> dict[str, Any]:
         buffer = self.buffer
         if buffer is None or not len(buffer):
             return {}
@@ -306,6 +319,13 @@ class BufferReplay(Replay):
         return figures
 
     # ----- the buffer -------------------------------------------------------------------------
+    def filled(self) -> ReplayBuffer:
+        """The buffer `ready` or `load` filled; RuntimeError before either was called."""
+        if self.buffer is None:
+            raise RuntimeError(f"replay {self.name!r}: the buffer is used before ready() or "
+                               "load() filled it")
+        return self.buffer
+
     def fill(self, iteration: int) -> ReplayBuffer:
         """The buffer with every new sample file in it (opened from its state the first time)."""
         if self.buffer is None:
@@ -354,7 +374,8 @@ class BufferReplay(Replay):
 
     def rebuild(self, buffer: ReplayBuffer) -> None:
         """Fill an empty buffer with the newest sample files up to its capacity, all new."""
-        chosen, total = [], 0
+        chosen: list[tuple[int, Path, dict[str, NDArray[Any]]]] = []
+        total = 0
         for it in reversed(sample_iterations(buffer.samples_dir)):
             for path in reversed(sample_files(buffer.samples_dir, it)):
                 if total >= buffer.capacity:
@@ -375,7 +396,8 @@ class BufferReplay(Replay):
         reports = [r for r in self.session.train_reports() if r.get("iteration") == iteration]
         if not reports or reports[-1].get("replay") not in REPLAYS:
             return False
-        return REPLAYS.get(reports[-1]["replay"]).uses_buffer
+        uses: bool = REPLAYS.get(reports[-1]["replay"]).uses_buffer
+        return uses
 
 
 def state_iterations(folder: Path) -> list[int]:
@@ -408,10 +430,11 @@ class CuriousReplay(BufferReplay):
     name = "curious"
 
 
-def make_replay(session, config) -> Replay:
+def make_replay(session: Session, config: GymConfig) -> Replay:
     """The replay `config.train.replay` names (gamegym.registry.REPLAYS)."""
     try:
         cls = REPLAYS.get(config.train.replay)
     except RegistryError as error:
         raise ValueError(str(error)) from None
-    return cls(session, config)
+    replay: Replay = cls(session, config)
+    return replay

@@ -35,8 +35,14 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.data.fileio import quarantine
-from gamegym.data.samples import FIELDS, GAME_FIELDS, SampleBatch, read_sample_file, \
-    sample_files, sample_iterations
+from gamegym.data.samples import (
+    FIELDS,
+    GAME_FIELDS,
+    SampleBatch,
+    read_sample_file,
+    sample_files,
+    sample_iterations,
+)
 from gamegym.data.sumtree import SumTree
 
 __all__ = ["ReplayBuffer", "ReplayStateError", "file_key"]

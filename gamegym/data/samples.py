@@ -31,6 +31,7 @@ import logging
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -108,7 +109,7 @@ class SampleBatch:
     def __len__(self) -> int:
         return len(self.z)
 
-    def take(self, index: np.ndarray) -> "SampleBatch":
+    def take(self, index: np.ndarray) -> SampleBatch:
         columns = {k: v[index] for k, v in vars(self).items() if k != "extra"}
         return SampleBatch(**columns, extra={k: v[index] for k, v in self.extra.items()})
 
@@ -173,7 +174,8 @@ def encode_sample_file(records: list[GameRecord]) -> tuple[bytes, int]:
         return b"", 0
     arrays = records_to_arrays(records)
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    # numpy's stub takes **arrays for its allow_pickle keyword
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]
     return buffer.getvalue(), len(arrays["z"])
 
 
@@ -286,7 +288,7 @@ def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
                 continue
             n = len(arrays["z"])
             game_truncated = arrays["truncated"][arrays["game"]]
-            chunk = {k: arrays[k] for k in FIELDS}
+            chunk: dict[str, Any] = {k: arrays[k] for k in FIELDS}
             chunk["extra"] = {k: v for k, v in arrays.items()
                               if k not in FIELDS and k not in GAME_FIELDS and len(v) == n}
             chunk["game"] = arrays["game"] + games

@@ -25,8 +25,14 @@ from pathlib import Path
 import psutil
 
 from gamegym.config import ConfigError, GymConfig
-from gamegym.data.fileio import (atomic_publish, atomic_write_bytes, atomic_write_json, quarantine,
-                                 remove_leftovers, temporary_path)
+from gamegym.data.fileio import (
+    atomic_publish,
+    atomic_write_bytes,
+    atomic_write_json,
+    quarantine,
+    remove_leftovers,
+    temporary_path,
+)
 
 __all__ = ["Session", "SessionError", "SessionLockedError", "fast_model_file"]
 
@@ -140,7 +146,7 @@ class Session:
                     raise SessionLockedError(
                         f"session {self.path} is in use by gym process {holder['pid']} "
                         f"(started {time.ctime(holder.get('started', 0))}); stop it first "
-                        f"(type 'exit' in its console or send it SIGTERM)")
+                        f"(type 'exit' in its console or send it SIGTERM)") from None
                 log.warning("taking over stale lock %s", self.lock_path)
                 self.lock_path.unlink(missing_ok=True)
                 continue
@@ -272,7 +278,7 @@ class Session:
         atomic_write_json(self.train_dir / f"{iteration}.json", report)
 
     def train_reports(self) -> list[dict]:
-        reports = []
+        reports: list[dict] = []
         if not self.train_dir.is_dir():
             return reports
         for path in sorted(self.train_dir.glob("*.json"), key=lambda p: int(p.stem)

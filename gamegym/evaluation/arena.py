@@ -10,16 +10,16 @@ all results (Bradley-Terry maximum likelihood), with the random player anchored 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
 from gamegym.game.playerspecs import check_player_spec
-from gamegym.search.play import MCTSPlayer
 from gamegym.game.uct import UCTPlayer
+from gamegym.search.play import MCTSPlayer
 
 __all__ = ["MCTSPlayer", "model_player", "HumanPlayer", "MatchResult", "play_match", "run_match",
            "make_player", "fit_ratings"]
@@ -30,8 +30,8 @@ def model_player(session, graph: GameGraph, iteration: int | None = None,
     """A model iteration of a session as a Player, built by the session's learner (an
     MCTSPlayer for AlphaZero, the heads' vote for Bootstrapped), its network called in this
     process."""
-    from gamegym.nets.inference import LocalService
     from gamegym.learners import get_learner
+    from gamegym.nets.inference import LocalService
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
     iteration = session.current_iteration() if iteration is None else iteration
     if iteration not in session.model_iterations():   # said before TensorFlow's seconds
@@ -151,13 +151,15 @@ def make_player(spec: str, session=None, graph: GameGraph | None = None,
         return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
     if name == "mcts":
         return UCTPlayer(int(arg))
-    if name == "iteration" and session is not None:
+    if name == "iteration" and session is not None and graph is not None:
         return model_player(session, graph, int(arg), searchcount)
     if name.startswith("openspiel-"):
         from gamegym.adapters.openspiel import make_openspiel_player
-        return make_openspiel_player(spec)
+        player = make_openspiel_player(spec)
+        if player is not None:
+            return player
     raise ValueError(f"player {spec!r} cannot be made here"
-                     + (" without a session" if name == "iteration" else ""))
+                     + (" without a session and its game" if name == "iteration" else ""))
 
 
 def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) -> dict:

@@ -12,12 +12,12 @@ import time
 
 import numpy as np
 
-from gamegym.evaluation.arena import fit_ratings, make_player, model_player, run_match
+from gamegym.cli.progress import ProgressBars
 from gamegym.data.fileio import append_jsonl, atomic_write_json, read_jsonl
+from gamegym.evaluation.arena import fit_ratings, make_player, model_player, run_match
 from gamegym.game.graph import load_game
 from gamegym.runtime.messages import Report
 from gamegym.runtime.process import child_entry
-from gamegym.cli.progress import ProgressBars
 
 log = logging.getLogger("gamegym.evaluation.evaluator")
 
@@ -148,8 +148,8 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_play(args) -> int:
-    from gamegym.evaluation.arena import HumanPlayer, describe_move
     from gamegym.data.session import Session
+    from gamegym.evaluation.arena import HumanPlayer, describe_move
     session = Session(args.session)
     config = session.load_config()
     graph = load_game(config.game, config.game_args)

@@ -45,8 +45,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TextIO
+from typing import Any, TextIO, TypeGuard
 
 import numpy as np
 
@@ -87,7 +88,7 @@ class GraphChecker:
         self.notes: list[str] = []
         self.games_played = 0
         self.positions = 0          # vertices checked, repeats included
-        self._shape: Optional[tuple] = None
+        self._shape: tuple | None = None
         self._roundtrip = True      # False once unnumpify turned out not to be implemented
         self._swap = True           # False once swap_players turned out not to be implemented
         self._heuristic = bool(getattr(graph, "has_heuristic", False))
@@ -421,7 +422,7 @@ def board_moves_problem(board: dict, actions: tuple) -> str:
                                                         for c in step) for step in clicks)):
             return f"action {action}: clicks {clicks!r} must be a non-empty list of non-empty " \
                    f"lists of cells in [0, {size})"
-        sequences = [()]
+        sequences: list[tuple[int, ...]] = [()]
         for step in clicks:
             sequences = [s + (c,) for s in sequences for c in step]
             if len(sequences) > 10_000:
@@ -432,7 +433,7 @@ def board_moves_problem(board: dict, actions: tuple) -> str:
                       *(paths.get(start) for start in starts)} - {None, action}
             if others:
                 return f"the clicks {list(sequence)} of action {action} and those of action " \
-                       f"{min(others)} are the same or one starts the other"
+                       f"{min(o for o in others if o is not None)} are the same or one starts the other"
             for start in starts:
                 prefixes.setdefault(start, action)
             paths[sequence] = action
@@ -449,7 +450,7 @@ def _is_real(x: Any) -> bool:
             and math.isfinite(float(x)))
 
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
@@ -468,7 +469,7 @@ def check_graph(graph: GameGraph, games: int = 20, seed: int = 0,
 
 
 # ----- the command line report -------------------------------------------------------------
-def run_check(spec: str, game_args: Optional[dict], games: int, seed: int,
+def run_check(spec: str, game_args: dict | None, games: int, seed: int,
               out: TextIO = sys.stdout) -> int:
     """Load a game, check it and print a report; 0 when clean, 1 on violations, 2 if the game
     cannot be loaded."""

@@ -32,9 +32,11 @@ import importlib
 import inspect
 import json
 from abc import ABC, abstractmethod
-from typing import Any, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any, Generic, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = [
     "GameGraph",
@@ -45,7 +47,9 @@ __all__ = [
     "game_spec",
 ]
 
-Vertex = Hashable
+# a game's vertex type (a tuple, a string, ...): hashable and compared by value
+Vertex = TypeVar("Vertex", bound=Hashable)
+Graph = TypeVar("Graph", bound="GameGraph[Any]")
 
 
 class GameGraphError(Exception):
@@ -64,8 +68,8 @@ class GameSpecError(GameGraphError):
     """A game given as 'module:Class' could not be loaded or is not a GameGraph."""
 
 
-class GameGraph(ABC):
-    """Abstract graph of a symmetric two-player game.
+class GameGraph(ABC, Generic[Vertex]):
+    """Abstract graph of a symmetric two-player game; generic in its vertex type.
 
     Subclasses call ``super().__init__()`` and implement the abstract members plus one of
     `successors` / `expansion`.  The base class keeps a cache of expanded vertices that is
@@ -82,8 +86,9 @@ class GameGraph(ABC):
     # contract assumes.  A game where a player may move twice in a row sets it False; the
     # learners that search in a learned latent space (MuZero) refuse such a game.
     turns_alternate: bool = True
+    _game_args: dict[str, Any]
 
-    def __new__(cls, *args: Any, **kwargs: Any):
+    def __new__(cls: type[Graph], *args: Any, **kwargs: Any) -> Graph:
         graph = super().__new__(cls)
         try:  # remember the constructor arguments, so a session can rebuild the game
             bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
@@ -94,12 +99,12 @@ class GameGraph(ABC):
         return graph
 
     def __init__(self) -> None:
-        self._children: dict[Vertex, tuple] = {}
+        self._children: dict[Vertex, tuple[Vertex, ...]] = {}
         self._cached_children = 0
-        self._actions: dict[Vertex, tuple] = {}
+        self._actions: dict[Vertex, tuple[int, ...]] = {}
 
     @property
-    def game_args(self) -> dict:
+    def game_args(self) -> dict[str, Any]:
         """The keyword arguments this graph was built with (stored in the session config)."""
         return dict(getattr(self, "_game_args", {}))
 
@@ -113,7 +118,7 @@ class GameGraph(ABC):
     # ----- what a game implements --------------------------------------------------------
     @property
     @abstractmethod
-    def roots(self) -> tuple:
+    def roots(self) -> tuple[Vertex, ...]:
         """The starting vertices, in a fixed order (usually one)."""
 
     @property
@@ -126,7 +131,7 @@ class GameGraph(ABC):
         """Score in [-1, 1] from the active player's view; ±1 iff terminal and won/lost."""
 
     @abstractmethod
-    def numpify(self, vertex: Vertex) -> np.ndarray:
+    def numpify(self, vertex: Vertex) -> NDArray[np.float32]:
         """The network input for a vertex: float32, the same shape for every vertex."""
 
     def successors(self, vertex: Vertex) -> Sequence[Vertex]:
@@ -143,7 +148,7 @@ class GameGraph(ABC):
         """Number of distinct action ids (policy output size).  Default: outdegree_max."""
         return self.outdegree_max
 
-    def unnumpify(self, array: np.ndarray) -> Vertex:
+    def unnumpify(self, array: NDArray[np.float32]) -> Vertex:
         """Inverse of numpify.  Optional; the checker tests it when implemented."""
         raise NotImplementedError(f"{type(self).__name__} does not implement unnumpify")
 
@@ -163,7 +168,7 @@ class GameGraph(ABC):
         antisymmetric (heuristic_at(swap_players(v)) == -heuristic_at(v))."""
         raise NotImplementedError(f"{type(self).__name__} does not implement swap_players")
 
-    def board_at(self, vertex: Vertex) -> dict:
+    def board_at(self, vertex: Vertex) -> dict[str, Any]:
         """The position as a grid for the web page (`gamegym serve`): a small JSON-able dict.
         Optional (see `has_board`); `gamegym check` tests it when implemented.
 
@@ -212,15 +217,15 @@ class GameGraph(ABC):
             raise ValueError(f"{type(self).__name__} has no symmetry {k}")
         return vertex
 
-    def transform_actions(self, k: int) -> np.ndarray:
+    def transform_actions(self, k: int) -> NDArray[np.int_]:
         """int array [action_space_size]: action a at a vertex is action perm[a] at its image."""
         if k != 0:
             raise ValueError(f"{type(self).__name__} has no symmetry {k}")
         return np.arange(self.action_space_size)
 
-    def equivalenceclass_of(self, vertex: Vertex) -> list:
+    def equivalenceclass_of(self, vertex: Vertex) -> list[Vertex]:
         """All images of a vertex under the symmetries (with repetitions removed, order kept)."""
-        seen: dict = {}
+        seen: dict[Vertex, None] = {}
         for k in range(self.symmetry_count):
             seen.setdefault(self.transform(vertex, k), None)
         return list(seen)
@@ -250,7 +255,7 @@ class GameGraph(ABC):
         self._cached_children += len(children)
         self._actions[vertex] = actions
 
-    def children_at(self, vertex: Vertex) -> tuple:
+    def children_at(self, vertex: Vertex) -> tuple[Vertex, ...]:
         """The children of an expanded vertex (expands it first if it is open)."""
         children = self._children.get(vertex)
         if children is None:
@@ -258,7 +263,7 @@ class GameGraph(ABC):
             children = self._children[vertex]
         return children
 
-    def actions_at(self, vertex: Vertex) -> tuple:
+    def actions_at(self, vertex: Vertex) -> tuple[int, ...]:
         """The action id of each child, in child order."""
         actions = self._actions.get(vertex)
         if actions is None:
@@ -277,7 +282,7 @@ class GameGraph(ABC):
         self._cached_children = 0
 
     # ----- helpers ------------------------------------------------------------------------
-    def legal_mask(self, vertex: Vertex) -> np.ndarray:
+    def legal_mask(self, vertex: Vertex) -> NDArray[np.bool_]:
         """bool [action_space_size]: True at the action ids of the children."""
         mask = np.zeros(self.action_space_size, dtype=bool)
         mask[list(self.actions_at(vertex))] = True
@@ -295,7 +300,7 @@ class GameGraph(ABC):
 MOVED_MODULES = {"gamegym.openspiel": "gamegym.adapters.openspiel"}
 
 
-def load_game(spec: str, kwargs: dict | None = None) -> GameGraph:
+def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]:
     """Build a game from 'package.module:Class' and keyword arguments; clear errors on failure."""
     if not isinstance(spec, str) or ":" not in spec:
         raise GameSpecError(f"game {spec!r} must look like 'package.module:ClassName'")
@@ -318,7 +323,7 @@ def load_game(spec: str, kwargs: dict | None = None) -> GameGraph:
             from error
 
 
-def game_spec(graph: GameGraph) -> str:
+def game_spec(graph: GameGraph[Any]) -> str:
     """The 'module:Class' spec of a graph instance."""
     cls = type(graph)
     return f"{cls.__module__}:{cls.__qualname__}"

@@ -27,8 +27,8 @@ from __future__ import annotations
 import gc
 import sys
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Optional, Sequence
 
 import numpy as np
 
@@ -98,7 +98,7 @@ class AlphaBetaPlayer(Player):
     with the rng.  The table lives for one search.
     """
 
-    def __init__(self, depth: int, heuristic: Optional[Heuristic] = None,
+    def __init__(self, depth: int, heuristic: Heuristic | None = None,
                  discount: float = 0.999):
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"AlphaBetaPlayer depth must be an integer >= 1, got {depth!r}")
@@ -128,7 +128,7 @@ class _Entry:
 class _AlphaBeta:
     """One depth-limited search; values are discounted negamax values."""
 
-    def __init__(self, graph: GameGraph, heuristic: Optional[Heuristic], discount: float):
+    def __init__(self, graph: GameGraph, heuristic: Heuristic | None, discount: float):
         self.graph, self.heuristic, self.discount = graph, heuristic, discount
         self.table: dict = {}
         self.nodes = 0
@@ -297,7 +297,7 @@ class Solver:
         self.table[key] = (value, flag)
         return value
 
-    def _child_keys(self, children: Sequence) -> Optional[list]:
+    def _child_keys(self, children: Sequence) -> list | None:
         """The table keys of the children, or None when a move wins at once: it ends the game
         with the opponent lost (a score of -1 is terminal-only), or the table already knows
         the child is lost (an 'enhanced transposition cutoff')."""
@@ -353,9 +353,9 @@ class SolverPlayer(Player):
     that is already filled."""
 
     def __init__(self, hurry: bool = True, use_symmetry: bool = True,
-                 solver: Optional[Solver] = None):
+                 solver: Solver | None = None):
         self.hurry, self.use_symmetry = hurry, use_symmetry
-        self._solver: Optional[Solver] = solver
+        self._solver: Solver | None = solver
 
     def solver_for(self, graph: GameGraph) -> Solver:
         if self._solver is None or self._solver.graph is not graph:
@@ -385,10 +385,11 @@ class GameRecord:
 
 
 def play_game(graph: GameGraph, players: Sequence[Player], rng: np.random.Generator,
-              start: Optional[Vertex] = None, max_moves: int = 10_000) -> GameRecord:
+              start: Vertex | None = None, max_moves: int = 10_000) -> GameRecord:
     """Play players[0] (moves first) against players[1] from `start` (default: the first root)."""
     vertex = graph.roots[0] if start is None else start
-    vertices, actions = [vertex], []
+    vertices = [vertex]
+    actions: list[int] = []
     while graph.children_at(vertex):
         if len(actions) >= max_moves:
             raise GameGraphError(f"game longer than max_moves={max_moves} (vertex {vertex!r})")

@@ -19,7 +19,7 @@ same game.  The tree lives for one move.
 from __future__ import annotations
 
 import math
-from typing import Hashable
+from collections.abc import Hashable
 
 import numpy as np
 

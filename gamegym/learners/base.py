@@ -25,15 +25,36 @@ SimpleNamespace) or by key (a dict); `option()` gives the TrainConfig default fo
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gamegym.registry import LEARNERS
 
-__all__ = ["Learner", "TrainReport", "TrainResult", "register", "option", "REGISTRY"]
+if TYPE_CHECKING:
+    from gamegym.config import GymConfig, NetworkConfig
+    from gamegym.data.replay import Sampler
+    from gamegym.data.samples import GameRecord, SampleBatch
+    from gamegym.game.graph import GameGraph
+    from gamegym.game.players import Player
+    from gamegym.nets.portable import FastForm
+    from gamegym.nets.protocols import ModelCall, ModelService
+    from gamegym.search.mcts import Search
+    from gamegym.search.tree import SearchParams
+
+__all__ = ["Learner", "SelfplayDriver", "TrainReport", "TrainResult", "register", "option",
+           "REGISTRY"]
+
+# training options: a gamegym.config.TrainConfig, a SimpleNamespace or a dict, read by `option()`
+TrainOptions = Any
+# a Keras model (Keras has no type information)
+Model = Any
+# what a network is built from: GymConfig.network_options() (a dict), or a NetworkConfig
+NetworkOptions: TypeAlias = "Mapping[str, Any] | NetworkConfig"
 
 # other spellings accepted for an option: name -> aliases
 ALIASES = {"batchsize": ("batch_size", "mini_batch_size")}
@@ -43,14 +64,25 @@ ALIASES = {"batchsize": ("batch_size", "mini_batch_size")}
 class TrainReport:
     """What one training iteration reports."""
 
-    history: dict = field(default_factory=dict)   # name -> list of per-epoch floats
+    history: dict[str, list[float]] = field(default_factory=dict)   # name -> per-epoch floats
     samples: int = 0                              # training samples (validation ones excluded)
     seconds: float = 0.0
-    per_sample_loss: np.ndarray | None = None     # float32 [N] over the batch; with a sampler
+    per_sample_loss: NDArray[np.float32] | None = None   # [N] over the batch; with a sampler
                                                   # NaN for the samples not trained on
 
 
 TrainResult = TrainReport  # the earlier name
+
+
+class SelfplayDriver(Protocol):
+    """One Selfplayer's self-play (`Learner.selfplayer`)."""
+
+    searches_done: int    # a running count, for throughput
+
+    def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int] | None]:
+        """Finished games and the model iteration that played each; None now and then while it
+        waits for a newer model."""
+        ...
 
 
 class Learner(ABC):
@@ -60,7 +92,7 @@ class Learner(ABC):
     # the dataclass of this learner's own config section (stored under its name in
     # config.json, validated by its `validate()`; a FIXED tuple names the fields a resume may
     # not change), or None when it has no options of its own
-    config_class: type | None = None
+    config_class: type[Any] | None = None
     # whether self-play (and the model's player, by default) searches a tree; a learner that
     # plays straight from its network (bootstrapped) has no search ceiling nor efficiency
     searches_in_selfplay: bool = True
@@ -69,35 +101,39 @@ class Learner(ABC):
     compares_network_paths: bool = False
 
     @classmethod
-    def check_config(cls, config) -> str | None:
+    def check_config(cls, config: GymConfig) -> str | None:
         """What is wrong with the whole GymConfig `config` for this learner, starting with the
         quoted field name ("'selfplay.x' cannot ..."), or None.  Default: nothing."""
         return None
 
     @abstractmethod
-    def build_model(self, graph, network_config, seed: int | None = None):
+    def build_model(self, graph: GameGraph[Any], network_config: NetworkOptions,
+                    seed: int | None = None) -> Model:
         """A fresh Keras model for a new session of this game (`seed`: reproducible initial
         weights).  A learner with several networks (MuZero's h, g, f) returns one container
         model holding them."""
 
-    def check_fits(self, model, graph) -> None:
+    def check_fits(self, model: Model, graph: GameGraph[Any]) -> None:
         """Raise ValueError (or GameGraphError) when this learner cannot train `model` on
         `graph`: checked when a session is made, beyond the input and policy shapes the gym
         checks for every learner.  Default: nothing more to check."""
 
     @abstractmethod
-    def compile(self, model, train_config) -> None:
+    def compile(self, model: Model, train_config: TrainOptions) -> None:
         """Prepare the optimizer (and any target networks) for training `model`."""
 
     @abstractmethod
-    def make_targets(self, batch, graph=None, train_config=None) -> tuple[Any, dict, np.ndarray]:
+    def make_targets(self, batch: SampleBatch, graph: GameGraph[Any] | None = None,
+                     train_config: TrainOptions = None
+                     ) -> tuple[Any, dict[str, Any], NDArray[np.integer[Any]]]:
         """(inputs, targets by name, sample ids): the training examples of a SampleBatch.
         Sample ids [M] index `batch` and say which sample each example belongs to (a sequence
         learner makes fewer examples than samples, e.g. none for a game's last position)."""
 
     @abstractmethod
-    def train_iteration(self, model, batch, train_config, rng: np.random.Generator,
-                        graph=None, sampler=None) -> TrainReport:
+    def train_iteration(self, model: Model, batch: SampleBatch, train_config: TrainOptions,
+                        rng: np.random.Generator, graph: GameGraph[Any] | None = None,
+                        sampler: Sampler | None = None) -> TrainReport:
         """Train one iteration on `batch` (a SampleBatch); `graph` enables augmentation.
         With a `sampler` (gamegym.data.replay.Sampler) every minibatch is drawn with
         `sampler.draw(size)` (`num_updates_per_train_iter` of them) and after each step
@@ -105,20 +141,22 @@ class Learner(ABC):
         loss; the rules for sequence learners are in gamegym.data.replay's docstring."""
 
     @abstractmethod
-    def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
+    def per_sample_loss(self, model: Model, batch: SampleBatch,
+                        train_config: TrainOptions = None) -> NDArray[np.float32]:
         """float32 [N]: the loss of each sample under the current model (no update)."""
 
     @abstractmethod
-    def make_evaluator(self, model, iteration: int, fast: bool = True):
+    def make_evaluator(self, model: Model, iteration: int, fast: bool = True) -> ModelCall:
         """The Predictor's model call for `model`: an object with `iteration`,
         `run(kind, inputs) -> outputs` for every request kind this learner's self-play and
         players make, and `update(model, iteration) -> bool` (take a new iteration's weights
-        of the same network; False when it cannot).  Optionally `portable()`: a picklable
+        of the same network; False when it cannot); `path` and `search_request` for the
+        benchmarks (gamegym.nets.protocols.ModelCall).  Optionally `portable()`: a picklable
         evaluator without TensorFlow (`iteration`, `kinds`, `run`) that the Selfplayers then
         run themselves for those kinds (AlphaZero's: the model on the CPU fast path,
         `gamegym.nets.inference.FastEvaluator`), or None."""
 
-    def fast_form(self, model):
+    def fast_form(self, model: Model) -> FastForm | None:
         """The model as a fast form (`gamegym.nets.portable.FastForm`: its nets as NumPy step
         programs, and the name of the TensorFlow-free evaluator class that runs them), which
         is saved next to the model file so a Predictor on the CPU fast path never imports
@@ -126,7 +164,8 @@ class Learner(ABC):
         return None
 
     @abstractmethod
-    def selfplayer(self, graph, service, config, rng: np.random.Generator):
+    def selfplayer(self, graph: GameGraph[Any], service: ModelService, config: GymConfig,
+                   rng: np.random.Generator) -> SelfplayDriver:
         """A self-play driver for one Selfplayer process: `service` is the model service
         (gamegym.nets.inference), `config` the whole GymConfig.  The driver has `searches_done`
         (a running count for throughput) and `play(should_stop)`, an iterator of finished
@@ -134,16 +173,17 @@ class Learner(ABC):
         waits for a newer model (the Selfplayer then writes out the games it holds).
         No TensorFlow."""
 
-    def player_searches(self, config) -> bool:
+    def player_searches(self, config: GymConfig) -> bool:
         """Whether the model's player (evaluate, play, benchmarks) searches a tree under the
         session's GymConfig `config`.  Default: as its self-play does."""
         return self.searches_in_selfplay
 
-    def play_rule(self, config) -> str:
+    def play_rule(self, config: GymConfig) -> str:
         """How the model's player picks a move, in words, for a player that does not search."""
         return "the best move of its network"
 
-    def is_model_file_of(self, path, graph, network_config) -> bool:
+    def is_model_file_of(self, path: Path, graph: GameGraph[Any],
+                         network_config: NetworkOptions) -> bool:
         """Whether the model file at `path` is the network this learner builds for `graph`
         with `network_config` (a starter model whose preset changed must not be trained).
         Default: a fresh network built and compared weight shape for weight shape (this
@@ -155,7 +195,7 @@ class Learner(ABC):
         return (stored.name, [w.shape for w in stored.weights]) == (
             fresh.name, [w.shape for w in fresh.weights])
 
-    def stub_search(self, graph, params):
+    def stub_search(self, graph: GameGraph[Any], params: SearchParams) -> Search:
         """This learner's self-play search with a uniform evaluator (nothing computed at the
         leaves): the search ceiling of `gamegym bench`.  Default: the PUCT search over the
         GameGraph (gamegym.search.mcts)."""
@@ -163,12 +203,13 @@ class Learner(ABC):
         return Search(graph, uniform_evaluator(graph.action_space_size), params)
 
     @abstractmethod
-    def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
+    def player(self, graph: GameGraph[Any], service: ModelService, searchcount: int = 100,
+               threads: int = 8, config: GymConfig | None = None) -> Player:
         """The model as a gamegym.game.players.Player answering through `service`; `config` is the
         session's GymConfig (None: the defaults), for a learner with playing options."""
 
 
-def option(train_config, name: str):
+def option(train_config: TrainOptions, name: str) -> Any:
     """A training option by attribute or key (aliases accepted); the default of TrainConfig, or
     of the learner section that has the field, when the config does not have it.  The Trainer
     passes GymConfig.train_options(): the train section and the learner's own."""
@@ -191,6 +232,10 @@ def option(train_config, name: str):
 REGISTRY = LEARNERS          # name -> Learner class (gamegym.registry)
 
 
-def register(cls: type) -> type:
+L = TypeVar("L", bound=type[Learner])
+
+
+def register(cls: L) -> L:
     """Class decorator: make a Learner available by its `name` (gamegym.registry.LEARNERS)."""
-    return LEARNERS.register(cls)
+    registered: L = LEARNERS.register(cls)
+    return registered

@@ -18,16 +18,22 @@ an MCTS needs, with an evaluation cache per model iteration.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Hashable, Sequence
 from multiprocessing.connection import Connection
-from typing import Callable, Hashable, Sequence
+from typing import ClassVar, TypeVar
 
 import numpy as np
 
-from gamegym.runtime.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
-                               Reload)
 from gamegym.nets.numpynet import NumpyNet
-from gamegym.nets.portable import (FAST_PATH_MAX_PARAMS, FastForm, choose_runner,
-                                   register_form)
+from gamegym.nets.portable import FAST_PATH_MAX_PARAMS, FastForm, choose_runner, register_form
+from gamegym.nets.protocols import PortableCall
+from gamegym.runtime.messages import (
+    EvalRequest,
+    EvalResponse,
+    EvaluatorRequest,
+    EvaluatorUpdate,
+    Reload,
+)
 
 __all__ = ["PredictorTimeout", "StaleIteration", "PipeService", "LocalService",
            "PositionEvaluator", "ModelEvaluator", "FastEvaluator", "fast_net", "evaluate_form",
@@ -66,7 +72,7 @@ class PipeService:
         self.requests = 0                # requests sent to the Predictor
         self.local_batches = 0           # requests answered in this process
         self.local_positions = 0
-        self.local: dict[int, object] = {}   # iteration -> evaluator, oldest first
+        self.local: dict[int, PortableCall] = {}   # iteration -> evaluator, oldest first
         self._next_id = 0
         self._inbox: dict[int, EvalResponse] = {}   # answers read before they were collected
         self._wanted: int | None = None  # an iteration announced by a Reload, to fetch
@@ -258,11 +264,16 @@ def fast_net(model, conv: bool = True):
     return choose_runner(form.nets["evaluate"], conv) if form is not None else None
 
 
+_OneNet = TypeVar("_OneNet", bound="OneNetEvaluator")
+
+
 class OneNetEvaluator:
     """A model call on the CPU fast path that runs the one network `form_net` of a fast form,
     without TensorFlow.  It pickles, so a Selfplayer can run it itself (`PipeService`)."""
 
-    form_net = ""            # the name of its network in a FastForm
+    # the fast form it runs, set by gamegym.nets.portable.register_form: also the name of its
+    # one network in that form
+    form: ClassVar[str]
 
     def __init__(self, net, iteration: int):
         self.net = net
@@ -270,9 +281,10 @@ class OneNetEvaluator:
         self.input_shape = tuple(net.input_shape)
 
     @classmethod
-    def from_form(cls, form: FastForm, iteration: int, conv: bool = True):
+    def from_form(cls: type[_OneNet], form: FastForm, iteration: int,
+                  conv: bool = True) -> _OneNet | None:
         """The evaluator of a fast form, or None when its net cannot run here."""
-        net = choose_runner(form.nets[cls.form_net], conv)
+        net = choose_runner(form.nets[cls.form], conv)
         return cls(net, iteration) if net is not None else None
 
     @property
@@ -291,7 +303,6 @@ class FastEvaluator(OneNetEvaluator):
     """AlphaZero's model call on the CPU fast path (`fast_net`)."""
 
     kinds = ("evaluate",)
-    form_net = "evaluate"
 
     def run(self, kind: str, inputs: dict) -> dict:
         """{"x": positions} -> {"probs": [B, A], "values": [B]}."""
@@ -375,7 +386,7 @@ class ModelEvaluator:
         """Where the model runs: "onnx", "numpy" or "tensorflow"."""
         return self.fast.path if self.fast is not None else "tensorflow"
 
-    def portable(self) -> "FastEvaluator | None":
+    def portable(self) -> FastEvaluator | None:
         """This iteration's evaluator in a form a process without TensorFlow runs (None when
         the model runs in TensorFlow)."""
         return self.fast

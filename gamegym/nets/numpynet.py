@@ -27,6 +27,7 @@ A step is (name, op, inputs, params):
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -51,8 +52,9 @@ def _relu(x):
     return np.maximum(x, 0.0, out=x)   # in place: every step makes a new array first
 
 
-ACTIVATIONS = {"linear": lambda x: x, "swish": _swish, "silu": _swish, "relu": _relu,
-               "tanh": np.tanh, "sigmoid": _sigmoid}
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "linear": lambda x: x, "swish": _swish, "silu": _swish, "relu": _relu,
+    "tanh": np.tanh, "sigmoid": _sigmoid}
 
 
 class Step(NamedTuple):
@@ -87,7 +89,7 @@ class NumpyNet:
         return any(step.op == "conv" for step in self.steps)
 
     @classmethod
-    def from_keras(cls, model) -> "NumpyNet | None":
+    def from_keras(cls, model) -> NumpyNet | None:
         """Read a model, or None when it has a layer or an option this fast path does not know."""
         builder = NetBuilder()
         sources = [builder.input(_producer(t) or f"input_{k}", t.shape[1:])

@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -33,7 +33,7 @@ __all__ = ["FastForm", "FastModelError", "FORMS", "register_form", "to_bytes", "
 
 FORMAT, VERSION = "gamegym-fast-model", 1
 FAST_PATH_MAX_PARAMS = 2_000_000   # larger models stay on TensorFlow
-FORMS: dict[str, type] = {}        # form name -> evaluator class with from_form(form, iteration)
+FORMS: dict[str, type[FormRunner]] = {}   # form name -> the evaluator class that runs it
 OPS = ("dense", "conv", "einsum", "scale", "add", "act", "flatten", "reshape", "concat",
        "minmax")   # the steps of gamegym.nets.numpynet
 
@@ -46,6 +46,17 @@ class FastForm(NamedTuple):
     form: str
     nets: dict        # name -> NumpyNet
     meta: dict
+
+
+class FormRunner(Protocol):
+    """An evaluator class that runs the fast forms called `form` (`register_form`)."""
+
+    form: ClassVar[str]
+
+    @classmethod
+    def from_form(cls, form: FastForm, iteration: int) -> Any:
+        """The runnable evaluator of one model iteration's fast form."""
+        ...
 
 
 def register_form(name: str):
@@ -76,7 +87,8 @@ def to_bytes(form: FastForm) -> bytes:
               "nets": {name: _net_header(net, arrays) for name, net in form.nets.items()}}
     arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), np.uint8)
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    # numpy's stub takes **arrays for its allow_pickle keyword
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
     return buffer.getvalue()
 
 
@@ -119,7 +131,7 @@ def evaluator_from_bytes(data: bytes, iteration: int, source: str = "fast-path m
 def _net_header(net: NumpyNet, arrays: dict) -> dict:
     steps = []
     for step in net.steps:
-        params = {}
+        params: dict[str, Any] = {}
         for key, value in step.params.items():
             if isinstance(value, np.ndarray):
                 ref = f"a{len(arrays)}"

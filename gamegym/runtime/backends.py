@@ -22,13 +22,20 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
+from multiprocessing.context import SpawnContext
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gamegym.data.fileio import disk_full_message
 from gamegym.registry import BACKENDS
 from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
 
-__all__ = ["SelfplayBackend", "ProcessBackend", "MAX_SELFPLAYER_RESTARTS",
+if TYPE_CHECKING:
+    from gamegym.config import GymConfig
+    from gamegym.data.session import Session
+
+__all__ = ["SelfplayBackend", "BackendHost", "ProcessBackend", "MAX_SELFPLAYER_RESTARTS",
            "JOIN_SELFPLAYERS_S", "JOIN_PREDICTOR_S"]
 
 log = logging.getLogger("gamegym.runtime.backends")
@@ -38,22 +45,49 @@ JOIN_PREDICTOR_S = 5.0
 MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot, then the gym stops with an error
 
 
+class BackendHost(Protocol):
+    """What a backend uses of its host, the Supervisor."""
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def config(self) -> GymConfig: ...
+
+    @property
+    def ctx(self) -> SpawnContext: ...              # multiprocessing's "spawn" context
+
+    @property
+    def reports(self) -> Any: ...                   # the children's report queue
+
+    @property
+    def gym(self) -> Any: ...                       # the GameGym: its monitor, its stop request
+
+    def spawn(self, child: Child) -> None:
+        """Start a child process (and remember it in `child.process`)."""
+        ...
+
+    def join(self, group: Sequence[Child | None], limit: float) -> None:
+        """Wait up to `limit` seconds for the children to exit, then end them."""
+        ...
+
+
 class SelfplayBackend(ABC):
     """The interface (see the module docstring); `host` is the Supervisor."""
 
     name = ""
 
     @classmethod
-    def check_available(cls, config) -> None:
+    def check_available(cls, config: GymConfig) -> None:
         """Raise an error naming what is missing (an extra, a cluster) before a run with
         `config` starts; default: nothing is needed."""
 
     @classmethod
-    def describe(cls, config) -> dict:
+    def describe(cls, config: GymConfig) -> dict[str, Any]:
         """Where `config` runs self-play, for `gamegym status` of a session not running."""
         return {"name": cls.name}
 
-    def __init__(self, host):
+    def __init__(self, host: BackendHost) -> None:
         self.host = host
         self.session = host.session
         self.config = host.config
@@ -71,7 +105,7 @@ class SelfplayBackend(ABC):
         """Reports, finished games, restarts; why the gym must stop, or ""."""
 
     @abstractmethod
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """name, nodes, selfplayers, selfplayers_alive (and on Ray more) for the status line."""
 
     @abstractmethod
@@ -85,6 +119,11 @@ class SelfplayBackend(ABC):
     @abstractmethod
     def alive(self) -> bool:
         """Whether anything the backend started still runs."""
+
+    def pids(self) -> dict[str, int]:
+        """Process ids on this machine by name (the bench measures their CPU time); default:
+        none known."""
+        return {}
 
 
 def restart_seed(seed: int, index: int, restarts: int) -> int:
@@ -100,10 +139,10 @@ class ProcessBackend(SelfplayBackend):
 
     name = "processes"
 
-    def __init__(self, host):
+    def __init__(self, host: BackendHost) -> None:
         super().__init__(host)
         self.children: dict[str, Child] = {}
-        self._control = None
+        self._control: Connection | None = None
 
     def start(self) -> None:
         from gamegym.runtime.predictor import predictor_main
@@ -124,6 +163,8 @@ class ProcessBackend(SelfplayBackend):
             host.spawn(child)
 
     def model_channel(self) -> Connection:
+        if self._control is None:
+            raise RuntimeError("the model channel is asked for before start()")
         return self._control
 
     def selfplayers(self) -> list[Child]:
@@ -154,7 +195,7 @@ class ProcessBackend(SelfplayBackend):
             self.host.spawn(child)
         return ""
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         selfplayers = self.selfplayers()
         return {"name": self.name, "nodes": 1, "selfplayers": len(selfplayers),
                 "selfplayers_alive": sum(1 for c in selfplayers
@@ -172,4 +213,5 @@ class ProcessBackend(SelfplayBackend):
 
     def pids(self) -> dict[str, int]:
         """Process ids by name (the bench measures their CPU time)."""
-        return {n: c.process.pid for n, c in self.children.items() if c.process is not None}
+        return {n: c.process.pid for n, c in self.children.items()
+                if c.process is not None and c.process.pid is not None}

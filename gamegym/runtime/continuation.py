@@ -25,9 +25,9 @@ from pathlib import Path
 
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.fileio import atomic_publish, atomic_write_json, temporary_path
-from gamegym.game.graph import load_game
 from gamegym.data.samples import sample_files, sample_iterations
 from gamegym.data.session import Session, SessionError
+from gamegym.game.graph import load_game
 
 __all__ = ["continue_session"]
 

@@ -19,8 +19,8 @@ log = logging.getLogger("gamegym.runtime.debugrun")
 
 
 def run_single_process(gym, max_seconds: float | None, max_iterations: int | None) -> int:
-    from gamegym.runtime.selfplay import SampleWriter, selfplay_loop
     from gamegym.nets.tfsetup import configure_tensorflow
+    from gamegym.runtime.selfplay import SampleWriter, selfplay_loop
     from gamegym.runtime.trainer import build_trainer
     session, config = gym.session, gym.config
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, announce=True)

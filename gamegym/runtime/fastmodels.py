@@ -63,9 +63,9 @@ def load_fast_model(learner, model_path: Path, iteration: int, plugins=()):
     model_path = Path(model_path)
     path = fast_model_file(model_path)
     for attempt in range(2):
-        if attempt or not _fresh(path, model_path):
-            if not convert_model_file(learner.name, model_path, plugins):
-                return None
+        stale = attempt or not _fresh(path, model_path)
+        if stale and not convert_model_file(learner.name, model_path, plugins):
+            return None
         try:
             return evaluator_from_bytes(path.read_bytes(), iteration, str(path))
         except (FastModelError, OSError) as error:

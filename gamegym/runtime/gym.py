@@ -15,11 +15,11 @@ from pathlib import Path
 
 from gamegym.config import GymConfig
 from gamegym.data.fileio import disk_full_message, is_disk_full
+from gamegym.data.session import Session, SessionError
 from gamegym.game.graph import GameGraph, game_spec, load_game
+from gamegym.nets.tfsetup import tensorflow_imported
 from gamegym.runtime.monitor import Monitor
 from gamegym.runtime.process import in_spawned_child
-from gamegym.data.session import Session, SessionError
-from gamegym.nets.tfsetup import tensorflow_imported
 
 __all__ = ["GameGym", "GymError"]
 

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gamegym.nets.protocols import PortableCall
 
 
 @dataclass
@@ -53,7 +57,7 @@ class EvaluatorUpdate:
     run outside TensorFlow or the session turned this off."""
 
     iteration: int
-    evaluator: object = None
+    evaluator: PortableCall | None = None
 
 
 @dataclass

@@ -232,6 +232,7 @@ def new_figure(size: tuple = (6, 4), rows: int = 1):
 def save_figure(figure, path: Path) -> Path:
     """Write a figure as PNG atomically (readers never see half a picture) and close it."""
     import matplotlib.pyplot as plt
+
     from gamegym.data.fileio import atomic_write_bytes
     buffer = io.BytesIO()
     try:

@@ -35,10 +35,17 @@ from multiprocessing.connection import Connection, wait
 
 import numpy as np
 
-from gamegym.runtime.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
-                               Reload, Report)
 from gamegym.nets.portable import FastModelError
+from gamegym.nets.protocols import ModelCall
 from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
+from gamegym.runtime.messages import (
+    EvalRequest,
+    EvalResponse,
+    EvaluatorRequest,
+    EvaluatorUpdate,
+    Reload,
+    Report,
+)
 from gamegym.runtime.process import child_entry
 
 log = logging.getLogger("gamegym.runtime.predictor")
@@ -62,7 +69,7 @@ class Predictor:
         self.live = list(clients)    # clients whose pipe is open
         self.controls = [control] if control is not None else []
         self.reports = reports
-        self.held: dict[int, object] = {}   # iteration -> evaluator, oldest first
+        self.held: dict[int, ModelCall] = {}   # iteration -> evaluator, oldest first
         self.fast_files = cpu_fast_path(self.config)   # models from fast-path files, no TF
         self._plugins = list(getattr(config, "plugins", []))   # for a converting child
         self._batches = 0
@@ -81,6 +88,8 @@ class Predictor:
     def add_client(self, conn: Connection) -> None:
         """A new client from another thread (a Selfplayer that joined); served from the next
         turn of the loop."""
+        if self._wake is None:
+            raise RuntimeError("add_client before accept_clients")
         self._joining.append(conn)
         self._wake.send(None)
 
@@ -259,7 +268,7 @@ def _size(request: EvalRequest) -> int:
     return len(next(iter(request.inputs.values()))) if request.inputs else 0
 
 
-def _send(conn: Connection, response: EvalResponse) -> None:
+def _send(conn: Connection, response: EvalResponse | EvaluatorUpdate | Reload) -> None:
     try:
         conn.send(response)
     except (BrokenPipeError, OSError):

@@ -9,8 +9,11 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,11 +50,11 @@ class Child:
     often its slot was restarted."""
 
     name: str
-    target: object
-    args: tuple
-    process: multiprocessing.Process | None = None
+    target: Callable[..., object]
+    args: tuple[Any, ...]
+    process: BaseProcess | None = None
     restarts: int = 0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logging.Logger:
@@ -68,7 +71,7 @@ def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logg
             log_path(logs_dir, role), maxBytes=5_000_000, backupCount=3, encoding="utf-8")
         handler.setFormatter(logging.Formatter(
             f"%(asctime)s %(levelname)s {role}[%(process)d] %(name)s: %(message)s"))
-        handler._gamegym = True
+        handler._gamegym = True  # type: ignore[attr-defined]  # our mark on a stdlib handler
         root.addHandler(handler)
     return logging.getLogger(f"gamegym.{role}")
 

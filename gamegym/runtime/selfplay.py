@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from gamegym.data.fileio import atomic_write_bytes
+from gamegym.data.samples import GameRecord, encode_sample_file
 from gamegym.game.graph import load_game
 from gamegym.nets.inference import PipeService
 from gamegym.runtime.messages import Report
 from gamegym.runtime.process import child_entry
-from gamegym.data.fileio import atomic_write_bytes
-from gamegym.data.samples import GameRecord, encode_sample_file
 
 log = logging.getLogger("gamegym.runtime.selfplay")
 # sample file numbers, one sequence per process: a writer made for each round of a single-process
@@ -64,6 +64,8 @@ class SampleWriter:
 
     def publish(self, iteration: int, data: bytes, samples: int, games: int) -> int:
         """Write one encoded sample file of `iteration` atomically; returns its samples."""
+        if self.samples_dir is None:
+            raise RuntimeError(f"{self.role} has no samples folder to write to")
         path = (self.samples_dir / str(iteration) /
                 f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}.npz")
         atomic_write_bytes(path, data)
@@ -81,7 +83,7 @@ class Counters:
         self._lock = threading.Lock()
         self._last = time.monotonic()
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     def add(self, **figures) -> None:
         with self._lock:

@@ -12,10 +12,14 @@ import os
 import queue
 import time
 
-from gamegym.runtime.backends import (JOIN_PREDICTOR_S, JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS,
-                              SelfplayBackend)
-from gamegym.registry import BACKENDS
 from gamegym.data.fileio import append_jsonl, disk_full_message, is_disk_full, last_jsonl
+from gamegym.registry import BACKENDS
+from gamegym.runtime.backends import (
+    JOIN_PREDICTOR_S,
+    JOIN_SELFPLAYERS_S,
+    MAX_SELFPLAYER_RESTARTS,
+    SelfplayBackend,
+)
 from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
 from gamegym.runtime.tensorboard import BoardWriter, status_scalars
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
+from gamegym.data.replay import make_replay
 from gamegym.game.graph import load_game
 from gamegym.runtime.fastmodels import fast_model_bytes
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import child_entry
-from gamegym.data.replay import make_replay
 
 log = logging.getLogger("gamegym.runtime.trainer")
 
@@ -144,10 +144,10 @@ def build_trainer(session, config, rng, listeners=None) -> Trainer:
 
 @child_entry("trainer")
 def trainer_main(session_path, config, control, reports, seed, *, stop_event):
-    from gamegym.runtime.monitor import plot_replay, plot_training
     from gamegym.data.session import Session
-    from gamegym.runtime.tensorboard import BoardWriter, train_scalars
     from gamegym.nets.tfsetup import configure_tensorflow
+    from gamegym.runtime.monitor import plot_replay, plot_training
+    from gamegym.runtime.tensorboard import BoardWriter, train_scalars
     session = Session(session_path)
     configure_tensorflow(config.predict.use_gpu, 0, threads=0)
     board = BoardWriter(session.tensorboard_dir, "trainer")

@@ -30,10 +30,12 @@ value of the node itself.  Randomness is always a passed-in `numpy.random.Genera
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["GumbelParams", "logits_from_priors", "mean_values", "gumbel_top_k", "mixed_value",
            "completed_q", "transformed_q", "qtransform", "gumbel_scores", "improved_policy",
@@ -54,7 +56,7 @@ class GumbelParams:
     gumbel_scale: float = 1.0    # scale of the root's Gumbel noise (0: no noise, for matches)
     epsilon: float = 1e-8        # smallest denominator when q is rescaled to [0, 1]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not (isinstance(self.max_considered, int) and self.max_considered >= 1):
             raise ValueError(f"max_considered must be an int >= 1, got {self.max_considered!r}")
         for name in ("value_scale", "maxvisit_init", "gumbel_scale"):
@@ -71,18 +73,20 @@ DEFAULT = GumbelParams()
 def logits_from_priors(priors: Sequence[float]) -> np.ndarray:
     """float64 [A]: log of the priors (a zero prior counts as the smallest positive float, so
     no logit is -inf)."""
-    return np.log(np.maximum(np.asarray(priors, np.float64), TINY))
+    logits: np.ndarray = np.log(np.maximum(np.asarray(priors, np.float64), TINY))
+    return logits
 
 
-def mean_values(sums: Sequence[float], visits: Sequence[float]) -> np.ndarray:
+def mean_values(sums: ArrayLike, visits: ArrayLike) -> np.ndarray:
     """float64 [A]: q = sums / visits, and 0 where a child has no visits."""
-    sums, visits = np.asarray(sums, np.float64), np.asarray(visits, np.float64)
-    return np.divide(sums, visits, out=np.zeros_like(sums), where=visits > 0)
+    w, n = np.asarray(sums, np.float64), np.asarray(visits, np.float64)
+    return np.divide(w, n, out=np.zeros_like(w), where=n > 0)
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits - logits.max())
-    return z / z.sum()
+    z: np.ndarray = np.exp(logits - logits.max())
+    p: np.ndarray = z / z.sum()
+    return p
 
 
 def mixed_value(value: float, logits: np.ndarray, q: np.ndarray, visits: np.ndarray) -> float:
@@ -114,7 +118,7 @@ def transformed_q(completed: np.ndarray, visits: np.ndarray,
     q_hat = (completed - min) / max(max - min, epsilon) over the children (so in [0, 1])."""
     completed = np.asarray(completed, np.float64)
     low, high = completed.min(), completed.max()
-    q_hat = (completed - low) / max(high - low, params.epsilon)
+    q_hat: np.ndarray = (completed - low) / max(high - low, params.epsilon)
     scale = (params.maxvisit_init + float(np.max(visits))) * params.value_scale
     return scale * q_hat
 
@@ -130,7 +134,9 @@ def gumbel_scores(gumbel: np.ndarray, logits: np.ndarray, value: float, q: np.nd
                   visits: np.ndarray, params: GumbelParams = DEFAULT) -> np.ndarray:
     """float64 [A]: g + logits + sigma(completed q), the root's ranking of its actions."""
     logits = np.asarray(logits, np.float64)
-    return np.asarray(gumbel, np.float64) + logits + qtransform(value, logits, q, visits, params)
+    scores: np.ndarray = np.asarray(gumbel, np.float64) + logits + \
+        qtransform(value, logits, q, visits, params)
+    return scores
 
 
 def improved_policy(logits: np.ndarray, value: float, q: np.ndarray, visits: np.ndarray,
@@ -313,7 +319,7 @@ class PlayoutCap:
     fast_searchcount: int             # simulations of a fast search (<= full_searchcount)
     full_probability: float = 0.25    # chance that a move gets the full search
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not (isinstance(self.full_searchcount, int) and self.full_searchcount >= 1):
             raise ValueError(f"full_searchcount must be an int >= 1, got "
                              f"{self.full_searchcount!r}")

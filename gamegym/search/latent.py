@@ -34,7 +34,8 @@ search), the search starts again from the root (`LatentSearch.restarts` counts i
 from __future__ import annotations
 
 import math
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import cast
 
 import numpy as np
 
@@ -63,7 +64,7 @@ class LatentNode(Node):
 
     __slots__ = ("parent", "action", "hidden", "reward")
 
-    def __init__(self, vertex: Hashable, parent: "LatentNode | None" = None, action: int = -1):
+    def __init__(self, vertex: Hashable, parent: LatentNode | None = None, action: int = -1):
         super().__init__(vertex)
         self.parent = parent
         self.action = action      # action id from the parent
@@ -86,7 +87,7 @@ class LatentSearch(Search):
         self.action_ids = tuple(range(graph.action_space_size))
         self.restarts = 0
         self.low, self.high = math.inf, -math.inf   # bounds of the values backed up
-        self._tree = None                           # the root those bounds belong to
+        self._tree: Node | None = None              # the root those bounds belong to
 
     def new_root(self, vertex: Hashable) -> LatentNode:
         return LatentNode(vertex)
@@ -107,12 +108,13 @@ class LatentSearch(Search):
                 if attempt == RESTARTS:
                     raise
                 self._queue = []     # leaves of the abandoned tree
-                root.reset()
+                cast(LatentNode, root).reset()   # the latent search's roots are LatentNodes
                 self.restarts += 1
         raise AssertionError("unreachable")
 
     # ----- tree operations --------------------------------------------------------------------
-    def _open(self, node: LatentNode) -> None:
+    def _open(self, node: Node) -> None:
+        node = cast(LatentNode, node)   # the latent tree holds LatentNodes only
         if node.parent is None:   # the real position: legal moves only, or the final score
             vertex = node.vertex
             children = self.graph.children_at(vertex)
@@ -145,7 +147,7 @@ class LatentSearch(Search):
                 node.priors = [x / s for x in p] if s > 0 else [1.0 / len(p)] * len(p)
             else:
                 node.priors = row.tolist()   # a softmax over every action id
-                node.reward = float(rewards[j])
+                node.reward = float(rewards[j])  # type: ignore[index]  # hidden states come with rewards
             node.value = float(values[j])
             node.hidden = hidden[j] if hidden is not None else None
             node.state = Node.EXPANDED
@@ -153,7 +155,7 @@ class LatentSearch(Search):
     def _child(self, node: Node, i: int) -> LatentNode:
         child = node.children[i]
         if child is None:
-            child = node.children[i] = LatentNode(None, node, node.actions[i])
+            child = node.children[i] = LatentNode(None, cast(LatentNode, node), node.actions[i])
         return child
 
     def _select(self, root: Node) -> tuple[list, Node]:
@@ -187,7 +189,8 @@ class LatentSearch(Search):
             path.append((node, best))
             child = node.children[best]
             if child is None:
-                child = node.children[best] = LatentNode(None, node, node.actions[best])
+                child = node.children[best] = LatentNode(None, cast(LatentNode, node),
+                                                         node.actions[best])
             node = child
         return path, node
 

@@ -39,12 +39,12 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Hashable
+from collections.abc import Hashable
 
 import numpy as np
 
 from gamegym.game.graph import GameGraph
-from gamegym.search.rules import choose_action, search_rule, visit_policy
+from gamegym.search.rules import SearchPath, choose_action, search_rule, visit_policy
 from gamegym.search.tree import Evaluator, Node, SearchParams, uniform_evaluator
 
 __all__ = ["Node", "SearchParams", "Search", "Evaluator", "uniform_evaluator", "visit_policy",
@@ -59,7 +59,7 @@ class Search:
         self.evaluate = evaluate
         self.params = params
         self.rule = search_rule(params.rule)(params)
-        self._descend = self.rule.walker(self)   # root -> (path, leaf), or (None, None): wait
+        self._descend = self.rule.walker(self)   # root -> (path, leaf), or (None, root): wait
         self._cond = threading.Condition()
         self.searches_done = 0   # total searches run (for throughput figures)
         self.evaluations = 0     # leaves sent to the evaluator
@@ -140,7 +140,7 @@ class Search:
         descend = self._descend
         in_flight = None  # (batch, waiting searches, answer) sent and not yet backed up
         while (self._remaining > 0 and root.proven is None) or in_flight is not None:
-            waiting = []
+            waiting: list[tuple[SearchPath, Node]] = []
             held = False     # the rule holds the next search until the others are backed up
             while len(waiting) < slots and self._remaining > 0 and root.proven is None:
                 path, leaf = descend(root)
@@ -309,7 +309,7 @@ class Search:
         """Walk down by PUCT, applying virtual loss; returns the path and the leaf."""
         c = self.params.exploration_const
         vl = self._virtualloss
-        path = []
+        path: SearchPath = []
         node = root
         sqrt = math.sqrt
         while node.state == Node.EXPANDED:
@@ -320,12 +320,11 @@ class Search:
             if node.solved:
                 best = self._select_among_proven(node, scale)
             else:
-                best, best_score, i = 0, -1e30, 0
-                for n, w, p in zip(visits, values, priors):   # the same floats as Q + U
+                best, best_score = 0, -1e30
+                for i, (n, w, p) in enumerate(zip(visits, values, priors)):   # floats as Q + U
                     score = (w / n + scale * p / (1 + n)) if n else scale * p
                     if score > best_score:
                         best, best_score = i, score
-                    i += 1
             if vl:
                 visits[best] += vl
                 values[best] -= vl

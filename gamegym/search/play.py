@@ -9,16 +9,17 @@ driver of a Selfplayer, and a model player for matches.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
+from gamegym.data.samples import GameRecord
 from gamegym.game.graph import GameGraph
+from gamegym.game.players import Player
 from gamegym.nets.inference import PositionEvaluator
 from gamegym.search.gumbel import PlayoutCap
 from gamegym.search.mcts import Node, Search, SearchParams, choose_action
-from gamegym.game.players import Player
-from gamegym.data.samples import GameRecord
 
 __all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "MCTSPlayer"]
 
@@ -86,7 +87,7 @@ class SearchSelfplay:
             search = Search(graph, PositionEvaluator(graph, service, self.config.evaluation_cache),
                             SearchParams.from_selfplay(self.config))
         self.search = search
-        self.evaluate = search.evaluate
+        self.evaluate: Any = search.evaluate   # with the `iteration` of its last answer
 
     @property
     def searches_done(self) -> int:

@@ -5,7 +5,7 @@ on it) runs every rule; a rule decides what differs between them:
 
   begin        how a move's search starts at the root (root noise, Gumbel-Top-k)
   walker       which child each simulation enters, at the root and below (a callable
-               root -> (path, leaf), or (None, None) while the root must wait for the
+               root -> (path, leaf), or (None, root) while the root must wait for the
                simulations in flight to be backed up)
   policy       the policy target of the searched root, float32 [action_space_size]
   choose       the move played (a root child index)
@@ -31,23 +31,56 @@ neither the tree nor the config.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 from gamegym.registry import SEARCHES
-from gamegym.search.gumbel import (GumbelParams, SequentialHalving, gumbel_scores, gumbel_top_k,
-                                   improved_policy, interior_index, logits_from_priors,
-                                   mean_values, to_action_space)
+from gamegym.search.gumbel import (
+    GumbelParams,
+    SequentialHalving,
+    gumbel_scores,
+    gumbel_top_k,
+    improved_policy,
+    interior_index,
+    logits_from_priors,
+    mean_values,
+    to_action_space,
+)
+
+if TYPE_CHECKING:
+    from gamegym.search.tree import Node, SearchParams
 
 __all__ = ["search_rule", "SearchRule", "PuctRule", "GumbelRule", "visit_policy",
            "choose_action", "add_root_noise"]
 
 
-def search_rule(name: str) -> type:
+SearchPath = list[tuple["Node", int]]      # (node, child index) from the root down
+# a search's walk: root -> (path, leaf), or (None, root) while the rule waits
+Walk = Callable[["Node"], tuple[SearchPath | None, "Node"]]
+
+
+class RuleSearch(Protocol):
+    """What a rule uses of the tree search it steers (gamegym.search.mcts.Search)."""
+
+    @property
+    def searches_done(self) -> int: ...
+
+    @property
+    def _virtualloss(self) -> float: ...
+
+    def _child(self, node: Node, i: int) -> Node: ...
+
+    def _select(self, root: Node) -> tuple[list[Any], Node]: ...
+
+
+def search_rule(name: str) -> type[SearchRule]:
     """The rule class registered as `name` (gamegym.registry.RegistryError naming the known
     ones otherwise)."""
-    return SEARCHES.get(name)
+    rule: type[SearchRule] = SEARCHES.get(name)
+    return rule
 
 
 class SearchRule:
@@ -58,24 +91,24 @@ class SearchRule:
     default_dirichlet_fraction = 0.0   # root noise when the config leaves it unset (None)
     keeps_subtree = True
 
-    def __init__(self, params):
+    def __init__(self, params: SearchParams) -> None:
         self.params = params
 
-    def begin(self, search, root, rng: np.random.Generator, count: int,
+    def begin(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int,
               explore: bool = True) -> None:
         raise NotImplementedError
 
-    def walker(self, search) -> Callable:
+    def walker(self, search: RuleSearch) -> Walk:
         raise NotImplementedError
 
-    def policy(self, root, size: int) -> np.ndarray:
+    def policy(self, root: Node, size: int) -> NDArray[Any]:
         raise NotImplementedError
 
-    def choose(self, root, temperature: float, rng: np.random.Generator) -> int:
+    def choose(self, root: Node, temperature: float, rng: np.random.Generator) -> int:
         raise NotImplementedError
 
 
-def add_root_noise(root, rng: np.random.Generator, alpha: float, fraction: float) -> None:
+def add_root_noise(root: Node, rng: np.random.Generator, alpha: float, fraction: float) -> None:
     """Mix Dirichlet(alpha) noise into the root's priors with weight `fraction` (the noise-free
     priors are kept in `raw_priors` and restored first, so a kept root is noised once)."""
     if root.raw_priors is not None:
@@ -96,17 +129,18 @@ class PuctRule(SearchRule):
     name = "puct"
     default_dirichlet_fraction = 0.25
 
-    def begin(self, search, root, rng, count, explore=True):
+    def begin(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int,
+              explore: bool = True) -> None:
         fraction = self.params.dirichlet_fraction if explore else 0.0
         add_root_noise(root, rng, self.params.dirichlet_alpha, fraction)
 
-    def walker(self, search) -> Callable:
+    def walker(self, search: RuleSearch) -> Walk:
         return search._select
 
-    def policy(self, root, size):
+    def policy(self, root: Node, size: int) -> NDArray[np.float32]:
         return visit_policy(root, size)
 
-    def choose(self, root, temperature, rng):
+    def choose(self, root: Node, temperature: float, rng: np.random.Generator) -> int:
         return choose_action(root, temperature, rng)
 
 
@@ -117,47 +151,55 @@ class GumbelRule(SearchRule):
     name = "gumbel"
     keeps_subtree = False
 
-    def __init__(self, params):
+    def __init__(self, params: SearchParams) -> None:
         super().__init__(params)
         self.gumbel_params = GumbelParams(max_considered=params.gumbel_considered,
                                           value_scale=params.gumbel_value_scale,
                                           maxvisit_init=params.gumbel_maxvisit_init)
-        self._root = None           # the root of the move being searched
+        self._root: Node | None = None   # the root of the move being searched
         self.halving: SequentialHalving | None = None
-        self.logits = self.gumbel = None   # float64 [A] of the root
+        self.logits: NDArray[np.float64] | None = None   # [A] of the root
+        self.gumbel: NDArray[np.float64] | None = None   # [A] of the root
         self._done = 0              # the search's searches_done when the move began
 
-    def begin(self, search, root, rng, count, explore=True):
+    def begin(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int,
+              explore: bool = True) -> None:
         fraction = self.params.dirichlet_fraction if explore else 0.0
         add_root_noise(root, rng, self.params.dirichlet_alpha, fraction)
-        self.logits = logits_from_priors(root.priors)
+        self.logits = logits = logits_from_priors(root.priors)
         p = self.gumbel_params
-        self.gumbel, considered = gumbel_top_k(self.logits, p.max_considered, rng,
-                                               p.gumbel_scale)
-        self.halving = SequentialHalving(considered, count)
+        self.gumbel, considered = gumbel_top_k(logits, p.max_considered, rng, p.gumbel_scale)
+        self.halving = SequentialHalving(considered.tolist(), count)
         self._root, self._done = root, search.searches_done
 
-    def scores(self, root) -> np.ndarray:
+    def _drawn(self) -> tuple[NDArray[np.float64], NDArray[np.float64], SequentialHalving]:
+        """The root's Gumbel noise, logits and halving; RuntimeError before `begin`."""
+        if self.gumbel is None or self.logits is None or self.halving is None:
+            raise RuntimeError("the Gumbel rule is asked about a root before begin()")
+        return self.gumbel, self.logits, self.halving
+
+    def scores(self, root: Node) -> NDArray[np.float64]:
         """float64 [A]: g + logits + sigma(completed q) of the root's children."""
+        gumbel, logits, _ = self._drawn()
         visits = np.asarray(root.visits, np.float64)
-        return gumbel_scores(self.gumbel, self.logits, root.value,
+        return gumbel_scores(gumbel, logits, root.value,
                              mean_values(root.values, visits), visits, self.gumbel_params)
 
-    def walker(self, search) -> Callable:
+    def walker(self, search: RuleSearch) -> Walk:
         p = self.gumbel_params
         scale, init, epsilon = p.value_scale, p.maxvisit_init, p.epsilon
 
-        def walk(root):
+        def walk(root: Node) -> tuple[SearchPath | None, Node]:
             """The root child from the halving, then `interior_index` down to a leaf, with
-            virtual loss on the path; (None, None) while a halving waits."""
-            halving = self.halving
+            virtual loss on the path; (None, root) while a halving waits."""
+            _, _, halving = self._drawn()
             in_flight = halving.issued - (search.searches_done - self._done)
             index = halving.next_action(lambda: self.scores(root), in_flight)
             if index is None:
-                return None, None
+                return None, root
             vl = search._virtualloss
             child_of = search._child
-            path = []
+            path: SearchPath = []
             node, i = root, index
             while True:
                 if vl:
@@ -172,17 +214,18 @@ class GumbelRule(SearchRule):
                                    scale, init, epsilon)
         return walk
 
-    def _check(self, root) -> None:
+    def _check(self, root: Node) -> None:
         if root is not self._root:
             raise ValueError("the Gumbel rule answers for the root it last searched; run the "
                              "search from this root first")
 
-    def policy(self, root, size):
+    def policy(self, root: Node, size: int) -> NDArray[np.float32]:
         """softmax(logits + sigma(completed q)) over action ids; where the solver proved
         something, only over the proven-best children."""
         self._check(root)
+        _, logits, _ = self._drawn()
         visits = np.asarray(root.visits, np.float64)
-        policy = improved_policy(self.logits, root.value, mean_values(root.values, visits),
+        policy = improved_policy(logits, root.value, mean_values(root.values, visits),
                                  visits, self.gumbel_params)
         allowed = root.proven_best()
         if allowed is not None:
@@ -196,19 +239,19 @@ class GumbelRule(SearchRule):
                 policy[allowed] = 1.0 / len(allowed)
         return to_action_space(policy, root.actions, size)
 
-    def choose(self, root, temperature, rng):
+    def choose(self, root: Node, temperature: float, rng: np.random.Generator) -> int:
         """The halving's choice (temperature and rng are not used: the Gumbel noise sampled
         the move); where the solver proved something, the best-scored proven-best child."""
         self._check(root)
         scores = self.scores(root)
         allowed = root.proven_best()
         if allowed is None:
-            return self.halving.choose(scores)
+            return self._drawn()[2].choose(scores)
         return max(allowed, key=lambda a: (root.visits[a], float(scores[a])))
 
 
 # ----- PUCT's target and move ------------------------------------------------------------------
-def visit_policy(root, action_space_size: int) -> np.ndarray:
+def visit_policy(root: Node, action_space_size: int) -> NDArray[np.float32]:
     """float32 [A]: the root's visit counts over action ids, normalised; with the solver, over
     the proven-best children only (`Node.proven_best`)."""
     pi = np.zeros(action_space_size, np.float32)
@@ -223,7 +266,7 @@ def visit_policy(root, action_space_size: int) -> np.ndarray:
     return pi
 
 
-def choose_action(root, temperature: float, rng: np.random.Generator) -> int:
+def choose_action(root: Node, temperature: float, rng: np.random.Generator) -> int:
     """Index of the chosen child: visits^(1/T) sampling, or the most visited when T == 0.
     Where the search proved something, only the proven-best children (or those not proven to
     lose) are candidates."""

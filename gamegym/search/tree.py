@@ -2,12 +2,12 @@
 evaluator a search asks (with a uniform stub).  The search itself is `gamegym.search.mcts`."""
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from gamegym.search.rules import search_rule
+from gamegym.registry import SEARCHES
 
 __all__ = ["Evaluator", "SearchParams", "Node", "uniform_evaluator"]
 
@@ -33,13 +33,13 @@ class SearchParams:
     gumbel_maxvisit_init: float = 50.0  # Gumbel: sigma's c_visit
 
     @classmethod
-    def from_selfplay(cls, cfg, noise: bool = True) -> "SearchParams":
+    def from_selfplay(cls, cfg, noise: bool = True) -> SearchParams:
         """The search of a `SelfplayConfig`; an unset `dirichlet_fraction` (None) is the
         rule's default (PUCT 0.25, Gumbel 0); `noise=False`: none at all."""
         rule = getattr(cfg, "search", "puct")
         fraction = cfg.dirichlet_fraction
         if fraction is None:
-            fraction = search_rule(rule).default_dirichlet_fraction
+            fraction = SEARCHES.get(rule).default_dirichlet_fraction
         return cls(searchcount=cfg.searchcount, threads=cfg.searchthreadcount,
                    exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
                    dirichlet_alpha=cfg.dirichlet_alpha,
@@ -67,7 +67,7 @@ class Node:
         self.raw_priors: list | None = None  # priors before root noise
         self.visits: list = []            # N(s, a) per child, virtual visits included
         self.values: list = []            # W(s, a) per child, sum of values from this node's view
-        self.total = 0                    # sum of visits
+        self.total: float = 0             # sum of visits (virtual losses are floats)
         self.state = Node.NEW
         self.value = 0.0                  # network value (or final score) from the mover's view
         self.proven: float | None = None  # exact value from the mover's view, once proven

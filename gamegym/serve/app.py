@@ -28,11 +28,11 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from gamegym.data.session import Session
 from gamegym.game.graph import load_game
 from gamegym.serve.play import MAX_SEARCHCOUNT, ModelPlayers, PlayError, PlayTable
 from gamegym.serve.progress import SessionProgress
 from gamegym.serve.replays import ReplayError, SelfplayGames
-from gamegym.data.session import Session
 
 __all__ = ["create_app", "run_server"]
 
@@ -56,7 +56,8 @@ def create_app(session_path, players=ModelPlayers) -> Starlette:
         Route("/api/games/{token}/move", site.move, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: _error})
+    # Starlette types a handler as taking any Exception; this one is registered for HTTPException
+    return Starlette(routes=routes, exception_handlers={HTTPException: _error})  # type: ignore[dict-item]
 
 
 class Site:

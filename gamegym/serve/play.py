@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gamegym.game.graph import GameGraph
-from gamegym.serve.boards import (describe, move_cells, move_shares, position_view,
-                                  side_names, winner)
 from gamegym.data.session import Session
+from gamegym.game.graph import GameGraph
+from gamegym.serve.boards import (
+    describe,
+    move_cells,
+    move_shares,
+    position_view,
+    side_names,
+    winner,
+)
 
 __all__ = ["ModelPlayers", "PlayTable", "PlayError", "NotFound", "Conflict",
            "MAX_SEARCHCOUNT"]

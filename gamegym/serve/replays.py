@@ -16,11 +16,17 @@ import threading
 
 import numpy as np
 
-from gamegym.game.graph import GameGraph
 from gamegym.data.samples import read_sample_file, sample_files, sample_iterations
-from gamegym.serve.boards import (describe, move_cells, move_shares, position_view,
-                                  result_line, side_names)
 from gamegym.data.session import Session
+from gamegym.game.graph import GameGraph
+from gamegym.serve.boards import (
+    describe,
+    move_cells,
+    move_shares,
+    position_view,
+    result_line,
+    side_names,
+)
 
 __all__ = ["SelfplayGames", "ReplayError"]
 

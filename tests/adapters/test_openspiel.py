@@ -9,14 +9,13 @@ import pytest
 pyspiel = pytest.importorskip("pyspiel", reason='OpenSpiel is not installed: '
                                                 'pip install -e ".[openspiel]" adds it')
 
-from games.connectfour import ConnectFour  # noqa: E402
-from games.tictactoe import TicTacToe  # noqa: E402
+from gamegym.adapters.openspiel import OpenSpielGame, UnsuitableGame, suitability, to_openspiel  # noqa: E402
 from gamegym.evaluation.arena import make_player, run_match  # noqa: E402
 from gamegym.game.checker import check_graph  # noqa: E402
 from gamegym.game.graph import GameSpecError, load_game  # noqa: E402
-from gamegym.adapters.openspiel import (OpenSpielGame, UnsuitableGame, suitability,  # noqa: E402
-                               to_openspiel)
 from gamegym.game.players import AlphaBetaPlayer, Solver, SolverPlayer  # noqa: E402
+from games.connectfour import ConnectFour  # noqa: E402
+from games.tictactoe import TicTacToe  # noqa: E402
 
 SPEC = "gamegym.adapters.openspiel:OpenSpielGame"
 CHECKED = [{"name": "tic_tac_toe"}, {"name": "connect_four"},

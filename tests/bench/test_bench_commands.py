@@ -4,8 +4,8 @@ deprecation line on stderr."""
 import json
 
 import pytest
-
 from conftest import TICTACTOE, gamegym
+
 from gamegym import bench
 from gamegym.bench import calibration, learning, peer, replay, throughput
 from gamegym.cli.main import build_parser, parse_args

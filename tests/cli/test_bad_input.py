@@ -9,9 +9,9 @@ import sys
 import time
 
 import pytest
+from conftest import gamegym
 
 from gamegym.data.samples import read_sample_file, sample_files
-from conftest import gamegym
 
 
 @pytest.mark.parametrize("game,message", [
@@ -59,10 +59,10 @@ def test_resume_of_a_missing_or_foreign_folder(tmp_path):
 
 @pytest.mark.slow
 def test_model_that_does_not_fit_the_game_and_session_of_another_game(tmp_path):
-    from games.connectfour import ConnectFour
-    from games.tictactoe import TicTacToe
     from gamegym import GameGym, GymError
     from gamegym.presets import INITIAL_MODELS
+    from games.connectfour import ConnectFour
+    from games.tictactoe import TicTacToe
     with pytest.raises(GymError, match=r"model input shape \(6, 7, 2\) does not match numpify "
                                        r"shape \(3, 3, 2\) of TicTacToe"):
         GameGym(tmp_path / "a", graph=TicTacToe(),
@@ -183,8 +183,8 @@ while True:
 
 @pytest.mark.slow
 def test_sigkill_of_a_model_publisher_at_random_moments_leaves_only_whole_models(tmp_path):
-    from gamegym.presets import INITIAL_MODELS
     from gamegym.data.session import Session
+    from gamegym.presets import INITIAL_MODELS
     rng = random.Random(1)
     for _ in range(10):
         writer = subprocess.Popen([sys.executable, "-c", MODEL_WRITER, str(tmp_path)],

@@ -9,8 +9,8 @@ import sys
 import zipfile
 
 import pytest
-
 from conftest import TICTACTOE, gamegym, user_env
+
 from gamegym.nets.tfsetup import gpu_problem, load_model
 
 # what TensorFlow, CUDA, XLA, oneDNN and absl print at start-up on a machine without a GPU

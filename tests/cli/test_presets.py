@@ -8,12 +8,19 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, TICTACTOE, gamegym
+
 from gamegym.cli.main import main
 from gamegym.cli.presets import new_session_settings
-from gamegym.presets import (ABOUT, ALL_PRESETS, INITIAL_MODELS, PRESETS, get_preset,
-                             preset_learner, starter_model)
+from gamegym.presets import (
+    ABOUT,
+    ALL_PRESETS,
+    INITIAL_MODELS,
+    PRESETS,
+    get_preset,
+    preset_learner,
+    starter_model,
+)
 
 STARTERS = sorted(path.stem for path in INITIAL_MODELS.glob("*.keras"))
 
@@ -25,7 +32,7 @@ def test_every_preset_says_what_it_is_for():
 
 def test_the_starter_models_are_in_the_package():
     assert INITIAL_MODELS.parent == ROOT / "gamegym"
-    assert STARTERS == sorted(PRESETS)            # one per whole preset
+    assert sorted(PRESETS) == STARTERS            # one per whole preset
     assert all(starter_model(name) == INITIAL_MODELS / f"{name}.keras" for name in STARTERS)
 
 

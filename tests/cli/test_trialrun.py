@@ -6,9 +6,7 @@ import subprocess
 import sys
 
 import pytest
-
-from conftest import ROOT
-from conftest import user_env
+from conftest import ROOT, user_env
 
 pytestmark = pytest.mark.slow
 

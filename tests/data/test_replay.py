@@ -400,8 +400,8 @@ def test_summary_medians_count_runs_that_never_got_there_as_longest():
 
 @pytest.mark.parametrize("mode", ["window", "uniform", "prioritized", "curious"])
 def test_every_preset_has_valid_replay_settings(mode):
-    from gamegym.presets import PRESETS
     from gamegym.bench.replay import replay_overrides
+    from gamegym.presets import PRESETS
     for name, preset in PRESETS.items():
         config = GymConfig.from_dict(preset).updated(replay_overrides(name, mode))
         assert config.train.replay == mode

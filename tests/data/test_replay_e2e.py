@@ -8,10 +8,10 @@ import subprocess
 import numpy as np
 import psutil
 import pytest
+from conftest import gamegym, gamegym_command
 
 from gamegym.data.replaybuffer import read_state
 from gamegym.data.samples import read_sample_file
-from conftest import gamegym, gamegym_command
 
 pytestmark = pytest.mark.slow
 

@@ -2,8 +2,13 @@
 import numpy as np
 import pytest
 
-from gamegym.data.samples import (GameRecord, load_samples, n_step_value_targets, read_sample_file,
-                             write_sample_file)
+from gamegym.data.samples import (
+    GameRecord,
+    load_samples,
+    n_step_value_targets,
+    read_sample_file,
+    write_sample_file,
+)
 
 
 def game(length, result=1.0, truncated=False, size=4, seed=0):

@@ -7,8 +7,13 @@ import sys
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.data.fileio import (append_jsonl, atomic_write_json, read_jsonl, remove_leftovers,
-                            temporary_path)
+from gamegym.data.fileio import (
+    append_jsonl,
+    atomic_write_json,
+    read_jsonl,
+    remove_leftovers,
+    temporary_path,
+)
 from gamegym.data.session import Session, SessionError, SessionLockedError
 
 

@@ -152,7 +152,7 @@ def test_every_field_table_in_the_docs_names_existing_fields():
     marks = [(page, m) for page in pages
              for m in ref.FIELDS_MARK.finditer(page.read_text(encoding="utf-8"))]
     assert marks, "the learner pages embed field tables"
-    for page, mark in marks:
+    for _page, mark in marks:
         ref.config_fields_table(mark.group(1).split())   # raises naming a missing field
 
 

@@ -2,12 +2,19 @@
 import numpy as np
 import pytest
 
-from games.tictactoe import TicTacToe
-from gamegym.evaluation.arena import (HumanPlayer, MatchResult, fit_ratings, make_player, model_player,
-                           play_match, run_match)
-from gamegym.runtime.gym import GameGym
+from gamegym.evaluation.arena import (
+    HumanPlayer,
+    MatchResult,
+    fit_ratings,
+    make_player,
+    model_player,
+    play_match,
+    run_match,
+)
 from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
 from gamegym.game.uct import UCTPlayer
+from gamegym.runtime.gym import GameGym
+from games.tictactoe import TicTacToe
 
 
 class Counting(Player):

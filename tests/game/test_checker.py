@@ -7,11 +7,11 @@ import sys
 
 import numpy as np
 import pytest
+from nim import TwoPileNim
 
-from games.tictactoe import TicTacToe
 from gamegym.game.checker import GraphChecker, check_graph, run_check
 from gamegym.game.graph import GameGraph
-from nim import TwoPileNim
+from games.tictactoe import TicTacToe
 
 ROOT, PAIR, END = (2, 3), (1, 1), (0, 0)   # the two roots of Nim and the end of every game
 

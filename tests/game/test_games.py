@@ -9,10 +9,10 @@ from itertools import permutations
 import numpy as np
 import pytest
 
+from gamegym.game.checker import GraphChecker
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 from games.tictactoe import TicTacToe, TicTacToeVariant
-from gamegym.game.checker import GraphChecker
 
 ALL_GAMES = [   # game, arguments, random games the checker plays
     pytest.param(TicTacToe, {}, 20, id="tictactoe"),

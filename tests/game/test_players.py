@@ -5,12 +5,17 @@ import time
 
 import numpy as np
 import pytest
-
-from gamegym.game.graph import GameGraphError, VertexError
-from gamegym.game.players import (AlphaBetaPlayer, RandomPlayer, Solver, SolverPlayer, play_game,
-                             solve)
 from nim import TwoPileNim
 
+from gamegym.game.graph import GameGraphError, VertexError
+from gamegym.game.players import (
+    AlphaBetaPlayer,
+    RandomPlayer,
+    Solver,
+    SolverPlayer,
+    play_game,
+    solve,
+)
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 from games.tictactoe import TicTacToe

@@ -2,14 +2,14 @@
 `alphabeta:D` uses."""
 import numpy as np
 import pytest
+from nim import TwoPileNim
 
-from games.connectfour import ConnectFour
-from games.santorini import Santorini
-from games.tictactoe import TicTacToe
 from gamegym.game.graph import VertexError
 from gamegym.game.players import AlphaBetaPlayer, RandomPlayer, game_heuristic, play_game
 from gamegym.game.uct import UCTPlayer
-from nim import TwoPileNim
+from games.connectfour import ConnectFour
+from games.santorini import Santorini
+from games.tictactoe import TicTacToe
 
 
 def after(graph, actions):

@@ -15,16 +15,16 @@ from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
-from gamegym.game.graph import load_game  # noqa: E402
-from gamegym.nets.inference import LocalService  # noqa: E402
-from gamegym.learners import get_learner  # noqa: E402
-from gamegym.learners.bootstrapped.learner import transitions  # noqa: E402
-from gamegym.learners.bootstrapped.qnetwork import parts, target_age  # noqa: E402
-from gamegym.runtime.messages import EvalRequest, EvalResponse  # noqa: E402
-from gamegym.learners.bootstrapped.config import positions_per_iteration  # noqa: E402
-from gamegym.learners.bootstrapped.play import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
 from gamegym.data.samples import GameRecord, load_samples, write_sample_file  # noqa: E402
 from gamegym.data.session import Session  # noqa: E402
+from gamegym.game.graph import load_game  # noqa: E402
+from gamegym.learners import get_learner  # noqa: E402
+from gamegym.learners.bootstrapped.config import positions_per_iteration  # noqa: E402
+from gamegym.learners.bootstrapped.learner import transitions  # noqa: E402
+from gamegym.learners.bootstrapped.play import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
+from gamegym.learners.bootstrapped.qnetwork import parts, target_age  # noqa: E402
+from gamegym.nets.inference import LocalService  # noqa: E402
+from gamegym.runtime.messages import EvalRequest, EvalResponse  # noqa: E402
 
 GAME = "games.tictactoe:TicTacToe"
 NETWORK = {"kind": "dense", "width": 16, "blocks": 1, "l2": 0.0}
@@ -70,6 +70,16 @@ def stored(tmp_path, records, name="g.npz"):
 def fresh(graph, network=TINY):
     learner = get_learner("bootstrapped")
     return learner, learner.build_model(graph, network)
+
+
+def test_build_model_takes_the_seed_of_the_learner_contract(graph):
+    """`Learner.build_model(..., seed=)`: the same seed builds the same initial weights, another
+    seed other weights."""
+    learner = get_learner("bootstrapped")
+    one, again, other = (learner.build_model(graph, TINY, seed=s).get_weights()
+                         for s in (7, 7, 8))
+    assert all(np.array_equal(a, b) for a, b in zip(one, again))
+    assert any(not np.array_equal(a, c) for a, c in zip(one, other))
 
 
 # X takes 0 and 1 while O answers 3 and then 4, a blunder: X completes the top row with 2

@@ -70,9 +70,9 @@ def test_new_resume_twice_then_evaluate(tmp_path):
     result = json.loads(done.stdout)
     assert result["games"] == 4 and result["iteration"] == after
     # what the Evaluator process does for an iteration, here in this process
+    from gamegym.data.session import Session
     from gamegym.evaluation.evaluator import evaluate_iteration
     from gamegym.game.graph import load_game
-    from gamegym.data.session import Session
     stored = Session(session)
     config = stored.load_config()
     ratings = evaluate_iteration(stored, config, load_game(config.game), after,

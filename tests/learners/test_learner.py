@@ -17,14 +17,12 @@ configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is al
 import keras  # noqa: E402
 
 from gamegym.config import GymConfig, NetworkConfig, TrainConfig  # noqa: E402
+from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import Learner, TrainReport, get_learner  # noqa: E402
 from gamegym.learners.alphazero.learner import Augmenter  # noqa: E402
 from gamegym.nets.builders import build_network, network_for_game  # noqa: E402
-from gamegym.presets import (INITIAL_MODELS, PRESETS, initial_model_path,  # noqa: E402
-                             preset_learner)
-from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
-
+from gamegym.presets import INITIAL_MODELS, PRESETS, initial_model_path, preset_learner  # noqa: E402
 from games.tictactoe import TicTacToe  # noqa: E402
 
 

@@ -7,17 +7,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from conftest import MUST_BLOCK, WIN_IN_ONE  # noqa: E402  (boards: win in one, must block)
 
-from games.tictactoe import TicTacToe  # noqa: E402
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
+from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
 from gamegym.game.graph import GameGraphError  # noqa: E402
 from gamegym.nets.inference import LocalService, StaleIteration  # noqa: E402
-from gamegym.search.latent import (LatentEvaluator, LatentNode, LatentSearch,  # noqa: E402
-                                  uniform_latent_evaluator)
+from gamegym.search.latent import (  # noqa: E402
+    LatentEvaluator,
+    LatentNode,
+    LatentSearch,
+    uniform_latent_evaluator,
+)
 from gamegym.search.mcts import SearchParams, choose_action, visit_policy  # noqa: E402
-from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
-
-from conftest import MUST_BLOCK, WIN_IN_ONE  # noqa: E402  (boards: win in one, must block)
+from games.tictactoe import TicTacToe  # noqa: E402
 
 GAME = "games.tictactoe:TicTacToe"
 
@@ -264,8 +267,9 @@ def tiny_model():
 
 def test_the_gradient_into_each_dynamics_step_is_halved(tiny_model):
     import tensorflow as tf
-    from gamegym.learners.muzero.unrolls import scale_gradient, step_weights, unroll_predictions
+
     from gamegym.learners.muzero.nets import muzero_parts
+    from gamegym.learners.muzero.unrolls import scale_gradient, step_weights, unroll_predictions
     parts = muzero_parts(tiny_model)
     x = np.random.default_rng(0).random((4, 3, 3, 2)).astype(np.float32)
     actions = np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8], [1, 1, 1]], np.int32)
@@ -326,9 +330,10 @@ def test_muzero_overfits_one_game():
     """Style rule 12: the learner fits one game: its moves, values and the final reward, along
     the unroll from its first position (the dynamics alone, no observation after it)."""
     import tensorflow as tf
+
     from gamegym.learners import get_learner
-    from gamegym.learners.muzero.unrolls import unroll_predictions
     from gamegym.learners.muzero.nets import muzero_parts
+    from gamegym.learners.muzero.unrolls import unroll_predictions
     rec = random_game(3)
     batch = make_batch([rec, record([0], [0.0], truncated=True)])   # the last game: a stub
     learner = get_learner("muzero")
@@ -443,6 +448,7 @@ def test_the_numpy_evaluator_goes_to_a_process_without_tensorflow(tmp_path, tiny
     import pickle
     import subprocess
     import sys
+
     from gamegym.learners import get_learner
     from gamegym.learners.muzero.fastnets import MINMAX_EPSILON
     from gamegym.nets.layers import MinMaxScale
@@ -498,8 +504,8 @@ class PassingTicTacToe(TicTacToe):
 
 
 def test_a_game_whose_turns_do_not_alternate_is_refused(tmp_path):
-    from gamegym.runtime.gym import GameGym
     from gamegym.learners import get_learner
+    from gamegym.runtime.gym import GameGym
     graph = PassingTicTacToe()
     with pytest.raises(GameGraphError, match="turns strictly alternate"):
         get_learner("muzero").build_model(graph, {"width": 8, "blocks": 1})
@@ -523,8 +529,8 @@ def test_config_refuses_the_solver_and_bad_unrolls():
 
 
 def test_an_alphazero_model_is_refused_for_a_muzero_session(tmp_path):
-    from gamegym.runtime.gym import GameGym, GymError
     from gamegym.nets.builders import network_for_game
+    from gamegym.runtime.gym import GameGym, GymError
     model = network_for_game(TicTacToe(), {"width": 8, "blocks": 1})
     with pytest.raises(GymError, match="not a MuZero container"):
         GameGym(tmp_path / "s", graph=TicTacToe(), initial_model=model,

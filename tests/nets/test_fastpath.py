@@ -6,14 +6,14 @@ import pickle
 import numpy as np
 import pytest
 
-from games.connectfour import ConnectFour
-from games.tictactoe import TicTacToe
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
 from gamegym.learners import get_learner
 from gamegym.nets.numpynet import NumpyNet
 from gamegym.nets.portable import FastModelError, evaluator_from_bytes, from_bytes, to_bytes
 from gamegym.runtime.messages import EvalRequest, EvalResponse
+from games.connectfour import ConnectFour
+from games.tictactoe import TicTacToe
 
 TOLERANCE = 1e-4    # max abs difference from Keras
 KINDS = [("dense", TicTacToe), ("residual", ConnectFour)]
@@ -291,6 +291,7 @@ def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(tmp_path, lea
     TensorFlow path's (within TOLERANCE), it stays small, and its log says it never imported
     TensorFlow, also when it had to convert a model without a fast-path file (in a child)."""
     import psutil
+
     from gamegym.runtime.predictor import predictor_main
     model = build()
     learner = get_learner(learner_name)

@@ -6,9 +6,9 @@ import subprocess
 import zipfile
 
 import pytest
+from conftest import gamegym
 
 from gamegym.data.samples import read_sample_file
-from conftest import gamegym
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ import time
 
 import psutil
 import pytest
+from conftest import gamegym_command
 
 from gamegym.data.samples import read_sample_file
-from conftest import gamegym_command
 
 pytestmark = pytest.mark.slow
 
@@ -161,7 +161,7 @@ def test_dead_selfplayer_is_restarted_and_dead_predictor_stops_the_gym(session):
 def find_role(session, role):
     """The pid in the newest 'starting' line of a role's log."""
     text = (session / "logs" / f"{role}.log").read_text()
-    line = [l for l in text.splitlines() if " starting (pid " in l][-1]
+    line = [s for s in text.splitlines() if " starting (pid " in s][-1]
     return int(line.split("(pid ")[1].rstrip(")"))
 
 

@@ -8,9 +8,7 @@ import time
 import numpy as np
 import psutil
 import pytest
-
-from conftest import SMALL, gamegym
-from conftest import read_scalars
+from conftest import SMALL, gamegym, read_scalars
 
 pytestmark = pytest.mark.slow
 

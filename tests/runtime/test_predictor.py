@@ -7,15 +7,15 @@ from multiprocessing.connection import wait
 import numpy as np
 import pytest
 
+from gamegym.config import GymConfig
+from gamegym.data.session import Session
+from gamegym.nets.builders import build_network
+from gamegym.nets.inference import ModelEvaluator
+from gamegym.nets.numpynet import NumpyNet
+from gamegym.runtime.messages import EvalRequest, EvalResponse, Reload
+from gamegym.runtime.predictor import predictor_main
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
-from gamegym.config import GymConfig
-from gamegym.runtime.messages import EvalRequest, EvalResponse, Reload
-from gamegym.nets.builders import build_network
-from gamegym.nets.numpynet import NumpyNet
-from gamegym.nets.inference import ModelEvaluator
-from gamegym.runtime.predictor import predictor_main
-from gamegym.data.session import Session
 
 
 def direct(model, x):
@@ -119,6 +119,7 @@ def test_numpy_activations_are_exact_and_quiet_at_large_inputs(name):
     # a large pre-activation (a weight blown up by training) once made the fast path's swish
     # print "overflow encountered in exp" from the Predictor
     import tensorflow as tf
+
     from gamegym.nets.numpynet import ACTIVATIONS
     x = np.array([-1e4, -500.0, -90.0, -20.0, -1.0, 0.0, 0.5, 30.0, 1e4], np.float32)
     with np.errstate(over="raise", divide="raise", invalid="raise"):   # numpy's warnings
@@ -213,6 +214,7 @@ RELOADS, WARM_UP = 24, 8
 @pytest.mark.parametrize("fast", [True, False])
 def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
     import psutil
+
     from gamegym.runtime.predictor import Predictor
     graph = Santorini(3, 1) if fast else ConnectFour()
     shape = graph.numpify(graph.roots[0]).shape

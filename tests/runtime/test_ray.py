@@ -12,9 +12,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import gamegym_command
 
 from gamegym.data.samples import read_sample_file
-from conftest import gamegym_command
 
 pytestmark = pytest.mark.slow
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from gamegym.config import ConfigError, GymConfig
-from gamegym.runtime.messages import Reload, Report
-from gamegym.runtime.monitor import Monitor, backend_summary
 from gamegym.data.samples import GameRecord, encode_sample_file, read_sample_file
 from gamegym.data.session import Session
+from gamegym.runtime.messages import Reload, Report
+from gamegym.runtime.monitor import Monitor, backend_summary
 
 
 class Ref:
@@ -133,6 +133,7 @@ def fake_ray(monkeypatch):
 
 def make_backend(tmp_path, selfplay=None, address="auto"):
     import multiprocessing
+
     from gamegym.runtime.ray.backend import RayBackend
     config = GymConfig(game="games.tictactoe:TicTacToe", selfplay={
         "backend": "ray", "ray_address": address, "selfplayprocesses": 8, **(selfplay or {})})
@@ -197,6 +198,25 @@ def test_each_node_gets_a_predictor_and_the_selfplayers_its_cpus_hold(fake_ray, 
     assert (status["nodes"], status["selfplayers"], status["selfplayers_alive"]) == (2, 10, 0)
 
 
+def test_pids_name_this_machines_actors_its_predictor_and_the_ray_it_started(
+        fake_ray, tmp_path, monkeypatch):
+    """What the throughput bench measures the CPU time of: the Selfplayers and the Predictor on
+    this machine by name, and the Ray processes the gym started; another node's are not here."""
+    fake_ray.node_list.append({"NodeID": "gpu00000", "Alive": True,
+                               "NodeManagerAddress": "10.0.0.2", "Resources": {"CPU": 2.0}})
+    backend = make_backend(tmp_path)
+    here, there = backend.groups["head0000"], backend.groups["gpu00000"]
+    assert here.slots and there.slots
+    here.pid, there.pid = 100, 200
+    for i, slot in enumerate(here.slots):
+        slot.pid = 110 + i
+    for i, slot in enumerate(there.slots):
+        slot.pid = 210 + i
+    monkeypatch.setattr(backend.connection, "ray_pids", lambda: [110, 900])   # 110: an actor
+    assert backend.pids() == {**{slot.name: slot.pid for slot in here.slots},
+                              "predictor": 100, "ray-daemon900": 900}
+
+
 def test_a_model_iteration_is_put_once_for_every_node(fake_ray, tmp_path):
     fake_ray.node_list.append({"NodeID": "other000", "Alive": True, "NodeManagerAddress": "x",
                                "Resources": {"CPU": 2.0}})
@@ -240,7 +260,7 @@ def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_li
     backend = make_backend(tmp_path, {"selfplayprocesses": 1})
     answer_addresses(backend)
     seeds = []
-    for restart in range(MAX_SELFPLAYER_RESTARTS):
+    for _ in range(MAX_SELFPLAYER_RESTARTS):
         [actor] = fake_ray.alive("SelfplayerActor")
         seeds.append(actor.args[2])
         actor.takes[-1].answer(error=RayError("the actor died"))
@@ -371,7 +391,7 @@ def test_a_selfplayer_actors_files_wait_for_the_gym_and_are_whole(tmp_path):
     rest = relay.take(1.0)
     files = first["files"] + rest["files"]
     assert [f[0] for f in files] == [0, 1, 2] and rest["closed"] is False
-    for iteration, data, samples, games in files:
+    for _iteration, data, samples, games in files:
         with np.load(io.BytesIO(data)) as arrays:
             assert len(arrays["z"]) == samples == 9 and len(arrays["result"]) == games == 3
     reports = first["reports"] + rest["reports"]
@@ -400,6 +420,7 @@ def test_the_reaper_kills_what_a_killed_gym_started_and_only_that(tmp_path):
     import os
     import signal
     import subprocess
+
     import psutil
     script = tmp_path / "gym.py"
     script.write_text(REAPED)

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.runtime.messages import EvalResponse
-from gamegym.runtime.process import EXIT_DISK_FULL
 from gamegym.nets.inference import PipeService, PositionEvaluator, PredictorTimeout
 from gamegym.runtime.backends import ProcessBackend
+from gamegym.runtime.messages import EvalResponse
+from gamegym.runtime.process import EXIT_DISK_FULL
 from gamegym.runtime.supervisor import MAX_SELFPLAYER_RESTARTS, Child, Supervisor
 from games.tictactoe import TicTacToe
 

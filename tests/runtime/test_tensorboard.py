@@ -2,7 +2,13 @@
 a record torn by a kill loses nothing written before it, and a resume goes on in the same run."""
 
 from conftest import read_scalars
-from gamegym.runtime.tensorboard import BoardWriter, evaluation_scalars, status_scalars, train_scalars
+
+from gamegym.runtime.tensorboard import (
+    BoardWriter,
+    evaluation_scalars,
+    status_scalars,
+    train_scalars,
+)
 
 
 def test_scalars_of_two_runs_and_a_torn_record_read_back_as_one_run(tmp_path):

@@ -10,11 +10,24 @@ import math
 import numpy as np
 import pytest
 
-from gamegym.search.gumbel import (GumbelParams, PlayoutCap, PlayoutChoice, SequentialHalving,
-                                   completed_q, gumbel_scores, gumbel_top_k, halving_phases,
-                                   improved_policy, interior_action, logits_from_priors,
-                                   mean_values, mixed_value, qtransform, to_action_space,
-                                   transformed_q)
+from gamegym.search.gumbel import (
+    GumbelParams,
+    PlayoutCap,
+    PlayoutChoice,
+    SequentialHalving,
+    completed_q,
+    gumbel_scores,
+    gumbel_top_k,
+    halving_phases,
+    improved_policy,
+    interior_action,
+    logits_from_priors,
+    mean_values,
+    mixed_value,
+    qtransform,
+    to_action_space,
+    transformed_q,
+)
 
 
 def softmax(logits):

@@ -11,16 +11,25 @@ import math
 import numpy as np
 import pytest
 
-from games.tictactoe import TicTacToe
 from gamegym.config import ConfigError, GymConfig
-from gamegym.search.gumbel import (GumbelParams, SequentialHalving, gumbel_scores, gumbel_top_k,
-                                   improved_policy, interior_action, interior_index,
-                                   logits_from_priors, mean_values, to_action_space)
+from gamegym.registry import SEARCHES, RegistryError
+from gamegym.search.gumbel import (
+    GumbelParams,
+    SequentialHalving,
+    gumbel_scores,
+    gumbel_top_k,
+    improved_policy,
+    interior_action,
+    interior_index,
+    logits_from_priors,
+    mean_values,
+    to_action_space,
+)
 from gamegym.search.latent import LatentSearch, uniform_latent_evaluator
 from gamegym.search.mcts import Node, Search, SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
-from gamegym.registry import SEARCHES, RegistryError
 from gamegym.search.rules import GumbelRule, PuctRule, search_rule
+from games.tictactoe import TicTacToe
 
 # tic-tac-toe boards from the mover's view (1 = mine, -1 = theirs), one winning move: cell 2
 WIN_OF_TWO = (1, 1, 0,

@@ -3,14 +3,21 @@ import math
 
 import numpy as np
 import pytest
+from conftest import MUST_BLOCK, WIN_IN_ONE
 
+from gamegym.config import GymConfig
+from gamegym.game.players import Solver
+from gamegym.search.mcts import (
+    Node,
+    Search,
+    SearchParams,
+    choose_action,
+    uniform_evaluator,
+    visit_policy,
+)
+from gamegym.search.play import selfplay_game as play_game
 from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe
-from gamegym.config import GymConfig
-from gamegym.search.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator, visit_policy
-from gamegym.game.players import Solver
-from conftest import MUST_BLOCK, WIN_IN_ONE
-from gamegym.search.play import selfplay_game as play_game
 
 
 def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0,
@@ -283,7 +290,7 @@ def test_every_proven_value_is_the_exact_value(make_graph, threads, os_threads):
     exact = Solver(graph)
     rng = np.random.default_rng(3)
     checked = 0
-    for game in range(6):
+    for _game in range(6):
         vertex = graph.roots[0]
         for _ in range(int(rng.integers(0, 6))):    # a few random opening moves
             children = graph.children_at(vertex)

@@ -8,15 +8,21 @@ import json  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-
 from conftest import gamegym  # noqa: E402
-from games.tictactoe import TicTacToe  # noqa: E402
+
 from gamegym.config import GymConfig  # noqa: E402
 from gamegym.data.replaybuffer import ReplayBuffer  # noqa: E402
-from gamegym.data.samples import (GameRecord, SampleBatch, load_samples,  # noqa: E402
-                                  read_sample_file, records_to_arrays, write_sample_file)
+from gamegym.data.samples import (  # noqa: E402
+    GameRecord,
+    SampleBatch,
+    load_samples,
+    read_sample_file,
+    records_to_arrays,
+    write_sample_file,
+)
 from gamegym.search.mcts import Search, SearchParams, uniform_evaluator  # noqa: E402
 from gamegym.search.play import playout_cap, selfplay_game  # noqa: E402
+from games.tictactoe import TicTacToe  # noqa: E402
 
 GAME = "games.tictactoe:TicTacToe"
 

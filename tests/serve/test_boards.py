@@ -6,13 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from nim import TwoPileNim
 
+from gamegym.game.checker import board_moves_problem, board_problem, check_graph
+from gamegym.serve.boards import move_cells, position_view
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 from games.tictactoe import TicTacToe, TicTacToeVariant
-from gamegym.game.checker import board_moves_problem, board_problem, check_graph
-from gamegym.serve.boards import move_cells, position_view
-from nim import TwoPileNim
 
 GAMES = [TicTacToe(), TicTacToeVariant(blocked=[0, 8]), ConnectFour(), ConnectFour(5, 4),
          Santorini(3, 1), Santorini(4, 2), Santorini(5, 2)]

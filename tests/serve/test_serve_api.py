@@ -12,12 +12,12 @@ import psutil
 import pytest
 from starlette.testclient import TestClient
 
-from games.tictactoe import TicTacToe
-from gamegym.game.players import RandomPlayer
 from gamegym.data.samples import GameRecord, write_sample_file
+from gamegym.data.session import SessionError
+from gamegym.game.players import RandomPlayer
 from gamegym.serve import create_app
 from gamegym.serve.play import ModelPlayers, NotFound
-from gamegym.data.session import SessionError
+from games.tictactoe import TicTacToe
 
 
 class RandomModels(ModelPlayers):
@@ -261,6 +261,7 @@ def test_listening_beyond_this_computer_warns(session, monkeypatch, capsys):
 def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
     """The real thing: the bundled tic-tac-toe network loaded in this process (TensorFlow)."""
     from conftest import TICTACTOE, gamegym
+
     from gamegym.presets import INITIAL_MODELS
     path = tmp_path / "ttt"
     done = gamegym("new", path, "--game", TICTACTOE, "--initial-model",

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import SMALL, gamegym
+
 from gamegym.game.graph import load_game
 from gamegym.presets import INITIAL_MODELS, PRESETS
 

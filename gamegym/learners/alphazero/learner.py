@@ -35,9 +35,9 @@ import zipfile
 
 import numpy as np
 
+from gamegym.data.samples import n_step_value_targets
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.nets.inference import evaluate_form
-from gamegym.data.samples import n_step_value_targets
 
 log = logging.getLogger("gamegym.learners.alphazero.learner")
 LOSS_NAMES = ("loss", "policy_loss", "value_loss", "l2_loss")
@@ -171,7 +171,7 @@ class AlphaZeroLearner(Learner):
         augment = None
         if option(train_config, "augment_symmetries") and graph is not None:
             augment = Augmenter(graph)
-        history = {name: [] for name in LOSS_NAMES}
+        history: dict[str, list[float]] = {name: [] for name in LOSS_NAMES}
         losses = np.full(n, np.nan, np.float32)  # per example: at its last training step
         updates = option(train_config, "num_updates_per_train_iter")
         if sampler is not None:   # the replay draws each minibatch and hears its losses

@@ -51,7 +51,6 @@ class QFastEvaluator(OneNetEvaluator):
     """The online Q-network on the CPU fast path; pickles without TensorFlow."""
 
     kinds = ("q",)
-    form_net = "q"
 
     def search_request(self, x: np.ndarray) -> tuple[str, dict]:
         """The request self-play makes for positions x (benchmarks)."""

@@ -90,13 +90,14 @@ class BootstrappedLearner(Learner):
         return (f"the majority vote of its {heads} heads" if heads > 1 else
                 "the best move of its one head")
 
-    def build_model(self, graph, network_config):
+    def build_model(self, graph, network_config, seed: int | None = None):
         from gamegym.learners.bootstrapped.qnetwork import build_q_model
-        return build_q_model(graph, network_config)
+        return build_q_model(graph, network_config, seed=seed)
 
     def compile(self, model, train_config) -> None:
         import keras
         import tensorflow as tf
+
         from gamegym.learners.bootstrapped.qnetwork import parts
         online, target = parts(model)
         self.optimizer = keras.optimizers.Adam(
@@ -301,7 +302,7 @@ class _Run:
         self.age, self.period = age, period
         self.steps = self.copies = 0
         self.losses = np.full(len(x), np.nan, np.float32)  # per example, at its last step
-        self.history = {name: [] for name in LOSS_NAMES}
+        self.history: dict[str, list[float]] = {name: [] for name in LOSS_NAMES}
 
     def epoch(self, steps) -> None:
         sums = np.zeros(len(LOSS_NAMES))

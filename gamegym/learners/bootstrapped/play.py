@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from gamegym.learners.bootstrapped.config import positions_per_iteration
-from gamegym.game.graph import GameGraph
-from gamegym.nets.inference import softmax
-from gamegym.game.players import Player
 from gamegym.data.samples import GameRecord
+from gamegym.game.graph import GameGraph
+from gamegym.game.players import Player
+from gamegym.learners.bootstrapped.config import positions_per_iteration
+from gamegym.nets.inference import softmax
 
 __all__ = ["QSelfplay", "VotePlayer", "MeanQEvaluator", "vote",
            "epsilon_for", "DQN_EPSILON"]

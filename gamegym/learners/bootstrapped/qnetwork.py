@@ -33,7 +33,7 @@ from gamegym.nets.builders import build_torso, layer_weights, network_kind, netw
 __all__ = ["build_q_model", "parts", "target_age", "set_target_age"]
 
 
-def build_q_model(graph, network_config=None, seed: int | None = None) -> keras.Model:
+def build_q_model(graph, network_config=None, seed: int | None = None) -> keras.Model:  # type: ignore[name-defined]  # keras is bound at run time
     """The container model (online, target, target_age) for `graph` with the network config's
     kind, width, blocks, l2, heads and prior_scale."""
     options = network_options(network_config)
@@ -54,7 +54,7 @@ def build_q_model(graph, network_config=None, seed: int | None = None) -> keras.
                             f"_k{options['heads']}")
 
 
-def parts(model) -> tuple[keras.Model, keras.Model]:
+def parts(model) -> tuple[keras.Model, keras.Model]:  # type: ignore[name-defined]  # keras is bound at run time
     """(online, target) Q-networks of a container model; ValueError for any other model."""
     try:
         return model.get_layer("online"), model.get_layer("target")
@@ -74,7 +74,7 @@ def set_target_age(model, steps: int) -> None:
 
 
 def _q_network(shape, actions, kind, width, blocks, heads, prior_scale, l2, seed,
-               name) -> keras.Model:
+               name) -> keras.Model:  # type: ignore[name-defined]  # keras is bound at run time
     inputs = keras.Input(shape=shape, name="position")
     torso = build_torso(shape, kind, width, blocks, l2, seed, name="torso")
     weights = layer_weights(None if seed is None else seed + 1000, l2)
@@ -97,7 +97,7 @@ def _heads(features, heads: int, actions: int, hidden: int, weights, prefix: str
                               name=f"{prefix}_out", **weights())(h)
 
 
-def _prior_network(shape, actions, kind, width, blocks, heads, seed) -> keras.Model:
+def _prior_network(shape, actions, kind, width, blocks, heads, seed) -> keras.Model:  # type: ignore[name-defined]  # keras is bound at run time
     """The fixed random prior: same shape as the trained network, no L2, never trained."""
     inputs = keras.Input(shape=shape, name="position")
     torso = build_torso(shape, kind, width, blocks, 0.0, seed, name="prior_torso")

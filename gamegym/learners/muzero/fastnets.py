@@ -10,6 +10,8 @@ run by ONNX Runtime (or NumPy for dense networks when it is missing; `choose_run
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from gamegym.nets.inference import softmax
@@ -41,7 +43,7 @@ def muzero_form(model) -> FastForm | None:
     moved = recurrent.add_model(g, [recurrent.input("hidden", hidden_shape),
                                     recurrent.input("action", (actions,))], "g/")
     next_heads = moved and recurrent.add_model(f, moved[:1], "f/")
-    if not (heads and next_heads and len(hidden) == 1 and len(heads) == 2 and len(moved) == 2):
+    if not (hidden and heads and moved and next_heads and len(hidden) == 1 and len(heads) == 2 and len(moved) == 2):
         return None
     nets = {"initial": initial.build(hidden + heads),
             "recurrent": recurrent.build(moved + next_heads)}
@@ -56,6 +58,7 @@ class MuZeroFastEvaluator:
       "recurrent"  {"hidden": [B, ...], "action": [B]} -> {"hidden", "reward", "probs", "values"}
     It pickles without TensorFlow."""
 
+    form: ClassVar[str]   # the fast form it runs, set by gamegym.nets.portable.register_form
     kinds = ("initial", "recurrent")
 
     def __init__(self, nets: dict, iteration: int, input_shape: tuple, actions: int):
@@ -67,7 +70,7 @@ class MuZeroFastEvaluator:
 
     @classmethod
     def from_form(cls, form: FastForm, iteration: int,
-                  conv: bool = True) -> "MuZeroFastEvaluator | None":
+                  conv: bool = True) -> MuZeroFastEvaluator | None:
         """The evaluator of a fast form, or None when a net cannot run here."""
         nets = {kind: choose_runner(form.nets[kind], conv) for kind in cls.kinds}
         if None in nets.values():

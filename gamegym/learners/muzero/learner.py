@@ -44,12 +44,17 @@ import time
 
 import numpy as np
 
+from gamegym.data.samples import n_step_value_targets
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.learners.muzero.config import MuZeroConfig
 from gamegym.learners.muzero.fastnets import muzero_form
-from gamegym.learners.muzero.unrolls import (SequenceDraws, Unrolls, loss_weights, make_steps,
-                                      unroll_targets)
-from gamegym.data.samples import n_step_value_targets
+from gamegym.learners.muzero.unrolls import (
+    SequenceDraws,
+    Unrolls,
+    loss_weights,
+    make_steps,
+    unroll_targets,
+)
 
 log = logging.getLogger("gamegym.learners.muzero.learner")
 LOSS_NAMES = ("loss", "policy_loss", "value_loss", "reward_loss", "l2_loss")
@@ -76,19 +81,20 @@ class MuZeroLearner(Learner):
         return None
 
     def build_model(self, graph, network_config, seed: int | None = None):
-        from gamegym.search.latent import require_alternating
         from gamegym.learners.muzero.nets import build_muzero_network
+        from gamegym.search.latent import require_alternating
         require_alternating(graph)
         return build_muzero_network(graph, network_config, seed=seed)
 
     def check_fits(self, model, graph) -> None:
-        from gamegym.search.latent import require_alternating
         from gamegym.learners.muzero.nets import muzero_parts
+        from gamegym.search.latent import require_alternating
         require_alternating(graph)
         muzero_parts(model)
 
     def compile(self, model, train_config) -> None:
         import keras
+
         from gamegym.learners.muzero.nets import muzero_parts
         self.optimizer = keras.optimizers.Adam(
             learning_rate=float(option(train_config, "learning_rate")))
@@ -163,7 +169,7 @@ class MuZeroLearner(Learner):
         order = rng.permutation(n)
         n_val = min(int(n * float(option(train_config, "validation_split"))), n - 1)
         val, train = order[:n_val], order[n_val:]
-        history = {name: [] for name in LOSS_NAMES}
+        history: dict[str, list[float]] = {name: [] for name in LOSS_NAMES}
         losses = np.full(n, np.nan, np.float32)   # per sample: its latest step loss
         updates = option(train_config, "num_updates_per_train_iter")
         if sampler is not None:

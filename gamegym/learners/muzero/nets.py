@@ -40,15 +40,15 @@ from gamegym.nets.tfsetup import import_keras
 keras = import_keras()   # quietly: TensorFlow's start goes to the log
 layers = keras.layers
 
-from gamegym.nets.inference import take_weights  # noqa: E402
-from gamegym.nets.layers import MinMaxScale  # noqa: E402
 from gamegym.learners.muzero.fastnets import PARTS, MuZeroFastEvaluator, muzero_form  # noqa: E402
 from gamegym.nets.builders import network_options  # noqa: E402
+from gamegym.nets.inference import take_weights  # noqa: E402
+from gamegym.nets.layers import MinMaxScale  # noqa: E402
 
 __all__ = ["build_muzero_network", "muzero_parts", "MuZeroEvaluator"]
 
 
-def build_muzero_network(graph, preset=None, seed: int | None = None) -> keras.Model:
+def build_muzero_network(graph, preset=None, seed: int | None = None) -> keras.Model:  # type: ignore[name-defined]  # keras is bound at run time
     """The container model of h, g and f for `graph` (see the module docstring)."""
     options = network_options(preset)
     shape = tuple(int(d) for d in graph.numpify(graph.roots[0]).shape)

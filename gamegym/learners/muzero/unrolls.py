@@ -68,7 +68,7 @@ def unroll_targets(batch, unroll: int, z: np.ndarray) -> dict:
         value_mask[:, k] = here | (state == ABSORBING)
         if k < unroll:
             actions[here, k] = actions_sorted[pos[here]]
-    out = {"rows": rows, "actions": actions, "value": value, "value_mask": value_mask,
+    out: dict[str, np.ndarray] = {"rows": rows, "actions": actions, "value": value, "value_mask": value_mask,
            "reward": reward, "reward_mask": reward_mask}
     back = np.empty(n, np.int64)
     back[order] = np.arange(n)

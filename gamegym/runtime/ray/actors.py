@@ -162,8 +162,8 @@ class PredictorActor:
     """The batching Predictor of one node, for the Selfplayer actors on that node."""
 
     def __init__(self, name: str, config, authkey: bytes):
-        from gamegym.runtime.predictor import Predictor
         from gamegym.nets.tfsetup import configure_tensorflow
+        from gamegym.runtime.predictor import Predictor
         self.relay = Relay()
         self.log = start_logging(name, self.relay, config.log_level)
         self.log.info("%s starting (pid %d) on node %s", name, os.getpid(), node_id())
@@ -247,8 +247,8 @@ class SelfplayerActor:
 
     def __init__(self, name: str, config, seed: int, address, authkey: bytes):
         from gamegym.game.graph import load_game
-        from gamegym.nets.inference import PipeService
         from gamegym.learners import get_learner
+        from gamegym.nets.inference import PipeService
         self.name = name
         self.relay = Relay()
         self.log = start_logging(name, self.relay, config.log_level)

@@ -28,10 +28,15 @@ import os
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from typing import Any
 
-from gamegym.runtime.backends import (JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS, SelfplayBackend,
-                              restart_seed)
 from gamegym.registry import BACKENDS
+from gamegym.runtime.backends import (
+    JOIN_SELFPLAYERS_S,
+    MAX_SELFPLAYER_RESTARTS,
+    SelfplayBackend,
+    restart_seed,
+)
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import RayConnection, import_ray, object_store_use
@@ -55,8 +60,8 @@ class Slot:
     name: str
     index: int
     writer: SampleWriter
-    actor: object = None
-    take: object = None        # the open take call (an ObjectRef)
+    actor: Any = None          # a Ray actor handle (Ray has no types)
+    take: Any = None        # the open take call (an ObjectRef)
     pid: int | None = None
     restarts: int = 0
     closed: bool = False       # stopped, its last files written
@@ -71,10 +76,10 @@ class NodeGroup:
     label: str
     selfplayers: int                 # how many the node holds
     gpus: float = 0.0
-    predictor: object = None
-    address: object = None           # where the node's Selfplayers connect
-    address_ref: object = None       # the open address call, until it answers
-    poll_ref: object = None          # the open take call to the Predictor
+    predictor: Any = None            # the node's Predictor actor (a Ray handle)
+    address: Any = None           # where the node's Selfplayers connect
+    address_ref: Any = None       # the open address call, until it answers
+    poll_ref: Any = None          # the open take call to the Predictor
     pid: int | None = None           # the Predictor's process id (on its node)
     last_poll: float = 0.0
     restarts: int = 0
@@ -399,8 +404,9 @@ class RayBackend(SelfplayBackend):
         """Actors' process ids on this machine, and the Ray processes the gym started."""
         pids = {s.name: s.pid for g in self.groups.values() for s in g.slots
                 if s.pid and g.node_id == self.connection.local_node}
-        pids.update({"predictor": g.pid for g in self.groups.values()
-                     if g.pid and g.node_id == self.connection.local_node})
+        local = self.groups.get(self.connection.local_node)   # groups are keyed by node
+        if local is not None and local.pid:
+            pids["predictor"] = local.pid
         actors = set(pids.values())   # Ray's own processes (an idle worker may be an actor now)
         pids.update({f"ray-daemon{pid}": pid for pid in self.connection.ray_pids()
                      if pid not in actors})
