@@ -172,19 +172,58 @@ def _selfplay_searches(config) -> int:
 
 
 def run_learning_benches(learners: list[str], plot_path: Path | None, keep: Path | None = None,
-                         **options) -> dict:
-    """The learning bench of each learner preset in turn, with the same seeds and budget, and
-    one plot with all their curves."""
-    if len(learners) == 1:
-        return run_learning_bench(learner=learners[0], plot_path=plot_path, keep=keep, **options)
-    runs = [run_learning_bench(learner=name, plot_path=None, **options,
-                               keep=None if keep is None else Path(keep) / name)
-            for name in learners]
-    figures: dict[str, Any] = {"runs": runs}
+                         variants: dict[str, dict] | None = None,
+                         seeds: tuple[int, ...] = (0,), **options: Any) -> dict:
+    """The learning bench of each learner preset, each config variant (name -> changes to the
+    preset, as GymConfig.updated takes them) and each seed, in turn, with the same budget;
+    one plot with all their curves, and the minutes each run took to reach each threshold."""
+    runs = [(learner, name, changes, seed) for learner in learners
+            for name, changes in (variants or {"": {}}).items() for seed in seeds]
+    if len(runs) == 1:
+        learner, name, changes, seed = runs[0]
+        return run_learning_bench(learner=learner, plot_path=plot_path, keep=keep,
+                                  overrides=changes or None, seed=seed, **options)
+    results = []
+    for learner, name, changes, seed in runs:
+        label = " ".join(part for part in (
+            learner if len(learners) > 1 else "", name,
+            f"seed {seed}" if len(seeds) > 1 else "") if part)
+        folder = None if keep is None else Path(keep) / label.replace(" ", "-")
+        result = run_learning_bench(learner=learner, plot_path=None, keep=folder,
+                                    overrides=changes or None, seed=seed, **options)
+        result.update(label=label, variant=name, overrides=changes)
+        results.append(result)
+    figures: dict[str, Any] = {"runs": results,
+                               "minutes_to": {r["label"]: minutes_to(r["curve"])
+                                              for r in results}}
     if plot_path is not None:
-        plot_curves(runs, plot_path)
+        plot_curves(results, plot_path)
         figures["plot"] = str(plot_path)
     return figures
+
+
+def minutes_to(curve: list[dict], score: float = 0.9, optimal: float = 0.9
+               ) -> dict[str, float | None]:
+    """The minutes of training after which a curve reaches each threshold and stays there at
+    every later point (None: it never does): no losses against the solver, `optimal` of the
+    moves solver-optimal, a `score` (wins + draws/2 per game) against each other opponent."""
+    if not curve:
+        return {}
+    checks: dict[str, Any] = {}
+    for spec in curve[0].get("by_opponent", {}):
+        if spec == "solver":
+            checks["no losses vs solver"] = lambda p, s=spec: p["by_opponent"][s]["losses"] == 0
+        else:
+            checks[f"{score:.0%} vs {spec}"] = \
+                lambda p, s=spec: p["by_opponent"][s]["score"] >= score
+    if "optimal_move_rate" in curve[0]:
+        checks[f"{optimal:.0%} optimal moves"] = lambda p: p["optimal_move_rate"] >= optimal
+    out: dict[str, float | None] = {}
+    for name, reached in checks.items():
+        hits = [bool(reached(point)) for point in curve]
+        since = next((k for k in range(len(curve)) if all(hits[k:])), None)
+        out[name] = None if since is None else curve[since]["minutes"]
+    return out
 
 
 def bench_opponents(game: str, graph, opponents: tuple | None = None
@@ -287,7 +326,7 @@ def plot_curves(runs: list[dict], path: Path) -> None:
     for n, figures in enumerate(runs):
         curve, final = figures["curve"], figures.get("final")
         minutes = [p["minutes"] for p in curve]
-        name = f"{figures['learner']}: " if several else ""
+        name = f"{figures.get('label') or figures['learner']}: " if several else ""
         lines = [(f"{name}score vs {spec}", [p["by_opponent"][spec]["score"] for p in curve],
                   final["by_opponent"][spec]["score"] if final else None)
                  for spec in figures["opponents"]]
@@ -325,7 +364,9 @@ def plot_curves(runs: list[dict], path: Path) -> None:
 def cmd_learning(args) -> int:
     learners = [name.strip() for name in args.learner.split(",") if name.strip()]
     opponents = tuple(o for o in (args.opponents or "").split(",") if o) or None
-    figures = run_learning_benches(learners, args.plot, keep=args.keep, game=args.game,
+    figures = run_learning_benches(learners, args.plot, keep=args.keep,
+                                   variants=dict(args.variant) if args.variant else None,
+                                   seeds=tuple(args.seeds), game=args.game,
                                    game_args=args.game_args, minutes=args.minutes,
                                    interval=args.interval, games=args.eval_games,
                                    searchcount=args.eval_searchcount, opponents=opponents)
@@ -334,9 +375,12 @@ def cmd_learning(args) -> int:
         return 0
     for run in figures.get("runs", [figures]):
         rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(run["peak_rss_mib_by_role"].items()))
-        print(f"final ({run['learner']}): {run['final']}; self-play "
+        print(f"final ({run.get('label') or run['learner']}): {run['final']}; self-play "
               f"{run['selfplay_positions_per_s']} positions/s\npeak memory by role: {rss} MiB "
               "resident (the benchmark's own process, 'gym', also evaluates with TensorFlow)")
+    for label, reached in figures.get("minutes_to", {}).items():
+        print(f"minutes to ({label}): " + ", ".join(
+            f"{name} {'never' if m is None else f'{m:.1f}'}" for name, m in reached.items()))
     return 0
 
 
@@ -345,6 +389,8 @@ EXAMPLE = """examples:
   gamegym bench learning games.tictactoe:TicTacToe --minutes 10
   gamegym bench learning games.tictactoe:TicTacToe --learner bootstrapped,dqn --json
   gamegym bench learning games.connectfour:ConnectFour --opponents alphabeta0:4 --minutes 75
+  gamegym bench learning games.tictactoe:TicTacToe --minutes 5 --seeds 0 1 \\
+      --variant 'puct={}' --variant 'gumbel={"selfplay": {"search": "gumbel"}}'
 """
 
 
@@ -378,9 +424,24 @@ def add_parser(sub) -> None:
                    help="player specs to measure against, instead of the game's benchmark "
                         "opponents")
     p.add_argument("--keep", type=Path, metavar="SESSION",
-                   help="train in this new session folder and keep it (with several learners: "
+                   help="train in this new session folder and keep it (with several runs: "
                         "one folder each inside it)")
+    p.add_argument("--variant", type=variant, action="append", metavar="NAME=JSON",
+                   help="a run with these changes to the preset's config, e.g. "
+                        "'gumbel={\"selfplay\": {\"search\": \"gumbel\"}}' (repeat it: one run "
+                        "each, side by side in one plot; NAME={} is the preset as it is)")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0],
+                   help="one run per seed (and learner and variant), the same seeds for each")
     p.set_defaults(run=cmd_learning)
+
+
+def variant(text: str) -> tuple[str, dict]:
+    """NAME=JSON of --variant: a name and config changes (a JSON object)."""
+    name, sep, changes = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=JSON, e.g. gumbel="
+                                         '\'{"selfplay": {"search": "gumbel"}}\'')
+    return name.strip(), json_object(changes)
 
 
 def legacy_argv(tail: list[str]) -> list[str] | None:

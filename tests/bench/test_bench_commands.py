@@ -100,3 +100,55 @@ def test_an_old_spelling_runs_from_the_console():
     row, = figures["pairs"]
     assert (row["player"], row["opponent"], row["games"], row["wins"]) == (
         "random", "solver", 2, 0)
+
+
+# ----- the learning bench's runs side by side --------------------------------------------------
+def test_minutes_to_a_threshold_counts_from_where_the_curve_stays_there():
+    from gamegym.bench.learning import minutes_to
+
+    def point(minutes, losses, optimal, score):
+        return {"minutes": minutes, "optimal_move_rate": optimal,
+                "by_opponent": {"solver": {"losses": losses, "score": 0.5},
+                                "mcts:1000": {"losses": 0, "score": score}}}
+    curve = [point(0, 5, 0.5, 0.2), point(2, 0, 0.92, 0.95), point(4, 1, 0.95, 0.7),
+             point(6, 0, 0.96, 0.91), point(8, 0, 0.97, 0.93)]
+    assert minutes_to(curve) == {"no losses vs solver": 6, "90% vs mcts:1000": 6,
+                                 "90% optimal moves": 2}
+    assert minutes_to(curve, score=0.99, optimal=0.99) == {
+        "no losses vs solver": 6, "99% vs mcts:1000": None, "99% optimal moves": None}
+    assert minutes_to([]) == {}
+
+
+def test_variants_and_seeds_make_one_run_each_with_the_same_budget(monkeypatch, tmp_path):
+    from gamegym.bench import learning
+    calls = []
+
+    def fake_run(**options):
+        calls.append(options)
+        return {"learner": options["learner"], "curve": [
+            {"minutes": 0.0, "by_opponent": {"solver": {"losses": 3, "score": 0.2}}},
+            {"minutes": 1.0, "by_opponent": {"solver": {"losses": 0, "score": 0.5}}}]}
+    monkeypatch.setattr(learning, "run_learning_bench", fake_run)
+    monkeypatch.setattr(learning, "plot_curves", lambda runs, path: None)
+    gumbel = {"selfplay": {"search": "gumbel"}}
+    figures = learning.run_learning_benches(
+        ["alphazero"], tmp_path / "plot.png", variants={"puct": {}, "gumbel": gumbel},
+        seeds=(0, 1), game="games.tictactoe:TicTacToe", minutes=2.0)
+    assert [(c["overrides"], c["seed"], c["minutes"]) for c in calls] == [
+        (None, 0, 2.0), (None, 1, 2.0), (gumbel, 0, 2.0), (gumbel, 1, 2.0)]
+    assert [r["label"] for r in figures["runs"]] == ["puct seed 0", "puct seed 1",
+                                                      "gumbel seed 0", "gumbel seed 1"]
+    assert figures["minutes_to"]["gumbel seed 1"] == {"no losses vs solver": 1.0}
+
+
+def test_a_variant_is_a_name_and_a_json_object():
+    from gamegym.cli.main import build_parser
+    args = build_parser().parse_args(
+        ["bench", "learning", "games.tictactoe:TicTacToe", "--variant", "puct={}",
+         "--variant", 'gumbel={"selfplay": {"search": "gumbel"}}', "--seeds", "0", "1"])
+    assert args.variant == [("puct", {}), ("gumbel", {"selfplay": {"search": "gumbel"}})]
+    assert args.seeds == [0, 1]
+    for bad in ("gumbel", "=1", "x=[1]"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["bench", "learning", "games.tictactoe:TicTacToe",
+                                       "--variant", bad])
