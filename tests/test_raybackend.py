@@ -141,7 +141,7 @@ def make_backend(tmp_path, selfplay=None, address="auto"):
     session.model_path(0).write_bytes(b"model 0")
     (session.models_dir / "current.json").write_text(json.dumps({"iteration": 0}))
     gym = SimpleNamespace(monitor=Monitor(), force=False)
-    host = SimpleNamespace(session=session, config=config, gym=gym,
+    host = SimpleNamespace(session=session, config=config, gym=gym, run_number=1,
                            ctx=multiprocessing.get_context("spawn"))
     backend = RayBackend(host)
     backend.start()

@@ -41,6 +41,7 @@ class FakeGym:
         self.session = SimpleNamespace(path=path, logs_dir=path / "logs")
         self.monitor = SimpleNamespace()
         self.config = GymConfig(game="games.tictactoe:TicTacToe")
+        self.run_number = 1
         self.stop_requested = threading.Event()
         self.reasons = []
 

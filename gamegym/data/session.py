@@ -2,6 +2,8 @@
 
   config.json        the full GymConfig, game spec included (resume needs nothing else)
   session.lock       pid and start time of the running gym
+  runs.json          how many times a gym has run on the session (the run number seeds the
+                     processes of each run: no run replays the games of another)
   models/<it>.keras  model iterations; models/current.json names the newest
   samples/<it>/      sample files of games played with model <it>
   train/<it>.json    training report of the iteration that produced model <it>
@@ -56,6 +58,7 @@ class Session:
         self.tensorboard_dir = self.path / "tensorboard"
         self.logs_dir = self.path / "logs"
         self.quarantine_dir = self.path / "quarantine"
+        self.runs_path = self.path / "runs.json"
         self._locked = False
 
     def __repr__(self) -> str:
@@ -147,6 +150,28 @@ class Session:
             self._locked = True
             return
         raise SessionLockedError(f"could not take the lock {self.lock_path}")
+
+    def begin_run(self, seed: int) -> int:
+        """Count one more run of a gym on this session and return its number (1 for the first).
+
+        Call it holding the lock.  The count is written atomically before any process starts,
+        so every run gets a number of its own; the processes' seeds derive from the config's
+        seed and this number (see gamegym.runtime.process.process_seed), and runs.json keeps
+        what is needed to reproduce them.  An unreadable runs.json is replaced by a count no
+        earlier run can have had (seconds since 1970), with a warning."""
+        try:
+            record = json.loads(self.runs_path.read_text())
+            runs = int(record["runs"])
+        except FileNotFoundError:
+            runs = 0
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            runs = int(time.time())
+            log.warning("%s is unreadable (%s); counting runs on from %d", self.runs_path,
+                        error, runs)
+        run = runs + 1
+        atomic_write_json(self.runs_path, {"runs": run, "seed": seed, "started": time.time(),
+                                           "seeds": "SeedSequence([seed, role, run, *slot])"})
+        return run
 
     def lock_holder(self) -> dict | None:
         """The lock record if the process holding it is alive, else None (stale or absent)."""

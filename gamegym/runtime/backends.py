@@ -25,7 +25,8 @@ from abc import ABC, abstractmethod
 from multiprocessing.connection import Connection
 
 from gamegym.data.fileio import disk_full_message
-from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
+from gamegym.runtime.process import (EXIT_DISK_FULL, SEED_SELFPLAYER, Child, process_seed,
+                                     where_to_look)
 
 __all__ = ["SelfplayBackend", "ProcessBackend", "MAX_SELFPLAYER_RESTARTS",
            "JOIN_SELFPLAYERS_S", "JOIN_PREDICTOR_S"]
@@ -76,10 +77,10 @@ class SelfplayBackend(ABC):
         """Whether anything the backend started still runs."""
 
 
-def restart_seed(seed: int, index: int, restarts: int) -> int:
-    """The seed of Selfplayer slot `index` after `restarts` restarts (no restart replays the
-    games of the one before)."""
-    return derive_seed(seed, 1, index, restarts)
+def restart_seed(seed: int, run: int, index: int, restarts: int) -> int:
+    """The seed of Selfplayer slot `index` after `restarts` restarts in run `run` of the
+    session (no run and no restart replays the games of another)."""
+    return process_seed(seed, SEED_SELFPLAYER, run, index, restarts)
 
 
 class ProcessBackend(SelfplayBackend):
@@ -106,7 +107,8 @@ class ProcessBackend(SelfplayBackend):
         for i in range(count):
             self.children[f"selfplayer{i}"] = Child(
                 f"selfplayer{i}", selfplayer_main,
-                (path, cfg, i, pipes[i][1], host.reports, restart_seed(cfg.seed, i, 0)),
+                (path, cfg, i, pipes[i][1], host.reports,
+                 restart_seed(cfg.seed, host.run_number, i, 0)),
                 extra={"index": i})
         for child in self.children.values():
             host.spawn(child)
@@ -138,7 +140,8 @@ class ProcessBackend(SelfplayBackend):
                         child.restarts, MAX_SELFPLAYER_RESTARTS)
             print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
             child.args = (*child.args[:-1],
-                          restart_seed(self.config.seed, child.extra["index"], child.restarts))
+                          restart_seed(self.config.seed, self.host.run_number, child.extra["index"],
+                                       child.restarts))
             self.host.spawn(child)
         return ""
 

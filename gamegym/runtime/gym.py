@@ -50,6 +50,7 @@ class GameGym:
                                "initial_model is only for a new session")
         else:
             self.config = self._create(graph, config, initial_model)
+        self.run_number = 0   # the session's run number, counted when the lock is taken
         self.stop_requested = threading.Event()
         self.stop_reason = ""
         self.force = False
@@ -97,7 +98,7 @@ class GameGym:
     def resume(self, max_seconds: float | None = None, max_iterations: int | None = None,
                console: bool = True) -> int:
         """Run until 'exit', a signal, or a limit; returns the exit code (0 = clean stop)."""
-        self.session.acquire_lock()
+        self.take_session()
         try:
             self.session.make_folders()
             removed = self.session.tidy()
@@ -105,7 +106,8 @@ class GameGym:
             if removed:
                 log.info("removed %d temporary files left by an earlier run", removed)
             start_iteration = self.session.recover_models()
-            log.info("resuming %s at iteration %d", self.session.path, start_iteration)
+            log.info("resuming %s at iteration %d (run %d, seed %d)", self.session.path,
+                     start_iteration, self.run_number, self.config.seed)
             with _signals(self), _console(self, console):
                 if self.config.debug_single_process:
                     from gamegym.runtime.debugrun import run_single_process
@@ -116,6 +118,16 @@ class GameGym:
             log.info("gym exiting (%s)", "TensorFlow imported" if tensorflow_imported()
                      else "TensorFlow not imported")
             self.session.release_lock()
+
+    def take_session(self) -> None:
+        """Take the session's lock (SessionLockedError when a gym runs on it) and count this
+        run (runs.json): the processes' seeds derive from the run number."""
+        self.session.acquire_lock()
+        try:
+            self.run_number = self.session.begin_run(self.config.seed)
+        except BaseException:
+            self.session.release_lock()
+            raise
 
     def request_stop(self, reason: str) -> None:
         if not self.stop_requested.is_set():

@@ -22,9 +22,19 @@ EXIT_DISK_FULL = 75
 log = logging.getLogger("gamegym")
 
 
+# the role numbers of process_seed
+SEED_SELFPLAYER, SEED_TRAINER, SEED_EVALUATOR = 1, 2, 3
+
+
 def derive_seed(seed: int, *path: int) -> int:
     """A per-process seed from the master seed (only entry points seed)."""
     return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0])
+
+
+def process_seed(seed: int, role: int, run: int, *slot: int) -> int:
+    """The seed of a process of run `run` of a session (runs.json counts the runs): different
+    for every run, role, slot and restart, and the same again for the same ones."""
+    return derive_seed(seed, role, run, *slot)
 
 
 def log_path(logs_dir: Path, role: str) -> Path:

@@ -15,7 +15,8 @@ import time
 from gamegym.runtime.backends import (JOIN_PREDICTOR_S, JOIN_SELFPLAYERS_S, MAX_SELFPLAYER_RESTARTS,
                               ProcessBackend, SelfplayBackend)
 from gamegym.data.fileio import append_jsonl, disk_full_message, is_disk_full, last_jsonl
-from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
+from gamegym.runtime.process import (EXIT_DISK_FULL, SEED_EVALUATOR, SEED_TRAINER, Child,
+                                     process_seed, where_to_look)
 from gamegym.runtime.tensorboard import BoardWriter, status_scalars
 
 __all__ = ["Supervisor", "Child", "MAX_SELFPLAYER_RESTARTS", "JOIN_SELFPLAYERS_S",
@@ -44,6 +45,7 @@ class Supervisor:
         self.roles = roles
         self.session = gym.session
         self.config = gym.config
+        self.run_number = gym.run_number   # every process seed derives from it
         self.max_seconds = max_seconds
         self.max_iterations = max_iterations
         self.ctx = multiprocessing.get_context("spawn")
@@ -76,11 +78,13 @@ class Supervisor:
         if "trainer" in self.roles:
             self.children["trainer"] = Child(
                 "trainer", trainer_main, (path, cfg, self.backend.model_channel(), self.reports,
-                                          derive_seed(cfg.seed, 2)))
+                                          process_seed(cfg.seed, SEED_TRAINER, self.run_number)))
         if cfg.evaluate.every and "evaluator" in self.roles:
             from gamegym.evaluation.evaluator import evaluator_main
             self.children["evaluator"] = Child(
-                "evaluator", evaluator_main, (path, cfg, self.reports, derive_seed(cfg.seed, 3)))
+                "evaluator", evaluator_main,
+                (path, cfg, self.reports,
+                 process_seed(cfg.seed, SEED_EVALUATOR, self.run_number)))
         for child in self.children.values():
             self.spawn(child)
 

@@ -207,7 +207,7 @@ class RayBackend(SelfplayBackend):
         from gamegym.runtime.ray.actors import SelfplayerActor
         actor = self.ray.remote(SelfplayerActor).options(**self._pinned(
             group, num_cpus=self.config.selfplay.ray_selfplayer_cpus))
-        seed = restart_seed(self.config.seed, slot.index, slot.restarts)
+        seed = restart_seed(self.config.seed, self.host.run_number, slot.index, slot.restarts)
         slot.actor = actor.remote(slot.name, self.config, seed, group.address, self.authkey)
         slot.take = slot.actor.take.remote(TAKE_WAIT_S)
         slot.pid = None
