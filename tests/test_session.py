@@ -104,3 +104,25 @@ def test_damaged_newest_model_is_quarantined_and_the_previous_one_used(tmp_path)
     assert sorted(p.name.split("-")[-1] for p in session.quarantine_dir.iterdir()) == \
         ["1.keras", "2.keras"]
     assert session.model_iterations() == [0]
+
+
+def test_resume_with_a_config_on_a_running_session_is_refused_and_changes_nothing(tmp_path):
+    session = make_session(tmp_path)
+    before = session.config_path.read_bytes()
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps({"selfplay": {"searchcount": 7}}))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
+        "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"), str(session.path)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        done = subprocess.run([sys.executable, "-m", "gamegym", "resume", str(session.path),
+                               "--config", str(changed)], capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode != 0
+    assert f"in use by gym process {holder.pid}" in done.stderr
+    assert session.config_path.read_bytes() == before

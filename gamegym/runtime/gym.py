@@ -43,6 +43,7 @@ class GameGym:
                            "in each of them; put the code that starts the gym under "
                            "`if __name__ == \"__main__\":`")
         self.session = Session(session_path)
+        self._config_to_save = None   # a changed config, written once the lock is held
         if self.session.exists():
             self.config = self._config_for_resume(graph, config)
             if initial_model is not None:
@@ -67,8 +68,7 @@ class GameGym:
         if not config.game:
             config = config.updated({"game": stored.game, "game_args": stored.game_args})
         config.check_resume(stored)
-        if config != stored:
-            self.session.save_config(config)
+        self._config_to_save = config if config != stored else None
         return config
 
     def _create(self, graph, config, initial_model) -> GymConfig:
@@ -120,10 +120,15 @@ class GameGym:
             self.session.release_lock()
 
     def take_session(self) -> None:
-        """Take the session's lock (SessionLockedError when a gym runs on it) and count this
-        run (runs.json): the processes' seeds derive from the run number."""
+        """Take the session's lock (SessionLockedError when a gym runs on it), write a config
+        changed for the resume, and count this run (runs.json): the processes' seeds derive
+        from the run number."""
         self.session.acquire_lock()
         try:
+            if self._config_to_save is not None:   # only the lock's holder writes config.json
+                self._config_to_save.check_resume(self.session.load_config())
+                self.session.save_config(self._config_to_save)
+                self._config_to_save = None
             self.run_number = self.session.begin_run(self.config.seed)
         except BaseException:
             self.session.release_lock()
