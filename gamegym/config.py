@@ -394,6 +394,8 @@ class GymConfig:
     def from_dict(cls, data: dict) -> "GymConfig":
         if not isinstance(data, dict):
             raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
+        # a copy of a session's config.json: its format version is the session's business
+        data = {k: v for k, v in data.items() if k != "format_version"}
         _reject_unknown(data, _field_names(cls), "")
         for name in SECTIONS:
             if not isinstance(data.get(name, {}), dict):

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.data.fileio import quarantine
+from gamegym.data.formats import REPLAY_FORMAT, check_format
 from gamegym.data.samples import FIELDS, GAME_FIELDS, SampleBatch, read_sample_file, \
     sample_files, sample_iterations
 from gamegym.data.sumtree import SumTree
@@ -42,7 +43,7 @@ from gamegym.data.sumtree import SumTree
 __all__ = ["ReplayBuffer", "ReplayStateError", "file_key"]
 
 log = logging.getLogger(__name__)
-STATE_VERSION = 1
+STATE_VERSION = REPLAY_FORMAT
 ROW_COLUMNS = FIELDS + ("iteration", "truncated")   # the SampleBatch columns, extra aside
 
 
@@ -301,8 +302,7 @@ def read_state(data: bytes) -> dict:
                                           "evicted", "meta")}
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
         raise ReplayStateError(f"unreadable: {error}") from error
-    if int(state["version"]) != STATE_VERSION:
-        raise ReplayStateError(f"version {int(state['version'])}, expected {STATE_VERSION}")
+    check_format(state["version"].tolist(), STATE_VERSION, "replay state")
     rows = state["rows"].astype(np.int64).reshape(-1, 4)
     total = int((rows[:, 3] - rows[:, 2]).sum()) if len(rows) else 0
     if (len(state["keys"]) != len(rows) or len(set(state["keys"].tolist())) != len(rows)

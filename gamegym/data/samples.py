@@ -14,6 +14,7 @@ as a compressed ``.npz`` (zip members carry CRC32, so a truncated or flipped fil
   step        int32   [N]                move number within the game
   result      float32 [G]                final score per game from the first mover's view
   truncated   bool    [G]                True when the game was cut at max_moves (not a loss/draw)
+  format_version int64 []                the file's format (gamegym.data.formats; absent: 1)
 
 A learner may add columns of its own, one row per position (Bootstrapped's head masks): any
 other member of length N.  They arrive in `SampleBatch.extra` by name.
@@ -32,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes, quarantine
+from gamegym.data.formats import SAMPLE_FORMAT, check_format
 
 __all__ = ["GameRecord", "SampleBatch", "SampleCounter", "encode_sample_file", "write_sample_file",
            "read_sample_file",
@@ -40,6 +42,7 @@ __all__ = ["GameRecord", "SampleBatch", "SampleCounter", "encode_sample_file", "
 log = logging.getLogger(__name__)
 FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step")   # one row a sample
 GAME_FIELDS = ("result", "truncated")                                        # one row a game
+VERSION_FIELD = "format_version"                                             # one per file
 
 
 @dataclass
@@ -151,7 +154,7 @@ def encode_sample_file(records: list[GameRecord]) -> tuple[bytes, int]:
         return b"", 0
     arrays = records_to_arrays(records)
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, **arrays, **{VERSION_FIELD: np.int64(SAMPLE_FORMAT)})
     return buffer.getvalue(), len(arrays["z"])
 
 
@@ -164,7 +167,8 @@ def write_sample_file(path: Path, records: list[GameRecord]) -> int:
 
 
 def read_sample_file(path: Path) -> dict[str, np.ndarray]:
-    """Load and verify one sample file; raises ValueError when it is damaged or inconsistent."""
+    """Load and verify one sample file; raises ValueError when it is damaged or inconsistent,
+    FormatError when a newer gamegym wrote it.  The arrays returned hold no version."""
     try:
         # the file is opened here, not by np.load: a damaged archive makes np.load raise before
         # it hands back the object that would close the file (an unclosed file per bad file)
@@ -172,6 +176,9 @@ def read_sample_file(path: Path) -> dict[str, np.ndarray]:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
         raise ValueError(f"damaged sample file {path}: {error}") from error
+    version = arrays.pop(VERSION_FIELD, None)
+    check_format(None if version is None else version.item() if version.shape == () else
+                 version.tolist(), SAMPLE_FORMAT, f"sample file {path}")
     missing = [k for k in FIELDS + GAME_FIELDS if k not in arrays]
     if missing:
         raise ValueError(f"sample file {path} lacks {missing}")

@@ -1,6 +1,7 @@
 """The session folder: layout, lock, model registry (iteration -> file) and training history.
 
-  config.json        the full GymConfig, game spec included (resume needs nothing else)
+  config.json        the full GymConfig, game spec included (resume needs nothing else), and
+                     the folder's format version (gamegym.data.formats)
   session.lock       pid and start time of the running gym
   runs.json          how many times a gym has run on the session (the run number seeds the
                      processes of each run: no run replays the games of another)
@@ -24,6 +25,7 @@ from pathlib import Path
 import psutil
 
 from gamegym.config import ConfigError, GymConfig
+from gamegym.data.formats import CONFIG_FORMAT, FormatError, check_format
 from gamegym.data.fileio import atomic_publish, atomic_write_json, quarantine, remove_leftovers, temporary_path
 
 __all__ = ["Session", "SessionError", "SessionLockedError"]
@@ -102,7 +104,7 @@ class Session:
             (self.path / name).mkdir(parents=True, exist_ok=True)
 
     def save_config(self, config: GymConfig) -> None:
-        atomic_write_json(self.config_path, config.to_dict())
+        atomic_write_json(self.config_path, {**config.to_dict(), "format_version": CONFIG_FORMAT})
 
     def load_config(self) -> GymConfig:
         if not self.path.is_dir():
@@ -111,7 +113,17 @@ class Session:
         if not self.exists():
             raise SessionError(f"{self.path} is not a gamegym session (no config.json)")
         try:
-            return GymConfig.from_json_file(self.config_path)
+            data = json.loads(self.config_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise SessionError(f"session config {self.config_path} is unreadable: {error}"
+                               ) from error
+        try:
+            if isinstance(data, dict):
+                check_format(data.pop("format_version", None), CONFIG_FORMAT,
+                             f"session {self.path} (config.json)")
+            return GymConfig.from_dict(data)
+        except FormatError as error:
+            raise SessionError(str(error)) from error
         except ConfigError as error:
             raise SessionError(f"session config {self.config_path}: {error}") from error
 
