@@ -79,9 +79,10 @@ class Sampler(Protocol):
 class Replay(ABC):
     """The samples the Trainer trains on; one instance lives in the Trainer process."""
 
-    def __init__(self, session, config):
+    def __init__(self, session, config, shape=None):
         self.session = session
         self.config = config
+        self.shape = shape   # the game's SampleShape: a file that does not fit is quarantined
 
     @abstractmethod
     def ready(self, iteration: int) -> tuple[bool, str]:
@@ -121,8 +122,8 @@ def readiness(cfg, trained: int, held: int, new: int, iteration: int,
 class WindowReplay(Replay):
     """All samples of recent iterations, newest first (the original scheme)."""
 
-    def __init__(self, session, config):
-        super().__init__(session, config)
+    def __init__(self, session, config, shape=None):
+        super().__init__(session, config, shape)
         self.counter = SampleCounter(session.samples_dir)
 
     def window_start(self, iteration: int) -> int:
@@ -139,7 +140,7 @@ class WindowReplay(Replay):
         sources: dict[str, int] = {}
         batch = load_samples(self.session.samples_dir, self.window_start(iteration),
                              self.config.train.max_samplecount, self.session.quarantine_dir,
-                             sources)
+                             sources, self.shape)
         return batch, {"sources": sources, "window": [self.window_start(iteration), iteration]}
 
 
@@ -215,8 +216,8 @@ class BufferReplay(Replay):
     """`uniform`, `prioritized` and `curious`: one buffer of the newest positions, with replay
     counts and priorities saved with every iteration (see the module)."""
 
-    def __init__(self, session, config):
-        super().__init__(session, config)
+    def __init__(self, session, config, shape=None):
+        super().__init__(session, config, shape)
         self.mode = config.train.replay
         self.priorities = Priorities.of(config.train)
         self.buffer: ReplayBuffer | None = None
@@ -288,7 +289,7 @@ class BufferReplay(Replay):
         damaged.  State files of later iterations (whose models were never published) go."""
         cfg = self.config.train
         buffer = ReplayBuffer(self.session.samples_dir, cfg.replay_capacity,
-                              self.session.quarantine_dir)
+                              self.session.quarantine_dir, self.shape)
         found = state_iterations(self.state_dir)
         for later in (it for it in found if it > iteration):
             log.info("removing replay state %d: its model was never published", later)
@@ -350,11 +351,12 @@ def state_iterations(folder: Path) -> list[int]:
 REPLAYS = {"window": WindowReplay, **{mode: BufferReplay for mode in BUFFER_REPLAYS}}
 
 
-def make_replay(session, config) -> Replay:
-    """The replay `config.train.replay` names."""
+def make_replay(session, config, shape=None) -> Replay:
+    """The replay `config.train.replay` names; given the game's SampleShape, sample files
+    that do not fit it are quarantined."""
     try:
         cls = REPLAYS[config.train.replay]
     except KeyError:
         raise ValueError(f"unknown replay {config.train.replay!r}; known: "
                          f"{', '.join(sorted(REPLAYS))}") from None
-    return cls(session, config)
+    return cls(session, config, shape)

@@ -75,8 +75,10 @@ class Segment:
 class ReplayBuffer:
     """The newest `capacity` positions of a session's sample files (see the module)."""
 
-    def __init__(self, samples_dir: Path, capacity: int, quarantine_dir: Path | None = None):
+    def __init__(self, samples_dir: Path, capacity: int, quarantine_dir: Path | None = None,
+                 shape=None):
         self.samples_dir = Path(samples_dir)
+        self.shape = shape                          # the game's SampleShape: files are checked
         self.capacity = int(capacity)
         self.quarantine_dir = quarantine_dir
         self.columns: dict[str, np.ndarray] = {}   # name -> [allocated, ...], extra included
@@ -132,7 +134,7 @@ class ReplayBuffer:
         """A sample file's arrays, or None (a damaged one is quarantined, with a warning)."""
         key = file_key(iteration, path)
         try:
-            arrays = read_sample_file(path)
+            arrays = read_sample_file(path, self.shape)
         except ValueError as error:
             self.skipped.add(key)
             if path.exists():
