@@ -93,7 +93,8 @@ def test_dead_selfplayer_is_restarted_with_a_new_seed_until_the_limit(supervisor
     slot.process = DeadProcess(-9)                         # one death too many
     check(supervisor)
     assert len(supervisor.spawned) == MAX_SELFPLAYER_RESTARTS
-    assert supervisor.failure.startswith("selfplayer1 died (too many restarts); see ")
+    assert supervisor.failure.startswith(
+        f"selfplayer1 died (too many restarts: {MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see ")
     assert supervisor.failure.endswith("selfplayer1.log")
     assert supervisor.gym.reasons == [supervisor.failure]
 
@@ -138,3 +139,26 @@ def test_selfplayer_skips_answers_to_requests_it_gave_up():
     probs, values = client([graph.roots[0]])
     assert np.array_equal(probs, answer) and values.tolist() == [-0.25]
     assert client.iteration == 3
+
+
+def test_the_restart_budget_counts_restarts_in_a_sliding_window(supervisor):
+    """A long session with rare crashes never runs out of restarts; a burst still stops it."""
+    from gamegym.runtime.backends import RESTART_WINDOW_S
+    now = [1000.0]
+    supervisor.backend.clock = lambda: now[0]
+    slot = child(supervisor, "selfplayer1")
+    seeds = []
+    for _ in range(4 * MAX_SELFPLAYER_RESTARTS):     # a death every window / limit + a bit
+        now[0] += RESTART_WINDOW_S / MAX_SELFPLAYER_RESTARTS + 1.0
+        slot.process = DeadProcess(-9)
+        check(supervisor)
+        seeds.append(slot.args[-1])
+    assert not supervisor.gym.stop_requested.is_set()
+    assert len(supervisor.spawned) == 4 * MAX_SELFPLAYER_RESTARTS
+    assert len(set(seeds)) == len(seeds)
+    for _ in range(MAX_SELFPLAYER_RESTARTS):          # a burst: the window fills up
+        now[0] += 1.0
+        slot.process = DeadProcess(-9)
+        check(supervisor)
+    assert supervisor.failure.startswith("selfplayer1 died (too many restarts")
+    assert f"{MAX_SELFPLAYER_RESTARTS} restarts in" in supervisor.failure

@@ -21,21 +21,47 @@ the config, the gym (its monitor and stop request), and how to spawn and join ch
 from __future__ import annotations
 
 import logging
+import time
 from abc import ABC, abstractmethod
+from collections import deque
 from multiprocessing.connection import Connection
 
 from gamegym.data.fileio import disk_full_message
 from gamegym.runtime.process import (EXIT_DISK_FULL, SEED_SELFPLAYER, Child, process_seed,
                                      where_to_look)
 
-__all__ = ["SelfplayBackend", "ProcessBackend", "MAX_SELFPLAYER_RESTARTS",
+__all__ = ["SelfplayBackend", "ProcessBackend", "RestartBudget", "MAX_SELFPLAYER_RESTARTS",
+           "RESTART_WINDOW_S",
            "JOIN_SELFPLAYERS_S", "JOIN_PREDICTOR_S"]
 
 log = logging.getLogger("gamegym.runtime.backends")
 
 JOIN_SELFPLAYERS_S = 20.0   # a Selfplayer finishes its move and flushes its games
 JOIN_PREDICTOR_S = 5.0
-MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot, then the gym stops with an error
+MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot within RESTART_WINDOW_S, then the gym stops
+RESTART_WINDOW_S = 3600.0    # with an error; older restarts no longer count
+
+
+class RestartBudget:
+    """At most `limit` restarts within any `window` seconds: a crash now and then over a
+    week-long session never stops it, a slot that keeps dying does."""
+
+    def __init__(self, limit: int = MAX_SELFPLAYER_RESTARTS, window: float = RESTART_WINDOW_S):
+        self.limit, self.window = limit, window
+        self.times: deque[float] = deque()
+
+    def take(self, now: float) -> bool:
+        """Count a restart at `now` (monotonic seconds); False when the budget is spent."""
+        while self.times and self.times[0] <= now - self.window:
+            self.times.popleft()
+        if len(self.times) >= self.limit:
+            return False
+        self.times.append(now)
+        return True
+
+    def spent(self) -> str:
+        """The failure's words: how many restarts in how long."""
+        return f"{len(self.times)} restarts in {self.window / 60:g} minutes"
 
 
 class SelfplayBackend(ABC):
@@ -92,6 +118,8 @@ class ProcessBackend(SelfplayBackend):
     def __init__(self, host):
         super().__init__(host)
         self.children: dict[str, Child] = {}
+        self.budgets: dict[str, RestartBudget] = {}
+        self.clock = time.monotonic
         self._control = None
 
     def start(self) -> None:
@@ -120,8 +148,8 @@ class ProcessBackend(SelfplayBackend):
         return [c for n, c in self.children.items() if n.startswith("selfplayer")]
 
     def poll(self) -> str:
-        """Restart a dead Selfplayer (up to MAX_SELFPLAYER_RESTARTS per slot); a dead
-        Predictor, too many restarts or a full disk stop the gym."""
+        """Restart a dead Selfplayer (up to MAX_SELFPLAYER_RESTARTS per slot within
+        RESTART_WINDOW_S); a dead Predictor, too many restarts or a full disk stop the gym."""
         for child in list(self.children.values()):
             process = child.process
             if process is None or process.is_alive():
@@ -133,11 +161,14 @@ class ProcessBackend(SelfplayBackend):
                         f"{disk_full_message(self.session.path)}")
             if child.name == "predictor":
                 return f"predictor died (exit code {code}); {where_to_look(logs, child.name)}"
-            if child.restarts >= MAX_SELFPLAYER_RESTARTS:
-                return f"{child.name} died (too many restarts); {where_to_look(logs, child.name)}"
-            child.restarts += 1
-            log.warning("%s died (exit code %s); restart %d of %d", child.name, code,
-                        child.restarts, MAX_SELFPLAYER_RESTARTS)
+            budget = self.budgets.setdefault(child.name, RestartBudget())
+            if not budget.take(self.clock()):
+                return (f"{child.name} died (too many restarts: {budget.spent()}); "
+                        f"{where_to_look(logs, child.name)}")
+            child.restarts += 1   # all restarts of the run: each one seeds anew
+            log.warning("%s died (exit code %s); restart %d (%d of %d within %g minutes)",
+                        child.name, code, child.restarts, len(budget.times), budget.limit,
+                        budget.window / 60)
             print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
             child.args = (*child.args[:-1],
                           restart_seed(self.config.seed, self.host.run_number, child.extra["index"],
