@@ -2,7 +2,7 @@
 
   config.json        the full GymConfig, game spec included (resume needs nothing else), and
                      the folder's format version (gamegym.data.formats)
-  session.lock       pid and start time of the running gym
+  session.lock       locked by the running gym (an OS lock); pid, host and start time inside
   runs.json          how many times a gym has run on the session (the run number seeds the
                      processes of each run: no run replays the games of another)
   models/<it>.keras  model iterations; models/current.json names the newest
@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import time
 import zipfile
 from pathlib import Path
@@ -62,6 +63,7 @@ class Session:
         self.quarantine_dir = self.path / "quarantine"
         self.runs_path = self.path / "runs.json"
         self._locked = False
+        self._lock_fd: int | None = None
 
     def __repr__(self) -> str:
         return f"Session({str(self.path)!r})"
@@ -136,32 +138,72 @@ class Session:
     def acquire_lock(self) -> None:
         """Take the session lock, or raise SessionLockedError naming the running gym.
 
-        A lock whose process is gone (or whose pid was reused by another program) is stale
-        and taken over.
-        """
-        me = psutil.Process()
-        record = {"pid": me.pid, "create_time": me.create_time(), "started": time.time(),
-                  "host": os.uname().nodename if hasattr(os, "uname") else ""}
-        for _ in range(3):
-            try:
-                fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self.lock_holder()
-                if holder is not None:
-                    raise SessionLockedError(
-                        f"session {self.path} is in use by gym process {holder['pid']} "
-                        f"(started {time.ctime(holder.get('started', 0))}); stop it first "
-                        f"(type 'exit' in its console or send it SIGTERM)")
-                log.warning("taking over stale lock %s", self.lock_path)
-                self.lock_path.unlink(missing_ok=True)
+        The lock is the operating system's (flock; LockFileEx on Windows) on session.lock,
+        held as long as this process keeps the session: it goes with the process however it
+        ends, so there is no stale lock to take over, and it holds across machines on a shared
+        folder whose file system supports locks (NFSv4, SMB).  The pid, host and start time
+        written in the file are information for the user, never the test of who holds it."""
+        if self._locked:
+            return
+        for _ in range(20):
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            if not _try_lock(fd):
+                os.close(fd)
+                holder = self._read_record()
+                raise SessionLockedError(
+                    f"session {self.path} is in use by gym process {holder.get('pid', '?')}"
+                    f"{_on_host(holder)} (started {time.ctime(holder.get('started', 0))}); "
+                    "stop it first (type 'exit' in its console or send it SIGTERM)")
+            if not _same_file(fd, self.lock_path):   # released and removed meanwhile: again
+                os.close(fd)
                 continue
-            with os.fdopen(fd, "w") as handle:
-                json.dump(record, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
+            self._write_record(fd)
+            self._lock_fd = fd
             self._locked = True
             return
         raise SessionLockedError(f"could not take the lock {self.lock_path}")
+
+    def _write_record(self, fd: int) -> None:
+        me = psutil.Process()
+        record = {"pid": me.pid, "create_time": me.create_time(), "started": time.time(),
+                  "host": socket.gethostname()}
+        data = json.dumps(record).encode()
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, data)
+        os.fsync(fd)
+
+    def _read_record(self) -> dict:
+        try:
+            record = json.loads(self.lock_path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def lock_holder(self) -> dict | None:
+        """The lock record ({} when unreadable) if a process holds the lock, else None."""
+        if self._locked:
+            return self._read_record()
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR)
+        except OSError:
+            return None
+        try:
+            if _try_lock(fd):
+                _unlock(fd)
+                return None
+            return self._read_record()
+        finally:
+            os.close(fd)
+
+    def release_lock(self) -> None:
+        if self._locked:
+            if os.name != "nt":   # removed while still held: a waiter sees another file
+                self.lock_path.unlink(missing_ok=True)
+            _unlock(self._lock_fd)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            self._locked = False
 
     def begin_run(self, seed: int) -> int:
         """Count one more run of a gym on this session and return its number (1 for the first).
@@ -184,34 +226,6 @@ class Session:
         atomic_write_json(self.runs_path, {"runs": run, "seed": seed, "started": time.time(),
                                            "seeds": "SeedSequence([seed, role, run, *slot])"})
         return run
-
-    def lock_holder(self) -> dict | None:
-        """The lock record if the process holding it is alive, else None (stale or absent)."""
-        try:
-            record = json.loads(self.lock_path.read_text())
-            pid, created = int(record["pid"]), float(record["create_time"])
-        except (OSError, ValueError, KeyError, TypeError):
-            # a lock being written right now is younger than a second: treat it as held
-            try:
-                if time.time() - self.lock_path.stat().st_mtime < 1.0:
-                    return {"pid": "?", "started": time.time()}
-            except OSError:
-                pass
-            return None
-        try:
-            process = psutil.Process(pid)
-            if abs(process.create_time() - created) > 1.0:
-                return None  # pid reused by another program
-            if process.status() == psutil.STATUS_ZOMBIE:
-                return None
-        except psutil.Error:
-            return None
-        return record
-
-    def release_lock(self) -> None:
-        if self._locked:
-            self.lock_path.unlink(missing_ok=True)
-            self._locked = False
 
     # ----- models ---------------------------------------------------------------------------
     def model_path(self, iteration: int) -> Path:
@@ -304,3 +318,49 @@ class Session:
             except (OSError, ValueError):
                 continue
         return reports
+
+
+# ----- the OS lock ----------------------------------------------------------------------------
+if os.name == "nt":
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+
+    def _unlock(fd: int) -> None:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        except OSError:
+            pass
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open file is still the one at `path` (not removed or replaced)."""
+    try:
+        mine, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _on_host(record: dict) -> str:
+    host = record.get("host")
+    return f" on {host}" if host and host != socket.gethostname() else ""
