@@ -63,9 +63,12 @@ def supervisor(tmp_path, monkeypatch):
     supervisor.spawned = spawned
     assert isinstance(supervisor.backend, ProcessBackend)
     (tmp_path / "logs").mkdir()
+    joins, supervisor.backend._joins = multiprocessing.Pipe(duplex=False)   # to the Predictor
+    supervisor.joins = joins
     for name in ("predictor", "trainer", "selfplayer0", "selfplayer1"):
         owner = supervisor.children if name == "trainer" else supervisor.backend.children
-        owner[name] = Child(name, None, (0,), LiveProcess(), extra={"index": 0})
+        args = ("path", None, 0, None, None, 0) if name.startswith("selfplayer") else (0,)
+        owner[name] = Child(name, None, args, LiveProcess(), extra={"index": 0})
         (tmp_path / "logs" / f"{name}.log").write_text("started\n")   # as a real child does
     return supervisor
 
@@ -162,3 +165,45 @@ def test_the_restart_budget_counts_restarts_in_a_sliding_window(supervisor):
         check(supervisor)
     assert supervisor.failure.startswith("selfplayer1 died (too many restarts")
     assert f"{MAX_SELFPLAYER_RESTARTS} restarts in" in supervisor.failure
+
+
+def test_a_restarted_selfplayer_gets_a_channel_of_its_own(tmp_path):
+    """Nothing the Predictor wrote for the dead Selfplayer (nor a message torn by its death)
+    can reach the new one: it gets a new pipe, whose other end goes to the Predictor; the gym
+    keeps no end of either, so the Predictor reads the dead one's end to its EOF."""
+    import os
+    from multiprocessing.connection import Connection
+    from gamegym.runtime.messages import NewClient
+    gym = FakeGym(tmp_path)
+    gym.config = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"selfplayprocesses": 2})
+    gym.monitor = SimpleNamespace(watch=lambda name, pid: None, backend=None)
+    supervisor = Supervisor(gym, None, None)
+    held = {}     # what each started process holds, as spawn hands it over
+
+    def spawn(child):
+        child.process = LiveProcess()
+        if child.name == "predictor":
+            held["predictor"] = [Connection(os.dup(c.fileno())) for c in child.args[2]]
+            held["joins"] = Connection(os.dup(child.args[-1].fileno()))
+        else:
+            held.setdefault(child.name, []).append(Connection(os.dup(child.args[3].fileno())))
+
+    supervisor.spawn = spawn
+    (tmp_path / "logs").mkdir()
+    backend = supervisor.backend
+    backend.start()
+    predictor, slot = backend.children["predictor"], backend.children["selfplayer1"]
+    assert slot.args[3].closed and all(end.closed for end in predictor.args[2])  # gym's copies
+    slot.process = DeadProcess(-9)
+    os.write(held["selfplayer1"][0].fileno(), b"\x00\x00\x10\x00torn")   # killed mid-message
+    held["selfplayer1"][0].close()                               # ... and gone
+    check(supervisor)
+    with pytest.raises((EOFError, OSError)):                     # a clean disconnect
+        held["predictor"][1].recv()
+    joins = held["joins"]
+    assert joins.poll(5)
+    joined = joins.recv()
+    assert isinstance(joined, NewClient)
+    held["selfplayer1"][1].send("from the new incarnation")
+    assert joined.conn.recv() == "from the new incarnation"
+    assert held["predictor"][0].poll() is False                  # the other slot: untouched

@@ -27,6 +27,7 @@ from collections import deque
 from multiprocessing.connection import Connection
 
 from gamegym.data.fileio import disk_full_message
+from gamegym.runtime.messages import NewClient
 from gamegym.runtime.process import (EXIT_DISK_FULL, SEED_SELFPLAYER, Child, process_seed,
                                      where_to_look)
 
@@ -111,7 +112,8 @@ def restart_seed(seed: int, run: int, index: int, restarts: int) -> int:
 
 class ProcessBackend(SelfplayBackend):
     """One Predictor process and `selfplayprocesses` Selfplayer processes on this machine, one
-    duplex pipe between each Selfplayer and the Predictor."""
+    duplex pipe between each Selfplayer process and the Predictor (a restarted Selfplayer gets
+    a new one)."""
 
     name = "processes"
 
@@ -121,6 +123,7 @@ class ProcessBackend(SelfplayBackend):
         self.budgets: dict[str, RestartBudget] = {}
         self.clock = time.monotonic
         self._control = None
+        self._joins = None    # the gym's end of the pipe that hands the Predictor new clients
 
     def start(self) -> None:
         from gamegym.runtime.predictor import predictor_main
@@ -129,9 +132,10 @@ class ProcessBackend(SelfplayBackend):
         count = cfg.selfplay.selfplayprocesses
         pipes = [host.ctx.Pipe(duplex=True) for _ in range(count)]
         control_in, self._control = host.ctx.Pipe(duplex=False)
+        joins_in, self._joins = host.ctx.Pipe(duplex=False)
         self.children["predictor"] = Child(
             "predictor", predictor_main,
-            (path, cfg, [p[0] for p in pipes], control_in, host.reports))
+            (path, cfg, [p[0] for p in pipes], control_in, host.reports, joins_in))
         for i in range(count):
             self.children[f"selfplayer{i}"] = Child(
                 f"selfplayer{i}", selfplayer_main,
@@ -140,6 +144,25 @@ class ProcessBackend(SelfplayBackend):
                 extra={"index": i})
         for child in self.children.values():
             host.spawn(child)
+        # the gym keeps no end of a Selfplayer's pipe: when one dies, the Predictor reads its
+        # end to the EOF (a message torn by the death included) and drops it
+        for ends in pipes:
+            for end in ends:
+                end.close()
+        joins_in.close()
+
+    def _respawn(self, child: Child, seed: int) -> None:
+        """Start a dead Selfplayer's slot again on a pipe of its own; the Predictor gets the
+        other end (a NewClient)."""
+        predictor_end, selfplayer_end = self.host.ctx.Pipe(duplex=True)
+        path, cfg, index, _, reports, _ = child.args
+        child.args = (path, cfg, index, selfplayer_end, reports, seed)
+        try:
+            self.host.spawn(child)
+            self._joins.send(NewClient(predictor_end))
+        finally:
+            predictor_end.close()
+            selfplayer_end.close()
 
     def model_channel(self) -> Connection:
         return self._control
@@ -170,10 +193,8 @@ class ProcessBackend(SelfplayBackend):
                         child.name, code, child.restarts, len(budget.times), budget.limit,
                         budget.window / 60)
             print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
-            child.args = (*child.args[:-1],
-                          restart_seed(self.config.seed, self.host.run_number, child.extra["index"],
-                                       child.restarts))
-            self.host.spawn(child)
+            self._respawn(child, restart_seed(self.config.seed, self.host.run_number,
+                                              child.extra["index"], child.restarts))
         return ""
 
     def status(self) -> dict:

@@ -31,7 +31,7 @@ from multiprocessing.connection import Connection, wait
 import numpy as np
 
 from gamegym.runtime.messages import (EvalRequest, EvalResponse, EvaluatorRequest, EvaluatorUpdate,
-                               Reload, Report)
+                                     NewClient, Reload, Report)
 from gamegym.runtime.process import child_entry
 
 log = logging.getLogger("gamegym.runtime.predictor")
@@ -46,7 +46,7 @@ class Predictor:
     `model_path(iteration)` and `current_iteration()`."""
 
     def __init__(self, models, config, clients: list[Connection], control: Connection | None,
-                 reports=None):
+                 reports=None, joins: Connection | None = None):
         from gamegym.learners import get_learner
         self.models = models
         self.config = config.predict
@@ -62,12 +62,16 @@ class Predictor:
         self._last_report = time.monotonic()
         self._joining: deque = deque()   # clients added from another thread, not yet served
         self._wake: Connection | None = None   # add_client's signal to the serving loop
+        self._accepting = joins is not None      # serve on with no client: more may join
+        if joins is not None:                    # the gym's NewClient messages
+            self.controls.append(joins)
 
     def accept_clients(self) -> None:
         """Serve until stopped even with no client, and take clients added by `add_client`
         (call before `serve`)."""
         wake_in, self._wake = multiprocessing.Pipe(duplex=False)
         self.controls.append(wake_in)
+        self._accepting = True
 
     def add_client(self, conn: Connection) -> None:
         """A new client from another thread (a Selfplayer that joined); served from the next
@@ -114,7 +118,7 @@ class Predictor:
         self.load(max(0, self.models.current_iteration()))
         timeout = self.config.batch_timeout_ms / 1000.0
         live = self.live   # clients that join are added to it
-        while live or self._wake is not None:
+        while live or self._accepting:
             ready = wait(live + self.controls, timeout=1.0)
             if not ready:
                 self._report(force=False)
@@ -167,6 +171,9 @@ class Predictor:
         except (EOFError, OSError):
             self.controls.remove(control)  # the Trainer is gone; the gym decides what follows
             return
+        if isinstance(message, NewClient):  # a restarted Selfplayer, on a pipe of its own
+            self.clients.append(message.conn)
+            self.live.append(message.conn)
         if isinstance(message, Reload) and message.iteration != self.evaluator.iteration:
             self.load(message.iteration)
         while self._joining:
@@ -236,10 +243,10 @@ def _send(conn: Connection, response: EvalResponse) -> None:
 
 
 @child_entry("predictor")
-def predictor_main(session_path, config, clients, control, reports, *, stop_event):
+def predictor_main(session_path, config, clients, control, reports, joins=None, *, stop_event):
     from gamegym.data.session import Session
     from gamegym.nets.tfsetup import configure_tensorflow
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, threads=1,
                          announce=True)   # a missing GPU: one line on the console, from here
-    predictor = Predictor(Session(session_path), config, clients, control, reports)
+    predictor = Predictor(Session(session_path), config, clients, control, reports, joins)
     predictor.serve(stop_event)
