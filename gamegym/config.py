@@ -312,6 +312,8 @@ class GymConfig:
     seed: int = 0                  # master seed; each process derives its own from it
     debug_single_process: bool = False  # run every role in the main process (for debuggers)
     status_interval: float = 5.0   # seconds between status lines (0 = none)
+    heartbeat_timeout: float = 20.0  # seconds without a heartbeat before a child counts as hung
+                                     # and is killed (0 = never)
     log_level: str = "INFO"        # level of the per-process logs
     network: NetworkConfig = field(default_factory=NetworkConfig)
     predict: PredictConfig = field(default_factory=PredictConfig)
@@ -338,6 +340,7 @@ class GymConfig:
         _int_in(self, "seed", 0, 2**32 - 1)
         _bool(self, "debug_single_process")
         _float_in(self, "status_interval", 0.0, 3600.0)
+        _float_in(self, "heartbeat_timeout", 0.0, 3600.0)
         _choice(self, "log_level", ("DEBUG", "INFO", "WARNING", "ERROR"))
         for name, cls in SECTIONS.items():
             section = getattr(self, name)

@@ -252,3 +252,22 @@ def test_resumes_on_the_same_model_write_no_game_twice(new_session):
     repeats = len(games) - len(set(games))
     assert repeats == 0, f"{repeats} of {len(games)} games repeat an earlier one"
     assert json.loads((session / "runs.json").read_text())["runs"] == 2
+
+
+@pytest.mark.parametrize("role", ["trainer", "predictor"])
+def test_a_stopped_trainer_or_predictor_is_named_killed_and_stops_the_gym(new_session, role):
+    session = new_session(changes={**CHANGES, "heartbeat_timeout": 4.0})
+    gym = start_gym(session)
+    try:
+        wait_for_line(gym, playing)
+        os.kill(find_role(session, role), signal.SIGSTOP)
+        lines = wait_for_line(gym, lambda line: "stopped with an error" in line, 90)
+        text = "".join(lines)
+        assert f"{role} is not responding (no heartbeat for" in text
+        assert f"{role} stopped responding and was killed" in text
+        assert gym.wait(timeout=60) == 1
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    assert f"{role} is not responding" in (session / "logs" / "gym.log").read_text()
+    assert not (session / "session.lock").exists()

@@ -207,3 +207,50 @@ def test_a_restarted_selfplayer_gets_a_channel_of_its_own(tmp_path):
     held["selfplayer1"][1].send("from the new incarnation")
     assert joined.conn.recv() == "from the new incarnation"
     assert held["predictor"][0].poll() is False                  # the other slot: untouched
+
+
+class StoppedProcess(LiveProcess):
+    """Alive, but its heartbeat never moves (SIGSTOP, or hung with the GIL held)."""
+
+    def __init__(self):
+        self.killed = False
+
+    def kill(self):
+        self.killed = True
+
+
+@pytest.mark.parametrize("role", ["trainer", "predictor", "selfplayer0"])
+def test_a_process_without_a_heartbeat_is_named_killed_and_handled_as_a_crash(
+        supervisor, role, caplog, capsys):
+    import logging
+    from gamegym.runtime.heartbeat import Heartbeat
+    now = [500.0]
+    supervisor.clock = lambda: now[0]
+    deadline = supervisor.config.heartbeat_timeout
+    assert 0 < deadline < 60
+    for owner in (supervisor.children, supervisor.backend.children):
+        for slot in owner.values():
+            slot.heartbeat = Heartbeat()
+            slot.heartbeat.seen(now[0])
+            slot.heartbeat.beat()                    # started up
+    stuck = child(supervisor, role)
+    stuck.process = StoppedProcess()
+    with caplog.at_level(logging.WARNING):
+        for _ in range(int(deadline) + 2):
+            now[0] += 1.0
+            for name, slot in {**supervisor.children, **supervisor.backend.children}.items():
+                if slot is not stuck:
+                    slot.heartbeat.beat()            # the others beat on
+            supervisor._check_heartbeats()
+    assert stuck.process.killed
+    message = f"{role} is not responding (no heartbeat for"
+    assert message in caplog.text and message in capsys.readouterr().out
+    others = [c for c in {**supervisor.children, **supervisor.backend.children}.values()
+              if c is not stuck]
+    assert not any(getattr(c.process, "killed", False) for c in others)
+    stuck.process = DeadProcess(-9)                  # what the kill leaves
+    check(supervisor)
+    if role == "selfplayer0":
+        assert supervisor.spawned == ["selfplayer0"] and not supervisor.failure
+    else:
+        assert supervisor.failure.startswith(f"{role} stopped responding and was killed")

@@ -135,7 +135,8 @@ def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
     for name, low, high in (("pi", 0.0, 1.0), ("z", -1.0, 1.0), ("root_value", -1.0, 1.0),
                             ("result", -1.0, 1.0)):
         values = arrays[name]
-        if values.size and (values.min() < low - VALUE_SLACK or values.max() > high + VALUE_SLACK):
+        if values.size and (values.min() < low - VALUE_SLACK
+                            or values.max() > high + VALUE_SLACK):
             return f"{name} holds values outside [{low:g}, {high:g}]"
     return ""
 

@@ -27,7 +27,8 @@ import psutil
 
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.formats import CONFIG_FORMAT, FormatError, check_format
-from gamegym.data.fileio import atomic_publish, atomic_write_json, quarantine, remove_leftovers, temporary_path
+from gamegym.data.fileio import (atomic_publish, atomic_write_json, quarantine, remove_leftovers,
+                                  temporary_path)
 
 __all__ = ["Session", "SessionError", "SessionLockedError"]
 
@@ -106,7 +107,8 @@ class Session:
             (self.path / name).mkdir(parents=True, exist_ok=True)
 
     def save_config(self, config: GymConfig) -> None:
-        atomic_write_json(self.config_path, {**config.to_dict(), "format_version": CONFIG_FORMAT})
+        atomic_write_json(self.config_path,
+                          {**config.to_dict(), "format_version": CONFIG_FORMAT})
 
     def load_config(self) -> GymConfig:
         if not self.path.is_dir():

@@ -183,6 +183,9 @@ class ProcessBackend(SelfplayBackend):
                 return (f"{child.name} could not write ({where_to_look(logs, child.name)}): "
                         f"{disk_full_message(self.session.path)}")
             if child.name == "predictor":
+                if child.hung:
+                    return (f"predictor stopped responding and was killed ({child.hung}); "
+                            f"{where_to_look(logs, child.name)}")
                 return f"predictor died (exit code {code}); {where_to_look(logs, child.name)}"
             budget = self.budgets.setdefault(child.name, RestartBudget())
             if not budget.take(self.clock()):
@@ -192,7 +195,8 @@ class ProcessBackend(SelfplayBackend):
             log.warning("%s died (exit code %s); restart %d (%d of %d within %g minutes)",
                         child.name, code, child.restarts, len(budget.times), budget.limit,
                         budget.window / 60)
-            print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
+            how = f"was killed ({child.hung})" if child.hung else f"died (exit code {code})"
+            print(f"[gamegym] {child.name} {how}; restarting", flush=True)
             self._respawn(child, restart_seed(self.config.seed, self.host.run_number,
                                               child.extra["index"], child.restarts))
         return ""

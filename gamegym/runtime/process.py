@@ -62,6 +62,8 @@ class Child:
     process: multiprocessing.Process | None = None
     restarts: int = 0
     extra: dict = field(default_factory=dict)
+    heartbeat: object = None    # its Heartbeat (gamegym.runtime.heartbeat), new at each spawn
+    hung: str = ""              # why the gym killed it as hung ("" when it did not)
 
 
 def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logging.Logger:
@@ -112,6 +114,9 @@ def child_entry(role: str):
             logging.captureWarnings(True)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             stop_event = kwargs.get("stop_event")
+            heartbeat = kwargs.pop("heartbeat", None)
+            if heartbeat is not None:
+                heartbeat.start_beating()
             orphaned = threading.Event()
 
             def parent_died():
