@@ -27,8 +27,8 @@ import psutil
 
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.formats import CONFIG_FORMAT, FormatError, check_format
-from gamegym.data.fileio import (atomic_publish, atomic_write_json, quarantine, remove_leftovers,
-                                  temporary_path)
+from gamegym.data.fileio import (atomic_publish, atomic_write_json, make_folder, quarantine,
+                                  remove_leftovers, temporary_path)
 
 __all__ = ["Session", "SessionError", "SessionLockedError"]
 
@@ -80,7 +80,7 @@ class Session:
         if self.path.exists() and not self.path.is_dir():
             raise SessionError(f"{self.path} exists and is not a folder")
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            make_folder(self.path)
             self.make_folders()
             self.save_config(config)
         except OSError as error:
@@ -104,7 +104,7 @@ class Session:
 
     def make_folders(self) -> None:
         for name in FOLDERS:
-            (self.path / name).mkdir(parents=True, exist_ok=True)
+            make_folder(self.path / name)
 
     def save_config(self, config: GymConfig) -> None:
         atomic_write_json(self.config_path,
