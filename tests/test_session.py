@@ -176,3 +176,31 @@ def test_of_many_gyms_racing_for_a_stale_lock_exactly_one_wins(tmp_path):
                                stdout=subprocess.PIPE, text=True) for _ in range(6)]
     outcomes = sorted(r.communicate(timeout=60)[0].strip() for r in racers)
     assert outcomes == ["lost"] * 5 + ["won"]
+
+
+class ZipModel:
+    """Saves a small zip with a config.json, as a Keras model file is."""
+
+    def save(self, path):
+        import zipfile
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("config.json", "{}")
+
+
+@pytest.mark.parametrize("keep, kept", [(0, [0, 1, 2, 3, 4, 5]), (1, [0, 5]), (2, [0, 4, 5]),
+                                        (9, [0, 1, 2, 3, 4, 5])])
+def test_keep_models_keeps_the_newest_files_and_iteration_0(tmp_path, keep, kept):
+    session = make_session(tmp_path)
+    for iteration in range(6):
+        session.publish_model(ZipModel(), iteration, keep=keep)
+        assert session.current_iteration() == iteration
+        assert session.model_path(iteration).is_file()          # the new one never goes
+    assert session.model_iterations() == kept
+    resumed = Session(session.path)
+    assert resumed.recover_models() == 5 and resumed.model_is_sound(5)
+
+
+def test_keep_models_is_checked():
+    from gamegym.config import ConfigError
+    with pytest.raises(ConfigError, match="keep_models"):
+        GymConfig(game="games.tictactoe:TicTacToe", train={"keep_models": -1})

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gamegym.config import GymConfig
 from gamegym.data.fileio import disk_full_message, is_disk_full
-from gamegym.game.graph import GameGraph, game_spec, load_game
+from gamegym.game.graph import GameGraph, game_module_origin, game_spec, load_game
 from gamegym.runtime.monitor import Monitor
 from gamegym.runtime.process import in_spawned_child
 from gamegym.data.session import Session, SessionError
@@ -98,6 +98,8 @@ class GameGym:
     def resume(self, max_seconds: float | None = None, max_iterations: int | None = None,
                console: bool = True) -> int:
         """Run until 'exit', a signal, or a limit; returns the exit code (0 = clean stop)."""
+        origin = game_module_origin(self.config.game)   # refuses a spec that is not a module
+        print(f"[gamegym] game {self.config.game}: its code comes from {origin}", flush=True)
         self.take_session()
         try:
             self.session.make_folders()
@@ -106,8 +108,9 @@ class GameGym:
             if removed:
                 log.info("removed %d temporary files left by an earlier run", removed)
             start_iteration = self.session.recover_models()
-            log.info("resuming %s at iteration %d (run %d, seed %d)", self.session.path,
-                     start_iteration, self.run_number, self.config.seed)
+            log.info("resuming %s at iteration %d (run %d, seed %d); game code from %s",
+                     self.session.path, start_iteration, self.run_number, self.config.seed,
+                     game_module_origin(self.config.game))
             with _signals(self), _console(self, console):
                 if self.config.debug_single_process:
                     from gamegym.runtime.debugrun import run_single_process
