@@ -323,6 +323,8 @@ class GymConfig:
     seed: int = 0                  # master seed; each process derives its own from it
     debug_single_process: bool = False  # run every role in the main process (for debuggers)
     status_interval: float = 5.0   # seconds between status lines (0 = none)
+    heartbeat_timeout: float = 20.0  # seconds without a heartbeat before a child counts as hung
+                                     # and is killed (0 = never)
     log_level: str = "INFO"        # level of the per-process logs
     plugins: list = field(default_factory=list)  # modules every process imports before it
     #                                reads the config: where learners, replays, backends or
@@ -360,6 +362,7 @@ class GymConfig:
         _int_in(self, "seed", 0, 2**32 - 1)
         _bool(self, "debug_single_process")
         _float_in(self, "status_interval", 0.0, 3600.0)
+        _float_in(self, "heartbeat_timeout", 0.0, 3600.0)
         _choice(self, "log_level", ("DEBUG", "INFO", "WARNING", "ERROR"))
         for name, cls in SECTIONS.items():
             section = getattr(self, name)
@@ -421,6 +424,8 @@ class GymConfig:
         the layout before learner sections (it is then read as today's)."""
         if not isinstance(data, dict):
             raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
+        # a copy of a session's config.json: its format version is the session's business
+        data = {k: v for k, v in data.items() if k != "format_version"}
         for name in SECTIONS:
             if not isinstance(data.get(name, {}), dict):
                 raise ConfigError(f"config field '{name}' must be a JSON object")

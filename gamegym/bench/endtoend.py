@@ -22,7 +22,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
     from gamegym.runtime.gym import GameGym
     from gamegym.runtime.supervisor import Supervisor
     gym = GameGym(session_path, config=config)
-    gym.session.acquire_lock()
+    gym.take_session()
     supervisor = Supervisor(gym, max_seconds=None, max_iterations=None, roles=())
     try:
         supervisor.start()

@@ -76,14 +76,20 @@ def session_status(path: str) -> dict:
     from gamegym.data.fileio import last_jsonl
     from gamegym.data.samples import SampleCounter
     from gamegym.data.session import Session
+    from gamegym.game.graph import game_module_origin
     session = Session(path)
     config = session.load_config()
+    try:
+        origin = game_module_origin(config.game)
+    except GameGraphError as error:
+        origin = f"(refused: {error})"
     counts = SampleCounter(session.samples_dir).per_iteration()
     reports = session.train_reports()
     holder = session.lock_holder() if session.lock_path.exists() else None
     last = last_jsonl(session.monitoring_dir / "status.jsonl") or {}
     return {
         "session": str(session.path), "game": config.game, "game_args": config.game_args,
+        "game_module": origin,
         "learner": config.train.learner, "iteration": session.current_iteration(),
         "models": session.model_iterations(), "samples": sum(n for n, _ in counts.values()),
         "samples_per_iteration": {str(k): n for k, (n, _) in sorted(counts.items())},
@@ -110,6 +116,8 @@ def cmd_status(args) -> int:
         return 0
     print(f"session   {status['session']}")
     print(f"game      {status['game']} {status['game_args']}  (learner {status['learner']})")
+    print(f"code      imports {status['game'].partition(':')[0]} from {status['game_module']} "
+          "(resuming the session runs it)")
     print(f"iteration {status['iteration']}  (model files: {len(status['models'])})")
     print(f"samples   {status['samples']} from {status['games']} games")
     losses = ", ".join(f"{k} {v:.4f}" for k, v in sorted(status["last_losses"].items()))

@@ -51,7 +51,7 @@ def temporary_path(path: Path) -> Path:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Publish `data` at `path` so a reader sees either the old file or the whole new one."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     tmp = temporary_path(path)
     try:
         with open(tmp, "wb") as handle:
@@ -81,7 +81,7 @@ def append_jsonl(path: Path, obj) -> None:
     """Append one JSON line.  A torn last line (its writer was killed mid-line) is skipped by
     read_jsonl; the new line starts on a line of its own so it is not glued to the torn one."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path.parent)
     line = (json.dumps(obj, sort_keys=True) + "\n").encode("utf-8")
     with open(path, "ab+") as handle:   # appends go to the end whatever the read position
         if handle.seek(0, os.SEEK_END) > 0:
@@ -136,21 +136,46 @@ def remove_leftovers(folder: Path) -> int:
 
 def quarantine(path: Path, quarantine_dir: Path) -> Path:
     """Move a damaged file aside (never delete user data)."""
-    quarantine_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(quarantine_dir)
     target = quarantine_dir / f"{int(time.time())}-{path.parent.name}-{path.name}"
     shutil.move(str(path), target)
     log.warning("moved damaged file %s to %s", path, target)
     return target
 
 
+def make_folder(folder: Path) -> None:
+    """Make a folder and its missing parents, each one made durable in its parent (a file
+    renamed into a new folder survives a power cut only if the folder does)."""
+    folder = Path(folder)
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        try:
+            new.mkdir()
+        except FileExistsError:
+            if not new.is_dir():
+                raise
+            continue   # made meanwhile by another process, which syncs it
+        _fsync_dir(new.parent)
+
+
+# what fsync of a folder says on a file system that cannot sync folders: nothing to do
+_NO_FOLDER_SYNC = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP})
+
+
 def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
+    """Make a folder's entries (a rename, a new file or folder) durable.  Errors are raised,
+    save where the file system cannot sync a folder at all (and on Windows, where a folder
+    cannot be opened to sync it; NTFS journals its entries)."""
+    if os.name == "nt":
         return
+    fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError as error:
+        if error.errno not in _NO_FOLDER_SYNC:
+            raise
     finally:
         os.close(fd)

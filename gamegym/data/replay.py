@@ -61,6 +61,7 @@ from gamegym.data.replaybuffer import ReplayBuffer, ReplayStateError
 from gamegym.data.samples import (
     SampleBatch,
     SampleCounter,
+    SampleShape,
     load_samples,
     sample_files,
     sample_iterations,
@@ -99,9 +100,11 @@ class Replay(ABC):
         the quoted field name, or None."""
         return None
 
-    def __init__(self, session: Session, config: GymConfig) -> None:
+    def __init__(self, session: Session, config: GymConfig,
+                 shape: SampleShape | None = None) -> None:
         self.session = session
         self.config = config
+        self.shape = shape   # the game's SampleShape: a file that does not fit is quarantined
 
     @abstractmethod
     def ready(self, iteration: int) -> tuple[bool, str]:
@@ -144,8 +147,9 @@ class WindowReplay(Replay):
 
     name = "window"
 
-    def __init__(self, session: Session, config: GymConfig) -> None:
-        super().__init__(session, config)
+    def __init__(self, session: Session, config: GymConfig,
+                 shape: SampleShape | None = None) -> None:
+        super().__init__(session, config, shape)
         self.counter = SampleCounter(session.samples_dir)
 
     def window_start(self, iteration: int) -> int:
@@ -162,7 +166,7 @@ class WindowReplay(Replay):
         sources: dict[str, int] = {}
         batch = load_samples(self.session.samples_dir, self.window_start(iteration),
                              self.config.train.max_samplecount, self.session.quarantine_dir,
-                             sources)
+                             sources, self.shape)
         return batch, {"sources": sources, "window": [self.window_start(iteration), iteration]}
 
 
@@ -262,8 +266,9 @@ class BufferReplay(Replay):
                     "holds enough to train")
         return None
 
-    def __init__(self, session: Session, config: GymConfig) -> None:
-        super().__init__(session, config)
+    def __init__(self, session: Session, config: GymConfig,
+                 shape: SampleShape | None = None) -> None:
+        super().__init__(session, config, shape)
         self.mode = self.name
         self.priorities = Priorities.of(config.train)
         self.buffer: ReplayBuffer | None = None
@@ -344,7 +349,7 @@ class BufferReplay(Replay):
         damaged.  State files of later iterations (whose models were never published) go."""
         cfg = self.config.train
         buffer = ReplayBuffer(self.session.samples_dir, cfg.replay_capacity,
-                              self.session.quarantine_dir)
+                              self.session.quarantine_dir, self.shape)
         found = state_iterations(self.state_dir)
         for later in (it for it in found if it > iteration):
             log.info("removing replay state %d: its model was never published", later)
@@ -430,11 +435,13 @@ class CuriousReplay(BufferReplay):
     name = "curious"
 
 
-def make_replay(session: Session, config: GymConfig) -> Replay:
-    """The replay `config.train.replay` names (gamegym.registry.REPLAYS)."""
+def make_replay(session: Session, config: GymConfig,
+                shape: SampleShape | None = None) -> Replay:
+    """The replay `config.train.replay` names (gamegym.registry.REPLAYS); given the game's
+    SampleShape, sample files that do not fit it are quarantined."""
     try:
         cls = REPLAYS.get(config.train.replay)
     except RegistryError as error:
         raise ValueError(str(error)) from None
-    replay: Replay = cls(session, config)
+    replay: Replay = cls(session, config, shape)
     return replay

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.data.fileio import quarantine
+from gamegym.data.formats import REPLAY_FORMAT, check_format
 from gamegym.data.samples import (
     FIELDS,
     GAME_FIELDS,
@@ -48,7 +49,7 @@ from gamegym.data.sumtree import SumTree
 __all__ = ["ReplayBuffer", "ReplayStateError", "file_key"]
 
 log = logging.getLogger(__name__)
-STATE_VERSION = 1
+STATE_VERSION = REPLAY_FORMAT
 ROW_COLUMNS = FIELDS + ("iteration", "truncated")   # the SampleBatch columns, extra aside
 
 
@@ -80,8 +81,10 @@ class Segment:
 class ReplayBuffer:
     """The newest `capacity` positions of a session's sample files (see the module)."""
 
-    def __init__(self, samples_dir: Path, capacity: int, quarantine_dir: Path | None = None):
+    def __init__(self, samples_dir: Path, capacity: int, quarantine_dir: Path | None = None,
+                 shape=None):
         self.samples_dir = Path(samples_dir)
+        self.shape = shape                          # the game's SampleShape: files are checked
         self.capacity = int(capacity)
         self.quarantine_dir = quarantine_dir
         self.columns: dict[str, np.ndarray] = {}   # name -> [allocated, ...], extra included
@@ -137,7 +140,7 @@ class ReplayBuffer:
         """A sample file's arrays, or None (a damaged one is quarantined, with a warning)."""
         key = file_key(iteration, path)
         try:
-            arrays = read_sample_file(path)
+            arrays = read_sample_file(path, self.shape)
         except ValueError as error:
             self.skipped.add(key)
             if path.exists():
@@ -307,8 +310,7 @@ def read_state(data: bytes) -> dict:
                                           "evicted", "meta")}
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
         raise ReplayStateError(f"unreadable: {error}") from error
-    if int(state["version"]) != STATE_VERSION:
-        raise ReplayStateError(f"version {int(state['version'])}, expected {STATE_VERSION}")
+    check_format(state["version"].tolist(), STATE_VERSION, "replay state")
     rows = state["rows"].astype(np.int64).reshape(-1, 4)
     total = int((rows[:, 3] - rows[:, 2]).sum()) if len(rows) else 0
     if (len(state["keys"]) != len(rows) or len(set(state["keys"].tolist())) != len(rows)

@@ -17,6 +17,7 @@ as a compressed ``.npz`` (zip members carry CRC32, so a truncated or flipped fil
                                          a file without it reads as all 1
   result      float32 [G]                final score per game from the first mover's view
   truncated   bool    [G]                True when the game was cut at max_moves (not a loss/draw)
+  format_version int64 []                the file's format (gamegym.data.formats; absent: 1)
 
 A learner may add columns of its own, one row per position (Bootstrapped's head masks): any
 other member of length N.  They arrive in `SampleBatch.extra` by name.
@@ -36,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes, quarantine
+from gamegym.data.formats import SAMPLE_FORMAT, check_format
 
-__all__ = ["GameRecord", "SampleBatch", "SampleCounter", "encode_sample_file", "write_sample_file",
+__all__ = ["GameRecord", "SampleBatch", "SampleShape", "SampleCounter", "encode_sample_file", "write_sample_file",
            "read_sample_file",
            "load_samples", "sample_iterations", "sample_files", "n_step_value_targets"]
 
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step",
           "policy_weight")                                                   # one row a sample
 GAME_FIELDS = ("result", "truncated")                                        # one row a game
+VERSION_FIELD = "format_version"                                             # one per file
 
 
 @dataclass
@@ -114,6 +117,52 @@ class SampleBatch:
         return SampleBatch(**columns, extra={k: v[index] for k, v in self.extra.items()})
 
 
+@dataclass(frozen=True)
+class SampleShape:
+    """What the arrays of a game's sample files must look like (checked on load)."""
+
+    input_shape: tuple     # numpify(vertex).shape
+    actions: int           # action_space_size
+
+    @classmethod
+    def of(cls, graph) -> SampleShape:
+        return cls(tuple(np.asarray(graph.numpify(graph.roots[0])).shape),
+                   int(graph.action_space_size))
+
+
+VALUE_SLACK = 1e-4   # float rounding of values in [-1, 1]
+
+
+def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
+    """Why a sample file's arrays do not fit the game, or "" when they do."""
+    n, a, games = len(arrays["z"]), shape.actions, len(arrays["result"])
+    expected = {"x": (n, *shape.input_shape), "pi": (n, a), "legal": (n, a), "z": (n,),
+                "action": (n,), "root_value": (n,), "game": (n,), "step": (n,),
+                "result": (games,), "truncated": (games,)}
+    for name, want in expected.items():
+        if arrays[name].shape != want:
+            return f"{name} has shape {arrays[name].shape}, the game needs {want}"
+    for name in ("x", "pi", "z", "root_value", "result"):
+        if arrays[name].dtype.kind not in "fiub":
+            return f"{name} has dtype {arrays[name].dtype}, the game needs numbers"
+        if not np.isfinite(arrays[name]).all():
+            return f"{name} holds a value that is not finite"
+    for name in ("action", "game", "step"):
+        if arrays[name].dtype.kind not in "iu":
+            return f"{name} has dtype {arrays[name].dtype}, the game needs integers"
+    if n and not (arrays["action"].min() >= 0 and arrays["action"].max() < a):
+        return f"an action id is outside 0..{a - 1}"
+    if n and not (arrays["game"].min() >= 0 and arrays["game"].max() < games):
+        return f"a game index is outside 0..{games - 1}"
+    for name, low, high in (("pi", 0.0, 1.0), ("z", -1.0, 1.0), ("root_value", -1.0, 1.0),
+                            ("result", -1.0, 1.0)):
+        values = arrays[name]
+        if values.size and (values.min() < low - VALUE_SLACK
+                            or values.max() > high + VALUE_SLACK):
+            return f"{name} holds values outside [{low:g}, {high:g}]"
+    return ""
+
+
 def n_step_value_targets(batch: SampleBatch, td_steps: int) -> np.ndarray:
     """Value targets bootstrapped `td_steps` plies ahead, from each sample's mover's view.
 
@@ -175,7 +224,8 @@ def encode_sample_file(records: list[GameRecord]) -> tuple[bytes, int]:
     arrays = records_to_arrays(records)
     buffer = io.BytesIO()
     # numpy's stub takes **arrays for its allow_pickle keyword
-    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]
+    np.savez_compressed(buffer, **arrays,  # type: ignore[arg-type]
+                        **{VERSION_FIELD: np.int64(SAMPLE_FORMAT)})
     return buffer.getvalue(), len(arrays["z"])
 
 
@@ -187,8 +237,10 @@ def write_sample_file(path: Path, records: list[GameRecord]) -> int:
     return samples
 
 
-def read_sample_file(path: Path) -> dict[str, np.ndarray]:
-    """Load and verify one sample file; raises ValueError when it is damaged or inconsistent."""
+def read_sample_file(path: Path, shape: SampleShape | None = None) -> dict[str, np.ndarray]:
+    """Load and verify one sample file; raises ValueError when it is damaged or inconsistent
+    (or, given the game's `shape`, does not fit the game), FormatError when a newer gamegym
+    wrote it.  The arrays returned hold no version."""
     try:
         # the file is opened here, not by np.load: a damaged archive makes np.load raise before
         # it hands back the object that would close the file (an unclosed file per bad file)
@@ -196,7 +248,10 @@ def read_sample_file(path: Path) -> dict[str, np.ndarray]:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
         raise ValueError(f"damaged sample file {path}: {error}") from error
-    if "policy_weight" not in arrays and "z" in arrays:   # written before the column existed
+    version = arrays.pop(VERSION_FIELD, None)
+    check_format(None if version is None else version.item() if version.shape == () else
+                 version.tolist(), SAMPLE_FORMAT, f"sample file {path}")
+    if "policy_weight" not in arrays and "z" in arrays:   # format 1: written before the column
         arrays["policy_weight"] = np.ones(len(arrays["z"]), np.float32)
     missing = [k for k in FIELDS + GAME_FIELDS if k not in arrays]
     if missing:
@@ -204,6 +259,10 @@ def read_sample_file(path: Path) -> dict[str, np.ndarray]:
     n = len(arrays["z"])
     if any(len(arrays[k]) != n for k in FIELDS):
         raise ValueError(f"sample file {path} has members of different lengths")
+    if shape is not None:
+        wrong = misfit(arrays, shape)
+        if wrong:
+            raise ValueError(f"sample file {path} does not fit the game: {wrong}")
     return arrays
 
 
@@ -261,10 +320,12 @@ class SampleCounter:
 
 def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
                  quarantine_dir: Path | None = None,
-                 sources: dict[str, int] | None = None) -> SampleBatch | None:
+                 sources: dict[str, int] | None = None,
+                 shape: SampleShape | None = None) -> SampleBatch | None:
     """The newest samples of iterations >= min_iteration, at most max_count (newest files first).
 
-    A damaged file is moved to `quarantine_dir` (when given) with a warning, and skipped.
+    A damaged file, or one that does not fit the game's `shape` (when given), is moved to
+    `quarantine_dir` (when given) with a warning, and skipped.
     `sources`, when given, receives "<iteration>/<file name>" -> samples taken from each file
     read (fewer than the file holds only for the oldest file, cut at max_count).
     """
@@ -278,7 +339,7 @@ def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
             if total >= max_count:
                 break
             try:
-                arrays = read_sample_file(path)
+                arrays = read_sample_file(path, shape)
             except ValueError as error:
                 if not path.exists():
                     continue  # removed meanwhile (pruned by hand): nothing to quarantine

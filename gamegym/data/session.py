@@ -1,7 +1,10 @@
 """The session folder: layout, lock, model registry (iteration -> file) and training history.
 
-  config.json        the full GymConfig, game spec included (resume needs nothing else)
-  session.lock       pid and start time of the running gym
+  config.json        the full GymConfig, game spec included (resume needs nothing else), and
+                     the folder's format version (gamegym.data.formats)
+  session.lock       locked by the running gym (an OS lock); pid, host and start time inside
+  runs.json          how many times a gym has run on the session (the run number seeds the
+                     processes of each run: no run replays the games of another)
   models/<it>.keras  model iterations; models/current.json names the newest
   models/<it>.fast.npz  the iteration on the CPU fast path (gamegym.nets.portable), written with
                      it when the learner has a fast form, so a Predictor loads it without
@@ -18,6 +21,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import time
 import zipfile
 from pathlib import Path
@@ -29,10 +33,12 @@ from gamegym.data.fileio import (
     atomic_publish,
     atomic_write_bytes,
     atomic_write_json,
+    make_folder,
     quarantine,
     remove_leftovers,
     temporary_path,
 )
+from gamegym.data.formats import CONFIG_FORMAT, FormatError, check_format
 
 __all__ = ["Session", "SessionError", "SessionLockedError", "fast_model_file"]
 
@@ -66,7 +72,9 @@ class Session:
         self.tensorboard_dir = self.path / "tensorboard"
         self.logs_dir = self.path / "logs"
         self.quarantine_dir = self.path / "quarantine"
+        self.runs_path = self.path / "runs.json"
         self._locked = False
+        self._lock_fd: int | None = None
 
     def __repr__(self) -> str:
         return f"Session({str(self.path)!r})"
@@ -82,7 +90,7 @@ class Session:
         if self.path.exists() and not self.path.is_dir():
             raise SessionError(f"{self.path} exists and is not a folder")
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
+            make_folder(self.path)
             self.make_folders()
             self.save_config(config)
         except OSError as error:
@@ -106,10 +114,11 @@ class Session:
 
     def make_folders(self) -> None:
         for name in FOLDERS:
-            (self.path / name).mkdir(parents=True, exist_ok=True)
+            make_folder(self.path / name)
 
     def save_config(self, config: GymConfig) -> None:
-        atomic_write_json(self.config_path, config.to_dict())
+        atomic_write_json(self.config_path,
+                          {**config.to_dict(), "format_version": CONFIG_FORMAT})
 
     def load_config(self) -> GymConfig:
         if not self.path.is_dir():
@@ -118,7 +127,19 @@ class Session:
         if not self.exists():
             raise SessionError(f"{self.path} is not a gamegym session (no config.json)")
         try:
-            return GymConfig.from_json_file(self.config_path, stored=True)
+            data = json.loads(self.config_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise SessionError(f"session config {self.config_path} is unreadable: {error}"
+                               ) from error
+        try:
+            version = 1
+            if isinstance(data, dict):
+                version = check_format(data.pop("format_version", None), CONFIG_FORMAT,
+                                       f"session {self.path} (config.json)")
+            # format 1 kept every learner's own fields in the shared sections
+            return GymConfig.from_dict(data, stored=version < 2)
+        except FormatError as error:
+            raise SessionError(str(error)) from error
         except ConfigError as error:
             raise SessionError(f"session config {self.config_path}: {error}") from error
 
@@ -131,60 +152,107 @@ class Session:
     def acquire_lock(self) -> None:
         """Take the session lock, or raise SessionLockedError naming the running gym.
 
-        A lock whose process is gone (or whose pid was reused by another program) is stale
-        and taken over.
-        """
-        me = psutil.Process()
-        record = {"pid": me.pid, "create_time": me.create_time(), "started": time.time(),
-                  "host": os.uname().nodename if hasattr(os, "uname") else ""}
-        for _ in range(3):
-            try:
-                fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                holder = self.lock_holder()
-                if holder is not None:
-                    raise SessionLockedError(
-                        f"session {self.path} is in use by gym process {holder['pid']} "
-                        f"(started {time.ctime(holder.get('started', 0))}); stop it first "
-                        f"(type 'exit' in its console or send it SIGTERM)") from None
-                log.warning("taking over stale lock %s", self.lock_path)
-                self.lock_path.unlink(missing_ok=True)
+        The lock is the operating system's (flock; LockFileEx on Windows) on session.lock,
+        held as long as this process keeps the session: it goes with the process however it
+        ends, so there is no stale lock to take over, and it holds across machines on a shared
+        folder whose file system supports locks (NFSv4, SMB).  The pid, host and start time
+        written in the file are information for the user, never the test of who holds it."""
+        if self._locked:
+            return
+        for _ in range(20):
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            if not _try_lock(fd):
+                os.close(fd)
+                holder = self._read_record()
+                raise SessionLockedError(
+                    f"session {self.path} is in use by gym process {holder.get('pid', '?')}"
+                    f"{_on_host(holder)} (started {time.ctime(holder.get('started', 0))}); "
+                    "stop it first (type 'exit' in its console or send it SIGTERM)")
+            if not _same_file(fd, self.lock_path):   # released and removed meanwhile: again
+                os.close(fd)
                 continue
-            with os.fdopen(fd, "w") as handle:
-                json.dump(record, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
+            self._write_record(fd)
+            self._lock_fd = fd
             self._locked = True
             return
         raise SessionLockedError(f"could not take the lock {self.lock_path}")
 
-    def lock_holder(self) -> dict | None:
-        """The lock record if the process holding it is alive, else None (stale or absent)."""
+    def _write_record(self, fd: int) -> None:
+        me = psutil.Process()
+        record = {"pid": me.pid, "create_time": me.create_time(), "started": time.time(),
+                  "host": socket.gethostname()}
+        data = json.dumps(record).encode()
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, data)
+        os.fsync(fd)
+
+    def _read_record(self) -> dict:
         try:
             record = json.loads(self.lock_path.read_text())
-            pid, created = int(record["pid"]), float(record["create_time"])
-        except (OSError, ValueError, KeyError, TypeError):
-            # a lock being written right now is younger than a second: treat it as held
-            try:
-                if time.time() - self.lock_path.stat().st_mtime < 1.0:
-                    return {"pid": "?", "started": time.time()}
-            except OSError:
-                pass
+        except (OSError, ValueError):
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def recorded_holder(self) -> dict | None:
+        """The lock record when the process it names still runs on this machine, else None:
+        for a reader that must not touch the lock itself (`gamegym serve`); `lock_holder`
+        is the answer of the lock."""
+        record = self._read_record()
+        try:
+            process = psutil.Process(int(record["pid"]))
+            alive = abs(process.create_time() - float(record["create_time"])) < 1.0
+        except (KeyError, TypeError, ValueError, psutil.Error):
+            return None
+        return record if alive and not _on_host(record) else None
+
+    def lock_holder(self) -> dict | None:
+        """The lock record ({} when unreadable) if a process holds the lock, else None."""
+        if self._locked:
+            return self._read_record()
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR)
+        except OSError:
             return None
         try:
-            process = psutil.Process(pid)
-            if abs(process.create_time() - created) > 1.0:
-                return None  # pid reused by another program
-            if process.status() == psutil.STATUS_ZOMBIE:
+            if _try_lock(fd):
+                _unlock(fd)
                 return None
-        except psutil.Error:
-            return None
-        return record
+            return self._read_record()
+        finally:
+            os.close(fd)
 
     def release_lock(self) -> None:
         if self._locked:
-            self.lock_path.unlink(missing_ok=True)
+            if os.name != "nt":   # removed while still held: a waiter sees another file
+                self.lock_path.unlink(missing_ok=True)
+            if self._lock_fd is not None:
+                _unlock(self._lock_fd)
+                os.close(self._lock_fd)
+            self._lock_fd = None
             self._locked = False
+
+    def begin_run(self, seed: int) -> int:
+        """Count one more run of a gym on this session and return its number (1 for the first).
+
+        Call it holding the lock.  The count is written atomically before any process starts,
+        so every run gets a number of its own; the processes' seeds derive from the config's
+        seed and this number (see gamegym.runtime.process.process_seed), and runs.json keeps
+        what is needed to reproduce them.  An unreadable runs.json is replaced by a count no
+        earlier run can have had (seconds since 1970), with a warning."""
+        try:
+            record = json.loads(self.runs_path.read_text())
+            runs = int(record["runs"])
+        except FileNotFoundError:
+            runs = 0
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            runs = int(time.time())
+            log.warning("%s is unreadable (%s); counting runs on from %d", self.runs_path,
+                        error, runs)
+        run = runs + 1
+        atomic_write_json(self.runs_path, {"runs": run, "seed": seed, "started": time.time(),
+                                           "seeds": "SeedSequence([seed, role, run, *slot])"})
+        return run
 
     # ----- models ---------------------------------------------------------------------------
     def model_path(self, iteration: int) -> Path:
@@ -294,3 +362,47 @@ def fast_model_file(model_path: Path) -> Path:
     """The fast-path file of a model file: models/<it>.keras -> models/<it>.fast.npz."""
     model_path = Path(model_path)
     return model_path.with_name(f"{model_path.stem}.fast.npz")
+# ----- the OS lock ----------------------------------------------------------------------------
+if os.name == "nt":
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # Windows only
+            return True
+        except OSError:
+            return False
+
+    def _unlock(fd: int) -> None:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]  # Windows only
+        except OSError:
+            pass
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open file is still the one at `path` (not removed or replaced)."""
+    try:
+        mine, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _on_host(record: dict) -> str:
+    host = record.get("host")
+    return f" on {host}" if host and host != socket.gethostname() else ""

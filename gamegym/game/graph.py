@@ -29,8 +29,10 @@ text and a list of the legal moves.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import inspect
 import json
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 from typing import Any, Generic, TypeVar
@@ -42,7 +44,7 @@ __all__ = [
     "GameGraph",
     "GameGraphError",
     "VertexError",
-    "GameSpecError",
+    "GameSpecError", "game_module_origin",
     "load_game",
     "game_spec",
 ]
@@ -300,12 +302,40 @@ class GameGraph(ABC, Generic[Vertex]):
 MOVED_MODULES = {"gamegym.openspiel": "gamegym.adapters.openspiel"}
 
 
-def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]:
-    """Build a game from 'package.module:Class' and keyword arguments; clear errors on failure."""
+def _module_name(spec: object) -> tuple[str, str]:
+    """(module, class) of a game spec; a module that is not a dotted name of Python
+    identifiers (a file path, a relative name) is refused before anything is imported."""
     if not isinstance(spec, str) or ":" not in spec:
         raise GameSpecError(f"game {spec!r} must look like 'package.module:ClassName'")
     module_name, _, class_name = spec.partition(":")
-    module_name = MOVED_MODULES.get(module_name, module_name)
+    if not all(part.isidentifier() for part in module_name.split(".")):
+        raise GameSpecError(f"game {spec!r}: {module_name!r} is not an importable module name "
+                            "(dotted Python names, found on the import path); gamegym imports "
+                            "game code only from importable packages, never from a file path")
+    return MOVED_MODULES.get(module_name, module_name), class_name
+
+
+def game_module_origin(spec: str) -> str:
+    """The file of the module a game spec imports, found without running any of its code (a
+    session folder names code; resuming it runs that code)."""
+    module_name, _ = _module_name(spec)
+    module = sys.modules.get(module_name)
+    if module is not None:
+        return str(getattr(module, "__file__", None) or "(built in)")
+    path = None
+    spec_found: importlib.machinery.ModuleSpec | None = None
+    for part in module_name.split("."):
+        spec_found = importlib.machinery.PathFinder.find_spec(part, path)
+        if spec_found is None:
+            raise GameSpecError(f"cannot find module {module_name!r} for game {spec!r} on the "
+                                "import path")
+        path = spec_found.submodule_search_locations
+    return str(spec_found.origin if spec_found is not None else None)
+
+
+def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]:
+    """Build a game from 'package.module:Class' and keyword arguments; clear errors on failure."""
+    module_name, class_name = _module_name(spec)
     try:
         module = importlib.import_module(module_name)
     except Exception as error:

@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 __all__ = ["configure_tensorflow", "import_tensorflow", "import_keras", "load_model",
@@ -174,11 +175,23 @@ def _numpy2_array_protocol(keras) -> None:
 
 
 def load_model(path: Path):
-    """Load a Keras model file for inference; a one-line error when it does not load."""
+    """Load a Keras model file for inference; a one-line error when it does not load.
+
+    Only the Keras v3 format (a `.keras` zip archive) is read, always in Keras' safe mode: a
+    model that carries code (a Lambda layer, a function named by module) is refused rather
+    than run.  A legacy file (HDF5 `.h5`, a SavedModel folder) is refused, naming the file:
+    convert it once with a Keras you trust (`keras.models.load_model(old).save("m.keras")`)."""
+    path = Path(path)
+    if path.suffix != ".keras" or not zipfile.is_zipfile(path):
+        what = "a folder" if path.is_dir() else (
+            "not a .keras file" if path.suffix != ".keras" else "not a .keras zip archive")
+        raise ValueError(f"cannot load model file {path}: {what}; gamegym reads only the Keras "
+                         "format (.keras); a legacy .h5 or SavedModel model can be converted "
+                         "with a Keras you trust: keras.models.load_model(old).save('m.keras')")
     keras = import_keras()
     import gamegym.nets.layers  # noqa: F401  (registers gamegym's own layers with Keras)
     try:
-        return keras.models.load_model(path, compile=False)
+        return keras.models.load_model(path, compile=False, safe_mode=True)
     except Exception as error:
         first = next((line.strip() for line in str(error).splitlines() if line.strip()),
                      type(error).__name__)

@@ -21,7 +21,9 @@ the config, the gym (its monitor and stop request), and how to spawn and join ch
 from __future__ import annotations
 
 import logging
+import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnContext
@@ -29,20 +31,51 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gamegym.data.fileio import disk_full_message
 from gamegym.registry import BACKENDS
-from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
+from gamegym.runtime.messages import NewClient
+from gamegym.runtime.process import (
+    EXIT_DISK_FULL,
+    SEED_SELFPLAYER,
+    Child,
+    process_seed,
+    where_to_look,
+)
 
 if TYPE_CHECKING:
     from gamegym.config import GymConfig
     from gamegym.data.session import Session
 
-__all__ = ["SelfplayBackend", "BackendHost", "ProcessBackend", "MAX_SELFPLAYER_RESTARTS",
+__all__ = ["SelfplayBackend", "BackendHost", "ProcessBackend", "RestartBudget",
+           "MAX_SELFPLAYER_RESTARTS", "RESTART_WINDOW_S",
            "JOIN_SELFPLAYERS_S", "JOIN_PREDICTOR_S"]
 
 log = logging.getLogger("gamegym.runtime.backends")
 
 JOIN_SELFPLAYERS_S = 20.0   # a Selfplayer finishes its move and flushes its games
 JOIN_PREDICTOR_S = 5.0
-MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot, then the gym stops with an error
+MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot within RESTART_WINDOW_S, then the gym stops
+RESTART_WINDOW_S = 3600.0    # with an error; older restarts no longer count
+
+
+class RestartBudget:
+    """At most `limit` restarts within any `window` seconds: a crash now and then over a
+    week-long session never stops it, a slot that keeps dying does."""
+
+    def __init__(self, limit: int = MAX_SELFPLAYER_RESTARTS, window: float = RESTART_WINDOW_S):
+        self.limit, self.window = limit, window
+        self.times: deque[float] = deque()
+
+    def take(self, now: float) -> bool:
+        """Count a restart at `now` (monotonic seconds); False when the budget is spent."""
+        while self.times and self.times[0] <= now - self.window:
+            self.times.popleft()
+        if len(self.times) >= self.limit:
+            return False
+        self.times.append(now)
+        return True
+
+    def spent(self) -> str:
+        """The failure's words: how many restarts in how long."""
+        return f"{len(self.times)} restarts in {self.window / 60:g} minutes"
 
 
 class BackendHost(Protocol):
@@ -62,6 +95,9 @@ class BackendHost(Protocol):
 
     @property
     def gym(self) -> Any: ...                       # the GameGym: its monitor, its stop request
+
+    @property
+    def run_number(self) -> int: ...                # this run of the session (runs.json)
 
     def spawn(self, child: Child) -> None:
         """Start a child process (and remember it in `child.process`)."""
@@ -126,23 +162,28 @@ class SelfplayBackend(ABC):
         return {}
 
 
-def restart_seed(seed: int, index: int, restarts: int) -> int:
-    """The seed of Selfplayer slot `index` after `restarts` restarts (no restart replays the
-    games of the one before)."""
-    return derive_seed(seed, 1, index, restarts)
+def restart_seed(seed: int, run: int, index: int, restarts: int) -> int:
+    """The seed of Selfplayer slot `index` after `restarts` restarts in run `run` of the
+    session (no run and no restart replays the games of another)."""
+    return process_seed(seed, SEED_SELFPLAYER, run, index, restarts)
 
 
 @BACKENDS.register
 class ProcessBackend(SelfplayBackend):
     """One Predictor process and `selfplayprocesses` Selfplayer processes on this machine, one
-    duplex pipe between each Selfplayer and the Predictor."""
+    duplex pipe between each Selfplayer process and the Predictor (a restarted Selfplayer gets
+    a new one)."""
 
     name = "processes"
 
     def __init__(self, host: BackendHost) -> None:
         super().__init__(host)
         self.children: dict[str, Child] = {}
+        self.budgets: dict[str, RestartBudget] = {}
+        self.clock = time.monotonic
         self._control: Connection | None = None
+        self._joins: Connection | None = None   # the gym's end of the pipe that hands the
+        #                                         Predictor new clients
 
     def start(self) -> None:
         from gamegym.runtime.predictor import predictor_main
@@ -151,16 +192,38 @@ class ProcessBackend(SelfplayBackend):
         count = cfg.selfplay.selfplayprocesses
         pipes = [host.ctx.Pipe(duplex=True) for _ in range(count)]
         control_in, self._control = host.ctx.Pipe(duplex=False)
+        joins_in, self._joins = host.ctx.Pipe(duplex=False)
         self.children["predictor"] = Child(
             "predictor", predictor_main,
-            (path, cfg, [p[0] for p in pipes], control_in, host.reports))
+            (path, cfg, [p[0] for p in pipes], control_in, host.reports, joins_in))
         for i in range(count):
             self.children[f"selfplayer{i}"] = Child(
                 f"selfplayer{i}", selfplayer_main,
-                (path, cfg, i, pipes[i][1], host.reports, restart_seed(cfg.seed, i, 0)),
+                (path, cfg, i, pipes[i][1], host.reports,
+                 restart_seed(cfg.seed, host.run_number, i, 0)),
                 extra={"index": i})
         for child in self.children.values():
             host.spawn(child)
+        # the gym keeps no end of a Selfplayer's pipe: when one dies, the Predictor reads its
+        # end to the EOF (a message torn by the death included) and drops it
+        for ends in pipes:
+            for end in ends:
+                end.close()
+        joins_in.close()
+
+    def _respawn(self, child: Child, seed: int) -> None:
+        """Start a dead Selfplayer's slot again on a pipe of its own; the Predictor gets the
+        other end (a NewClient)."""
+        predictor_end, selfplayer_end = self.host.ctx.Pipe(duplex=True)
+        path, cfg, index, _, reports, _ = child.args
+        child.args = (path, cfg, index, selfplayer_end, reports, seed)
+        try:
+            self.host.spawn(child)
+            assert self._joins is not None, "start() makes the joins pipe"
+            self._joins.send(NewClient(predictor_end))
+        finally:
+            predictor_end.close()
+            selfplayer_end.close()
 
     def model_channel(self) -> Connection:
         if self._control is None:
@@ -171,8 +234,8 @@ class ProcessBackend(SelfplayBackend):
         return [c for n, c in self.children.items() if n.startswith("selfplayer")]
 
     def poll(self) -> str:
-        """Restart a dead Selfplayer (up to MAX_SELFPLAYER_RESTARTS per slot); a dead
-        Predictor, too many restarts or a full disk stop the gym."""
+        """Restart a dead Selfplayer (up to MAX_SELFPLAYER_RESTARTS per slot within
+        RESTART_WINDOW_S); a dead Predictor, too many restarts or a full disk stop the gym."""
         for child in list(self.children.values()):
             process = child.process
             if process is None or process.is_alive():
@@ -183,16 +246,22 @@ class ProcessBackend(SelfplayBackend):
                 return (f"{child.name} could not write ({where_to_look(logs, child.name)}): "
                         f"{disk_full_message(self.session.path)}")
             if child.name == "predictor":
+                if child.hung:
+                    return (f"predictor stopped responding and was killed ({child.hung}); "
+                            f"{where_to_look(logs, child.name)}")
                 return f"predictor died (exit code {code}); {where_to_look(logs, child.name)}"
-            if child.restarts >= MAX_SELFPLAYER_RESTARTS:
-                return f"{child.name} died (too many restarts); {where_to_look(logs, child.name)}"
-            child.restarts += 1
-            log.warning("%s died (exit code %s); restart %d of %d", child.name, code,
-                        child.restarts, MAX_SELFPLAYER_RESTARTS)
-            print(f"[gamegym] {child.name} died (exit code {code}); restarting", flush=True)
-            child.args = (*child.args[:-1],
-                          restart_seed(self.config.seed, child.extra["index"], child.restarts))
-            self.host.spawn(child)
+            budget = self.budgets.setdefault(child.name, RestartBudget())
+            if not budget.take(self.clock()):
+                return (f"{child.name} died (too many restarts: {budget.spent()}); "
+                        f"{where_to_look(logs, child.name)}")
+            child.restarts += 1   # all restarts of the run: each one seeds anew
+            log.warning("%s died (exit code %s); restart %d (%d of %d within %g minutes)",
+                        child.name, code, child.restarts, len(budget.times), budget.limit,
+                        budget.window / 60)
+            how = f"was killed ({child.hung})" if child.hung else f"died (exit code {code})"
+            print(f"[gamegym] {child.name} {how}; restarting", flush=True)
+            self._respawn(child, restart_seed(self.config.seed, self.host.run_number,
+                                              child.extra["index"], child.restarts))
         return ""
 
     def status(self) -> dict[str, Any]:

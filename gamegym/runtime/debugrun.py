@@ -13,7 +13,7 @@ import numpy as np
 
 from gamegym.game.graph import load_game
 from gamegym.nets.inference import LocalService
-from gamegym.runtime.process import derive_seed
+from gamegym.runtime.process import SEED_SELFPLAYER, SEED_TRAINER, process_seed
 
 log = logging.getLogger("gamegym.runtime.debugrun")
 
@@ -25,8 +25,9 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
     session, config = gym.session, gym.config
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, announce=True)
     graph = load_game(config.game, config.game_args)
-    rng = np.random.default_rng(derive_seed(config.seed, 1, 0, 0))
-    trainer = build_trainer(session, config, np.random.default_rng(derive_seed(config.seed, 2)))
+    rng = np.random.default_rng(process_seed(config.seed, SEED_SELFPLAYER, gym.run_number, 0, 0))
+    trainer = build_trainer(session, config, np.random.default_rng(
+        process_seed(config.seed, SEED_TRAINER, gym.run_number)))
     learner = trainer.learner
 
     def driver_for(iteration: int):

@@ -16,7 +16,7 @@ from pathlib import Path
 from gamegym.config import GymConfig
 from gamegym.data.fileio import disk_full_message, is_disk_full
 from gamegym.data.session import Session, SessionError
-from gamegym.game.graph import GameGraph, game_spec, load_game
+from gamegym.game.graph import GameGraph, game_module_origin, game_spec, load_game
 from gamegym.nets.tfsetup import tensorflow_imported
 from gamegym.runtime.monitor import Monitor
 from gamegym.runtime.process import in_spawned_child
@@ -43,6 +43,7 @@ class GameGym:
                            "in each of them; put the code that starts the gym under "
                            "`if __name__ == \"__main__\":`")
         self.session = Session(session_path)
+        self._config_to_save = None   # a changed config, written once the lock is held
         if self.session.exists():
             self.config = self._config_for_resume(graph, config)
             if initial_model is not None:
@@ -50,6 +51,7 @@ class GameGym:
                                "initial_model is only for a new session")
         else:
             self.config = self._create(graph, config, initial_model)
+        self.run_number = 0   # the session's run number, counted when the lock is taken
         self.stop_requested = threading.Event()
         self.stop_reason = ""
         self.force = False
@@ -66,8 +68,7 @@ class GameGym:
         if not config.game:
             config = config.updated({"game": stored.game, "game_args": stored.game_args})
         config.check_resume(stored)
-        if config != stored:
-            self.session.save_config(config)
+        self._config_to_save = config if config != stored else None
         return config
 
     def _create(self, graph, config, initial_model) -> GymConfig:
@@ -97,7 +98,9 @@ class GameGym:
     def resume(self, max_seconds: float | None = None, max_iterations: int | None = None,
                console: bool = True) -> int:
         """Run until 'exit', a signal, or a limit; returns the exit code (0 = clean stop)."""
-        self.session.acquire_lock()
+        origin = game_module_origin(self.config.game)   # refuses a spec that is not a module
+        print(f"[gamegym] game {self.config.game}: its code comes from {origin}", flush=True)
+        self.take_session()
         try:
             self.session.make_folders()
             removed = self.session.tidy()
@@ -105,7 +108,9 @@ class GameGym:
             if removed:
                 log.info("removed %d temporary files left by an earlier run", removed)
             start_iteration = self.session.recover_models()
-            log.info("resuming %s at iteration %d", self.session.path, start_iteration)
+            log.info("resuming %s at iteration %d (run %d, seed %d); game code from %s",
+                     self.session.path, start_iteration, self.run_number, self.config.seed,
+                     game_module_origin(self.config.game))
             with _signals(self), _console(self, console):
                 if self.config.debug_single_process:
                     from gamegym.runtime.debugrun import run_single_process
@@ -116,6 +121,21 @@ class GameGym:
             log.info("gym exiting (%s)", "TensorFlow imported" if tensorflow_imported()
                      else "TensorFlow not imported")
             self.session.release_lock()
+
+    def take_session(self) -> None:
+        """Take the session's lock (SessionLockedError when a gym runs on it), write a config
+        changed for the resume, and count this run (runs.json): the processes' seeds derive
+        from the run number."""
+        self.session.acquire_lock()
+        try:
+            if self._config_to_save is not None:   # only the lock's holder writes config.json
+                self._config_to_save.check_resume(self.session.load_config())
+                self.session.save_config(self._config_to_save)
+                self._config_to_save = None
+            self.run_number = self.session.begin_run(self.config.seed)
+        except BaseException:
+            self.session.release_lock()
+            raise
 
     def request_stop(self, reason: str) -> None:
         if not self.stop_requested.is_set():

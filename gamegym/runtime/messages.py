@@ -67,3 +67,11 @@ class Report:
     role: str
     pid: int
     figures: dict = field(default_factory=dict)
+
+
+@dataclass
+class NewClient:
+    """The gym hands the Predictor its end of a restarted Selfplayer's pipe: each incarnation
+    of a Selfplayer has a pipe of its own, so no answer meant for a dead one reaches it."""
+
+    conn: object             # a multiprocessing Connection (duplex)

@@ -29,9 +29,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import queue
+import threading
 import time
 from collections import deque
 from multiprocessing.connection import Connection, wait
+from typing import cast
 
 import numpy as np
 
@@ -43,6 +46,7 @@ from gamegym.runtime.messages import (
     EvalResponse,
     EvaluatorRequest,
     EvaluatorUpdate,
+    NewClient,
     Reload,
     Report,
 )
@@ -60,7 +64,7 @@ class Predictor:
     `model_path(iteration)` and `current_iteration()`."""
 
     def __init__(self, models, config, clients: list[Connection], control: Connection | None,
-                 reports=None):
+                 reports=None, joins: Connection | None = None):
         from gamegym.learners import get_learner
         self.models = models
         self.config = config.predict
@@ -76,14 +80,19 @@ class Predictor:
         self._positions = 0
         self._busy = 0.0
         self._last_report = time.monotonic()
+        self._outboxes: dict[int, Outbox] = {}   # id(client) -> its sending thread
         self._joining: deque = deque()   # clients added from another thread, not yet served
         self._wake: Connection | None = None   # add_client's signal to the serving loop
+        self._accepting = joins is not None      # serve on with no client: more may join
+        if joins is not None:                    # the gym's NewClient messages
+            self.controls.append(joins)
 
     def accept_clients(self) -> None:
         """Serve until stopped even with no client, and take clients added by `add_client`
         (call before `serve`)."""
         wake_in, self._wake = multiprocessing.Pipe(duplex=False)
         self.controls.append(wake_in)
+        self._accepting = True
 
     def add_client(self, conn: Connection) -> None:
         """A new client from another thread (a Selfplayer that joined); served from the next
@@ -114,7 +123,7 @@ class Predictor:
                  getattr(evaluator, "path", type(evaluator).__name__))
         if self._portable(evaluator) is not None:
             for conn in self.live:
-                _send(conn, Reload(iteration))
+                self._send(conn, Reload(iteration))
 
     def _load_fast(self, path, iteration: int):
         """The iteration's evaluator from its fast-path file, or None (then TensorFlow, from
@@ -154,7 +163,7 @@ class Predictor:
         self.load(max(0, self.models.current_iteration()))
         timeout = self.config.batch_timeout_ms / 1000.0
         live = self.live   # clients that join are added to it
-        while live or self._wake is not None:
+        while live or self._accepting:
             ready = wait(live + self.controls, timeout=1.0)
             if not ready:
                 self._report(force=False)
@@ -191,6 +200,7 @@ class Predictor:
                 message = conn.recv()
             except (EOFError, OSError):
                 live.remove(conn)  # that Selfplayer is gone; the gym restarts it or stops
+                self._drop(conn)
                 continue
             if isinstance(message, EvalRequest):
                 pending.append((conn, message))
@@ -198,7 +208,7 @@ class Predictor:
                 iteration = (self.evaluator.iteration if message.iteration < 0
                              else message.iteration)
                 held = self.held.get(iteration)
-                _send(conn, EvaluatorUpdate(iteration, self._portable(held) if held else None))
+                self._send(conn, EvaluatorUpdate(iteration, self._portable(held) if held else None))
 
     def _handle_control(self, control: Connection) -> None:
         """Act on a control message (a Reload from the Trainer)."""
@@ -207,6 +217,10 @@ class Predictor:
         except (EOFError, OSError):
             self.controls.remove(control)  # the Trainer is gone; the gym decides what follows
             return
+        if isinstance(message, NewClient):  # a restarted Selfplayer, on a pipe of its own
+            conn = cast(Connection, message.conn)
+            self.clients.append(conn)
+            self.live.append(conn)
         if isinstance(message, Reload) and message.iteration != self.evaluator.iteration:
             self.load(message.iteration)
         while self._joining:
@@ -228,13 +242,13 @@ class Predictor:
                 error = (f"model iteration {iteration} is no longer held (the Predictor holds "
                          f"{sorted(self.held)})")
                 for conn, request in members:
-                    _send(conn, EvalResponse(request.request_id, iteration, {}, error))
+                    self._send(conn, EvalResponse(request.request_id, iteration, {}, error))
                 continue
             portable = self._portable(evaluator)
             if portable is not None and kind in portable.kinds:
                 # these clients could have answered themselves: tell them the iteration
                 for conn in {id(c): c for c, _ in members}.values():
-                    _send(conn, Reload(iteration))
+                    self._send(conn, Reload(iteration))
             requests = [r for _, r in members]
             inputs = {name: np.concatenate([r.inputs[name] for r in requests])
                       if len(requests) > 1 else requests[0].inputs[name]
@@ -243,12 +257,25 @@ class Predictor:
             offset = 0
             for conn, request in members:
                 n = _size(request)
-                _send(conn, EvalResponse(request.request_id, iteration,
+                self._send(conn, EvalResponse(request.request_id, iteration,
                                          {k: v[offset:offset + n] for k, v in outputs.items()}))
                 offset += n
             self._batches += 1
             self._positions += offset
         self._busy += time.perf_counter() - start
+
+    def _send(self, conn: Connection, message) -> None:
+        """Queue a message for a client (see Outbox)."""
+        outbox = self._outboxes.get(id(conn))
+        if outbox is None or outbox.conn is not conn:
+            outbox = self._outboxes[id(conn)] = Outbox(conn)
+        outbox.put(message)
+
+    def _drop(self, conn: Connection) -> None:
+        """A client is gone: stop its outbox."""
+        outbox = self._outboxes.pop(id(conn), None)
+        if outbox is not None:
+            outbox.close()
 
     def _report(self, force: bool) -> None:
         now = time.monotonic()
@@ -268,15 +295,38 @@ def _size(request: EvalRequest) -> int:
     return len(next(iter(request.inputs.values()))) if request.inputs else 0
 
 
-def _send(conn: Connection, response: EvalResponse | EvaluatorUpdate | Reload) -> None:
-    try:
-        conn.send(response)
-    except (BrokenPipeError, OSError):
-        pass   # that Selfplayer is gone
+class Outbox:
+    """Sends a client's messages from a thread of its own, in order.
 
+    The Predictor's loop never waits on a client's pipe: a client may be sending a large
+    request while an answer larger than the pipe's buffers waits to go to it (MuZero's hidden
+    states), and a loop blocked in that send would never read the request that blocks the
+    client.  A client that is gone makes its sends fail; they are dropped."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="outbox", daemon=True)
+        self.thread.start()
+
+    def put(self, message) -> None:
+        self.queue.put(message)
+
+    def close(self) -> None:
+        self.queue.put(None)
+
+    def _run(self) -> None:
+        while True:
+            message = self.queue.get()
+            if message is None:
+                return
+            try:
+                self.conn.send(message)
+            except (OSError, ValueError):   # that Selfplayer is gone (or its pipe closed)
+                return
 
 @child_entry("predictor")
-def predictor_main(session_path, config, clients, control, reports, *, stop_event):
+def predictor_main(session_path, config, clients, control, reports, joins=None, *, stop_event):
     from gamegym.data.session import Session
-    predictor = Predictor(Session(session_path), config, clients, control, reports)
+    predictor = Predictor(Session(session_path), config, clients, control, reports, joins)
     predictor.serve(stop_event)

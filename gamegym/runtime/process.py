@@ -25,9 +25,19 @@ EXIT_DISK_FULL = 75
 log = logging.getLogger("gamegym")
 
 
+# the role numbers of process_seed
+SEED_SELFPLAYER, SEED_TRAINER, SEED_EVALUATOR = 1, 2, 3
+
+
 def derive_seed(seed: int, *path: int) -> int:
     """A per-process seed from the master seed (only entry points seed)."""
     return int(np.random.SeedSequence([seed, *path]).generate_state(1)[0])
+
+
+def process_seed(seed: int, role: int, run: int, *slot: int) -> int:
+    """The seed of a process of run `run` of a session (runs.json counts the runs): different
+    for every run, role, slot and restart, and the same again for the same ones."""
+    return derive_seed(seed, role, run, *slot)
 
 
 def log_path(logs_dir: Path, role: str) -> Path:
@@ -55,6 +65,8 @@ class Child:
     process: BaseProcess | None = None
     restarts: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    heartbeat: Any = None       # its Heartbeat (gamegym.runtime.heartbeat), new at each spawn
+    hung: str = ""              # why the gym killed it as hung ("" when it did not)
 
 
 def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logging.Logger:
@@ -105,6 +117,9 @@ def child_entry(role: str):
             logging.captureWarnings(True)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             stop_event = kwargs.get("stop_event")
+            heartbeat = kwargs.pop("heartbeat", None)
+            if heartbeat is not None:
+                heartbeat.start_beating()
             orphaned = threading.Event()
 
             def parent_died():

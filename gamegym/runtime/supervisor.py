@@ -17,13 +17,20 @@ from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
     JOIN_PREDICTOR_S,
     JOIN_SELFPLAYERS_S,
-    MAX_SELFPLAYER_RESTARTS,
     SelfplayBackend,
 )
-from gamegym.runtime.process import EXIT_DISK_FULL, Child, derive_seed, where_to_look
+from gamegym.runtime.heartbeat import STARTUP_GRACE, Heartbeat
+from gamegym.runtime.process import (
+    EXIT_DISK_FULL,
+    SEED_EVALUATOR,
+    SEED_TRAINER,
+    Child,
+    process_seed,
+    where_to_look,
+)
 from gamegym.runtime.tensorboard import BoardWriter, status_scalars
 
-__all__ = ["Supervisor", "Child", "MAX_SELFPLAYER_RESTARTS", "JOIN_SELFPLAYERS_S",
+__all__ = ["Supervisor", "Child", "JOIN_SELFPLAYERS_S",
            "JOIN_TRAINER_S", "JOIN_PREDICTOR_S"]
 
 log = logging.getLogger("gamegym.runtime.supervisor")
@@ -46,6 +53,7 @@ class Supervisor:
         self.roles = roles
         self.session = gym.session
         self.config = gym.config
+        self.run_number = gym.run_number   # every process seed derives from it
         self.max_seconds = max_seconds
         self.max_iterations = max_iterations
         self.ctx = multiprocessing.get_context("spawn")
@@ -54,14 +62,17 @@ class Supervisor:
         self.children: dict[str, Child] = {}   # the Trainer and the Evaluator
         self.backend = make_backend(self)          # the Selfplayers and their Predictor
         self.failure = ""
+        self.clock = time.monotonic
 
     # ----- start ----------------------------------------------------------------------------
     def spawn(self, child: Child) -> None:
+        child.heartbeat, child.hung = Heartbeat(self.ctx), ""
         child.process = self.ctx.Process(
             target=child.target, name=child.name,
             args=(self.session.logs_dir, self.config.log_level, child.name, *child.args),
-            kwargs={"stop_event": self.stop_event}, daemon=False)
+            kwargs={"stop_event": self.stop_event, "heartbeat": child.heartbeat}, daemon=False)
         child.process.start()
+        child.heartbeat.seen(self.clock())
         self.gym.monitor.watch(child.name, child.process.pid)
         log.info("started %s (pid %d)", child.name, child.process.pid)
 
@@ -78,11 +89,13 @@ class Supervisor:
         if "trainer" in self.roles:
             self.children["trainer"] = Child(
                 "trainer", trainer_main, (path, cfg, self.backend.model_channel(), self.reports,
-                                          derive_seed(cfg.seed, 2)))
+                                          process_seed(cfg.seed, SEED_TRAINER, self.run_number)))
         if cfg.evaluate.every and "evaluator" in self.roles:
             from gamegym.evaluation.evaluator import evaluator_main
             self.children["evaluator"] = Child(
-                "evaluator", evaluator_main, (path, cfg, self.reports, derive_seed(cfg.seed, 3)))
+                "evaluator", evaluator_main,
+                (path, cfg, self.reports,
+                 process_seed(cfg.seed, SEED_EVALUATOR, self.run_number)))
         for child in self.children.values():
             self.spawn(child)
 
@@ -102,6 +115,7 @@ class Supervisor:
             self.start()   # inside: a start that fails half-way stops what it started
             while not gym.stop_requested.is_set():
                 self._drain(timeout=0.5)
+                self._check_heartbeats()
                 self._check_children()
                 self._poll_backend()
                 if self.max_seconds is not None and time.monotonic() - started >= self.max_seconds:
@@ -160,10 +174,35 @@ class Supervisor:
             if code == EXIT_DISK_FULL:   # a restart would fail the same way
                 self.failure = (f"{child.name} could not write ({where}): "
                                 f"{disk_full_message(self.session.path)}")
+            elif child.hung:
+                self.failure = (f"{child.name} stopped responding and was killed "
+                                f"({child.hung}); {where}")
             else:
                 self.failure = f"{child.name} died (exit code {code}); {where}"
             self.gym.request_stop(self.failure)
             return
+
+    def _check_heartbeats(self) -> None:
+        """Kill a child whose heartbeat stopped (see gamegym.runtime.heartbeat), naming it;
+        its death is then handled as a crash (a Selfplayer is restarted, the others stop the
+        gym with the reason)."""
+        deadline = self.config.heartbeat_timeout
+        if not deadline:
+            return
+        now = self.clock()
+        for child in [*self.children.values(), *getattr(self.backend, "children", {}).values()]:
+            beat, process = child.heartbeat, child.process
+            if beat is None or process is None or child.hung or not process.is_alive():
+                continue
+            silent = beat.silent_for(now)
+            if silent < (deadline if beat.started else STARTUP_GRACE * deadline):
+                continue
+            child.hung = f"no heartbeat for {silent:.0f} s"
+            message = (f"{child.name} is not responding (no heartbeat for {silent:.0f} s: "
+                       "stopped or hung); killing it")
+            log.error(message)
+            print(f"[gamegym] {message}", flush=True)
+            process.kill()
 
     def _poll_backend(self) -> None:
         try:

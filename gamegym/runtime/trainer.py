@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gamegym.data.replay import make_replay
+from gamegym.data.samples import SampleShape
 from gamegym.game.graph import load_game
 from gamegym.runtime.fastmodels import fast_model_bytes
 from gamegym.runtime.messages import Reload, Report
@@ -36,7 +37,10 @@ class Trainer:
         self.model = model
         self.rng = rng
         self.listeners = listeners or []
-        self.replay = replay if replay is not None else make_replay(session, config)
+        if replay is None:   # sample files that do not fit the game are quarantined
+            replay = make_replay(session, config,
+                                 None if graph is None else SampleShape.of(graph))
+        self.replay = replay
 
     def ready(self) -> tuple[bool, str]:
         """Whether enough samples are there to train, and why not."""

@@ -92,7 +92,7 @@ class SessionProgress:
                  "searches_per_s": r.get("searches_per_s"),
                  "loss": (r.get("last_losses") or {}).get("loss")} for r in records]
         last = records[-1] if records else {}
-        holder = session.lock_holder() if session.lock_path.exists() else None
+        holder = session.recorded_holder()   # never the lock itself: a gym may be starting
         return {
             "time": time.time(),
             "running": holder is not None,

@@ -109,3 +109,103 @@ def test_damaged_newest_model_is_quarantined_and_the_previous_one_used(tmp_path)
     assert sorted(p.name.split("-")[-1] for p in session.quarantine_dir.iterdir()) == \
         ["1.keras", "2.keras"]
     assert session.model_iterations() == [0]
+
+
+def test_resume_with_a_config_on_a_running_session_is_refused_and_changes_nothing(tmp_path):
+    session = make_session(tmp_path)
+    before = session.config_path.read_bytes()
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps({"selfplay": {"searchcount": 7}}))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
+        "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"), str(session.path)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        done = subprocess.run([sys.executable, "-m", "gamegym", "resume", str(session.path),
+                               "--config", str(changed)], capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode != 0
+    assert f"in use by gym process {holder.pid}" in done.stderr
+    assert session.config_path.read_bytes() == before
+
+
+HOLD = ("import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
+        "s.acquire_lock(); print('locked', flush=True); time.sleep(60)")
+
+
+def test_a_lock_file_naming_a_live_process_of_another_host_but_held_by_none_is_taken_over(
+        tmp_path):
+    """The OS lock decides, not the pid in the file (on a shared folder it may be another
+    machine's pid, alive here by chance)."""
+    import psutil
+    session = make_session(tmp_path)
+    init = psutil.Process(1)
+    session.lock_path.write_text(json.dumps({"pid": 1, "create_time": init.create_time(),
+                                             "started": 0, "host": "another-machine"}))
+    session.acquire_lock()
+    assert json.loads(session.lock_path.read_text())["pid"] == os.getpid()
+    session.release_lock()
+
+
+def test_a_held_lock_is_refused_whatever_its_file_says(tmp_path):
+    session = make_session(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(session.path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        session.lock_path.write_text("")                  # torn or emptied by hand, long ago
+        os.utime(session.lock_path, (0, 0))
+        with pytest.raises(SessionLockedError, match="is in use"):
+            Session(session.path).acquire_lock()
+        assert Session(session.path).lock_holder() is not None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert Session(session.path).lock_holder() is None
+
+
+def test_of_many_gyms_racing_for_a_stale_lock_exactly_one_wins(tmp_path):
+    session = make_session(tmp_path)
+    session.lock_path.write_text(json.dumps({"pid": 999999, "create_time": 0, "started": 0}))
+    race = ("import sys,time; from gamegym.data.session import Session, SessionLockedError\n"
+            "s = Session(sys.argv[1]); time.sleep(max(0, float(sys.argv[2]) - time.time()))\n"
+            "try:\n    s.acquire_lock(); print('won', flush=True); time.sleep(3)\n"
+            "except SessionLockedError:\n    print('lost', flush=True)\n")
+    import time
+    start = str(time.time() + 2.0)
+    racers = [subprocess.Popen([sys.executable, "-c", race, str(session.path), start],
+                               stdout=subprocess.PIPE, text=True) for _ in range(6)]
+    outcomes = sorted(r.communicate(timeout=60)[0].strip() for r in racers)
+    assert outcomes == ["lost"] * 5 + ["won"]
+
+
+class ZipModel:
+    """Saves a small zip with a config.json, as a Keras model file is."""
+
+    def save(self, path):
+        import zipfile
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("config.json", "{}")
+
+
+@pytest.mark.parametrize("keep, kept", [(0, [0, 1, 2, 3, 4, 5]), (1, [0, 5]), (2, [0, 4, 5]),
+                                        (9, [0, 1, 2, 3, 4, 5])])
+def test_keep_models_keeps_the_newest_files_and_iteration_0(tmp_path, keep, kept):
+    session = make_session(tmp_path)
+    for iteration in range(6):
+        session.publish_model(ZipModel(), iteration, keep=keep)
+        assert session.current_iteration() == iteration
+        assert session.model_path(iteration).is_file()          # the new one never goes
+    assert session.model_iterations() == kept
+    resumed = Session(session.path)
+    assert resumed.recover_models() == 5 and resumed.model_is_sound(5)
+
+
+def test_keep_models_is_checked():
+    from gamegym.config import ConfigError
+    with pytest.raises(ConfigError, match="keep_models"):
+        GymConfig(game="games.tictactoe:TicTacToe", train={"keep_models": -1})

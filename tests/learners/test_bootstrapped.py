@@ -378,8 +378,11 @@ def test_the_predictor_answers_q_requests_like_the_online_network(graph, tmp_pat
     x = np.stack([graph.numpify(v) for v in graph.children_at(graph.roots[0])])
     predictor._evaluate([(theirs, EvalRequest(1, "q", {"x": x[:5]})),
                          (theirs, EvalRequest(2, "q", {"x": x[5:]}))])
-    answers = [m for m in iter(lambda: mine.recv() if mine.poll() else None, None)
-               if isinstance(m, EvalResponse)]   # (the Reloads announce the portable form)
+    answers = []       # (the Reloads announce the portable form; a thread sends them)
+    while len(answers) < 2 and mine.poll(30):
+        message = mine.recv()
+        if isinstance(message, EvalResponse):
+            answers.append(message)
     assert [a.request_id for a in answers] == [1, 2]
     got = np.concatenate([a.outputs["q"] for a in answers])
     assert got.shape == (9, 4, 9)

@@ -8,7 +8,7 @@ import time
 
 import psutil
 import pytest
-from conftest import gamegym_command
+from conftest import gamegym, gamegym_command
 
 from gamegym.data.samples import read_sample_file
 
@@ -214,3 +214,54 @@ def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
     done = subprocess.run(gamegym_command("resume", str(session), "--max-iterations", "1"),
                           capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def games_played(session):
+    """(actions, search values) of every game in the session's sample files."""
+    from gamegym.data.samples import sample_files, sample_iterations
+    games = []
+    for iteration in sample_iterations(session / "samples"):
+        for path in sample_files(session / "samples", iteration):
+            arrays = read_sample_file(path)
+            for game in range(len(arrays["result"])):
+                rows = arrays["game"] == game
+                games.append((tuple(arrays["action"][rows]),
+                              tuple(arrays["root_value"][rows].round(6))))
+    return games
+
+
+def test_resumes_on_the_same_model_write_no_game_twice(new_session):
+    # no training (the model stays iteration 0), one search thread: a run's games follow
+    # from its seeds alone
+    session = new_session(changes={
+        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 1, "gamelog_dump_threshold": 2},
+        "train": {"min_samplecount": 100000, "max_samplecount": 100000}})
+    counts = []
+    for _ in range(2):
+        done = gamegym("resume", session, "--max-seconds", "20", timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr
+        counts.append(len(games_played(session)))
+    games = games_played(session)
+    assert counts[0] >= 2 and counts[1] > counts[0], done.stdout
+    repeats = len(games) - len(set(games))
+    assert repeats == 0, f"{repeats} of {len(games)} games repeat an earlier one"
+    assert json.loads((session / "runs.json").read_text())["runs"] == 2
+
+
+@pytest.mark.parametrize("role", ["trainer", "predictor"])
+def test_a_stopped_trainer_or_predictor_is_named_killed_and_stops_the_gym(new_session, role):
+    session = new_session(changes={**CHANGES, "heartbeat_timeout": 4.0})
+    gym = start_gym(session)
+    try:
+        wait_for_line(gym, playing)
+        os.kill(find_role(session, role), signal.SIGSTOP)
+        lines = wait_for_line(gym, lambda line: "stopped with an error" in line, 90)
+        text = "".join(lines)
+        assert f"{role} is not responding (no heartbeat for" in text
+        assert f"{role} stopped responding and was killed" in text
+        assert gym.wait(timeout=60) == 1
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    assert f"{role} is not responding" in (session / "logs" / "gym.log").read_text()
+    assert not (session / "session.lock").exists()

@@ -397,3 +397,54 @@ def test_without_onnxruntime_dense_models_take_numpy_and_conv_models_tensorflow(
     conv = ModelEvaluator(build_network(shape, 7, "residual", 8, 1, seed=0))
     assert dense.path == "numpy" and dense.portable() is not None
     assert conv.path == "tensorflow" and conv.portable() is None
+
+
+def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
+    """A client sends a second large request while the Predictor sends the large answer to the
+    first: with both larger than the pipe's socket buffers, neither may wait on the other."""
+    import socket
+    graph = Santorini(3, 1)
+    shape = graph.numpify(graph.roots[0]).shape
+    session = Session(tmp_path / "s")
+    config = GymConfig(game="games.santorini:Santorini", game_args={"dimension": 3,
+                                                                    "units_per_player": 1},
+                       predict={"evaluate_in_selfplayers": False, "batchsize": 8})
+    session.create(config)
+    session.publish_model(build_network(shape, 73, "dense", 8, 1, seed=1), 0)
+    ctx = multiprocessing.get_context("spawn")
+    mine, theirs = ctx.Pipe()
+    control_in, control_out = ctx.Pipe(duplex=False)
+    stop, reports = ctx.Event(), ctx.Queue()
+    process = ctx.Process(target=predictor_main, args=(
+        session.logs_dir, "INFO", "predictor", str(session.path), config, [theirs], control_in,
+        reports), kwargs={"stop_event": stop})
+    process.start()
+    theirs.close()
+    pair = socket.socket(fileno=mine.fileno())
+    buffered = pair.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) + \
+        pair.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    pair.detach()
+    answer_bytes_per_row = 73 * 4 + 4
+    rows = 4 * 2 * buffered // answer_bytes_per_row + 1       # answers of 4x both buffers
+    x = positions(graph, rows, seed=3)
+    assert x.nbytes > 4 * 2 * buffered
+    got = []
+
+    def client():
+        for request_id in (1, 2, 3):
+            mine.send(EvalRequest(request_id, "evaluate", {"x": x}))
+        for _ in range(3):
+            got.append(mine.recv())
+
+    thread = threading.Thread(target=client, daemon=True)
+    try:
+        thread.start()
+        thread.join(60)
+        assert not thread.is_alive(), "the client and the Predictor wait on each other"
+        assert [a.request_id for a in got] == [1, 2, 3]
+        assert all(a.outputs["probs"].shape == (rows, 73) for a in got)
+    finally:
+        stop.set()
+        process.join(10)
+        if process.is_alive():
+            process.kill()

@@ -142,7 +142,7 @@ def make_backend(tmp_path, selfplay=None, address="auto"):
     session.model_path(0).write_bytes(b"model 0")
     (session.models_dir / "current.json").write_text(json.dumps({"iteration": 0}))
     gym = SimpleNamespace(monitor=Monitor(), force=False)
-    host = SimpleNamespace(session=session, config=config, gym=gym,
+    host = SimpleNamespace(session=session, config=config, gym=gym, run_number=1,
                            ctx=multiprocessing.get_context("spawn"))
     backend = RayBackend(host)
     backend.start()
@@ -271,7 +271,8 @@ def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_li
     assert "selfplayer0 on node head00@10.0.0.1 died; restarting it" in capsys.readouterr().out
     actor.takes[-1].answer(take_answer(error="Traceback ...\nPredictorTimeout: no answer"))
     failure = backend.poll()
-    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (too many restarts); see ")
+    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (too many restarts: "
+                              f"{MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see ")
     assert failure.endswith("selfplayer0.log")
 
 

@@ -14,10 +14,10 @@ import pytest
 
 from gamegym.config import GymConfig
 from gamegym.nets.inference import PipeService, PositionEvaluator, PredictorTimeout
-from gamegym.runtime.backends import ProcessBackend
+from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS, ProcessBackend
 from gamegym.runtime.messages import EvalResponse
 from gamegym.runtime.process import EXIT_DISK_FULL
-from gamegym.runtime.supervisor import MAX_SELFPLAYER_RESTARTS, Child, Supervisor
+from gamegym.runtime.supervisor import Child, Supervisor
 from games.tictactoe import TicTacToe
 
 
@@ -41,6 +41,7 @@ class FakeGym:
         self.session = SimpleNamespace(path=path, logs_dir=path / "logs")
         self.monitor = SimpleNamespace()
         self.config = GymConfig(game="games.tictactoe:TicTacToe")
+        self.run_number = 1
         self.stop_requested = threading.Event()
         self.reasons = []
 
@@ -62,9 +63,12 @@ def supervisor(tmp_path, monkeypatch):
     supervisor.spawned = spawned
     assert isinstance(supervisor.backend, ProcessBackend)
     (tmp_path / "logs").mkdir()
+    joins, supervisor.backend._joins = multiprocessing.Pipe(duplex=False)   # to the Predictor
+    supervisor.joins = joins
     for name in ("predictor", "trainer", "selfplayer0", "selfplayer1"):
         owner = supervisor.children if name == "trainer" else supervisor.backend.children
-        owner[name] = Child(name, None, (0,), LiveProcess(), extra={"index": 0})
+        args = ("path", None, 0, None, None, 0) if name.startswith("selfplayer") else (0,)
+        owner[name] = Child(name, None, args, LiveProcess(), extra={"index": 0})
         (tmp_path / "logs" / f"{name}.log").write_text("started\n")   # as a real child does
     return supervisor
 
@@ -92,7 +96,8 @@ def test_dead_selfplayer_is_restarted_with_a_new_seed_until_the_limit(supervisor
     slot.process = DeadProcess(-9)                         # one death too many
     check(supervisor)
     assert len(supervisor.spawned) == MAX_SELFPLAYER_RESTARTS
-    assert supervisor.failure.startswith("selfplayer1 died (too many restarts); see ")
+    assert supervisor.failure.startswith(
+        f"selfplayer1 died (too many restarts: {MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see ")
     assert supervisor.failure.endswith("selfplayer1.log")
     assert supervisor.gym.reasons == [supervisor.failure]
 
@@ -137,3 +142,117 @@ def test_selfplayer_skips_answers_to_requests_it_gave_up():
     probs, values = client([graph.roots[0]])
     assert np.array_equal(probs, answer) and values.tolist() == [-0.25]
     assert client.iteration == 3
+
+
+def test_the_restart_budget_counts_restarts_in_a_sliding_window(supervisor):
+    """A long session with rare crashes never runs out of restarts; a burst still stops it."""
+    from gamegym.runtime.backends import RESTART_WINDOW_S
+    now = [1000.0]
+    supervisor.backend.clock = lambda: now[0]
+    slot = child(supervisor, "selfplayer1")
+    seeds = []
+    for _ in range(4 * MAX_SELFPLAYER_RESTARTS):     # a death every window / limit + a bit
+        now[0] += RESTART_WINDOW_S / MAX_SELFPLAYER_RESTARTS + 1.0
+        slot.process = DeadProcess(-9)
+        check(supervisor)
+        seeds.append(slot.args[-1])
+    assert not supervisor.gym.stop_requested.is_set()
+    assert len(supervisor.spawned) == 4 * MAX_SELFPLAYER_RESTARTS
+    assert len(set(seeds)) == len(seeds)
+    for _ in range(MAX_SELFPLAYER_RESTARTS):          # a burst: the window fills up
+        now[0] += 1.0
+        slot.process = DeadProcess(-9)
+        check(supervisor)
+    assert supervisor.failure.startswith("selfplayer1 died (too many restarts")
+    assert f"{MAX_SELFPLAYER_RESTARTS} restarts in" in supervisor.failure
+
+
+def test_a_restarted_selfplayer_gets_a_channel_of_its_own(tmp_path):
+    """Nothing the Predictor wrote for the dead Selfplayer (nor a message torn by its death)
+    can reach the new one: it gets a new pipe, whose other end goes to the Predictor; the gym
+    keeps no end of either, so the Predictor reads the dead one's end to its EOF."""
+    import os
+    from multiprocessing.connection import Connection
+
+    from gamegym.runtime.messages import NewClient
+    gym = FakeGym(tmp_path)
+    gym.config = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"selfplayprocesses": 2})
+    gym.monitor = SimpleNamespace(watch=lambda name, pid: None, backend=None)
+    supervisor = Supervisor(gym, None, None)
+    held = {}     # what each started process holds, as spawn hands it over
+
+    def spawn(child):
+        child.process = LiveProcess()
+        if child.name == "predictor":
+            held["predictor"] = [Connection(os.dup(c.fileno())) for c in child.args[2]]
+            held["joins"] = Connection(os.dup(child.args[-1].fileno()))
+        else:
+            held.setdefault(child.name, []).append(Connection(os.dup(child.args[3].fileno())))
+
+    supervisor.spawn = spawn
+    (tmp_path / "logs").mkdir()
+    backend = supervisor.backend
+    backend.start()
+    predictor, slot = backend.children["predictor"], backend.children["selfplayer1"]
+    assert slot.args[3].closed and all(end.closed for end in predictor.args[2])  # gym's copies
+    slot.process = DeadProcess(-9)
+    os.write(held["selfplayer1"][0].fileno(), b"\x00\x00\x10\x00torn")   # killed mid-message
+    held["selfplayer1"][0].close()                               # ... and gone
+    check(supervisor)
+    with pytest.raises((EOFError, OSError)):                     # a clean disconnect
+        held["predictor"][1].recv()
+    joins = held["joins"]
+    assert joins.poll(5)
+    joined = joins.recv()
+    assert isinstance(joined, NewClient)
+    held["selfplayer1"][1].send("from the new incarnation")
+    assert joined.conn.recv() == "from the new incarnation"
+    assert held["predictor"][0].poll() is False                  # the other slot: untouched
+
+
+class StoppedProcess(LiveProcess):
+    """Alive, but its heartbeat never moves (SIGSTOP, or hung with the GIL held)."""
+
+    def __init__(self):
+        self.killed = False
+
+    def kill(self):
+        self.killed = True
+
+
+@pytest.mark.parametrize("role", ["trainer", "predictor", "selfplayer0"])
+def test_a_process_without_a_heartbeat_is_named_killed_and_handled_as_a_crash(
+        supervisor, role, caplog, capsys):
+    import logging
+
+    from gamegym.runtime.heartbeat import Heartbeat
+    now = [500.0]
+    supervisor.clock = lambda: now[0]
+    deadline = supervisor.config.heartbeat_timeout
+    assert 0 < deadline < 60
+    for owner in (supervisor.children, supervisor.backend.children):
+        for slot in owner.values():
+            slot.heartbeat = Heartbeat()
+            slot.heartbeat.seen(now[0])
+            slot.heartbeat.beat()                    # started up
+    stuck = child(supervisor, role)
+    stuck.process = StoppedProcess()
+    with caplog.at_level(logging.WARNING):
+        for _ in range(int(deadline) + 2):
+            now[0] += 1.0
+            for _name, slot in {**supervisor.children, **supervisor.backend.children}.items():
+                if slot is not stuck:
+                    slot.heartbeat.beat()            # the others beat on
+            supervisor._check_heartbeats()
+    assert stuck.process.killed
+    message = f"{role} is not responding (no heartbeat for"
+    assert message in caplog.text and message in capsys.readouterr().out
+    others = [c for c in {**supervisor.children, **supervisor.backend.children}.values()
+              if c is not stuck]
+    assert not any(getattr(c.process, "killed", False) for c in others)
+    stuck.process = DeadProcess(-9)                  # what the kill leaves
+    check(supervisor)
+    if role == "selfplayer0":
+        assert supervisor.spawned == ["selfplayer0"] and not supervisor.failure
+    else:
+        assert supervisor.failure.startswith(f"{role} stopped responding and was killed")

@@ -13,8 +13,8 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
   actor finished since (at most `OUTBOX_FILES`, each one flush of `gamelog_dump_threshold`
   games), which the gym writes into samples/<iteration>/ atomically, as a Selfplayer process
   would.  The object store holds a file only on its way; never the replay buffer.
-- Faults: a dead actor's slot is restarted on its node (up to `MAX_SELFPLAYER_RESTARTS`, then
-  the gym stops with an error); a node that leaves takes its actors and their games in flight
+- Faults: a dead actor's slot is restarted on its node (up to `MAX_SELFPLAYER_RESTARTS` within
+  `RESTART_WINDOW_S`, then the gym stops with an error); a node that leaves takes its actors and their games in flight
   with it, and a node that joins gets a Predictor and Selfplayers.
 - Stop: Selfplayers finish their move and their last files are written, then every actor is
   killed; a Ray the gym started itself is shut down (and killed by a reaper process should the
@@ -33,7 +33,7 @@ from typing import Any
 from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
     JOIN_SELFPLAYERS_S,
-    MAX_SELFPLAYER_RESTARTS,
+    RestartBudget,
     SelfplayBackend,
     restart_seed,
 )
@@ -63,7 +63,8 @@ class Slot:
     actor: Any = None          # a Ray actor handle (Ray has no types)
     take: Any = None        # the open take call (an ObjectRef)
     pid: int | None = None
-    restarts: int = 0
+    restarts: int = 0          # all restarts of the run (each one seeds anew)
+    budget: RestartBudget = field(default_factory=RestartBudget)
     closed: bool = False       # stopped, its last files written
     died: str = ""             # why its last actor died
 
@@ -83,6 +84,7 @@ class NodeGroup:
     pid: int | None = None           # the Predictor's process id (on its node)
     last_poll: float = 0.0
     restarts: int = 0
+    budget: RestartBudget = field(default_factory=RestartBudget)
     died: str = ""                   # why its last Predictor died
     slots: list = field(default_factory=list)
 
@@ -172,8 +174,8 @@ class RayBackend(SelfplayBackend):
 
     def _restart(self, thing, what: str, log_name: str, action: str) -> str:
         """Count a restart of a slot or a node's Predictor; past the limit, the failure."""
-        if thing.restarts >= MAX_SELFPLAYER_RESTARTS:
-            return (f"{what} died (too many restarts); see "
+        if not thing.budget.take(time.monotonic()):
+            return (f"{what} died (too many restarts: {thing.budget.spent()}); see "
                     f"{log_path(self.session.logs_dir, log_name)}")
         thing.restarts += 1
         log.warning("%s died (%s); %s", what, thing.died, action)
@@ -222,7 +224,7 @@ class RayBackend(SelfplayBackend):
         from gamegym.runtime.ray.actors import SelfplayerActor
         actor = self.ray.remote(SelfplayerActor).options(**self._pinned(
             group, num_cpus=self.config.selfplay.ray_selfplayer_cpus))
-        seed = restart_seed(self.config.seed, slot.index, slot.restarts)
+        seed = restart_seed(self.config.seed, self.host.run_number, slot.index, slot.restarts)
         slot.actor = actor.remote(slot.name, self.config, seed, group.address, self.authkey)
         slot.take = slot.actor.take.remote(TAKE_WAIT_S)
         slot.pid = None

@@ -1,0 +1,359 @@
+"""A seeded chaos soak: a real session, faults injected on a seeded schedule, invariants checked.
+
+    python scripts/soak.py --minutes 10 --seed 1 --json [--folder soak] [--resume]
+
+It runs a tic-tac-toe session with every process kind (Trainer, Predictor, two Selfplayers, the
+Evaluator; curious replay, so the replay state is on disk too) in cycles: start the gym, let it
+play, inject one fault, let the gym stop (or stop it), and check the folder.  The faults, drawn
+from the seed: SIGKILL of each process kind and of the gym itself, SIGSTOP (short: resumed by
+SIGCONT; long: the gym's heartbeat deadline kills it), `exit` typed on the console, and a full
+disk (a file-size limit on the gym and its children, as a quota would set).
+
+After every cycle it checks: no two games with the same moves and search values (a repeat is a
+replayed seed); iterations never go back; every model file is a sound archive; the newest
+replay state names only sample files on disk with their row counts; no temporary file after a
+clean stop, and nothing in quarantine (no damage is injected); no process of the gym left
+running; every sample file seen before is still there and valid.
+
+Counts are kept in <folder>/soak.json; `--resume` adds to them (a long soak is made of runs of
+a few hours).  It prints one JSON object: faults, faults_by_kind, resumes, games, samples,
+iterations, cycles, minutes, violations (each invariant's name and its count).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from gamegym.data.fileio import atomic_write_json
+from gamegym.data.replaybuffer import read_state
+from gamegym.data.samples import SampleShape, read_sample_file, sample_files, sample_iterations
+from gamegym.data.session import Session
+from gamegym.game.graph import load_game
+
+GAME = "games.tictactoe:TicTacToe"
+CONFIG = {
+    "network": {"kind": "dense", "width": 16, "blocks": 1},
+    "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 2, "searchcount": 16,
+                 "gamelog_dump_threshold": 4},
+    "train": {"replay": "curious", "num_updates_per_train_iter": 8, "batchsize": 32,
+              "min_samplecount": 100, "min_new_samples": 100, "replay_capacity": 5000,
+              "validation_split": 0.0},
+    "evaluate": {"every": 1, "games": 4, "searchcount": 8, "opponents": ["random"]},
+    "status_interval": 1.0,
+    "heartbeat_timeout": 6.0,
+}
+SURVIVED = ("kill_selfplayer", "stop_short")   # the gym plays on after these
+KINDS = ("kill_trainer", "kill_predictor", "kill_selfplayer", "kill_evaluator", "kill_gym",
+         "stop_short", "stop_long", "exit", "disk_full")
+ROLES_STOPPED = ("trainer", "predictor", "selfplayer0", "selfplayer1", "evaluator")
+INVARIANTS = ("repeated_game", "iteration_went_back", "unsound_model", "replay_state_mismatch",
+              "temporary_file_left", "quarantined_file", "orphan_process", "sample_file_lost",
+              "sample_file_invalid", "gym_did_not_start")
+
+
+class Soak:
+    """One run of the soak on a folder (see the module docstring)."""
+
+    def __init__(self, folder: Path, seed: int, resume: bool):
+        self.folder = folder
+        self.session = Session(folder / "session")
+        self.record_path = folder / "soak.json"
+        if resume and self.record_path.is_file():
+            self.totals = json.loads(self.record_path.read_text())
+        else:
+            if self.record_path.exists():
+                raise SystemExit(f"{self.record_path} exists: add --resume to go on with it")
+            self.totals = {"faults": 0, "faults_by_kind": {}, "resumes": 0, "cycles": 0,
+                           "minutes": 0.0, "runs": 0, "seed": seed,
+                           "violations": dict.fromkeys(INVARIANTS, 0)}
+            self._new_session()
+        self.totals["runs"] += 1
+        self.rng = np.random.default_rng([seed, self.totals["runs"]])
+        self.shape = SampleShape.of(load_game(GAME))
+        self.games: dict[tuple, str] = {}     # (actions, values) -> the file it is in
+        self.seen: set[Path] = set()
+        self.max_iteration = self.session.current_iteration()
+
+    def _new_session(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        config = self.folder / "config.json"
+        config.write_text(json.dumps(CONFIG))
+        done = subprocess.run(gamegym("new", self.session.path, "--game", GAME,
+                                      "--config", config), capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"cannot make the soak session: {done.stderr}")
+
+    # ----- one cycle ------------------------------------------------------------------------
+    def cycle(self) -> None:
+        kind = KINDS[int(self.rng.integers(len(KINDS)))]
+        limit = kind == "disk_full"
+        gym = start_gym(self.session.path, limit)
+        watcher = Lines(gym)
+        family: set[int] = set()
+        started = watcher.wait_for(lambda line: "| games " in line or "stopped" in line, 150,
+                                   gym, family)
+        if not started and not limit:
+            self.violation("gym_did_not_start")
+        elif not limit:
+            for _extra in range(int(self.rng.integers(0, 4))):   # faults the gym plays on after
+                time.sleep(float(self.rng.uniform(1.0, 4.0)))
+                family |= descendants(gym)
+                survived = SURVIVED[int(self.rng.integers(len(SURVIVED)))]
+                self.inject(survived, gym, watcher, family)
+                self.count_fault(survived)
+            time.sleep(float(self.rng.uniform(1.0, 6.0)))
+            family |= descendants(gym)
+            self.inject(kind, gym, watcher, family)
+        stop(gym, watcher, family, expect_stop=kind not in SURVIVED)
+        self.count_fault(kind)
+        self.check(family, clean=gym.returncode in (0, 1))   # the gym's own stop: tidy
+        self.totals["resumes"] += 1
+        self.totals["cycles"] += 1
+
+    def inject(self, kind: str, gym, watcher, family) -> None:
+        if kind == "exit":
+            gym.stdin.write("exit\n")
+            gym.stdin.flush()
+            return
+        if kind == "kill_gym":
+            os.kill(gym.pid, signal.SIGKILL)
+            return
+        role = {"kill_trainer": "trainer", "kill_predictor": "predictor",
+                "kill_evaluator": "evaluator"}.get(kind)
+        if role is None:
+            role = (f"selfplayer{int(self.rng.integers(2))}" if kind == "kill_selfplayer"
+                    else ROLES_STOPPED[int(self.rng.integers(len(ROLES_STOPPED)))])
+        pid = role_pid(self.session, role, family)
+        if pid is None:
+            return   # not running now (an Evaluator between ratings): the fault is the stop
+        if kind.startswith("kill"):
+            os.kill(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGSTOP)
+            pause = 2.0 if kind == "stop_short" else CONFIG["heartbeat_timeout"] + 6.0
+            time.sleep(pause)
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass   # the gym killed it as hung
+        time.sleep(float(self.rng.uniform(1.0, 4.0)))
+
+    def count_fault(self, kind: str) -> None:
+        self.totals["faults"] += 1
+        by_kind = self.totals["faults_by_kind"]
+        by_kind[kind] = by_kind.get(kind, 0) + 1
+
+    def violation(self, name: str, count: int = 1, detail: str = "") -> None:
+        if count:
+            self.totals["violations"][name] += count
+            print(f"[soak] violation {name} x{count} {detail}", file=sys.stderr, flush=True)
+
+    # ----- invariants -----------------------------------------------------------------------
+    def check(self, family: set[int], clean: bool) -> None:
+        session = self.session
+        alive = [p for p in family if running(p)]
+        self.violation("orphan_process", len(alive), str(alive))
+        iteration = session.current_iteration()
+        self.violation("iteration_went_back", int(iteration < self.max_iteration),
+                       f"{iteration} < {self.max_iteration}")
+        self.max_iteration = max(self.max_iteration, iteration)
+        unsound = [i for i in session.model_iterations() if not session.model_is_sound(i)]
+        self.violation("unsound_model", len(unsound), str(unsound))
+        self.violation("quarantined_file", len(list(session.quarantine_dir.iterdir())))
+        if clean:
+            self.violation("temporary_file_left", len(list(session.path.rglob(".*.tmp*"))))
+        self.check_samples()
+        self.check_replay_state()
+
+    def check_samples(self) -> None:
+        gone = [p for p in self.seen if not p.exists()]
+        self.violation("sample_file_lost", len(gone), str(gone[:3]))
+        self.seen -= set(gone)
+        for it in sample_iterations(self.session.samples_dir):
+            for path in sample_files(self.session.samples_dir, it):
+                if path in self.seen:
+                    continue
+                self.seen.add(path)
+                try:
+                    arrays = read_sample_file(path, self.shape)
+                except ValueError as error:
+                    self.violation("sample_file_invalid", 1, str(error))
+                    continue
+                for game in range(len(arrays["result"])):
+                    rows = arrays["game"] == game
+                    key = (arrays["action"][rows].tobytes(),
+                           arrays["root_value"][rows].round(6).tobytes())
+                    if key in self.games:
+                        self.violation("repeated_game", 1, f"{path.name} {self.games[key]}")
+                    self.games.setdefault(key, path.name)
+
+    def check_replay_state(self) -> None:
+        states = sorted(self.session.replay_dir.glob("*.npz"),
+                        key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
+        if not states:
+            return
+        try:
+            state = read_state(states[-1].read_bytes())
+        except Exception as error:   # noqa: BLE001 - any failure is the violation
+            self.violation("replay_state_mismatch", 1, str(error))
+            return
+        for key, (_iteration, file_rows, _, _) in zip(state["keys"], state["rows"]):
+            path = self.session.samples_dir / key
+            try:
+                rows = len(read_sample_file(path)["z"])
+            except (OSError, ValueError):
+                rows = -1
+            if rows != file_rows:
+                self.violation("replay_state_mismatch", 1, f"{key}: {rows} != {file_rows}")
+
+    # ----- the record -----------------------------------------------------------------------
+    def summary(self) -> dict:
+        samples = games = 0
+        for it in sample_iterations(self.session.samples_dir):
+            for path in sample_files(self.session.samples_dir, it):
+                try:
+                    with np.load(path) as data:
+                        samples += len(data["z"])
+                        games += len(data["result"])
+                except (OSError, ValueError):
+                    continue
+        return {**self.totals, "games": games, "samples": samples,
+                "iterations": max(0, self.session.current_iteration())}
+
+    def save(self) -> None:
+        atomic_write_json(self.record_path, self.totals)
+
+
+class Lines:
+    """The gym's console, read by a thread (so a full pipe never blocks the gym)."""
+
+    def __init__(self, process):
+        self.lines: list[str] = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process) -> None:
+        for line in process.stdout:
+            with self.cond:
+                self.lines.append(line)
+                self.cond.notify_all()
+        with self.cond:
+            self.lines.append("")   # the end
+            self.cond.notify_all()
+
+    def wait_for(self, test, timeout: float, process, family: set[int]) -> bool:
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self.cond:
+            while time.monotonic() < deadline:
+                family |= descendants(process)
+                for line in self.lines[seen:]:
+                    if line == "":
+                        return False
+                    if test(line):
+                        return True
+                seen = len(self.lines)
+                self.cond.wait(timeout=1.0)
+        return False
+
+
+def gamegym(*args) -> list[str]:
+    return [sys.executable, "-m", "gamegym", *map(str, args)]
+
+
+def start_gym(session: Path, limit_files: bool):
+    def limit():   # a quota-like limit: no file of the gym or its children may grow past 64 KiB
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+    return subprocess.Popen(gamegym("resume", session), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=limit if limit_files else None)
+
+
+def stop(gym, watcher, family: set[int], expect_stop: bool, wait_s: float = 60.0) -> None:
+    """Wait for the gym to stop by itself (when the fault stops it, or it was killed); else
+    type 'exit'; else kill it.  Then give its children the seconds they take to notice."""
+    try:
+        gym.wait(timeout=20.0 if expect_stop else 0.5)
+    except subprocess.TimeoutExpired:
+        family |= descendants(gym)
+        try:
+            gym.stdin.write("exit\n")
+            gym.stdin.flush()
+        except OSError:
+            pass
+        try:
+            gym.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            gym.kill()
+            gym.wait()
+    deadline = time.monotonic() + 20.0     # orphans leave within ~8 s of the gym's death
+    while time.monotonic() < deadline and any(running(p) for p in family):
+        time.sleep(0.5)
+
+
+def descendants(process) -> set[int]:
+    try:
+        return {c.pid for c in psutil.Process(process.pid).children(recursive=True)}
+    except psutil.Error:
+        return set()
+
+
+def running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def role_pid(session: Session, role: str, family: set[int]) -> int | None:
+    """The pid in the newest 'starting' line of a role's log, if it is one of this gym's."""
+    try:
+        text = (session.logs_dir / f"{role}.log").read_text()
+    except OSError:
+        return None
+    lines = [line for line in text.splitlines() if " starting (pid " in line]
+    if not lines:
+        return None
+    pid = int(lines[-1].split("(pid ")[1].rstrip(")"))
+    return pid if pid in family and running(pid) else None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--folder", type=Path, default=Path("soak"))
+    parser.add_argument("--resume", action="store_true", help="add to the soak in --folder")
+    parser.add_argument("--json", action="store_true", help="print only the JSON summary")
+    args = parser.parse_args(argv)
+    soak = Soak(args.folder.resolve(), args.seed, args.resume)
+    started = time.monotonic()
+    while True:
+        cycle_start = time.monotonic()
+        soak.cycle()
+        soak.totals["minutes"] = round(soak.totals["minutes"]
+                                       + (time.monotonic() - cycle_start) / 60, 3)
+        soak.save()
+        if not args.json:
+            print(f"[soak] cycle {soak.totals['cycles']}: {soak.totals['faults_by_kind']}",
+                  flush=True)
+        if time.monotonic() - started >= args.minutes * 60:
+            break
+    summary = soak.summary()
+    print(json.dumps(summary, sort_keys=True))
+    return 1 if any(summary["violations"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""A sample file whose arrays do not fit the game (shape, dtype, action count, value range)
+is quarantined with a warning naming what is wrong, as a torn file is; the Trainer trains on
+the others instead of crashing."""
+import io
+import logging
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gamegym.config import GymConfig
+from gamegym.data.samples import GameRecord, SampleShape, encode_sample_file, load_samples
+from gamegym.data.session import Session
+from gamegym.runtime.trainer import Trainer
+from games.tictactoe import TicTacToe
+
+SHAPE = SampleShape.of(TicTacToe())
+
+
+def record(n=4):
+    rng = np.random.default_rng(n)
+    game = GameRecord()
+    for i in range(n):
+        game.x.append(rng.random((3, 3, 2)).astype(np.float32))
+        game.pi.append(np.full(9, 1 / 9, np.float32))
+        game.action.append(i)
+        game.root_value.append(0.5)
+        game.legal.append(np.ones(9, bool))
+    game.result = -1.0
+    return game
+
+
+def arrays_of(n=4):
+    data, _ = encode_sample_file([record(n)])
+    with np.load(io.BytesIO(data)) as npz:
+        return {k: npz[k] for k in npz.files}
+
+
+def damage(kind):
+    arrays = arrays_of()
+    n = len(arrays["z"])
+    if kind == "x shape":
+        arrays["x"] = np.zeros((n, 4, 4, 2), np.float32)
+    elif kind == "x dtype":
+        arrays["x"] = arrays["x"].astype("<U1")
+    elif kind == "action count":
+        arrays["pi"] = np.full((n, 7), 1 / 7, np.float32)
+        arrays["legal"] = np.ones((n, 7), bool)
+    elif kind == "action id":
+        arrays["action"][1] = 9
+    elif kind == "legal shape":
+        arrays["legal"] = np.ones((n, 10), bool)
+    elif kind == "z range":
+        arrays["z"][0] = 3.0
+    elif kind == "nan value":
+        arrays["root_value"][2] = np.nan
+    elif kind == "negative policy":
+        arrays["pi"][0, 0] = -0.5
+    elif kind == "game ids":
+        arrays["game"][:] = 5                    # no such game in the file
+    return arrays
+
+
+KINDS = ["x shape", "x dtype", "action count", "action id", "legal shape", "z range",
+         "nan value", "negative policy", "game ids"]
+
+
+def write(path, arrays):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    path.write_bytes(buffer.getvalue())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_file_that_does_not_fit_the_game_is_quarantined(tmp_path, kind, caplog):
+    samples = tmp_path / "samples"
+    write(samples / "0" / "a-good.npz", arrays_of())
+    write(samples / "0" / "b-bad.npz", damage(kind))
+    with caplog.at_level(logging.WARNING):
+        batch = load_samples(samples, 0, 1000, tmp_path / "quarantine", shape=SHAPE)
+    assert len(batch) == 4
+    assert [p.name.endswith("b-bad.npz") for p in (tmp_path / "quarantine").iterdir()] == [True]
+    assert "does not fit the game" in caplog.text and "b-bad.npz" in caplog.text
+
+
+def config(**train):
+    return GymConfig(game="games.tictactoe:TicTacToe", train={
+        "min_samplecount": 4, "min_new_samples": 4, "validation_split": 0.0, "batchsize": 4,
+        **train})
+
+
+class Learner:
+    """Trains nothing; keeps the batch it was given."""
+
+    def train_iteration(self, model, batch, cfg, rng, graph=None, sampler=None):
+        self.batch = batch
+        if sampler is not None:
+            sampler.update(sampler.draw(4), np.full(4, 0.25))
+        return SimpleNamespace(history={"loss": [0.25]})
+
+
+class Model:
+    def save(self, path):
+        with open(path, "wb") as handle:
+            handle.write(b"model")
+
+
+@pytest.mark.parametrize("replay", [{}, {"replay": "curious", "num_updates_per_train_iter": 1,
+                                         "replay_capacity": 100}])
+def test_the_trainer_trains_on_the_files_that_fit_and_quarantines_the_others(tmp_path, replay):
+    cfg = config(**replay)
+    session = Session(tmp_path / "s")
+    session.create(cfg)
+    learner = Learner()
+    trainer = Trainer(session, cfg, TicTacToe(), learner, Model(), np.random.default_rng(0))
+    session.publish_model(Model(), 0)
+    write(session.samples_dir / "0" / "a-good.npz", arrays_of())
+    write(session.samples_dir / "0" / "b-bad.npz", damage("action count"))
+    assert trainer.train_once() == 1
+    assert len(learner.batch) == 4 and learner.batch.pi.shape == (4, 9)
+    assert [p.name[-9:] for p in session.quarantine_dir.iterdir()] == ["b-bad.npz"]

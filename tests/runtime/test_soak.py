@@ -1,0 +1,33 @@
+"""The chaos soak (scripts/soak.py) in small: a real session, faults injected on a seeded
+schedule, every invariant checked after every cycle; then the soak goes on in the same folder
+and adds to its counts."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+def soak(folder, *args):
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "soak.py"), "--seed", "3",
+                           "--json", "--folder", str(folder), *args],
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert done.stdout.strip(), done.stderr
+    return done, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_short_soak_injects_faults_and_finds_no_violation(tmp_path):
+    done, first = soak(tmp_path / "soak", "--minutes", "1")
+    assert first["violations"] and not any(first["violations"].values()), done.stderr
+    assert done.returncode == 0
+    assert first["faults"] >= first["cycles"] >= 1 and first["resumes"] == first["cycles"]
+    assert sum(first["faults_by_kind"].values()) == first["faults"]
+    assert first["games"] > 0 and first["samples"] > 0
+    done, second = soak(tmp_path / "soak", "--minutes", "0.2", "--resume")
+    assert done.returncode == 0 and not any(second["violations"].values()), done.stderr
+    assert second["cycles"] > first["cycles"] and second["faults"] > first["faults"]
+    assert second["runs"] == 2 and second["games"] >= first["games"]
