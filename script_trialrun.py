@@ -7,6 +7,7 @@ Type 'status' for a status line, 'exit' (or Ctrl+C) to stop; run it again to res
 stops, the newest model plays 20 quick games against the perfect player (tic-tac-toe's exact
 solver) and one line says how it did.
 """
+
 import argparse
 import sys
 import time
@@ -27,6 +28,7 @@ def trial_config() -> GymConfig:
 def show_verdict(gym: GameGym) -> None:
     """How strong the newest model is: a short match against the exact solver (seconds)."""
     from gamegym.evaluation.evaluator import verdict
+
     print("[gamegym] checking the newest model against the perfect player ...", flush=True)
     started = time.monotonic()
     try:
@@ -49,9 +51,11 @@ def main() -> int:
     else:
         print(f"starting {args.session}")
         config = trial_config()
-        gym = GameGym(args.session, config=config,
-                      initial_model=initial_model_path(config.game, config.game_args,
-                                                    config.network))
+        gym = GameGym(
+            args.session,
+            config=config,
+            initial_model=initial_model_path(config.game, config.game_args, config.network),
+        )
     seconds = args.minutes * 60 if args.minutes else None
     code = gym.resume(max_seconds=seconds, max_iterations=args.iterations)
     if code == 0:

@@ -1,8 +1,9 @@
 """gamegym: a desktop self-play gym for two-player board games.
 
-    from gamegym import GameGym, GameGraph, GymConfig
-    from gamegym import Solver, AlphaBetaPlayer, UCTPlayer   # reference players for your game
+from gamegym import GameGym, GameGraph, GymConfig
+from gamegym import Solver, AlphaBetaPlayer, UCTPlayer   # reference players for your game
 """
+
 from gamegym.config import (
     ConfigError,
     GymConfig,
@@ -26,9 +27,30 @@ from gamegym.game.players import (
 from gamegym.game.uct import UCTPlayer
 from gamegym.runtime.gym import GameGym, GymError
 
-__all__ = ["GameGym", "GymError", "GameGraph", "GameGraphError", "GameSpecError", "VertexError",
-           "load_game", "GymConfig", "NetworkConfig", "PredictConfig", "SelfplayConfig",
-           "TrainConfig", "ConfigError", "SessionError", "SessionLockedError",
-           "Player", "RandomPlayer", "AlphaBetaPlayer", "Solver", "SolverPlayer", "Solution",
-           "UCTPlayer", "solve", "play_game"]
+__all__ = [
+    "GameGym",
+    "GymError",
+    "GameGraph",
+    "GameGraphError",
+    "GameSpecError",
+    "VertexError",
+    "load_game",
+    "GymConfig",
+    "NetworkConfig",
+    "PredictConfig",
+    "SelfplayConfig",
+    "TrainConfig",
+    "ConfigError",
+    "SessionError",
+    "SessionLockedError",
+    "Player",
+    "RandomPlayer",
+    "AlphaBetaPlayer",
+    "Solver",
+    "SolverPlayer",
+    "Solution",
+    "UCTPlayer",
+    "solve",
+    "play_game",
+]
 __version__ = "0.1.0"

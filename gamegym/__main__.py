@@ -1,4 +1,5 @@
 """`python -m gamegym`: the `gamegym` command."""
+
 import sys
 
 from gamegym.cli import main

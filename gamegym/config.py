@@ -3,6 +3,7 @@
 `GymConfig.from_dict` rejects unknown keys (suggesting the closest known one) and values out of
 range, naming the field.  `GymConfig.check_resume` refuses changes to fields fixed at creation.
 """
+
 from __future__ import annotations
 
 import copy
@@ -19,8 +20,20 @@ from typing import Any
 from gamegym.game.playerspecs import check_player_spec
 from gamegym.registry import BACKENDS, LEARNERS, REPLAYS, SEARCHES, Registry
 
-__all__ = ["ConfigError", "NetworkConfig", "PredictConfig", "SelfplayConfig", "TrainConfig",
-           "EvaluateConfig", "GymConfig", "check", "int_in", "float_in", "boolean", "choice"]
+__all__ = [
+    "ConfigError",
+    "NetworkConfig",
+    "PredictConfig",
+    "SelfplayConfig",
+    "TrainConfig",
+    "EvaluateConfig",
+    "GymConfig",
+    "check",
+    "int_in",
+    "float_in",
+    "boolean",
+    "choice",
+]
 
 
 class ConfigError(ValueError):
@@ -43,35 +56,49 @@ def _is_number(value: Any) -> bool:
 def _int_in(obj: Any, name: str, low: int, high: int | None = None) -> None:
     value = getattr(obj, name)
     _check(_is_int(value), f"{_section(obj)}{name}", f"must be an integer, got {value!r}")
-    _check(value >= low and (high is None or value <= high), f"{_section(obj)}{name}",
-           f"must be in [{low}, {high if high is not None else '∞'}], got {value}")
+    _check(
+        value >= low and (high is None or value <= high),
+        f"{_section(obj)}{name}",
+        f"must be in [{low}, {high if high is not None else '∞'}], got {value}",
+    )
 
 
-def _float_in(obj: Any, name: str, low: float, high: float | None = None,
-              low_open: bool = False) -> None:
+def _float_in(
+    obj: Any, name: str, low: float, high: float | None = None, low_open: bool = False
+) -> None:
     value = getattr(obj, name)
     _check(_is_number(value), f"{_section(obj)}{name}", f"must be a number, got {value!r}")
     ok = value > low if low_open else value >= low
-    _check(ok and (high is None or value <= high), f"{_section(obj)}{name}",
-           f"must be in {'(' if low_open else '['}{low}, {high if high is not None else '∞'}], "
-           f"got {value}")
+    _check(
+        ok and (high is None or value <= high),
+        f"{_section(obj)}{name}",
+        f"must be in {'(' if low_open else '['}{low}, {high if high is not None else '∞'}], "
+        f"got {value}",
+    )
 
 
 def _bool(obj: Any, name: str) -> None:
     value = getattr(obj, name)
-    _check(isinstance(value, bool), f"{_section(obj)}{name}", f"must be true or false, got {value!r}")
+    _check(
+        isinstance(value, bool), f"{_section(obj)}{name}", f"must be true or false, got {value!r}"
+    )
 
 
 def _choice(obj: Any, name: str, choices: tuple) -> None:
     value = getattr(obj, name)
-    _check(value in choices, f"{_section(obj)}{name}", f"must be one of {list(choices)}, got {value!r}")
+    _check(
+        value in choices, f"{_section(obj)}{name}", f"must be one of {list(choices)}, got {value!r}"
+    )
 
 
 def _registered(obj: Any, name: str, registry: Registry) -> None:
     """The field names something registered in `registry` (gamegym.registry)."""
     value = getattr(obj, name)
-    _check(isinstance(value, str) and value in registry, f"{_section(obj)}{name}",
-           f"must be one of {registry.names()}, got {value!r}")
+    _check(
+        isinstance(value, str) and value in registry,
+        f"{_section(obj)}{name}",
+        f"must be one of {registry.names()}, got {value!r}",
+    )
 
 
 def _section(obj: Any) -> str:
@@ -88,10 +115,10 @@ class NetworkConfig:
     """Shape of the network built for a new session (fixed for the session's life)."""
 
     _section = "network."
-    kind: str = "auto"         # "auto" (by board shape), "dense" or "residual"
-    width: int = 64            # units per dense layer / filters per conv layer
-    blocks: int = 2            # dense layers / residual blocks
-    l2: float = 1e-4           # L2 weight regularisation
+    kind: str = "auto"  # "auto" (by board shape), "dense" or "residual"
+    width: int = 64  # units per dense layer / filters per conv layer
+    blocks: int = 2  # dense layers / residual blocks
+    l2: float = 1e-4  # L2 weight regularisation
 
     def validate(self) -> None:
         _choice(self, "kind", ("auto", "dense", "residual"))
@@ -105,15 +132,15 @@ class PredictConfig:
     """The batching Predictor."""
 
     _section = "predict."
-    batchsize: int = 64            # largest batch of positions per network call
+    batchsize: int = 64  # largest batch of positions per network call
     batch_timeout_ms: float = 2.0  # how long to wait for more requests before running a batch
-    use_gpu: bool = True           # use a GPU when TensorFlow sees one
-    numpy_fastpath: bool = True    # run models of known layers on the CPU fast path (ONNX Runtime,
+    use_gpu: bool = True  # use a GPU when TensorFlow sees one
+    numpy_fastpath: bool = True  # run models of known layers on the CPU fast path (ONNX Runtime,
     #                                or NumPy for dense ones) instead of TensorFlow; conv models
     #                                stay on TensorFlow when it has a GPU
     evaluate_in_selfplayers: bool = True  # Selfplayers run a fast-path model themselves (no
     #                                       round trip to the Predictor for each batch)
-    gpu_memorylimit: int = 0       # MiB of GPU memory for the predictor; 0 = grow as needed
+    gpu_memorylimit: int = 0  # MiB of GPU memory for the predictor; 0 = grow as needed
 
     def validate(self) -> None:
         _int_in(self, "batchsize", 1, 65536)
@@ -129,14 +156,14 @@ class SelfplayConfig:
     """Selfplayer processes and their search."""
 
     _section = "selfplay."
-    selfplayprocesses: int = 2      # number of Selfplayer processes
-    searchthreadcount: int = 8      # concurrent searches (virtual loss) sharing one tree
+    selfplayprocesses: int = 2  # number of Selfplayer processes
+    searchthreadcount: int = 8  # concurrent searches (virtual loss) sharing one tree
     search_os_threads: bool = False  # run them on OS threads; False: one thread drives them all
-    search_solver: bool = False     # prove wins/losses in the tree (MCTS-solver); exact endgames
-    searchcount: int = 100          # searches (MCTS simulations) per move
-    search: str = "puct"            # root rule: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero /
+    search_solver: bool = False  # prove wins/losses in the tree (MCTS-solver); exact endgames
+    searchcount: int = 100  # searches (MCTS simulations) per move
+    search: str = "puct"  # root rule: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero /
     #                                 MuZero: Gumbel-Top-k, sequential halving, completed-Q targets)
-    gumbel_considered: int = 16     # (gumbel) root actions sampled by Gumbel-Top-k (mctx: 16)
+    gumbel_considered: int = 16  # (gumbel) root actions sampled by Gumbel-Top-k (mctx: 16)
     gumbel_value_scale: float = 0.1  # (gumbel) c_scale of sigma(q) = (c_visit + max N) c_scale q
     gumbel_maxvisit_init: float = 50.0  # (gumbel) c_visit of sigma(q)
     playout_cap_probability: float = 1.0  # chance of a full search (`searchcount`) per move;
@@ -144,28 +171,30 @@ class SelfplayConfig:
     #                                 are no policy targets (their value target stays the game
     #                                 result, which does not depend on the search); 1 = off;
     #                                 KataGo uses 0.25
-    fast_searchcount: int = 20      # searches of a fast move (playout-cap randomization)
+    fast_searchcount: int = 20  # searches of a fast move (playout-cap randomization)
     exploration_const: float = 1.5  # PUCT exploration constant c_puct
-    virtualloss: float = 1.0        # visits of value -1 added on a path while its leaf is evaluated
-    temperature: float = 1.0        # move choice ~ visits^(1/temperature) in the opening
-                                    # (bootstrapped: ~ softmax(Q / temperature) of its head;
-                                    # gumbel: not used, the root's Gumbel noise samples the move)
+    virtualloss: float = 1.0  # visits of value -1 added on a path while its leaf is evaluated
+    temperature: float = 1.0  # move choice ~ visits^(1/temperature) in the opening
+    #                                 (bootstrapped: ~ softmax(Q / temperature) of its head;
+    #                                 gumbel: not used, the root's Gumbel noise samples the move)
     temperature_drop_move: int = 8  # from this move on, play the most visited move (temperature 0)
-                                    # (bootstrapped: the acting head's best move)
-    dirichlet_alpha: float = 0.5    # Dirichlet noise concentration at the root
+    #                                 (bootstrapped: the acting head's best move)
+    dirichlet_alpha: float = 0.5  # Dirichlet noise concentration at the root
     dirichlet_fraction: float | None = None  # weight of the noise in the root priors (0 = off;
     #                                 None = the rule's default: puct 0.25, gumbel 0)
-    max_moves: int = 200            # a game reaching this many moves is truncated
-    gamelog_dump_threshold: int = 10  # finished games kept in memory before a sample file is written
-    evaluation_cache: int = 100_000   # network evaluations remembered per Selfplayer (0 = off;
+    max_moves: int = 200  # a game reaching this many moves is truncated
+    gamelog_dump_threshold: int = (
+        10  # finished games kept in memory before a sample file is written
+    )
+    evaluation_cache: int = 100_000  # network evaluations remembered per Selfplayer (0 = off;
     #                                   at most 64 MB of them, fewer on a large action space)
-    backend: str = "processes"      # where Selfplayers run: "processes" here, or "ray" (a cluster)
-    ray_address: str = "local"      # "local": start Ray on this machine; "auto" or "HOST:PORT":
-                                    # join a running cluster (selfplayprocesses is then per node)
+    backend: str = "processes"  # where Selfplayers run: "processes" here, or "ray" (a cluster)
+    ray_address: str = "local"  # "local": start Ray on this machine; "auto" or "HOST:PORT":
+    #                                 join a running cluster (selfplayprocesses is then per node)
     ray_selfplayer_cpus: float = 0.5  # CPUs a Selfplayer actor reserves on its node
-    ray_predictor_cpus: float = 0.5   # CPUs the Predictor actor of each node reserves
-    ray_object_store_mib: int = 128   # object store of the Ray started with "local" (it holds
-                                      # only models in broadcast and games on their way)
+    ray_predictor_cpus: float = 0.5  # CPUs the Predictor actor of each node reserves
+    ray_object_store_mib: int = 128  # object store of the Ray started with "local" (it holds
+    #                                   only models in broadcast and games on their way)
 
     def validate(self) -> None:
         _int_in(self, "selfplayprocesses", 1, 256)
@@ -185,14 +214,15 @@ class SelfplayConfig:
         _int_in(self, "gamelog_dump_threshold", 1, 100_000)
         _int_in(self, "evaluation_cache", 0)
         _registered(self, "backend", BACKENDS)
-        _check(isinstance(self.ray_address, str) and (
-            self.ray_address in ("local", "auto") or ":" in self.ray_address),
-            "selfplay.ray_address", "must be 'local', 'auto' or a cluster address HOST:PORT, "
-            f"got {self.ray_address!r}")
+        _check(
+            isinstance(self.ray_address, str)
+            and (self.ray_address in ("local", "auto") or ":" in self.ray_address),
+            "selfplay.ray_address",
+            f"must be 'local', 'auto' or a cluster address HOST:PORT, got {self.ray_address!r}",
+        )
         _float_in(self, "ray_selfplayer_cpus", 0.0, 1024.0, low_open=True)
         _float_in(self, "ray_predictor_cpus", 0.0, 1024.0, low_open=True)
         _int_in(self, "ray_object_store_mib", 75, 1_000_000)
-
 
     def _validate_search(self) -> None:
         """The root rule (asked of gamegym.registry.SEARCHES) and its fields."""
@@ -203,10 +233,13 @@ class SelfplayConfig:
         _float_in(self, "playout_cap_probability", 0.0, 1.0, low_open=True)
         _int_in(self, "fast_searchcount", 1, 1_000_000)
         if self.playout_cap_probability < 1.0:
-            _check(self.fast_searchcount <= self.searchcount, "selfplay.fast_searchcount",
-                   f"({self.fast_searchcount}) must be <= selfplay.searchcount "
-                   f"({self.searchcount}) when playout caps are on "
-                   f"(selfplay.playout_cap_probability {self.playout_cap_probability} < 1)")
+            _check(
+                self.fast_searchcount <= self.searchcount,
+                "selfplay.fast_searchcount",
+                f"({self.fast_searchcount}) must be <= selfplay.searchcount "
+                f"({self.searchcount}) when playout caps are on "
+                f"(selfplay.playout_cap_probability {self.playout_cap_probability} < 1)",
+            )
 
 
 @dataclass
@@ -214,32 +247,32 @@ class TrainConfig:
     """The Trainer: which samples, which learner, how long."""
 
     _section = "train."
-    learner: str = "alphazero"      # learner mode (see gamegym.learners)
-    replay: str = "window"          # replay mode: "window" = all recent samples, uniformly;
-                                    # "uniform", "prioritized", "curious": a replay buffer
-    epochs: int = 4                 # passes over the sample window per iteration
-    batchsize: int = 64             # training minibatch size
-    learning_rate: float = 1e-3     # Adam learning rate
-    min_samplecount: int = 500      # samples needed (after the validation split) to train at all
-    max_samplecount: int = 20_000   # at most this many of the newest samples per iteration
-    max_sampleage: int = 4          # samples of iterations at most this far behind are used
-    min_new_samples: int = 500      # new samples needed since the last iteration to train again
-    validation_split: float = 0.1   # fraction of the window held out to report val_loss
+    learner: str = "alphazero"  # learner mode (see gamegym.learners)
+    replay: str = "window"  # replay mode: "window" = all recent samples, uniformly;
+    #                                 "uniform", "prioritized", "curious": a replay buffer
+    epochs: int = 4  # passes over the sample window per iteration
+    batchsize: int = 64  # training minibatch size
+    learning_rate: float = 1e-3  # Adam learning rate
+    min_samplecount: int = 500  # samples needed (after the validation split) to train at all
+    max_samplecount: int = 20_000  # at most this many of the newest samples per iteration
+    max_sampleage: int = 4  # samples of iterations at most this far behind are used
+    min_new_samples: int = 500  # new samples needed since the last iteration to train again
+    validation_split: float = 0.1  # fraction of the window held out to report val_loss
     augment_symmetries: bool = True  # add the symmetric images of each sample
     num_updates_per_train_iter: int = 0  # >0: that many sampled minibatches instead of epochs
     value_loss_weight: float = 1.0  # weight of the value MSE against the policy cross-entropy
-    value_td_steps: int = 0         # >0: the value target is the search value this many plies
-                                    # later, not the game result (0 = the result, AlphaZero);
-                                    # MuZero's td_steps
-    value_target_mix: float = 0.0   # value target = (1 - m) * that + m * own search value
-    keep_models: int = 0            # keep only the newest N model files (0 = keep all)
+    value_td_steps: int = 0  # >0: the value target is the search value this many plies
+    #                                 later, not the game result (0 = the result, AlphaZero);
+    #                                 MuZero's td_steps
+    value_target_mix: float = 0.0  # value target = (1 - m) * that + m * own search value
+    keep_models: int = 0  # keep only the newest N model files (0 = keep all)
     # the replay buffer (replay "uniform", "prioritized", "curious"; Curious Replay's defaults)
     replay_capacity: int = 100_000  # positions in the buffer; the oldest leave first
-    curious_c: float = 1e4          # c: weight of the count term c*beta^v (prioritized: 0)
-    curious_beta: float = 0.7       # beta: the count term's decay per replay of a sample
-    curious_alpha: float = 0.7      # alpha: sharpness of the loss term (|L| + epsilon)^alpha
-    curious_epsilon: float = 0.01   # epsilon: keeps the loss term above 0
-    priority_max: float = 1e5       # priority of a sample never trained on
+    curious_c: float = 1e4  # c: weight of the count term c*beta^v (prioritized: 0)
+    curious_beta: float = 0.7  # beta: the count term's decay per replay of a sample
+    curious_alpha: float = 0.7  # alpha: sharpness of the loss term (|L| + epsilon)^alpha
+    curious_epsilon: float = 0.01  # epsilon: keeps the loss term above 0
+    priority_max: float = 1e5  # priority of a sample never trained on
 
     def validate(self) -> None:
         _registered(self, "learner", LEARNERS)
@@ -249,8 +282,11 @@ class TrainConfig:
         _float_in(self, "learning_rate", 0.0, 10.0, low_open=True)
         _int_in(self, "min_samplecount", 1)
         _int_in(self, "max_samplecount", 1)
-        _check(self.max_samplecount >= self.min_samplecount, "train.max_samplecount",
-               f"({self.max_samplecount}) must be >= train.min_samplecount ({self.min_samplecount})")
+        _check(
+            self.max_samplecount >= self.min_samplecount,
+            "train.max_samplecount",
+            f"({self.max_samplecount}) must be >= train.min_samplecount ({self.min_samplecount})",
+        )
         _int_in(self, "max_sampleage", 0)
         _int_in(self, "min_new_samples", 0)
         _float_in(self, "validation_split", 0.0, 0.9)
@@ -276,26 +312,34 @@ class EvaluateConfig:
     """The optional Evaluator: the newest iteration against earlier ones and baselines."""
 
     _section = "evaluate."
-    every: int = 0                   # evaluate every N-th iteration (0 = no Evaluator process)
-    games: int = 20                  # games per opponent (half of them as first player)
+    every: int = 0  # evaluate every N-th iteration (0 = no Evaluator process)
+    games: int = 20  # games per opponent (half of them as first player)
     # the players to meet: player specs (as `gamegym evaluate --against`), or "previous" for
     # the iteration rated before
     opponents: list = field(default_factory=lambda: ["random", "alphabeta:2", "previous"])
-    searchcount: int = 50            # searches per move of the model players
+    searchcount: int = 50  # searches per move of the model players
 
     def validate(self) -> None:
         _int_in(self, "every", 0)
         _int_in(self, "games", 1, 10_000)
         _int_in(self, "searchcount", 1, 100_000)
-        _check(isinstance(self.opponents, list), "evaluate.opponents",
-               f"must be a list of players, got {self.opponents!r}")
+        _check(
+            isinstance(self.opponents, list),
+            "evaluate.opponents",
+            f"must be a list of players, got {self.opponents!r}",
+        )
         for opponent in self.opponents:
             problem = check_player_spec(opponent)
             _check(problem is None, "evaluate.opponents", f"has a bad entry: {problem}")
 
 
-SECTIONS = {"network": NetworkConfig, "predict": PredictConfig, "selfplay": SelfplayConfig,
-            "train": TrainConfig, "evaluate": EvaluateConfig}
+SECTIONS = {
+    "network": NetworkConfig,
+    "predict": PredictConfig,
+    "selfplay": SelfplayConfig,
+    "train": TrainConfig,
+    "evaluate": EvaluateConfig,
+}
 
 # Fields that a learner's own section holds now, by the shared section a config.json written
 # before learner sections held them in (every learner's, with their defaults).  Reading such a
@@ -303,8 +347,14 @@ SECTIONS = {"network": NetworkConfig, "predict": PredictConfig, "selfplay": Self
 FORMER_LEARNER_FIELDS = {
     "network": ("hidden_size", "heads", "prior_scale"),
     "selfplay": ("epsilon", "head_per_side", "concurrent_games", "positions_per_iteration"),
-    "train": ("num_unroll_steps", "reward_loss_weight", "mask_probability",
-              "target_update_period", "double_q", "discount"),
+    "train": (
+        "num_unroll_steps",
+        "reward_loss_weight",
+        "mask_probability",
+        "target_update_period",
+        "double_q",
+        "discount",
+    ),
     "evaluate": ("q_search",),
 }
 
@@ -318,14 +368,14 @@ def learner_config_class(learner: str) -> type | None:
 class GymConfig:
     """Everything a session needs; stored as the session's config.json."""
 
-    game: str = ""                 # the game as "package.module:Class"
+    game: str = ""  # the game as "package.module:Class"
     game_args: dict = field(default_factory=dict)  # keyword arguments for the game class
-    seed: int = 0                  # master seed; each process derives its own from it
+    seed: int = 0  # master seed; each process derives its own from it
     debug_single_process: bool = False  # run every role in the main process (for debuggers)
-    status_interval: float = 5.0   # seconds between status lines (0 = none)
+    status_interval: float = 5.0  # seconds between status lines (0 = none)
     heartbeat_timeout: float = 20.0  # seconds without a heartbeat before a child counts as hung
-                                     # and is killed (0 = never)
-    log_level: str = "INFO"        # level of the per-process logs
+    #                                  and is killed (0 = never)
+    log_level: str = "INFO"  # level of the per-process logs
     plugins: list = field(default_factory=list)  # modules every process imports before it
     #                                reads the config: where learners, replays, backends or
     #                                search rules of your own register (gamegym.registry)
@@ -355,10 +405,16 @@ class GymConfig:
         self.validate()
 
     def validate(self) -> None:
-        _check(isinstance(self.game, str) and ":" in self.game, "game",
-               f"must look like 'package.module:ClassName', got {self.game!r}")
-        _check(isinstance(self.game_args, dict), "game_args",
-               f"must be a JSON object, got {self.game_args!r}")
+        _check(
+            isinstance(self.game, str) and ":" in self.game,
+            "game",
+            f"must look like 'package.module:ClassName', got {self.game!r}",
+        )
+        _check(
+            isinstance(self.game_args, dict),
+            "game_args",
+            f"must be a JSON object, got {self.game_args!r}",
+        )
         _int_in(self, "seed", 0, 2**32 - 1)
         _bool(self, "debug_single_process")
         _float_in(self, "status_interval", 0.0, 3600.0)
@@ -387,8 +443,9 @@ class GymConfig:
         """New samples the Trainer waits for before it trains an iteration (the first one
         included), with the window replay."""
         train = self.train
-        return max(train.min_new_samples,
-                   math.ceil(train.min_samplecount / (1.0 - train.validation_split)))
+        return max(
+            train.min_new_samples, math.ceil(train.min_samplecount / (1.0 - train.validation_split))
+        )
 
     def train_options(self) -> SimpleNamespace:
         """The training options a learner reads (by attribute, or gamegym.learners.base.option):
@@ -408,9 +465,13 @@ class GymConfig:
 
     # ----- JSON round trip -----------------------------------------------------------------
     def to_dict(self) -> dict:
-        data = {f.name: dataclasses.asdict(getattr(self, f.name)) if f.name in SECTIONS
-                else copy.deepcopy(getattr(self, f.name))
-                for f in fields(self) if f.name != "learner_config"}
+        data = {
+            f.name: dataclasses.asdict(getattr(self, f.name))
+            if f.name in SECTIONS
+            else copy.deepcopy(getattr(self, f.name))
+            for f in fields(self)
+            if f.name != "learner_config"
+        }
         if self.learner_config is not None:
             data[self.train.learner] = dataclasses.asdict(self.learner_config)
         return data
@@ -437,8 +498,10 @@ class GymConfig:
         for name in sections:
             if name != learner:
                 if isinstance(name, str) and name in LEARNERS:
-                    raise ConfigError(f"config section '{name}' is for train.learner "
-                                      f"'{name}', but train.learner is {learner!r}")
+                    raise ConfigError(
+                        f"config section '{name}' is for train.learner "
+                        f"'{name}', but train.learner is {learner!r}"
+                    )
                 _reject_unknown({name: None}, known + [learner], "")
         own = data.get(learner, {}) if learner in sections else None
         if own is not None and not isinstance(own, dict):
@@ -446,8 +509,9 @@ class GymConfig:
         return cls(**{k: v for k, v in data.items() if k in known}, learner_config=own)
 
     @classmethod
-    def from_json_file(cls, path: Path, fill: dict | None = None,
-                       stored: bool = False) -> GymConfig:
+    def from_json_file(
+        cls, path: Path, fill: dict | None = None, stored: bool = False
+    ) -> GymConfig:
         """Read a config file; keys missing from it are taken from `fill` (e.g. the game);
         `stored` as for from_dict."""
         try:
@@ -471,7 +535,7 @@ class GymConfig:
             else:
                 data[key] = value
         learner = data.get("train", {}).get("learner")
-        if learner != self.train.learner:   # another learner: its own section, not ours
+        if learner != self.train.learner:  # another learner: its own section, not ours
             data.pop(self.train.learner, None)
         return GymConfig.from_dict(data)
 
@@ -486,29 +550,39 @@ class GymConfig:
         for path in self.FIXED + tuple(f"{self.train.learner}.{name}" for name in own):
             a, b = _get_path(new, path), _get_path(old, path)
             if a != b:
-                raise ConfigError(f"config field '{path}' cannot change on resume "
-                                  f"(session has {b!r}, new config has {a!r}); "
-                                  "start a new session instead")
+                raise ConfigError(
+                    f"config field '{path}' cannot change on resume "
+                    f"(session has {b!r}, new config has {a!r}); "
+                    "start a new session instead"
+                )
 
 
 def import_plugins(modules: Any) -> None:
     """Import the `plugins` modules (once each; Python caches them)."""
-    _check(isinstance(modules, list) and all(isinstance(m, str) and m for m in modules),
-           "plugins", f"must be a list of module names, got {modules!r}")
+    _check(
+        isinstance(modules, list) and all(isinstance(m, str) and m for m in modules),
+        "plugins",
+        f"must be a list of module names, got {modules!r}",
+    )
     for module in modules:
         try:
             importlib.import_module(module)
         except Exception as error:
-            raise ConfigError(f"config field 'plugins': cannot import module {module!r}: "
-                              f"{type(error).__name__}: {error}") from error
+            raise ConfigError(
+                f"config field 'plugins': cannot import module {module!r}: "
+                f"{type(error).__name__}: {error}"
+            ) from error
 
 
 def _learner_section(learner: str, given: Any) -> Any:
     """The learner's section built from `given` (a dict, an instance or None: defaults)."""
     section_cls = learner_config_class(learner)
     if section_cls is None:
-        _check(not given, learner, f"is not a config section: learner {learner!r} has no "
-               "options of its own")
+        _check(
+            not given,
+            learner,
+            f"is not a config section: learner {learner!r} has no options of its own",
+        )
         return None
     if isinstance(given, section_cls):
         return given
@@ -521,8 +595,10 @@ def _learner_section(learner: str, given: Any) -> Any:
 def _moved_to_learner_section(data: dict, learner: str) -> dict:
     """A config dict in the layout before learner sections (FORMER_LEARNER_FIELDS in the
     shared sections) in today's: the learner's fields in its section, the others dropped."""
-    if not any(isinstance(data.get(s), dict) and set(names) & set(data[s])
-               for s, names in FORMER_LEARNER_FIELDS.items()):
+    if not any(
+        isinstance(data.get(s), dict) and set(names) & set(data[s])
+        for s, names in FORMER_LEARNER_FIELDS.items()
+    ):
         return data
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
     section_cls = learner_config_class(learner) if learner in LEARNERS else None
@@ -547,13 +623,20 @@ def _reject_unknown(data: dict, known: list[str], prefix: str) -> None:
     for key in data:
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
-            hint = f"; did you mean '{prefix}{close[0]}'?" if close else \
-                f"; known fields: {', '.join(known)}"
+            hint = (
+                f"; did you mean '{prefix}{close[0]}'?"
+                if close
+                else f"; known fields: {', '.join(known)}"
+            )
             if key in FORMER_LEARNER_FIELDS.get(prefix.rstrip("."), ()):
-                owners = [name for name, cls in LEARNERS.items()
-                          if key in _field_names(getattr(cls, "config_class", None) or object)]
-                hint = "; it is a field of the learner's own section: " + \
-                    " or ".join(f"'{owner}.{key}'" for owner in owners)
+                owners = [
+                    name
+                    for name, cls in LEARNERS.items()
+                    if key in _field_names(getattr(cls, "config_class", None) or object)
+                ]
+                hint = "; it is a field of the learner's own section: " + " or ".join(
+                    f"'{owner}.{key}'" for owner in owners
+                )
             raise ConfigError(f"unknown config field '{prefix}{key}'{hint}")
 
 

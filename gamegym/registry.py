@@ -18,6 +18,7 @@ group `gamegym.<kind>s` (e.g. `gamegym.learners`), which is loaded with the prov
 
 This module imports nothing of gamegym, so every layer may use it.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -38,7 +39,7 @@ T = TypeVar("T")
 class RegistryError(KeyError):
     """A name no implementation registered under; the message lists the known names."""
 
-    def __str__(self) -> str:   # KeyError would quote the message
+    def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
 
 
@@ -46,9 +47,9 @@ class Registry:
     """Names of one kind of implementation (a learner, a replay mode, ...) and their classes."""
 
     def __init__(self, kind: str, field: str, providers: tuple[str, ...] = ()) -> None:
-        self.kind = kind                # "learner": used in messages
-        self.field = field              # the config field that names one: "train.learner"
-        self.providers = providers      # modules that register the built-in implementations
+        self.kind = kind  # "learner": used in messages
+        self.field = field  # the config field that names one: "train.learner"
+        self.providers = providers  # modules that register the built-in implementations
         self._entries: dict[str, Any] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -57,18 +58,23 @@ class Registry:
         """Register `obj` under `name` (default: its `name` attribute).  Usable as a decorator,
         with or without arguments.  Registering a second object under a taken name is an
         error; registering the same object again is not."""
+
         def add(target: T) -> T:
             key = name if name is not None else getattr(target, "name", None)
             if not isinstance(key, str) or not key:
-                raise ValueError(f"a {self.kind} needs a non-empty string name to register, "
-                                 f"got {key!r} for {target!r}")
+                raise ValueError(
+                    f"a {self.kind} needs a non-empty string name to register, "
+                    f"got {key!r} for {target!r}"
+                )
             with self._lock:
                 present = self._entries.get(key)
                 if present is not None and present is not target:
-                    raise ValueError(f"{self.kind} {key!r} is registered already "
-                                     f"({_describe(present)})")
+                    raise ValueError(
+                        f"{self.kind} {key!r} is registered already ({_describe(present)})"
+                    )
                 self._entries[key] = target
             return target
+
         return add if obj is None else add(obj)
 
     def unregister(self, name: str) -> None:
@@ -111,7 +117,7 @@ class Registry:
         with self._lock:
             if self._loaded:
                 return
-            self._loaded = True     # set first: a provider may ask the registry while loading
+            self._loaded = True  # set first: a provider may ask the registry while loading
             for module in self.providers:
                 importlib.import_module(module)
             for point in entry_points(group=f"gamegym.{self.kind}s"):
@@ -123,8 +129,13 @@ def _load_entry_point(registry: Registry, point: Any) -> None:
     try:
         obj = point.load()
     except Exception as error:  # a broken plug-in must not stop the gym
-        log.warning("cannot load %s %r from entry point %s: %s", registry.kind, point.name,
-                    point.value, error)
+        log.warning(
+            "cannot load %s %r from entry point %s: %s",
+            registry.kind,
+            point.name,
+            point.value,
+            error,
+        )
         return
     registry.register(obj, name=point.name)
 
@@ -134,9 +145,19 @@ def _describe(obj: Any) -> str:
     return f"{module}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 
-LEARNERS = Registry("learner", "train.learner", providers=(
-    "gamegym.learners.alphazero", "gamegym.learners.muzero", "gamegym.learners.bootstrapped"))
+LEARNERS = Registry(
+    "learner",
+    "train.learner",
+    providers=(
+        "gamegym.learners.alphazero",
+        "gamegym.learners.muzero",
+        "gamegym.learners.bootstrapped",
+    ),
+)
 REPLAYS = Registry("replay", "train.replay", providers=("gamegym.data.replay",))
-BACKENDS = Registry("backend", "selfplay.backend", providers=(
-    "gamegym.runtime.backends", "gamegym.runtime.ray.backend"))
+BACKENDS = Registry(
+    "backend",
+    "selfplay.backend",
+    providers=("gamegym.runtime.backends", "gamegym.runtime.ray.backend"),
+)
 SEARCHES = Registry("search", "selfplay.search", providers=("gamegym.search.rules",))

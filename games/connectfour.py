@@ -24,6 +24,7 @@ which only happens once the game is won); the discs in the centre column add a l
 the active player's count minus the opponent's, squashed into (-1, 1), so it is antisymmetric
 and 0 on the empty board.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,36 +54,43 @@ class ConnectFour(GameGraph):
         super().__init__()
         self.rows = _check_size("rows", rows)
         self.columns = _check_size("columns", columns)
-        height = rows + 1                      # bits per column, the empty top bit included
+        height = rows + 1  # bits per column, the empty top bit included
         self._height = height
-        self._shifts = (1, height - 1, height, height + 1)   # |, \, -, /
+        self._shifts = (1, height - 1, height, height + 1)  # |, \, -, /
         # (column, its bottom bit, its top cell's bit) for move generation
-        self._drops = tuple((c, 1 << (c * height), 1 << (c * height + rows - 1))
-                            for c in range(columns))
+        self._drops = tuple(
+            (c, 1 << (c * height), 1 << (c * height + rows - 1)) for c in range(columns)
+        )
         # _bits[i]: the bit of cell i = row*columns + column (row 0 at the top)
-        self._bits = np.array([c * height + rows - 1 - r for r in range(rows)
-                               for c in range(columns)], dtype=np.int64)
+        self._bits = np.array(
+            [c * height + rows - 1 - r for r in range(rows) for c in range(columns)], dtype=np.int64
+        )
         self._bytes = (columns * height + 7) // 8
         # boards of at most 64 bits are converted to and from cells with uint64 shifts
-        self._shift_grid = (self._bits.astype(np.uint64).reshape(rows, columns, 1)
-                            if columns * height <= 64 else None)
-        self._span = columns * height          # vertex = mine | discs << span
+        self._shift_grid = (
+            self._bits.astype(np.uint64).reshape(rows, columns, 1)
+            if columns * height <= 64
+            else None
+        )
+        self._span = columns * height  # vertex = mine | discs << span
         self._low = (1 << self._span) - 1
-        self._moves: dict = {}   # discs -> (the discs after each legal move << span, columns)
+        self._moves: dict = {}  # discs -> (the discs after each legal move << span, columns)
         self._column_mask = (1 << rows) - 1
         self._full = sum(self._column_mask << (c * height) for c in range(columns))
-        self._centre = sum(self._column_mask << (c * height)
-                           for c in {(columns - 1) // 2, columns // 2})
+        self._centre = sum(
+            self._column_mask << (c * height) for c in {(columns - 1) // 2, columns // 2}
+        )
         # for each line direction: the bits where a window of four may start
-        self._window_starts = tuple(self._starts(dr, dc) for dr, dc in
-                                    ((1, 0), (-1, 1), (0, 1), (1, 1)))
+        self._window_starts = tuple(
+            self._starts(dr, dc) for dr, dc in ((1, 0), (-1, 1), (0, 1), (1, 1))
+        )
         self._root = 0
 
     def _starts(self, up: int, right: int) -> int:
         """Bits of the cells from which four cells going (up rows, right columns) fit."""
         starts = 0
         for c in range(self.columns):
-            for r in range(self.rows):   # r counts from the bottom here
+            for r in range(self.rows):  # r counts from the bottom here
                 if 0 <= r + 3 * up < self.rows and c + 3 * right < self.columns:
                     starts |= 1 << (c * self._height + r)
         return starts
@@ -151,8 +159,7 @@ class ConnectFour(GameGraph):
         mine, discs = self._split(vertex)
         theirs = mine ^ discs
         empty = self._full & ~discs
-        total = _CENTRE * ((mine & self._centre).bit_count()
-                           - (theirs & self._centre).bit_count())
+        total = _CENTRE * ((mine & self._centre).bit_count() - (theirs & self._centre).bit_count())
         for shift, starts in zip(self._shifts, self._window_starts):
             total += self._window_score(mine, empty, shift, starts)
             total -= self._window_score(theirs, empty, shift, starts)
@@ -162,7 +169,7 @@ class ConnectFour(GameGraph):
     def _window_score(own: int, empty: int, shift: int, starts: int) -> float:
         """Weighted count of the windows (starting at `starts`, cells `shift` bits apart) that
         hold four of `own` discs, three and an empty cell, or two and two empty cells."""
-        free = own | empty          # cells not held by the other player
+        free = own | empty  # cells not held by the other player
         s2, s3 = 2 * shift, 3 * shift
         open_windows = starts & free & (free >> shift) & (free >> s2) & (free >> s3)
         if not open_windows:
@@ -172,9 +179,11 @@ class ConnectFour(GameGraph):
         four = both_ab & both_cd
         three = (both_ab & one_cd) | (both_cd & one_ab)
         two = (both_ab & ~c & ~d) | (both_cd & ~a & ~b) | (one_ab & one_cd)
-        return (_FOUR * (four & open_windows).bit_count()
-                + _THREE * (three & open_windows).bit_count()
-                + _TWO * (two & open_windows).bit_count())
+        return (
+            _FOUR * (four & open_windows).bit_count()
+            + _THREE * (three & open_windows).bit_count()
+            + _TWO * (two & open_windows).bit_count()
+        )
 
     def swap_players(self, vertex: int) -> int:
         """The same discs with the other player to move (for the heuristic's check)."""
@@ -188,8 +197,9 @@ class ConnectFour(GameGraph):
             return self._grid(vertex).reshape(-1, 2).T
         mine, discs = self._split(vertex)
         size = self._bytes
-        raw = np.frombuffer(mine.to_bytes(size, "little") + (mine ^ discs).to_bytes(size, "little"),
-                            dtype=np.uint8)
+        raw = np.frombuffer(
+            mine.to_bytes(size, "little") + (mine ^ discs).to_bytes(size, "little"), dtype=np.uint8
+        )
         return np.unpackbits(raw, bitorder="little").reshape(2, 8 * size)[:, self._bits]
 
     def cells(self, vertex: int) -> tuple:
@@ -208,6 +218,7 @@ class ConnectFour(GameGraph):
             bits = np.zeros(8 * self._bytes, dtype=np.uint8)
             bits[self._bits[cells]] = 1
             return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+
         mine = to_int(mine_cells)
         return mine | (mine | to_int(their_cells)) << self._span
 
@@ -227,10 +238,20 @@ class ConnectFour(GameGraph):
         for column in self.actions_at(vertex):
             column_cells = list(range(column, self.rows * columns, columns))
             landing = max(i for i in column_cells if not board[i])
-            moves.append({"action": column,
-                          "clicks": [[landing] + [i for i in column_cells if i != landing]]})
-        return {"rows": self.rows, "columns": columns, "cells": cells,
-                "players": ["red", "yellow"], "style": "discs", "moves": moves}
+            moves.append(
+                {
+                    "action": column,
+                    "clicks": [[landing] + [i for i in column_cells if i != landing]],
+                }
+            )
+        return {
+            "rows": self.rows,
+            "columns": columns,
+            "cells": cells,
+            "players": ["red", "yellow"],
+            "style": "discs",
+            "moves": moves,
+        }
 
     # ----- network input ----------------------------------------------------------------
     def numpify(self, vertex: int) -> np.ndarray:
@@ -250,8 +271,10 @@ class ConnectFour(GameGraph):
         x_to_move = discs.bit_count() % 2 == 0
         marks = {1: "X", -1: "O", 0: "."} if x_to_move else {1: "O", -1: "X", 0: "."}
         width = len(str(self.columns - 1))
-        lines = [" ".join(marks[board[r * self.columns + c]].rjust(width)
-                          for c in range(self.columns)) for r in range(self.rows)]
+        lines = [
+            " ".join(marks[board[r * self.columns + c]].rjust(width) for c in range(self.columns))
+            for r in range(self.rows)
+        ]
         lines.append(" ".join(str(c).rjust(width) for c in range(self.columns)))
         if self.score_at(vertex) < 0:
             lines.append(f"{marks[-1]} has won")

@@ -43,6 +43,7 @@ ordered.  (Keeping workers sorted by cell would halve the vertices per player, b
 w" would swap under a board symmetry in some positions and not in others, and no fixed
 `transform_actions(k)` permutation could map the action ids.)
 """
+
 from __future__ import annotations
 
 import math
@@ -67,9 +68,16 @@ _LEVEL, _MOBILITY, _THREAT, _SCALE = 1.0, 0.1, 1.0, 3.0
 def _square_symmetry(k: int, row: int, column: int, last: int) -> tuple[int, int]:
     """Image of (row, column) under dihedral symmetry k (0..7) of a square with index `last` as
     its highest row/column; with last=0 it maps a direction (row step, column step)."""
-    return ((row, column), (column, last - row), (last - row, last - column), (last - column, row),
-            (row, last - column), (column, row), (last - row, column),
-            (last - column, last - row))[k]
+    return (
+        (row, column),
+        (column, last - row),
+        (last - row, last - column),
+        (last - column, row),
+        (row, last - column),
+        (column, row),
+        (last - row, column),
+        (last - column, last - row),
+    )[k]
 
 
 def _check_range(name: str, value: object, low: int, high: int) -> int:
@@ -89,11 +97,14 @@ class Santorini(GameGraph):
         self._size = size
         # _neighbours[cell]: (direction index, neighbour cell) for each neighbour on the board
         self._neighbours = tuple(
-            tuple((m, (cell // dimension + dr) * dimension + cell % dimension + dc)
-                  for m, (dr, dc) in enumerate(DIRECTIONS)
-                  if 0 <= cell // dimension + dr < dimension
-                  and 0 <= cell % dimension + dc < dimension)
-            for cell in range(size))
+            tuple(
+                (m, (cell // dimension + dr) * dimension + cell % dimension + dc)
+                for m, (dr, dc) in enumerate(DIRECTIONS)
+                if 0 <= cell // dimension + dr < dimension
+                and 0 <= cell % dimension + dc < dimension
+            )
+            for cell in range(size)
+        )
         self._placements = tuple(permutations(range(size), units_per_player))
         self._placement_ids = {cells: i for i, cells in enumerate(self._placements)}
         self._action_count = len(self._placements) + units_per_player * 64
@@ -105,13 +116,19 @@ class Santorini(GameGraph):
         last = self.dimension - 1
         cell_maps, sources, action_maps = [], [], []
         for k in range(8):
-            cell_map = tuple(r * self.dimension + c for r, c in (
-                _square_symmetry(k, i // self.dimension, i % self.dimension, last)
-                for i in range(self._size)))
-            direction_map = [DIRECTIONS.index(_square_symmetry(k, dr, dc, 0))
-                             for dr, dc in DIRECTIONS]
-            perm = [self._placement_ids[tuple(cell_map[c] for c in cells)]
-                    for cells in self._placements]
+            cell_map = tuple(
+                r * self.dimension + c
+                for r, c in (
+                    _square_symmetry(k, i // self.dimension, i % self.dimension, last)
+                    for i in range(self._size)
+                )
+            )
+            direction_map = [
+                DIRECTIONS.index(_square_symmetry(k, dr, dc, 0)) for dr, dc in DIRECTIONS
+            ]
+            perm = [
+                self._placement_ids[tuple(cell_map[c] for c in cells)] for cells in self._placements
+            ]
             base = len(self._placements)
             for w in range(self.units_per_player):
                 for m in range(8):
@@ -173,7 +190,7 @@ class Santorini(GameGraph):
                 height = heights[dest]
                 if height > limit or height == DOME or dest in theirs or dest in mine:
                     continue
-                moved = mine[:w] + (dest,) + mine[w + 1:]
+                moved = mine[:w] + (dest,) + mine[w + 1 :]
                 base = first + (w * 8 + m) * 8
                 if height == WIN_LEVEL:
                     children.append((heights, theirs, moved))
@@ -183,8 +200,9 @@ class Santorini(GameGraph):
                     level = heights[cell]
                     if level == DOME or cell in theirs or cell in moved:
                         continue
-                    children.append((heights[:cell] + (level + 1,) + heights[cell + 1:],
-                                     theirs, moved))
+                    children.append(
+                        (heights[:cell] + (level + 1,) + heights[cell + 1 :], theirs, moved)
+                    )
                     actions.append(base + b)
         return tuple(children), tuple(actions)
 
@@ -205,8 +223,7 @@ class Santorini(GameGraph):
         into (-1, 1) (see the module docstring)."""
         heights, mine, theirs = vertex
         occupied = mine + theirs
-        total = (self._strength(heights, mine, occupied)
-                 - self._strength(heights, theirs, occupied))
+        total = self._strength(heights, mine, occupied) - self._strength(heights, theirs, occupied)
         return math.tanh(total / _SCALE)
 
     def _strength(self, heights: tuple, workers: tuple, occupied: tuple) -> float:
@@ -310,11 +327,18 @@ class Santorini(GameGraph):
                 if heights[dest] != WIN_LEVEL:
                     clicks.append([dest + DIRECTIONS[b][0] * n + DIRECTIONS[b][1]])
             moves.append({"action": action, "clicks": clicks})
-        return {"rows": n, "columns": n, "cells": cells, "players": ["red", "yellow"],
-                "style": "levels", "moves": moves}
+        return {
+            "rows": n,
+            "columns": n,
+            "cells": cells,
+            "players": ["red", "yellow"],
+            "style": "levels",
+            "moves": moves,
+        }
 
     def describe_action(self, vertex: tuple, action: int) -> str:
         """'place on r1c2' / 'worker 1 moves up-left, builds down' (rows and columns from 1)."""
+
         def cell(c: int) -> str:
             return f"r{c // self.dimension + 1}c{c % self.dimension + 1}"
 
@@ -343,8 +367,11 @@ class Santorini(GameGraph):
             raise ValueError(f"Santorini has no symmetry {k}")
         heights, mine, theirs = vertex
         cell_map = self._cell_maps[k]
-        return (self._height_getters[k](heights),
-                tuple([cell_map[c] for c in mine]), tuple([cell_map[c] for c in theirs]))
+        return (
+            self._height_getters[k](heights),
+            tuple([cell_map[c] for c in mine]),
+            tuple([cell_map[c] for c in theirs]),
+        )
 
     def equivalenceclass_of(self, vertex: tuple) -> list:
         # the exact solver keys its table by the smallest image of every vertex it searches:
@@ -358,9 +385,11 @@ class Santorini(GameGraph):
         elif len(mine) == len(theirs) == 2:
             a, b, c, d = mine[0], mine[1], theirs[0], theirs[1]
             images = [(getter(heights), (m[a], m[b]), (m[c], m[d])) for getter, m in symmetries]
-        else:   # during placement
-            images = [(getter(heights), tuple([m[c] for c in mine]),
-                       tuple([m[c] for c in theirs])) for getter, m in symmetries]
+        else:  # during placement
+            images = [
+                (getter(heights), tuple([m[c] for c in mine]), tuple([m[c] for c in theirs]))
+                for getter, m in symmetries
+            ]
         return list(dict.fromkeys(images))
 
     def transform_actions(self, k: int) -> np.ndarray:

@@ -7,6 +7,7 @@ its cell.  The game is over when the player who just moved completed a line (the
 has lost: score -1) or the board is full (draw: score 0).  X moves first, so equal mark counts
 mean X is to move.
 """
+
 from __future__ import annotations
 
 from operator import neg
@@ -17,17 +18,31 @@ from gamegym.game.graph import GameGraph
 
 __all__ = ["TicTacToe", "TicTacToeVariant"]
 
-_LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8),   # rows
-          (0, 3, 6), (1, 4, 7), (2, 5, 8),   # columns
-          (0, 4, 8), (2, 4, 6))              # diagonals
+_LINES = (
+    (0, 1, 2),
+    (3, 4, 5),
+    (6, 7, 8),  # rows
+    (0, 3, 6),
+    (1, 4, 7),
+    (2, 5, 8),  # columns
+    (0, 4, 8),
+    (2, 4, 6),
+)  # diagonals
 
 
 def _square_symmetry(k: int, row: int, column: int, last: int) -> tuple[int, int]:
     """Image of (row, column) under dihedral symmetry k (0..7) of a square with index `last` as
     its highest row/column; with last=0 it maps a direction (row step, column step)."""
-    return ((row, column), (column, last - row), (last - row, last - column), (last - column, row),
-            (row, last - column), (column, row), (last - row, column),
-            (last - column, last - row))[k]
+    return (
+        (row, column),
+        (column, last - row),
+        (last - row, last - column),
+        (last - column, row),
+        (row, last - column),
+        (column, row),
+        (last - row, column),
+        (last - column, last - row),
+    )[k]
 
 
 class TicTacToe(GameGraph):
@@ -38,7 +53,8 @@ class TicTacToe(GameGraph):
         # _cell_maps[k][i]: the cell that cell i becomes under symmetry k
         self._cell_maps = tuple(
             tuple(r * 3 + c for r, c in (_square_symmetry(k, i // 3, i % 3, 2) for i in range(9)))
-            for k in range(8))
+            for k in range(8)
+        )
         # _sources[k][j]: the cell whose content lands on cell j under symmetry k
         self._sources = tuple(tuple(sorted(range(9), key=m.__getitem__)) for m in self._cell_maps)
 
@@ -67,7 +83,7 @@ class TicTacToe(GameGraph):
             return (), ()
         flipped = tuple(map(neg, vertex))
         actions = tuple(i for i in range(9) if not vertex[i])
-        children = tuple(flipped[:i] + (-1,) + flipped[i + 1:] for i in actions)
+        children = tuple(flipped[:i] + (-1,) + flipped[i + 1 :] for i in actions)
         return children, actions
 
     # ----- network input ----------------------------------------------------------------
@@ -96,11 +112,23 @@ class TicTacToe(GameGraph):
     def board_at(self, vertex: tuple) -> dict:
         """The grid for the web page: X (piece 0) moved first; a move is a click on its cell."""
         mover = 0 if vertex.count(1) == vertex.count(-1) else 1
-        cells = [{} if not v else {"piece": mover if v == 1 else 1 - mover,
-                                   "label": "XO"[mover if v == 1 else 1 - mover]}
-                 for v in vertex]
-        return {"rows": 3, "columns": 3, "cells": cells, "players": ["X", "O"], "style": "marks",
-                "moves": [{"action": a, "clicks": [[a]]} for a in self.actions_at(vertex)]}
+        cells = [
+            {}
+            if not v
+            else {
+                "piece": mover if v == 1 else 1 - mover,
+                "label": "XO"[mover if v == 1 else 1 - mover],
+            }
+            for v in vertex
+        ]
+        return {
+            "rows": 3,
+            "columns": 3,
+            "cells": cells,
+            "players": ["X", "O"],
+            "style": "marks",
+            "moves": [{"action": a, "clicks": [[a]]} for a in self.actions_at(vertex)],
+        }
 
     # ----- symmetries: the 8 rotations and reflections of the square ----------------------
     @property
@@ -144,9 +172,10 @@ class TicTacToeVariant(TicTacToe):
             raise ValueError(f"misere must be true or false, got {misere!r}")
         self.blocked = frozenset(cells)
         self.misere = misere
-        self._game_args = {"blocked": cells, "misere": misere}     # as JSON stores them
-        self._kept = tuple(k for k in range(8)
-                           if {self._cell_maps[k][c] for c in cells} == self.blocked)
+        self._game_args = {"blocked": cells, "misere": misere}  # as JSON stores them
+        self._kept = tuple(
+            k for k in range(8) if {self._cell_maps[k][c] for c in cells} == self.blocked
+        )
 
     def score_at(self, vertex: tuple) -> float:
         """The player who just moved completed a line: the player to move has lost, or in
@@ -160,13 +189,15 @@ class TicTacToeVariant(TicTacToe):
             return (), ()
         flipped = tuple(map(neg, vertex))
         actions = tuple(i for i in range(9) if not vertex[i] and i not in self.blocked)
-        children = tuple(flipped[:i] + (-1,) + flipped[i + 1:] for i in actions)
+        children = tuple(flipped[:i] + (-1,) + flipped[i + 1 :] for i in actions)
         return children, actions
 
     def render(self, vertex: tuple) -> str:
         lines = super().render(vertex).split("\n")
-        rows = ["".join("#" if r * 3 + c in self.blocked else lines[r][c] for c in range(3))
-                for r in range(3)]
+        rows = [
+            "".join("#" if r * 3 + c in self.blocked else lines[r][c] for c in range(3))
+            for r in range(3)
+        ]
         status = lines[3]
         if status.endswith("has won") and self.misere:
             status = f"{status.split()[0]} has lost (misère)"

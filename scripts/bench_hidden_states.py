@@ -12,6 +12,7 @@ the preset's starter model (MuZeroEvaluator, as the Predictor does), in two ways
           (every 100 requests here, about one move's search)
 and prints the round trips per second of each, their ratio, and the bytes a round trip moves.
 """
+
 import argparse
 import multiprocessing
 import os
@@ -20,18 +21,19 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")   # one BLAS thread per process, as the gym's children
+    os.environ.setdefault(_name, "1")  # one BLAS thread per process, as the gym's children
 
 import numpy as np  # noqa: E402
 
 from gamegym.runtime.messages import EvalRequest, EvalResponse  # noqa: E402
 
-SEARCH = 100   # requests per search: the server drops the kept states after each
+SEARCH = 100  # requests per search: the server drops the kept states after each
 
 
 def serve(path, conn):
     from gamegym.learners.muzero.nets import MuZeroEvaluator
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
+
     configure_tensorflow(use_gpu=False, threads=1)
     evaluator = MuZeroEvaluator(load_model(path), 0)
     kept, count = {}, [0]
@@ -47,14 +49,14 @@ def serve(path, conn):
         if request is None:
             return
         inputs = request.inputs
-        if request.kind == "initial":        # pipes: the roots' hidden states go back
+        if request.kind == "initial":  # pipes: the roots' hidden states go back
             outputs = evaluator.run("initial", inputs)
-        elif request.kind == "seed":         # kept: a new search; its roots are kept
+        elif request.kind == "seed":  # kept: a new search; its roots are kept
             kept.clear()
             outputs = {"id": keep(evaluator.run("initial", inputs)["hidden"])}
-        elif "hidden" in inputs:             # pipes
+        elif "hidden" in inputs:  # pipes
             outputs = evaluator.run("recurrent", inputs)
-        else:                                # kept
+        else:  # kept
             hidden = np.stack([kept[i] for i in inputs["parent"].tolist()])
             outputs = evaluator.run("recurrent", {"hidden": hidden, "action": inputs["action"]})
             outputs["id"] = keep(outputs.pop("hidden"))
@@ -68,16 +70,19 @@ def measure(conn, batch, seconds, actions, mode, root):
     key = "hidden" if mode == "pipes" else "id"
     count, moved, start = 0, 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        if count % SEARCH == 0:   # a new search from its roots
+        if count % SEARCH == 0:  # a new search from its roots
             conn.send(EvalRequest(-1, "initial" if mode == "pipes" else "seed", roots))
             parents = conn.recv().outputs[key]
         action = rng.integers(0, actions, batch).astype(np.int32)
-        request = EvalRequest(count, "recurrent", {"hidden" if mode == "pipes" else "parent":
-                                                   parents, "action": action})
+        request = EvalRequest(
+            count,
+            "recurrent",
+            {"hidden" if mode == "pipes" else "parent": parents, "action": action},
+        )
         conn.send(request)
         response = conn.recv()
         moved += len(pickle.dumps(request)) + len(pickle.dumps(response))
-        parents = response.outputs[key]   # the next request expands the children just made
+        parents = response.outputs[key]  # the next request expands the children just made
         count += 1
     elapsed = time.perf_counter() - start
     return count / elapsed, moved / max(1, count)
@@ -91,6 +96,7 @@ def main() -> int:
     args = parser.parse_args()
     from gamegym.game.graph import load_game
     from gamegym.presets import INITIAL_MODELS, PRESETS, preset_learner
+
     context = multiprocessing.get_context("spawn")
     for name, preset in sorted(PRESETS.items()):
         if preset_learner(preset) != "muzero":
@@ -106,15 +112,23 @@ def main() -> int:
                 moved = {}
                 for _ in range(args.rounds):
                     for mode in ("pipes", "kept"):
-                        rate, size = measure(mine, batch, args.seconds / args.rounds,
-                                             graph.action_space_size, mode, root)
+                        rate, size = measure(
+                            mine,
+                            batch,
+                            args.seconds / args.rounds,
+                            graph.action_space_size,
+                            mode,
+                            root,
+                        )
                         rates[mode].append(rate)
                         moved[mode] = size
                 pipes, kept = np.mean(rates["pipes"]), np.mean(rates["kept"])
-                print(f"{name:22s} batch {batch:3d}: pipes {pipes:7.0f} round trips/s "
-                      f"({moved['pipes'] / 1024:6.1f} KiB each), kept {kept:7.0f} "
-                      f"({moved['kept'] / 1024:6.1f} KiB); kept/pipes {kept / pipes:.2f}",
-                      flush=True)
+                print(
+                    f"{name:22s} batch {batch:3d}: pipes {pipes:7.0f} round trips/s "
+                    f"({moved['pipes'] / 1024:6.1f} KiB each), kept {kept:7.0f} "
+                    f"({moved['kept'] / 1024:6.1f} KiB); kept/pipes {kept / pipes:.2f}",
+                    flush=True,
+                )
         finally:
             mine.send(None)
             server.join(timeout=30)

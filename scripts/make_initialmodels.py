@@ -8,6 +8,7 @@ their -muzero presets), each built by its preset's learner with the preset's net
 if a file is not well under 1 MB (they are committed, and shipped in the package as package
 data: setup.cfg [options.package_data]).
 """
+
 import os
 import sys
 
@@ -38,9 +39,11 @@ def main(names: list[str]) -> int:
         path = INITIAL_MODELS / f"{name}.keras"
         model.save(path)
         size = path.stat().st_size
-        print(f"{path.name}: {model.name}, input {tuple(model.inputs[0].shape[1:])}, "
-              f"{graph.action_space_size} actions, {model.count_params()} parameters, "
-              f"{size} bytes")
+        print(
+            f"{path.name}: {model.name}, input {tuple(model.inputs[0].shape[1:])}, "
+            f"{graph.action_space_size} actions, {model.count_params()} parameters, "
+            f"{size} bytes"
+        )
         if size > MAX_BYTES:
             too_big.append(path.name)
     if too_big:

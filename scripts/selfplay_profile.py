@@ -7,6 +7,7 @@ evaluator, both in CPU time, with the network and numpify calls timed apart.
 The "with model / ceiling" ratio is what the bench's efficiency approaches on a quiet machine
 whose cores the Selfplayers keep busy (the README's "Each bundled game" table).
 """
+
 import argparse
 import json
 import sys
@@ -63,8 +64,9 @@ def main() -> int:
     evaluator = ModelEvaluator(model).portable()
     if evaluator is None:
         raise SystemExit("this network has no fast path here (is onnxruntime installed?)")
-    cfg = GymConfig(game=args.game, game_args=graph.game_args,
-                    selfplay={"searchthreadcount": args.threads}).selfplay
+    cfg = GymConfig(
+        game=args.game, game_args=graph.game_args, selfplay={"searchthreadcount": args.threads}
+    ).selfplay
     totals = {"network": 0.0, "positions": 0, "numpify": 0.0}
     numpify = graph.numpify
 
@@ -78,18 +80,25 @@ def main() -> int:
     ceiling = cpu / searches
     graph.numpify = timed_numpify
     service = LocalService(Timed(evaluator, totals))
-    searches, cpu = play(graph, cfg, PositionEvaluator(graph, service, cfg.evaluation_cache),
-                         args.seconds)
+    searches, cpu = play(
+        graph, cfg, PositionEvaluator(graph, service, cfg.evaluation_cache), args.seconds
+    )
     per = {k: totals[k] / searches * 1e6 for k in ("network", "numpify")}
     total = cpu / searches * 1e6
-    print(f"{args.game} {graph.game_args}, {model.name} on {evaluator.path}, "
-          f"{args.threads} concurrent searches")
+    print(
+        f"{args.game} {graph.game_args}, {model.name} on {evaluator.path}, "
+        f"{args.threads} concurrent searches"
+    )
     print(f"  with model / ceiling   {ceiling * 1e6 / total:.2f}")
-    print(f"  per search             {total:.1f} µs: search and game {ceiling * 1e6:.1f}, network "
-          f"{per['network']:.1f}, numpify {per['numpify']:.1f}, rest "
-          f"{total - ceiling * 1e6 - per['network'] - per['numpify']:.1f}")
-    print(f"  network                {totals['positions'] / searches:.2f} positions per search, "
-          f"{totals['network'] / max(1, totals['positions']) * 1e6:.1f} µs per position")
+    print(
+        f"  per search             {total:.1f} µs: search and game {ceiling * 1e6:.1f}, network "
+        f"{per['network']:.1f}, numpify {per['numpify']:.1f}, rest "
+        f"{total - ceiling * 1e6 - per['network'] - per['numpify']:.1f}"
+    )
+    print(
+        f"  network                {totals['positions'] / searches:.2f} positions per search, "
+        f"{totals['network'] / max(1, totals['positions']) * 1e6:.1f} µs per position"
+    )
     return 0
 
 

@@ -19,6 +19,7 @@ Counts are kept in <folder>/soak.json; `--resume` adds to them (a long soak is m
 a few hours).  It prints one JSON object: faults, faults_by_kind, resumes, games, samples,
 iterations, cycles, minutes, violations (each invariant's name and its count).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,22 +45,50 @@ from gamegym.game.graph import load_game
 GAME = "games.tictactoe:TicTacToe"
 CONFIG = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
-    "selfplay": {"selfplayprocesses": 2, "searchthreadcount": 2, "searchcount": 16,
-                 "gamelog_dump_threshold": 4},
-    "train": {"replay": "curious", "num_updates_per_train_iter": 8, "batchsize": 32,
-              "min_samplecount": 100, "min_new_samples": 100, "replay_capacity": 5000,
-              "validation_split": 0.0},
+    "selfplay": {
+        "selfplayprocesses": 2,
+        "searchthreadcount": 2,
+        "searchcount": 16,
+        "gamelog_dump_threshold": 4,
+    },
+    "train": {
+        "replay": "curious",
+        "num_updates_per_train_iter": 8,
+        "batchsize": 32,
+        "min_samplecount": 100,
+        "min_new_samples": 100,
+        "replay_capacity": 5000,
+        "validation_split": 0.0,
+    },
     "evaluate": {"every": 1, "games": 4, "searchcount": 8, "opponents": ["random"]},
     "status_interval": 1.0,
     "heartbeat_timeout": 6.0,
 }
-SURVIVED = ("kill_selfplayer", "stop_short")   # the gym plays on after these
-KINDS = ("kill_trainer", "kill_predictor", "kill_selfplayer", "kill_evaluator", "kill_gym",
-         "stop_short", "stop_long", "exit", "disk_full")
+SURVIVED = ("kill_selfplayer", "stop_short")  # the gym plays on after these
+KINDS = (
+    "kill_trainer",
+    "kill_predictor",
+    "kill_selfplayer",
+    "kill_evaluator",
+    "kill_gym",
+    "stop_short",
+    "stop_long",
+    "exit",
+    "disk_full",
+)
 ROLES_STOPPED = ("trainer", "predictor", "selfplayer0", "selfplayer1", "evaluator")
-INVARIANTS = ("repeated_game", "iteration_went_back", "unsound_model", "replay_state_mismatch",
-              "temporary_file_left", "quarantined_file", "orphan_process", "sample_file_lost",
-              "sample_file_invalid", "gym_did_not_start")
+INVARIANTS = (
+    "repeated_game",
+    "iteration_went_back",
+    "unsound_model",
+    "replay_state_mismatch",
+    "temporary_file_left",
+    "quarantined_file",
+    "orphan_process",
+    "sample_file_lost",
+    "sample_file_invalid",
+    "gym_did_not_start",
+)
 
 
 class Soak:
@@ -74,14 +103,21 @@ class Soak:
         else:
             if self.record_path.exists():
                 raise SystemExit(f"{self.record_path} exists: add --resume to go on with it")
-            self.totals = {"faults": 0, "faults_by_kind": {}, "resumes": 0, "cycles": 0,
-                           "minutes": 0.0, "runs": 0, "seed": seed,
-                           "violations": dict.fromkeys(INVARIANTS, 0)}
+            self.totals = {
+                "faults": 0,
+                "faults_by_kind": {},
+                "resumes": 0,
+                "cycles": 0,
+                "minutes": 0.0,
+                "runs": 0,
+                "seed": seed,
+                "violations": dict.fromkeys(INVARIANTS, 0),
+            }
             self._new_session()
         self.totals["runs"] += 1
         self.rng = np.random.default_rng([seed, self.totals["runs"]])
         self.shape = SampleShape.of(load_game(GAME))
-        self.games: dict[tuple, str] = {}     # (actions, values) -> the file it is in
+        self.games: dict[tuple, str] = {}  # (actions, values) -> the file it is in
         self.seen: set[Path] = set()
         self.max_iteration = self.session.current_iteration()
 
@@ -89,8 +125,11 @@ class Soak:
         self.folder.mkdir(parents=True, exist_ok=True)
         config = self.folder / "config.json"
         config.write_text(json.dumps(CONFIG))
-        done = subprocess.run(gamegym("new", self.session.path, "--game", GAME,
-                                      "--config", config), capture_output=True, text=True)
+        done = subprocess.run(
+            gamegym("new", self.session.path, "--game", GAME, "--config", config),
+            capture_output=True,
+            text=True,
+        )
         if done.returncode:
             raise SystemExit(f"cannot make the soak session: {done.stderr}")
 
@@ -101,12 +140,13 @@ class Soak:
         gym = start_gym(self.session.path, limit)
         watcher = Lines(gym)
         family: set[int] = set()
-        started = watcher.wait_for(lambda line: "| games " in line or "stopped" in line, 150,
-                                   gym, family)
+        started = watcher.wait_for(
+            lambda line: "| games " in line or "stopped" in line, 150, gym, family
+        )
         if not started and not limit:
             self.violation("gym_did_not_start")
         elif not limit:
-            for _extra in range(int(self.rng.integers(0, 4))):   # faults the gym plays on after
+            for _extra in range(int(self.rng.integers(0, 4))):  # faults the gym plays on after
                 time.sleep(float(self.rng.uniform(1.0, 4.0)))
                 family |= descendants(gym)
                 survived = SURVIVED[int(self.rng.integers(len(SURVIVED)))]
@@ -117,7 +157,7 @@ class Soak:
             self.inject(kind, gym, watcher, family)
         stop(gym, watcher, family, expect_stop=kind not in SURVIVED)
         self.count_fault(kind)
-        self.check(family, clean=gym.returncode in (0, 1))   # the gym's own stop: tidy
+        self.check(family, clean=gym.returncode in (0, 1))  # the gym's own stop: tidy
         self.totals["resumes"] += 1
         self.totals["cycles"] += 1
 
@@ -129,14 +169,20 @@ class Soak:
         if kind == "kill_gym":
             os.kill(gym.pid, signal.SIGKILL)
             return
-        role = {"kill_trainer": "trainer", "kill_predictor": "predictor",
-                "kill_evaluator": "evaluator"}.get(kind)
+        role = {
+            "kill_trainer": "trainer",
+            "kill_predictor": "predictor",
+            "kill_evaluator": "evaluator",
+        }.get(kind)
         if role is None:
-            role = (f"selfplayer{int(self.rng.integers(2))}" if kind == "kill_selfplayer"
-                    else ROLES_STOPPED[int(self.rng.integers(len(ROLES_STOPPED)))])
+            role = (
+                f"selfplayer{int(self.rng.integers(2))}"
+                if kind == "kill_selfplayer"
+                else ROLES_STOPPED[int(self.rng.integers(len(ROLES_STOPPED)))]
+            )
         pid = role_pid(self.session, role, family)
         if pid is None:
-            return   # not running now (an Evaluator between ratings): the fault is the stop
+            return  # not running now (an Evaluator between ratings): the fault is the stop
         if kind.startswith("kill"):
             os.kill(pid, signal.SIGKILL)
         else:
@@ -146,7 +192,7 @@ class Soak:
             try:
                 os.kill(pid, signal.SIGCONT)
             except ProcessLookupError:
-                pass   # the gym killed it as hung
+                pass  # the gym killed it as hung
         time.sleep(float(self.rng.uniform(1.0, 4.0)))
 
     def count_fault(self, kind: str) -> None:
@@ -165,8 +211,11 @@ class Soak:
         alive = [p for p in family if running(p)]
         self.violation("orphan_process", len(alive), str(alive))
         iteration = session.current_iteration()
-        self.violation("iteration_went_back", int(iteration < self.max_iteration),
-                       f"{iteration} < {self.max_iteration}")
+        self.violation(
+            "iteration_went_back",
+            int(iteration < self.max_iteration),
+            f"{iteration} < {self.max_iteration}",
+        )
         self.max_iteration = max(self.max_iteration, iteration)
         unsound = [i for i in session.model_iterations() if not session.model_is_sound(i)]
         self.violation("unsound_model", len(unsound), str(unsound))
@@ -192,20 +241,24 @@ class Soak:
                     continue
                 for game in range(len(arrays["result"])):
                     rows = arrays["game"] == game
-                    key = (arrays["action"][rows].tobytes(),
-                           arrays["root_value"][rows].round(6).tobytes())
+                    key = (
+                        arrays["action"][rows].tobytes(),
+                        arrays["root_value"][rows].round(6).tobytes(),
+                    )
                     if key in self.games:
                         self.violation("repeated_game", 1, f"{path.name} {self.games[key]}")
                     self.games.setdefault(key, path.name)
 
     def check_replay_state(self) -> None:
-        states = sorted(self.session.replay_dir.glob("*.npz"),
-                        key=lambda p: int(p.stem) if p.stem.isdigit() else -1)
+        states = sorted(
+            self.session.replay_dir.glob("*.npz"),
+            key=lambda p: int(p.stem) if p.stem.isdigit() else -1,
+        )
         if not states:
             return
         try:
             state = read_state(states[-1].read_bytes())
-        except Exception as error:   # noqa: BLE001 - any failure is the violation
+        except Exception as error:  # noqa: BLE001 - any failure is the violation
             self.violation("replay_state_mismatch", 1, str(error))
             return
         for key, (_iteration, file_rows, _, _) in zip(state["keys"], state["rows"]):
@@ -228,8 +281,12 @@ class Soak:
                         games += len(data["result"])
                 except (OSError, ValueError):
                     continue
-        return {**self.totals, "games": games, "samples": samples,
-                "iterations": max(0, self.session.current_iteration())}
+        return {
+            **self.totals,
+            "games": games,
+            "samples": samples,
+            "iterations": max(0, self.session.current_iteration()),
+        }
 
     def save(self) -> None:
         atomic_write_json(self.record_path, self.totals)
@@ -249,7 +306,7 @@ class Lines:
                 self.lines.append(line)
                 self.cond.notify_all()
         with self.cond:
-            self.lines.append("")   # the end
+            self.lines.append("")  # the end
             self.cond.notify_all()
 
     def wait_for(self, test, timeout: float, process, family: set[int]) -> bool:
@@ -273,11 +330,17 @@ def gamegym(*args) -> list[str]:
 
 
 def start_gym(session: Path, limit_files: bool):
-    def limit():   # a quota-like limit: no file of the gym or its children may grow past 64 KiB
+    def limit():  # a quota-like limit: no file of the gym or its children may grow past 64 KiB
         resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
-    return subprocess.Popen(gamegym("resume", session), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=limit if limit_files else None)
+
+    return subprocess.Popen(
+        gamegym("resume", session),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=limit if limit_files else None,
+    )
 
 
 def stop(gym, watcher, family: set[int], expect_stop: bool, wait_s: float = 60.0) -> None:
@@ -297,7 +360,7 @@ def stop(gym, watcher, family: set[int], expect_stop: bool, wait_s: float = 60.0
         except subprocess.TimeoutExpired:
             gym.kill()
             gym.wait()
-    deadline = time.monotonic() + 20.0     # orphans leave within ~8 s of the gym's death
+    deadline = time.monotonic() + 20.0  # orphans leave within ~8 s of the gym's death
     while time.monotonic() < deadline and any(running(p) for p in family):
         time.sleep(0.5)
 
@@ -342,12 +405,14 @@ def main(argv=None) -> int:
     while True:
         cycle_start = time.monotonic()
         soak.cycle()
-        soak.totals["minutes"] = round(soak.totals["minutes"]
-                                       + (time.monotonic() - cycle_start) / 60, 3)
+        soak.totals["minutes"] = round(
+            soak.totals["minutes"] + (time.monotonic() - cycle_start) / 60, 3
+        )
         soak.save()
         if not args.json:
-            print(f"[soak] cycle {soak.totals['cycles']}: {soak.totals['faults_by_kind']}",
-                  flush=True)
+            print(
+                f"[soak] cycle {soak.totals['cycles']}: {soak.totals['faults_by_kind']}", flush=True
+            )
         if time.monotonic() - started >= args.minutes * 60:
             break
     summary = soak.summary()

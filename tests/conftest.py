@@ -12,6 +12,7 @@ Conventions (tests/README.md says the same at more length):
   copy, and sees no TensorFlow logging settings of ours: what it prints is what a user sees.
 - Warnings raised from gamegym's own code are errors (pyproject.toml, filterwarnings).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,25 +29,26 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 
 # subprocesses (scripts, `python -m gamegym`) import the code under test, wherever they run
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+)
 
 # the settings of a small tic-tac-toe session that trains an iteration within seconds
 SMALL = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
-    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
-                 "gamelog_dump_threshold": 5},
+    "selfplay": {
+        "selfplayprocesses": 1,
+        "searchthreadcount": 4,
+        "searchcount": 16,
+        "gamelog_dump_threshold": 5,
+    },
     "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
     "status_interval": 2.0,
 }
 
 
 # tic-tac-toe boards (cells row by row; 1 the player to move, -1 the opponent)
-WIN_IN_ONE = (1, 1, 0,
-              -1, -1, 0,
-              0, 0, 0)      # cell 2 wins at once (cell 5 would only block)
-MUST_BLOCK = (-1, -1, 0,
-              1, 0, 0,
-              0, 0, 0)      # the opponent threatens cell 2
+WIN_IN_ONE = (1, 1, 0, -1, -1, 0, 0, 0, 0)  # cell 2 wins at once (cell 5 would only block)
+MUST_BLOCK = (-1, -1, 0, 1, 0, 0, 0, 0, 0)  # the opponent threatens cell 2
 
 
 def user_env() -> dict:
@@ -58,10 +60,13 @@ def read_scalars(folder) -> dict:
     """{tag: [(step, value), ...]} of every event file in `folder` (one run), as TensorBoard
     reads them."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
     board = EventAccumulator(str(folder))
     board.Reload()
-    return {tag: [(e.step, pytest.approx(e.value)) for e in board.Scalars(tag)]
-            for tag in board.Tags()["scalars"]}
+    return {
+        tag: [(e.step, pytest.approx(e.value)) for e in board.Scalars(tag)]
+        for tag in board.Tags()["scalars"]
+    }
 
 
 def gamegym_command(*args) -> list[str]:
@@ -69,13 +74,20 @@ def gamegym_command(*args) -> list[str]:
     return [sys.executable, "-m", "gamegym", *map(str, args)]
 
 
-def gamegym(*args, timeout: float = 240, input: str | None = None, env: dict | None = None,
-            **kwargs) -> subprocess.CompletedProcess:
+def gamegym(
+    *args, timeout: float = 240, input: str | None = None, env: dict | None = None, **kwargs
+) -> subprocess.CompletedProcess:
     """Run `python -m gamegym ARGS` (this checkout's code) and capture its output."""
-    return subprocess.run(gamegym_command(*args),
-                          capture_output=True, text=True, timeout=timeout, input=input,
-                          stdin=None if input is not None else subprocess.DEVNULL,
-                          env=env, **kwargs)
+    return subprocess.run(
+        gamegym_command(*args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        env=env,
+        **kwargs,
+    )
 
 
 def merged(base: dict, changes: dict) -> dict:
@@ -106,16 +118,19 @@ def session_template(tmp_path_factory) -> Path:
 def new_session(session_template, tmp_path):
     """Make a new tic-tac-toe session (as `gamegym new` would) at tmp_path/NAME, with SMALL's
     settings changed by `changes` (any field but the network), by copying the template."""
+
     def make(name: str = "ttt", changes: dict | None = None) -> Path:
         path = tmp_path / name
         shutil.copytree(session_template, path)
         config = json.loads((path / "config.json").read_text())
         changes = dict(changes or {})
         if "network" in changes:
-            raise ValueError("the template's network is fixed; make a session with "
-                             "`gamegym new` for another one")
+            raise ValueError(
+                "the template's network is fixed; make a session with `gamegym new` for another one"
+            )
         (path / "config.json").write_text(json.dumps(merged(config, changes), indent=2))
         return path
+
     return make
 
 

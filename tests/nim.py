@@ -1,4 +1,5 @@
 """TwoPileNim: a tiny correct game for the tests (imported as `from nim import TwoPileNim`)."""
+
 import numpy as np
 
 from gamegym.game.graph import GameGraph
@@ -26,7 +27,7 @@ class TwoPileNim(GameGraph):
         return 4
 
     @property
-    def action_space_size(self):   # stated, so a subclass that lowers outdegree_max keeps it
+    def action_space_size(self):  # stated, so a subclass that lowers outdegree_max keeps it
         return 4
 
     def score_at(self, vertex):

@@ -1,4 +1,5 @@
 """Config validation, JSON round trip and the fields a resume may not change."""
+
 import json
 
 import pytest
@@ -17,33 +18,58 @@ def test_json_round_trip(tmp_path):
     assert again.selfplay.searchcount == 17 and again.train.epochs == 2
 
 
-@pytest.mark.parametrize("data,message", [
-    ({"game": GAME, "selfplay": {"serchcount": 3}},
-     "unknown config field 'selfplay.serchcount'; did you mean 'selfplay.searchcount'?"),
-    ({"game": GAME, "trian": {}}, "unknown config field 'trian'; did you mean 'train'?"),
-    ({"game": GAME, "selfplay": {"searchcount": 0}},
-     "config field 'selfplay.searchcount' must be in [1, 1000000], got 0"),
-    ({"game": GAME, "train": {"validation_split": 0.95}},
-     "config field 'train.validation_split' must be in [0.0, 0.9], got 0.95"),
-    ({"game": GAME, "train": {"learner": "alphago"}},
-     "config field 'train.learner' must be one of ['alphazero', "),
-    ({"game": GAME, "selfplay": {"searchthreadcount": "8"}},
-     "config field 'selfplay.searchthreadcount' must be an integer, got '8'"),
-    ({"game": GAME, "selfplay": {"search_solver": "yes"}},
-     "config field 'selfplay.search_solver' must be true or false, got 'yes'"),
-    ({"game": GAME, "train": {"value_td_steps": -1}},
-     "config field 'train.value_td_steps' must be in [0, 10000], got -1"),
-    ({"game": "tictactoe"}, "config field 'game' must look like 'package.module:ClassName'"),
-    ({"game": GAME, "evaluate": {"opponents": ["random", "mcts:0"]}},
-     "config field 'evaluate.opponents' has a bad entry: player 'mcts:0' needs "
-     "mcts:SIMULATIONS with simulations >= 1"),
-    ({"game": GAME, "evaluate": {"opponents": ["mcts:x"]}},
-     "config field 'evaluate.opponents' has a bad entry: player 'mcts:x'"),
-    ({"game": GAME, "evaluate": {"opponents": "mcts:100"}},
-     "config field 'evaluate.opponents' must be a list of players"),
-    ({"game": GAME, "train": {"min_samplecount": 10, "max_samplecount": 5}},
-     "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)"),
-])
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        (
+            {"game": GAME, "selfplay": {"serchcount": 3}},
+            "unknown config field 'selfplay.serchcount'; did you mean 'selfplay.searchcount'?",
+        ),
+        ({"game": GAME, "trian": {}}, "unknown config field 'trian'; did you mean 'train'?"),
+        (
+            {"game": GAME, "selfplay": {"searchcount": 0}},
+            "config field 'selfplay.searchcount' must be in [1, 1000000], got 0",
+        ),
+        (
+            {"game": GAME, "train": {"validation_split": 0.95}},
+            "config field 'train.validation_split' must be in [0.0, 0.9], got 0.95",
+        ),
+        (
+            {"game": GAME, "train": {"learner": "alphago"}},
+            "config field 'train.learner' must be one of ['alphazero', ",
+        ),
+        (
+            {"game": GAME, "selfplay": {"searchthreadcount": "8"}},
+            "config field 'selfplay.searchthreadcount' must be an integer, got '8'",
+        ),
+        (
+            {"game": GAME, "selfplay": {"search_solver": "yes"}},
+            "config field 'selfplay.search_solver' must be true or false, got 'yes'",
+        ),
+        (
+            {"game": GAME, "train": {"value_td_steps": -1}},
+            "config field 'train.value_td_steps' must be in [0, 10000], got -1",
+        ),
+        ({"game": "tictactoe"}, "config field 'game' must look like 'package.module:ClassName'"),
+        (
+            {"game": GAME, "evaluate": {"opponents": ["random", "mcts:0"]}},
+            "config field 'evaluate.opponents' has a bad entry: player 'mcts:0' needs "
+            "mcts:SIMULATIONS with simulations >= 1",
+        ),
+        (
+            {"game": GAME, "evaluate": {"opponents": ["mcts:x"]}},
+            "config field 'evaluate.opponents' has a bad entry: player 'mcts:x'",
+        ),
+        (
+            {"game": GAME, "evaluate": {"opponents": "mcts:100"}},
+            "config field 'evaluate.opponents' must be a list of players",
+        ),
+        (
+            {"game": GAME, "train": {"min_samplecount": 10, "max_samplecount": 5}},
+            "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)",
+        ),
+    ],
+)
 def test_bad_values_name_the_field(data, message):
     with pytest.raises(ConfigError) as error:
         GymConfig.from_dict(data)
@@ -69,8 +95,15 @@ def test_resume_refuses_fixed_fields_and_accepts_others():
 
 
 def test_every_player_spec_is_an_evaluate_opponent():
-    specs = ["previous", "random", "solver", "alphabeta:5", "alphabeta0:4", "mcts:1000",
-             "iteration:3"]
+    specs = [
+        "previous",
+        "random",
+        "solver",
+        "alphabeta:5",
+        "alphabeta0:4",
+        "mcts:1000",
+        "iteration:3",
+    ]
     assert GymConfig(game=GAME, evaluate={"opponents": specs}).evaluate.opponents == specs
 
 

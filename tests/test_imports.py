@@ -4,6 +4,7 @@ cli/bench -> gym -> supervisor -> roles -> search/learners/samples -> graph/conf
 graph is drawn from every `import` statement in every module (those inside functions too);
 the implicit import of a parent package's __init__ is not an edge.
 """
+
 import ast
 import importlib
 import pkgutil
@@ -36,15 +37,17 @@ def imports_of(name: str, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:   # a relative import
+            if node.level:  # a relative import
                 base = name.split(".")
-                base = base[:len(base) - node.level + (1 if is_package else 0)]
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
             # `from gamegym import bench` imports the module gamegym.bench.throughput
-            targets = [f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
-                       for alias in node.names]
+            targets = [
+                f"{module}.{alias.name}" if f"{module}.{alias.name}" in known else module
+                for alias in node.names
+            ]
         else:
             continue
         found.update(t for t in targets if t in known and t != name)
@@ -94,8 +97,9 @@ def test_no_import_circles():
     known = set(names)
     graph = {name: imports_of(name, known) - {"gamegym"} for name in names}
     found = cycles(graph)
-    described = ["; ".join(f"{a} -> {', '.join(sorted(graph[a] & set(c)))}" for a in c)
-                 for c in found]
+    described = [
+        "; ".join(f"{a} -> {', '.join(sorted(graph[a] & set(c)))}" for a in c) for c in found
+    ]
     assert not found, "import circles:\n" + "\n".join(described)
 
 

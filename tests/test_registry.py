@@ -1,5 +1,6 @@
 """The registries (gamegym.registry): what a config names is looked up there, and a learner
 from outside the package joins the gym by registering itself."""
+
 import json
 import os
 from pathlib import Path
@@ -24,8 +25,10 @@ def test_the_built_in_implementations_register_themselves():
 def test_an_unknown_name_is_refused_with_the_known_ones():
     with pytest.raises(ConfigError, match=r"'train.learner' must be one of \['alphazero'"):
         GymConfig(game=TICTACTOE, train={"learner": "alfazero"})
-    with pytest.raises(RegistryError, match="unknown replay 'curios' \\(did you mean "
-                                            "'curious'\\?\\); known replays: curious, "):
+    with pytest.raises(
+        RegistryError,
+        match="unknown replay 'curios' \\(did you mean 'curious'\\?\\); known replays: curious, ",
+    ):
         REPLAYS.get("curios")
     with pytest.raises(ConfigError, match="'selfplay.backend' must be one of"):
         GymConfig(game=TICTACTOE, selfplay={"backend": "slurm"})
@@ -38,7 +41,7 @@ def test_a_name_is_registered_once():
     class Widget:
         name = "w"
 
-    registry.register(Widget)                       # the same class again: fine
+    registry.register(Widget)  # the same class again: fine
     with pytest.raises(ValueError, match="widget 'w' is registered already"):
         registry.register(type("Other", (), {"name": "w"}))
     with pytest.raises(ValueError, match="needs a non-empty string name"):
@@ -52,28 +55,53 @@ def test_a_plugin_that_cannot_be_imported_is_named():
 
 
 def test_a_learner_from_the_test_folder_registers_and_validates_its_own_section():
-    config = GymConfig.from_dict({"game": TICTACTOE, "plugins": ["toylearner"],
-                                  "train": {"learner": "toy"}, "toy": {"smoothing": 0.3}})
+    config = GymConfig.from_dict(
+        {
+            "game": TICTACTOE,
+            "plugins": ["toylearner"],
+            "train": {"learner": "toy"},
+            "toy": {"smoothing": 0.3},
+        }
+    )
     assert config.learner_config.smoothing == 0.3
     assert config.to_dict()["toy"] == {"smoothing": 0.3}
     assert GymConfig.from_dict(config.to_dict()) == config
     with pytest.raises(ConfigError, match="'toy.smoothing' must be in"):
-        GymConfig.from_dict({"game": TICTACTOE, "plugins": ["toylearner"],
-                             "train": {"learner": "toy"}, "toy": {"smoothing": 2}})
-    with pytest.raises(ConfigError, match="unknown config field 'toy.smothing'; did you mean "
-                                          "'toy.smoothing'"):
-        GymConfig.from_dict({"game": TICTACTOE, "plugins": ["toylearner"],
-                             "train": {"learner": "toy"}, "toy": {"smothing": 0.2}})
+        GymConfig.from_dict(
+            {
+                "game": TICTACTOE,
+                "plugins": ["toylearner"],
+                "train": {"learner": "toy"},
+                "toy": {"smoothing": 2},
+            }
+        )
+    with pytest.raises(
+        ConfigError, match="unknown config field 'toy.smothing'; did you mean 'toy.smoothing'"
+    ):
+        GymConfig.from_dict(
+            {
+                "game": TICTACTOE,
+                "plugins": ["toylearner"],
+                "train": {"learner": "toy"},
+                "toy": {"smothing": 0.2},
+            }
+        )
     with pytest.raises(ConfigError, match="'toy.smoothing' 1 with train.value_loss_weight 0"):
-        GymConfig.from_dict({"game": TICTACTOE, "plugins": ["toylearner"],
-                             "train": {"learner": "toy", "value_loss_weight": 0.0},
-                             "toy": {"smoothing": 1.0}})
+        GymConfig.from_dict(
+            {
+                "game": TICTACTOE,
+                "plugins": ["toylearner"],
+                "train": {"learner": "toy", "value_loss_weight": 0.0},
+                "toy": {"smoothing": 1.0},
+            }
+        )
 
 
 @pytest.mark.slow
 def test_a_session_trains_and_resumes_with_a_learner_from_the_test_folder(tmp_path):
-    config = merged(SMALL, {"plugins": ["toylearner"], "train": {"learner": "toy"},
-                            "toy": {"smoothing": 0.25}})
+    config = merged(
+        SMALL, {"plugins": ["toylearner"], "train": {"learner": "toy"}, "toy": {"smoothing": 0.25}}
+    )
     path = tmp_path / "toy.json"
     path.write_text(json.dumps(config))
     session = tmp_path / "toy"
@@ -83,7 +111,7 @@ def test_a_session_trains_and_resumes_with_a_learner_from_the_test_folder(tmp_pa
     env["PYTHONPATH"] += os.pathsep + str(Path(__file__).parent)
     done = gamegym("new", session, "--game", TICTACTOE, "--config", path, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    for _ in range(2):                                  # train, stop, resume, train
+    for _ in range(2):  # train, stop, resume, train
         done = gamegym("resume", session, "--max-iterations", 1, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
     stored = json.loads((session / "config.json").read_text())

@@ -5,6 +5,7 @@ uniform over the legal moves, `smoothing` being the one field of its own config 
 ("toy": {"smoothing": 0.2} in config.json).  A session names it with `train.learner: "toy"`
 and `plugins: ["toylearner"]`, so every process imports this module and finds it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ class ToyConfig:
     """The toy learner's own section."""
 
     _section = "toy."
-    smoothing: float = 0.1     # weight of the uniform policy over the legal moves in the target
+    smoothing: float = 0.1  # weight of the uniform policy over the legal moves in the target
 
     def validate(self) -> None:
         float_in(self, "smoothing", 0.0, 1.0)
@@ -43,6 +44,5 @@ class ToyLearner(AlphaZeroLearner):
         smoothing = float(getattr(train_config, "smoothing", ToyConfig.smoothing))
         legal = targets["legal"].astype(np.float32)
         uniform = legal / np.maximum(legal.sum(axis=1, keepdims=True), 1.0)
-        targets["pi"] = ((1.0 - smoothing) * targets["pi"] + smoothing * uniform).astype(
-            np.float32)
+        targets["pi"] = ((1.0 - smoothing) * targets["pi"] + smoothing * uniform).astype(np.float32)
         return x, targets, ids

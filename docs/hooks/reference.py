@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]          # the checkout these docs describe
-if str(ROOT) not in sys.path:      # MkDocs restores sys.path after loading a hook, so import
+ROOT = Path(__file__).resolve().parents[2]  # the checkout these docs describe
+if str(ROOT) not in sys.path:  # MkDocs restores sys.path after loading a hook, so import
     sys.path.insert(0, str(ROOT))  # the checkout's package now, before any installed copy
 import gamegym  # noqa: E402,F401
 
@@ -78,8 +78,14 @@ def _comment_lines(source: str) -> dict[int, tuple[int, str, bool]]:
     """line -> (column, text, whether the line holds nothing but the comment)."""
     code_lines: set[int] = set()
     comments: dict[int, tuple[int, str]] = {}
-    skip = {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT,
-            tokenize.ENDMARKER}
+    skip = {
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.COMMENT,
+        tokenize.ENDMARKER,
+    }
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             comments[token.start[0]] = (token.start[1], token.string)
@@ -100,8 +106,10 @@ def _clean(text: str) -> str:
 
 def field_meanings(cls: type) -> dict[str, str]:
     """The documentation of each field of a dataclass, read from its source."""
-    meanings = {f.name: str(f.metadata.get("doc") or f.metadata.get("help") or "")
-                for f in dataclasses.fields(cls)}
+    meanings = {
+        f.name: str(f.metadata.get("doc") or f.metadata.get("help") or "")
+        for f in dataclasses.fields(cls)
+    }
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
@@ -115,18 +123,28 @@ def field_meanings(cls: type) -> dict[str, str]:
         if name not in meanings or meanings[name]:
             continue
         nxt = body[i + 1] if i + 1 < len(body) else None
-        if (isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)):
+        if (
+            isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
             meanings[name] = inspect.cleandoc(nxt.value.value)
             continue
-        parts = [_clean(comments[line][1]) for line in range(node.lineno, node.end_lineno + 1)
-                 if line in comments]
+        parts = [
+            _clean(comments[line][1])
+            for line in range(node.lineno, node.end_lineno + 1)
+            if line in comments
+        ]
         line = node.end_lineno + 1
-        while parts and line in comments and comments[line][2] and \
-                _continues(comments[line][0], comments[line][1], node.col_offset):
+        while (
+            parts
+            and line in comments
+            and comments[line][2]
+            and _continues(comments[line][0], comments[line][1], node.col_offset)
+        ):
             parts.append(_clean(comments[line][1]))
             line += 1
-        if not parts:                       # a comment block right above the field
+        if not parts:  # a comment block right above the field
             line = node.lineno - 1
             while line in comments and comments[line][2]:
                 parts.insert(0, _clean(comments[line][1]))
@@ -154,12 +172,21 @@ def _walk(cls: type, prefix: str, fixed: set[str], seen: set[type]) -> Iterator[
             continue
         if dataclasses.is_dataclass(default) and not isinstance(default, type):
             nested.append((type(default), name + "."))
-        elif (isinstance(default, dict) and default
-              and all(dataclasses.is_dataclass(v) for v in default.values())):
+        elif (
+            isinstance(default, dict)
+            and default
+            and all(dataclasses.is_dataclass(v) for v in default.values())
+        ):
             nested += [(type(v), f"{name}.{key}.") for key, v in default.items()]
         else:
-            own.append(FieldDoc(name, _json(default), meanings.get(f.name, ""),
-                                name in fixed or name.split(".")[0] in fixed))
+            own.append(
+                FieldDoc(
+                    name,
+                    _json(default),
+                    meanings.get(f.name, ""),
+                    name in fixed or name.split(".")[0] in fixed,
+                )
+            )
     yield SectionDoc(prefix.rstrip("."), cls, inspect.getdoc(cls) or "", own)
     for sub, sub_prefix in nested:
         if sub not in seen:
@@ -170,6 +197,7 @@ def config_sections() -> list[SectionDoc]:
     """Every config section with its fields: the top level, each section reachable from
     GymConfig, and any class of gamegym.config.SECTIONS not reached that way."""
     from gamegym import config
+
     fixed = set(getattr(config.GymConfig, "FIXED", ()))
     seen: set[type] = set()
     sections = list(_walk(config.GymConfig, "", fixed, seen))
@@ -208,15 +236,23 @@ def _cell(text: str) -> str:
 def config_page(sections: list[SectionDoc] | None = None) -> str:
     """The Markdown of reference/config.md."""
     sections = config_sections() if sections is None else sections
-    out = ["# Configuration reference", "",
-           "Every setting of a session, generated from the config classes (`gamegym/config.py` "
-           "and the sections registered learners add) when this site is built. A session's "
-           "`config.json` holds all of them; `gamegym new --config FILE` and `gamegym resume "
-           "--config FILE` take a JSON file with any subset, nested by section:", "",
-           "```json", '{"selfplay": {"searchcount": 200},',
-           ' "train": {"replay": "curious", "num_updates_per_train_iter": 200}}', "```", "",
-           "Unknown keys are errors that suggest the closest known one; a value out of range is "
-           "an error naming the field. Fields marked **fixed** cannot change on resume.", ""]
+    out = [
+        "# Configuration reference",
+        "",
+        "Every setting of a session, generated from the config classes (`gamegym/config.py` "
+        "and the sections registered learners add) when this site is built. A session's "
+        "`config.json` holds all of them; `gamegym new --config FILE` and `gamegym resume "
+        "--config FILE` take a JSON file with any subset, nested by section:",
+        "",
+        "```json",
+        '{"selfplay": {"searchcount": 200},',
+        ' "train": {"replay": "curious", "num_updates_per_train_iter": 200}}',
+        "```",
+        "",
+        "Unknown keys are errors that suggest the closest known one; a value out of range is "
+        "an error naming the field. Fields marked **fixed** cannot change on resume.",
+        "",
+    ]
     for section in sections:
         out += [f"## `{section.name}`" if section.name else "## Top level", ""]
         if section.doc:
@@ -264,8 +300,11 @@ def _arg_doc(parser: argparse.ArgumentParser, action: argparse.Action) -> ArgDoc
     if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
         help_text += f" (one of: {', '.join(map(str, action.choices))})"
     default = action.default
-    shown = "" if default is None or default is False or default == argparse.SUPPRESS \
+    shown = (
+        ""
+        if default is None or default is False or default == argparse.SUPPRESS
         else _json(default)
+    )
     if action.option_strings:
         args = formatter._format_args(action, action.dest.upper()) if action.nargs != 0 else ""
         names = list(action.option_strings)
@@ -274,11 +313,13 @@ def _arg_doc(parser: argparse.ArgumentParser, action: argparse.Action) -> ArgDoc
     return ArgDoc(names, args, shown, help_text, bool(action.required or not action.option_strings))
 
 
-def cli_commands(parser: argparse.ArgumentParser | None = None,
-                 words: list[str] | None = None) -> list[CommandDoc]:
+def cli_commands(
+    parser: argparse.ArgumentParser | None = None, words: list[str] | None = None
+) -> list[CommandDoc]:
     """Every command and sub-command of the parser, depth first, with its arguments."""
     if parser is None:
         from gamegym.cli.main import build_parser
+
         parser = build_parser()
     words = words or []
     found = [CommandDoc(words, parser.description or "", parser.format_usage().strip(), [])]
@@ -289,7 +330,7 @@ def cli_commands(parser: argparse.ArgumentParser | None = None,
             helps = {a.dest: a.help or "" for a in action._choices_actions}
             done: set[int] = set()
             for name, sub in action.choices.items():
-                if id(sub) in done:          # an alias of a command already listed
+                if id(sub) in done:  # an alias of a command already listed
                     continue
                 done.add(id(sub))
                 below = cli_commands(sub, words + [name])
@@ -303,10 +344,14 @@ def cli_commands(parser: argparse.ArgumentParser | None = None,
 def cli_page(commands: list[CommandDoc] | None = None) -> str:
     """The Markdown of reference/cli.md."""
     commands = cli_commands() if commands is None else commands
-    out = ["# Command-line reference", "",
-           "Every `gamegym` command and flag, generated from the command's argument parser "
-           "(`gamegym.cli.main.build_parser`) when this site is built. `python -m gamegym` is "
-           "the same command. `gamegym COMMAND --help` prints the same at the console.", ""]
+    out = [
+        "# Command-line reference",
+        "",
+        "Every `gamegym` command and flag, generated from the command's argument parser "
+        "(`gamegym.cli.main.build_parser`) when this site is built. `python -m gamegym` is "
+        "the same command. `gamegym COMMAND --help` prints the same at the console.",
+        "",
+    ]
     for command in commands[1:]:
         depth = min(len(command.words) + 1, 4)
         out += ["#" * depth + f" gamegym {' '.join(command.words)}", ""]
@@ -347,6 +392,7 @@ GENERATED = {"reference/config.md": config_page, "reference/cli.md": cli_page}
 def on_files(files, config):
     """Add the generated reference pages to the site (they never exist on disk)."""
     from mkdocs.structure.files import File
+
     for path, make in GENERATED.items():
         files.append(File.generated(config, path, content=make()))
     return files
@@ -359,12 +405,18 @@ def config_fields_table(names: list[str], sections: list[SectionDoc] | None = No
     """A table of the named config fields with their defaults and meanings.  A name with a dot
     is a full dotted name; a plain name matches the field of that name in any section, so a
     page keeps working when a field moves to another section."""
-    every = [f for section in (config_sections() if sections is None else sections)
-             for f in section.fields]
+    every = [
+        f
+        for section in (config_sections() if sections is None else sections)
+        for f in section.fields
+    ]
     rows = ["| field | default | meaning |", "|---|---|---|"]
     for name in names:
-        found = [f for f in every if f.name == name or
-                 ("." not in name and f.name.rsplit(".", 1)[-1] == name)]
+        found = [
+            f
+            for f in every
+            if f.name == name or ("." not in name and f.name.rsplit(".", 1)[-1] == name)
+        ]
         if not found:
             raise ValueError(f"the docs name a config field {name!r} that does not exist")
         rows += [f"| `{f.name}` | `{_cell(f.default)}` | {_cell(f.meaning)} |" for f in found]

@@ -12,6 +12,7 @@ joins top to bottom: after a move the board is *transposed* (row and column swap
 keeps the six neighbours of every cell) and the two colours are swapped.  So a vertex is a
 pair of bitmasks (mine, theirs) in the mover's frame, and one network learns both sides.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,21 +36,22 @@ class Hex(GameGraph):
     def _cell_neighbours(self, cell: int) -> tuple[int, ...]:
         n, (r, c) = self.size, divmod(cell, self.size)
         steps = ((-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0))
-        return tuple((r + dr) * n + c + dc for dr, dc in steps
-                     if 0 <= r + dr < n and 0 <= c + dc < n)
+        return tuple(
+            (r + dr) * n + c + dc for dr, dc in steps if 0 <= r + dr < n and 0 <= c + dc < n
+        )
 
     # ----- the contract -------------------------------------------------------------------
     @property
     def roots(self) -> tuple:
-        return ((0, 0),)                         # (mine, theirs): the empty board
+        return ((0, 0),)  # (mine, theirs): the empty board
 
     @property
     def outdegree_max(self) -> int:
-        return self.size * self.size             # the first move may go anywhere
+        return self.size * self.size  # the first move may go anywhere
 
     def expansion(self, vertex: tuple) -> tuple[tuple, tuple]:
         mine, theirs = vertex
-        if self._joins_left_right(theirs):       # the player who just moved has won
+        if self._joins_left_right(theirs):  # the player who just moved has won
             return (), ()
         empty = [i for i in range(self.size * self.size) if not (mine | theirs) >> i & 1]
         # after the move the other player is to move: swap the colours, transpose the board
@@ -60,7 +62,7 @@ class Hex(GameGraph):
         return -1.0 if self._joins_left_right(vertex[1]) else 0.0
 
     def numpify(self, vertex: tuple) -> np.ndarray:
-        planes = np.zeros((self.size, self.size, 2), np.float32)   # [row, column, mine/theirs]
+        planes = np.zeros((self.size, self.size, 2), np.float32)  # [row, column, mine/theirs]
         for plane, stones in enumerate(vertex):
             for i in range(self.size * self.size):
                 if stones >> i & 1:
@@ -93,14 +95,18 @@ class Hex(GameGraph):
         n, lines = self.size, []
         lines.append("  " + " ".join("abcdefgh"[c] for c in range(n)))
         for r in range(n):
-            marks = ("X" if x >> (r * n + c) & 1 else "O" if o >> (r * n + c) & 1 else "."
-                     for c in range(n))
+            marks = (
+                "X" if x >> (r * n + c) & 1 else "O" if o >> (r * n + c) & 1 else "."
+                for c in range(n)
+            )
             lines.append(" " * r + f"{r + 1} " + " ".join(marks))
         if self.score_at(vertex) == -1.0:
             lines.append(f"{'O' if x_to_move else 'X'} has won")
         else:
-            lines.append(f"{'X' if x_to_move else 'O'} to move "
-                         f"({'top to bottom' if x_to_move else 'left to right'})")
+            lines.append(
+                f"{'X' if x_to_move else 'O'} to move "
+                f"({'top to bottom' if x_to_move else 'left to right'})"
+            )
         return "\n".join(lines)
 
     def describe_action(self, vertex: tuple, action: int) -> str:
@@ -117,7 +123,9 @@ class Hex(GameGraph):
         return self._transpose(theirs), self._transpose(mine), False
 
     def _transpose(self, stones: int) -> int:
-        return sum(1 << self._transposed[i] for i in range(self.size * self.size) if stones >> i & 1)
+        return sum(
+            1 << self._transposed[i] for i in range(self.size * self.size) if stones >> i & 1
+        )
 
     def _rotate(self, stones: int) -> int:
         last = self.size * self.size - 1
@@ -125,7 +133,7 @@ class Hex(GameGraph):
 
     def _joins_left_right(self, stones: int) -> bool:
         n = self.size
-        frontier = [r * n for r in range(n) if stones >> (r * n) & 1]   # stones in column a
+        frontier = [r * n for r in range(n) if stones >> (r * n) & 1]  # stones in column a
         seen = set(frontier)
         while frontier:
             cell = frontier.pop()

@@ -30,6 +30,7 @@ N simulations with one random rollout each, UCT c = 2, solver on) play on any Op
 through `to_openspiel`, on the bundled tic-tac-toe and Connect Four: an opponent no one here
 wrote.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,13 +41,21 @@ import numpy as np
 from gamegym.game.graph import GameGraph, GameSpecError, VertexError
 from gamegym.game.players import Player
 
-__all__ = ["OpenSpielGame", "OpenSpielPlayer", "UnsuitableGame", "import_pyspiel",
-           "suitability", "to_openspiel", "make_openspiel_player", "EXTRA"]
+__all__ = [
+    "OpenSpielGame",
+    "OpenSpielPlayer",
+    "UnsuitableGame",
+    "import_pyspiel",
+    "suitability",
+    "to_openspiel",
+    "make_openspiel_player",
+    "EXTRA",
+]
 
 EXTRA = 'pip install -e ".[openspiel]"'
-PROBE_GAMES = 8          # random playouts when a game is built, to see that turns alternate
-PROBE_PLIES = 400        # at most this many plies of each
-STATE_CACHE = 200_000    # OpenSpiel states kept for expanded vertices (replayed when evicted)
+PROBE_GAMES = 8  # random playouts when a game is built, to see that turns alternate
+PROBE_PLIES = 400  # at most this many plies of each
+STATE_CACHE = 200_000  # OpenSpiel states kept for expanded vertices (replayed when evicted)
 
 
 class UnsuitableGame(GameSpecError):
@@ -59,8 +68,9 @@ def import_pyspiel():
     try:
         import pyspiel
     except ImportError as error:
-        raise GameSpecError(f"OpenSpiel is not installed: {EXTRA} (the open_spiel package) "
-                            f"adds it ({error})") from error
+        raise GameSpecError(
+            f"OpenSpiel is not installed: {EXTRA} (the open_spiel package) adds it ({error})"
+        ) from error
     return pyspiel
 
 
@@ -80,8 +90,7 @@ def suitability(game) -> list[str]:
     if kind.chance_mode != kinds.ChanceMode.DETERMINISTIC:
         reasons.append(f"it has chance nodes ({kind.chance_mode.name.lower()})")
     if kind.information != kinds.Information.PERFECT_INFORMATION:
-        reasons.append(f"it is not a game of perfect information "
-                       f"({kind.information.name.lower()})")
+        reasons.append(f"it is not a game of perfect information ({kind.information.name.lower()})")
     if kind.reward_model != kinds.RewardModel.TERMINAL:
         reasons.append("it gives rewards before the end of the game")
     if not kind.provides_observation_tensor:
@@ -104,17 +113,21 @@ class OpenSpielGame(GameGraph):
         self.name = name
         self.params = dict(params or {})
         if name not in pyspiel.registered_names():
-            raise ValueError(f"OpenSpiel has no game {name!r} "
-                             f"({len(pyspiel.registered_names())} games are registered)")
+            raise ValueError(
+                f"OpenSpiel has no game {name!r} "
+                f"({len(pyspiel.registered_names())} games are registered)"
+            )
         try:
             self.game = pyspiel.load_game(name, self.params)
-        except Exception as error:   # pyspiel.SpielError and friends: a bad parameter
-            raise ValueError(f"OpenSpiel cannot load {name} with parameters "
-                             f"{json.dumps(self.params)}: {error}") from error
+        except Exception as error:  # pyspiel.SpielError and friends: a bad parameter
+            raise ValueError(
+                f"OpenSpiel cannot load {name} with parameters {json.dumps(self.params)}: {error}"
+            ) from error
         reasons = suitability(self.game)
         if reasons:
-            raise UnsuitableGame(f"OpenSpiel game {self.spec} cannot be a gamegym game: "
-                                 + "; ".join(reasons))
+            raise UnsuitableGame(
+                f"OpenSpiel game {self.spec} cannot be a gamegym game: " + "; ".join(reasons)
+            )
         self._initial = self.game.new_initial_state()
         self._first = self._initial.current_player()
         shape = tuple(self.game.observation_tensor_shape())
@@ -142,7 +155,8 @@ class OpenSpielGame(GameGraph):
                         f"OpenSpiel game {self.spec} cannot be a gamegym game: its turns do not "
                         f"strictly alternate (player {mover} moved twice in a row after "
                         f"{state.history()}); gamegym's search takes every move as handing "
-                        "the turn to the opponent")
+                        "the turn to the opponent"
+                    )
 
     # ----- the graph ---------------------------------------------------------------------
     @property
@@ -166,8 +180,9 @@ class OpenSpielGame(GameGraph):
                 for action in vertex:
                     state.apply_action(int(action))
             except Exception as error:
-                raise VertexError(f"not a history of legal moves of {self.spec}: {error}",
-                                  vertex) from error
+                raise VertexError(
+                    f"not a history of legal moves of {self.spec}: {error}", vertex
+                ) from error
         return state
 
     def mover(self, vertex: tuple) -> int:
@@ -180,8 +195,11 @@ class OpenSpielGame(GameGraph):
             return (), ()
         mover = state.current_player()
         if mover != self.mover(vertex):
-            raise VertexError(f"turns do not alternate in {self.spec}: player {mover} is to move "
-                              f"where player {self.mover(vertex)} should be", vertex)
+            raise VertexError(
+                f"turns do not alternate in {self.spec}: player {mover} is to move "
+                f"where player {self.mover(vertex)} should be",
+                vertex,
+            )
         actions = tuple(state.legal_actions())
         children = tuple(vertex + (a,) for a in actions)
         if len(self._states) >= STATE_CACHE:
@@ -227,8 +245,10 @@ def to_openspiel(graph: GameGraph, vertex: Any):
         return graph.state(vertex)
     mapping = _BUNDLED.get(f"{type(graph).__module__}:{type(graph).__name__}")
     if mapping is None:
-        raise GameSpecError(f"OpenSpiel's bots play OpenSpiel games and the bundled tic-tac-toe "
-                            f"and Connect Four, not {type(graph).__name__}")
+        raise GameSpecError(
+            f"OpenSpiel's bots play OpenSpiel games and the bundled tic-tac-toe "
+            f"and Connect Four, not {type(graph).__name__}"
+        )
     return mapping(graph, vertex)
 
 
@@ -253,7 +273,7 @@ def _from_board(game_name: str, graph: GameGraph, vertex, drop: bool):
 
     def playable(cell, filled) -> bool:
         r, c = cell
-        return not drop or filled[c] == rows - 1 - r   # every cell below it is taken
+        return not drop or filled[c] == rows - 1 - r  # every cell below it is taken
 
     def replay(state, left, filled):
         if not left[0] and not left[1]:
@@ -269,8 +289,7 @@ def _from_board(game_name: str, graph: GameGraph, vertex, drop: bool):
             rest[turn] = [x for x in left[turn] if x != cell]
             now = dict(filled)
             now[cell[1]] = now.get(cell[1], 0) + 1
-            done = replay(state.child(cell[1] if drop else cell[0] * columns + cell[1]),
-                          rest, now)
+            done = replay(state.child(cell[1] if drop else cell[0] * columns + cell[1]), rest, now)
             if done is not None:
                 return done
         return None
@@ -306,8 +325,15 @@ class OpenSpielPlayer(Player):
             actions = state.legal_actions()
             return int(actions[seed.randint(len(actions))])
         from open_spiel.python.algorithms import mcts
-        bot = mcts.MCTSBot(state.get_game(), self.uct_c, self.simulations,
-                           mcts.RandomRolloutEvaluator(1, seed), random_state=seed, solve=True)
+
+        bot = mcts.MCTSBot(
+            state.get_game(),
+            self.uct_c,
+            self.simulations,
+            mcts.RandomRolloutEvaluator(1, seed),
+            random_state=seed,
+            solve=True,
+        )
         return int(bot.step(state))
 
 
@@ -321,5 +347,3 @@ def make_openspiel_player(spec: str) -> Player | None:
             raise ValueError(f"bad player {spec!r}: openspiel-mcts:N needs N >= 1 simulations")
         return OpenSpielPlayer(int(arg))
     return None
-
-

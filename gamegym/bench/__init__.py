@@ -12,6 +12,7 @@ deprecation line.
 May import: everything in gamegym but gamegym.cli's commands (its argument types and progress
 bars are fine).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,10 +32,12 @@ HELP_ORDER = (throughput, learning, replay, calibration, peer)
 def add_parser(sub) -> argparse.ArgumentParser:
     """The `bench` command and one subcommand per benchmark module."""
     parser = sub.add_parser(
-        "bench", help="measure throughput, learning, the yardsticks, a peer, replay modes",
+        "bench",
+        help="measure throughput, learning, the yardsticks, a peer, replay modes",
         description="Benchmarks, one subcommand each; `gamegym bench JOB --help` for its flags.",
         epilog="example:\n  gamegym bench throughput --game games.tictactoe:TicTacToe --seconds 10",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     jobs = parser.add_subparsers(dest="bench_job", required=True, metavar="JOB")
     for module in HELP_ORDER:
         module.add_parser(jobs)
@@ -52,7 +55,11 @@ def modern_argv(tail: list[str], stderr=None) -> list[str]:
         new = module.legacy_argv(list(tail))
         if new is not None:
             command = shlex.join(["gamegym", "bench", *new])
-            print(f"gamegym: 'gamegym bench' without a subcommand is deprecated; the same job "
-                  f"is: {command}", file=stderr or sys.stderr, flush=True)
+            print(
+                f"gamegym: 'gamegym bench' without a subcommand is deprecated; the same job "
+                f"is: {command}",
+                file=stderr or sys.stderr,
+                flush=True,
+            )
             return new
     raise AssertionError("the throughput bench claims every old spelling")

@@ -6,6 +6,7 @@ thinking time per move.  The default pairs place Connect Four's yardsticks: UCT 
 rollouts (`mcts:N`), alpha-beta with the game's heuristic (`alphabeta:D`) and without
 (`alphabeta0:D`, the yardstick of earlier figures).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,13 @@ from gamegym.game.players import Player
 __all__ = ["CALIBRATION_PAIRS", "run_calibration", "print_calibration", "add_parser"]
 
 CALIBRATION_GAME = "games.connectfour:ConnectFour"
-CALIBRATION_PAIRS = (("mcts:1000", "alphabeta:5"), ("alphabeta:5", "alphabeta0:5"),
-                     ("mcts:200", "mcts:1000"), ("mcts:1000", "alphabeta0:4"),
-                     ("alphabeta:5", "alphabeta0:4"))
+CALIBRATION_PAIRS = (
+    ("mcts:1000", "alphabeta:5"),
+    ("alphabeta:5", "alphabeta0:5"),
+    ("mcts:200", "mcts:1000"),
+    ("mcts:1000", "alphabeta0:4"),
+    ("alphabeta:5", "alphabeta0:4"),
+)
 
 
 class _Timed(Player):
@@ -46,9 +51,14 @@ class _Timed(Player):
         return self.seconds / self.moves if self.moves else 0.0
 
 
-def run_calibration(game: str = CALIBRATION_GAME, game_args: dict | None = None,
-                    pairs=CALIBRATION_PAIRS, games: int = 40, seed: int = 0,
-                    progress=print) -> dict:
+def run_calibration(
+    game: str = CALIBRATION_GAME,
+    game_args: dict | None = None,
+    pairs=CALIBRATION_PAIRS,
+    games: int = 40,
+    seed: int = 0,
+    progress=print,
+) -> dict:
     """A match of `games` games for each (first, second) pair of player specs."""
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"--games must be a whole number >= 1, got {games!r}")
@@ -59,26 +69,32 @@ def run_calibration(game: str = CALIBRATION_GAME, game_args: dict | None = None,
         timed = (_Timed(a), _Timed(b))
         started = time.perf_counter()
         result = run_match(graph, *timed, games, np.random.default_rng(seed), (first, second))
-        row = {**result.to_dict(), "seconds": round(time.perf_counter() - started, 1),
-               "seconds_per_move": [round(t.per_move, 4) for t in timed]}
+        row = {
+            **result.to_dict(),
+            "seconds": round(time.perf_counter() - started, 1),
+            "seconds_per_move": [round(t.per_move, 4) for t in timed],
+        }
         rows.append(row)
         if progress is not None:
             progress(_row_text(row))
-    return {"game": game, "game_args": graph.game_args, "games": games, "seed": seed,
-            "pairs": rows}
+    return {"game": game, "game_args": graph.game_args, "games": games, "seed": seed, "pairs": rows}
 
 
 def _row_text(row: dict) -> str:
     a, b = row["seconds_per_move"]
-    return (f"{row['player']:>14} vs {row['opponent']:<14} +{row['wins']:<3} ={row['draws']:<3} "
-            f"-{row['losses']:<3} score {row['score']:.3f}   {a:.3f} / {b:.3f} s per move   "
-            f"({row['seconds']:.0f} s)")
+    return (
+        f"{row['player']:>14} vs {row['opponent']:<14} +{row['wins']:<3} ={row['draws']:<3} "
+        f"-{row['losses']:<3} score {row['score']:.3f}   {a:.3f} / {b:.3f} s per move   "
+        f"({row['seconds']:.0f} s)"
+    )
 
 
 def print_calibration(figures: dict) -> None:
-    print(f"calibration on {figures['game']} {figures['game_args']}: {figures['games']} games "
-          f"per pair, sides alternating, seed {figures['seed']}; results from the first "
-          "player's view")
+    print(
+        f"calibration on {figures['game']} {figures['game_args']}: {figures['games']} games "
+        f"per pair, sides alternating, seed {figures['seed']}; results from the first "
+        "player's view"
+    )
     for row in figures["pairs"]:
         print(_row_text(row))
 
@@ -93,16 +109,23 @@ EXAMPLE = """examples:
 
 def add_parser(sub) -> None:
     """`gamegym bench calibrate`: matches between player specs, with their time per move."""
-    p = sub.add_parser(COMMAND, help="the yardsticks against each other (matches of player "
-                       "specs)", description=__doc__, epilog=EXAMPLE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--game", default=CALIBRATION_GAME,
-                   help="MODULE:CLASS (default: Connect Four)")
-    p.add_argument("--game-args", type=json_object, default={},
-                   help="the game's arguments (JSON)")
-    p.add_argument("--pair", nargs=2, action="append", metavar=("FIRST", "SECOND"),
-                   help="two player specs to play a match (repeat it; default: Connect Four's "
-                        "mcts:N / alphabeta:D / alphabeta0:D pairs)")
+    p = sub.add_parser(
+        COMMAND,
+        help="the yardsticks against each other (matches of player specs)",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--game", default=CALIBRATION_GAME, help="MODULE:CLASS (default: Connect Four)")
+    p.add_argument("--game-args", type=json_object, default={}, help="the game's arguments (JSON)")
+    p.add_argument(
+        "--pair",
+        nargs=2,
+        action="append",
+        metavar=("FIRST", "SECOND"),
+        help="two player specs to play a match (repeat it; default: Connect Four's "
+        "mcts:N / alphabeta:D / alphabeta0:D pairs)",
+    )
     p.add_argument("--games", type=int, default=40, help="games per pair")
     p.add_argument("--seed", type=int, default=0, help="the matches' seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -111,8 +134,14 @@ def add_parser(sub) -> None:
 
 def cmd_calibrate(args) -> int:
     pairs = [tuple(pair) for pair in args.pair] if args.pair else CALIBRATION_PAIRS
-    figures = run_calibration(args.game, args.game_args, pairs, args.games, args.seed,
-                              progress=None if args.json else print)
+    figures = run_calibration(
+        args.game,
+        args.game_args,
+        pairs,
+        args.games,
+        args.seed,
+        progress=None if args.json else print,
+    )
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:

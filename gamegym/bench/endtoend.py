@@ -2,6 +2,7 @@
 for N seconds on a backend (processes, or Ray actors on a Ray started on this machine), their
 rates from their own reports, and the CPU and resident memory of every role.
 """
+
 from __future__ import annotations
 
 import time
@@ -21,6 +22,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
     rates from their reports."""
     from gamegym.runtime.gym import GameGym
     from gamegym.runtime.supervisor import Supervisor
+
     gym = GameGym(session_path, config=config)
     gym.take_session()
     supervisor = Supervisor(gym, max_seconds=None, max_iterations=None, roles=())
@@ -30,7 +32,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
         # measure from here: discard warm-up reports, prime CPU counters
         monitor = gym.monitor
         monitor.events.clear()
-        processes = {"gym": psutil.Process()}   # the head: this process
+        processes = {"gym": psutil.Process()}  # the head: this process
         for name, pid in supervisor.backend.pids().items():
             try:
                 processes[name] = psutil.Process(pid)
@@ -44,7 +46,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             supervisor._drain(timeout=0.2)
             supervisor._poll_backend()
         elapsed = time.monotonic() - start
-        rss = monitor.memory()   # the gym's (this process) and each role's, at the end
+        rss = monitor.memory()  # the gym's (this process) and each role's, at the end
         sums: dict = {}
         for _, role, figures in monitor.events:
             for key, value in figures.items():
@@ -65,16 +67,19 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
     span = sum(f.get("seconds", 0.0) for _, r, f in monitor.events if r == "selfplayer")
     span = span / max(1, selfplayers) or elapsed
     searches = sums.get("selfplayer.searches", 0.0) / span
-    cores_used = sum(cpu.values()) / 100.0   # every role's, the head's and Ray's included
-    return {"searches_per_s": searches, "searches_per_cpu_s": searches / max(cores_used, 1e-9),
-            "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
-            "games_per_s": sums.get("selfplayer.games", 0.0) / span,
-            "mean_batch": mean_batch(sums),
-            "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
-            "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()},
-            "rss_mb_by_role": {k: round(sum(v) / len(v), 1) for k, v in rss.items()},
-            "selfplayers": selfplayers,
-            "head": head_figures(before, backend, elapsed, cpu.get("gym", 0.0))}
+    cores_used = sum(cpu.values()) / 100.0  # every role's, the head's and Ray's included
+    return {
+        "searches_per_s": searches,
+        "searches_per_cpu_s": searches / max(cores_used, 1e-9),
+        "positions_per_s": sums.get("selfplayer.positions", 0.0) / span,
+        "games_per_s": sums.get("selfplayer.games", 0.0) / span,
+        "mean_batch": mean_batch(sums),
+        "predictor_busy": sums.get("predictor.busy_s", 0.0) / elapsed,
+        "cpu_by_role": {k: round(v, 1) for k, v in cpu.items()},
+        "rss_mb_by_role": {k: round(sum(v) / len(v), 1) for k, v in rss.items()},
+        "selfplayers": selfplayers,
+        "head": head_figures(before, backend, elapsed, cpu.get("gym", 0.0)),
+    }
 
 
 def head_figures(before: dict, after: dict, elapsed: float, cpu_percent: float) -> dict:
@@ -84,10 +89,14 @@ def head_figures(before: dict, after: dict, elapsed: float, cpu_percent: float) 
         return {}
     takes = (after["head_takes"] - before["head_takes"]) / elapsed
     files = (after["head_files"] - before["head_files"]) / elapsed
-    return {"takes_per_s": round(takes, 2), "files_per_s": round(files, 2),
-            "cpu_ms_per_take": round(10 * cpu_percent / takes, 2) if takes else None,
-            "write_ms_per_file": after["head_write_ms_per_file"],
-            "broadcast_ms": after["head_broadcast_ms"], "object_store": after["object_store"]}
+    return {
+        "takes_per_s": round(takes, 2),
+        "files_per_s": round(files, 2),
+        "cpu_ms_per_take": round(10 * cpu_percent / takes, 2) if takes else None,
+        "write_ms_per_file": after["head_write_ms_per_file"],
+        "broadcast_ms": after["head_broadcast_ms"],
+        "object_store": after["object_store"],
+    }
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
@@ -118,8 +127,10 @@ def _wait_until_playing(supervisor, timeout: float) -> None:
         want = supervisor.backend.status()["selfplayers"]
         if want and len(monitor.playing) >= want:
             return
-    raise RuntimeError("the Selfplayers did not start playing within "
-                       f"{timeout:.0f} s; see the logs in the bench session")
+    raise RuntimeError(
+        "the Selfplayers did not start playing within "
+        f"{timeout:.0f} s; see the logs in the bench session"
+    )
 
 
 def on_backend(config: GymConfig, backend: str) -> GymConfig:
@@ -130,25 +141,35 @@ def on_backend(config: GymConfig, backend: str) -> GymConfig:
     cores = psutil.cpu_count(logical=True) or 1
     share = (cores - config.selfplay.ray_predictor_cpus) / config.selfplay.selfplayprocesses
     share = max(0.01, int(share * 1000) / 1000)
-    return config.updated({"selfplay": {"backend": "ray", "ray_address": "local",
-                                        "ray_selfplayer_cpus": share}})
+    return config.updated(
+        {"selfplay": {"backend": "ray", "ray_address": "local", "ray_selfplayer_cpus": share}}
+    )
 
 
 def ray_figures(pairs: list[dict], ray_run: dict) -> dict:
     """The Ray run beside the processes one: its figures and the ratios of the pairs."""
-    ratios = [pair["ray"]["searches_per_s"] / max(1e-9, pair["processes"]["searches_per_s"])
-              for pair in pairs]
-    per_cpu = [pair["ray"]["searches_per_cpu_s"] / max(1e-9, pair["processes"][
-        "searches_per_cpu_s"]) for pair in pairs]
-    return {"ray": {"searches_per_s": round(ray_run["searches_per_s"], 1),
-                    "positions_per_s": round(ray_run["positions_per_s"], 2),
-                    "mean_batch": round(ray_run["mean_batch"], 2),
-                    "predictor_busy_fraction": round(ray_run["predictor_busy"], 3),
-                    "games_per_s": round(ray_run["games_per_s"], 3),
-                    "searches_per_cpu_s": round(ray_run["searches_per_cpu_s"], 1),
-                    "cpu_by_role": ray_run["cpu_by_role"],
-                    "rss_mb_by_role": ray_run["rss_mb_by_role"],
-                    "selfplayers": ray_run["selfplayers"], "head": ray_run["head"]},
-            "ray_vs_processes": round(float(np.median(ratios)), 3),
-            "ray_vs_processes_pairs": [round(r, 3) for r in ratios],
-            "ray_vs_processes_per_cpu": round(float(np.median(per_cpu)), 3)}
+    ratios = [
+        pair["ray"]["searches_per_s"] / max(1e-9, pair["processes"]["searches_per_s"])
+        for pair in pairs
+    ]
+    per_cpu = [
+        pair["ray"]["searches_per_cpu_s"] / max(1e-9, pair["processes"]["searches_per_cpu_s"])
+        for pair in pairs
+    ]
+    return {
+        "ray": {
+            "searches_per_s": round(ray_run["searches_per_s"], 1),
+            "positions_per_s": round(ray_run["positions_per_s"], 2),
+            "mean_batch": round(ray_run["mean_batch"], 2),
+            "predictor_busy_fraction": round(ray_run["predictor_busy"], 3),
+            "games_per_s": round(ray_run["games_per_s"], 3),
+            "searches_per_cpu_s": round(ray_run["searches_per_cpu_s"], 1),
+            "cpu_by_role": ray_run["cpu_by_role"],
+            "rss_mb_by_role": ray_run["rss_mb_by_role"],
+            "selfplayers": ray_run["selfplayers"],
+            "head": ray_run["head"],
+        },
+        "ray_vs_processes": round(float(np.median(ratios)), 3),
+        "ray_vs_processes_pairs": [round(r, 3) for r in ratios],
+        "ray_vs_processes_per_cpu": round(float(np.median(per_cpu)), 3),
+    }

@@ -10,6 +10,7 @@ model's own games where it played a solver-optimal move.  Several learner preset
 (`--learner bootstrapped,dqn`) run one after the other with the same seeds and budget, and their
 curves share one plot.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,18 +36,24 @@ from gamegym.presets import initial_model_path, learner_presets, preset_for
 from gamegym.search.mcts import choose_action
 
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)
-OPPONENTS = {"games.tictactoe:TicTacToe": ("solver",),
-             "games.santorini:Santorini": ("solver",),
-             "games.tictactoe:TicTacToeVariant": ("solver",),
-             "games.connectfour:ConnectFour": ("mcts:1000", "alphabeta:5", "alphabeta0:4"),
-             "gamegym.adapters.openspiel:OpenSpielGame": ("openspiel-mcts:1000",)}
-SOLVABLE = ("games.tictactoe:TicTacToe", "games.tictactoe:TicTacToeVariant",
-            "games.santorini:Santorini")   # the optimal-move rate is measured
-EVAL_THREADS = 8   # concurrent searches (virtual loss) of the evaluated player
+OPPONENTS = {
+    "games.tictactoe:TicTacToe": ("solver",),
+    "games.santorini:Santorini": ("solver",),
+    "games.tictactoe:TicTacToeVariant": ("solver",),
+    "games.connectfour:ConnectFour": ("mcts:1000", "alphabeta:5", "alphabeta0:4"),
+    "gamegym.adapters.openspiel:OpenSpielGame": ("openspiel-mcts:1000",),
+}
+SOLVABLE = (
+    "games.tictactoe:TicTacToe",
+    "games.tictactoe:TicTacToeVariant",
+    "games.santorini:Santorini",
+)  # the optimal-move rate is measured
+EVAL_THREADS = 8  # concurrent searches (virtual loss) of the evaluated player
 
 
-def optimal_move_rate(graph, player, games: int, rng, solver,
-                      explore_plies: int = 0) -> tuple[float, int]:
+def optimal_move_rate(
+    graph, player, games: int, rng, solver, explore_plies: int = 0
+) -> tuple[float, int]:
     """Share of the positions of `player`'s own games (against itself) where its move (the
     one it plays in a match) is optimal according to the exact solver.  For the first
     `explore_plies` plies of each game the move actually played is drawn from the search's
@@ -75,8 +82,17 @@ def optimal_move_rate(graph, player, games: int, rng, solver,
     return (optimal / total if total else 0.0), total
 
 
-def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
-            solver=None, explore_plies: int = 0, bars: ProgressBars | None = None) -> dict:
+def measure(
+    session,
+    graph,
+    opponents: tuple,
+    games: int,
+    searchcount: int,
+    rng,
+    solver=None,
+    explore_plies: int = 0,
+    bars: ProgressBars | None = None,
+) -> dict:
     """One curve point for the newest iteration: a match of `games` games against each
     opponent and, with a solver, the optimal-move rate over half as many self-play games.
     The first opponent's figures are also the point's own `wins`, `draws`, `losses`, `score`."""
@@ -92,25 +108,45 @@ def measure(session, graph, opponents: tuple, games: int, searchcount: int, rng,
         else:
             opponent = make_player(spec, session, graph)
         bar = bars.add(f"evaluating iteration {iteration} vs {spec}", games, "games")
-        result = run_match(graph, player, opponent, games, rng, (f"iteration:{iteration}", spec),
-                           after_game=lambda so_far: bars.update(bar, completed=so_far.games))  # noqa: B023 (called within run_match)
+        result = run_match(
+            graph,
+            player,
+            opponent,
+            games,
+            rng,
+            (f"iteration:{iteration}", spec),
+            # called within run_match, while `bar` is this opponent's
+            after_game=lambda so_far: bars.update(bar, completed=so_far.games),  # noqa: B023
+        )
         bars.remove(bar)
-        point["by_opponent"][spec] = {k: v for k, v in result.to_dict().items()
-                                      if k in ("wins", "draws", "losses", "score")}
+        point["by_opponent"][spec] = {
+            k: v for k, v in result.to_dict().items() if k in ("wins", "draws", "losses", "score")
+        }
     point.update(point["by_opponent"][opponents[0]])
     if solver is not None:
-        rate, positions = optimal_move_rate(graph, player, max(2, games // 2), rng, solver,
-                                            explore_plies)
+        rate, positions = optimal_move_rate(
+            graph, player, max(2, games // 2), rng, solver, explore_plies
+        )
         point["optimal_move_rate"], point["positions"] = round(rate, 4), positions
     point["eval_seconds"] = round(time.monotonic() - started, 1)
     return point
 
 
-def run_learning_bench(game: str, game_args: dict, minutes: float, interval: float,
-                       games: int, searchcount: int, plot_path: Path | None,
-                       final_factor: int = 4, keep: Path | None = None,
-                       opponents: tuple | None = None, overrides: dict | None = None,
-                       seed: int = 0, learner: str = "alphazero") -> dict:
+def run_learning_bench(
+    game: str,
+    game_args: dict,
+    minutes: float,
+    interval: float,
+    games: int,
+    searchcount: int,
+    plot_path: Path | None,
+    final_factor: int = 4,
+    keep: Path | None = None,
+    opponents: tuple | None = None,
+    overrides: dict | None = None,
+    seed: int = 0,
+    learner: str = "alphazero",
+) -> dict:
     """Train `game` from scratch for `minutes` with the preset of `learner` and return its
     curve (see the module doc).
     With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards);
@@ -118,47 +154,78 @@ def run_learning_bench(game: str, game_args: dict, minutes: float, interval: flo
     the preset's config (as GymConfig.updated takes them); `seed` is the session's seed and
     the evaluation's."""
     from gamegym.runtime.gym import GameGym
+
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
     if found is None:
-        raise ValueError(f"no bundled {learner} preset for {game} {graph.game_args}; the "
-                         "learning benchmark runs on the bundled games")
+        raise ValueError(
+            f"no bundled {learner} preset for {game} {graph.game_args}; the "
+            "learning benchmark runs on the bundled games"
+        )
     if keep is not None and Path(keep).exists():
-        raise ValueError(f"--keep {keep}: that folder exists; the benchmark trains from scratch "
-                         "in a new session")
+        raise ValueError(
+            f"--keep {keep}: that folder exists; the benchmark trains from scratch in a new session"
+        )
     opponents, solver = bench_opponents(game, graph, opponents)
     config = GymConfig.from_dict({**found[1], "status_interval": 30.0, "seed": seed}).updated(
-        overrides or {})
+        overrides or {}
+    )
     rng = np.random.default_rng(seed)
     trains = get_learner(config.train.learner)
     searches = trains.player_searches(config)
     if searches:
-        print(f"[bench] {learner}: the newest iteration plays with {searchcount} searches per "
-              f"move ({EVAL_THREADS} concurrent); self-play uses {_selfplay_searches(config)}",
-              flush=True)
+        print(
+            f"[bench] {learner}: the newest iteration plays with {searchcount} searches per "
+            f"move ({EVAL_THREADS} concurrent); self-play uses {_selfplay_searches(config)}",
+            flush=True,
+        )
     else:
-        print(f"[bench] {learner}: the newest iteration plays {trains.play_rule(config)}, no "
-              "search (nor in self-play)", flush=True)
-    with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, \
-            ProgressBars() as bars:
-        gym = GameGym(Path(keep) if keep is not None else Path(folder) / "learn", config=config,
-                      initial_model=initial_model_path(game, graph.game_args, config.network_options(),
-                                                       learner))
-        curve, final, peak_rss = train_and_measure(gym, graph, opponents, solver, minutes,
-                                                   interval, games, searchcount, rng,
-                                                   final_factor, bars)
+        print(
+            f"[bench] {learner}: the newest iteration plays {trains.play_rule(config)}, no "
+            "search (nor in self-play)",
+            flush=True,
+        )
+    with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, ProgressBars() as bars:
+        gym = GameGym(
+            Path(keep) if keep is not None else Path(folder) / "learn",
+            config=config,
+            initial_model=initial_model_path(
+                game, graph.game_args, config.network_options(), learner
+            ),
+        )
+        curve, final, peak_rss = train_and_measure(
+            gym,
+            graph,
+            opponents,
+            solver,
+            minutes,
+            interval,
+            games,
+            searchcount,
+            rng,
+            final_factor,
+            bars,
+        )
         positions = gym.monitor.totals.get("selfplayer.positions", 0.0)
-    figures = {"game": game, "game_args": graph.game_args, "learner": learner,
-               "minutes": minutes,
-               "opponent": opponents[0], "opponents": list(opponents), "curve": curve,
-               "final": final,
-               "eval_searchcount": searchcount if searches else 0,
-               "eval_threads": EVAL_THREADS if searches else 0,
-               "eval_player": "search" if searches else "vote",
-               "selfplay_searchcount": _selfplay_searches(config),
-               # over the training clock (the gym ran `minutes`; the evaluations pause nothing)
-               "selfplay_positions_per_s": round(positions / max(1e-9, minutes * 60), 1),
-               "replay": config.train.replay, "seed": seed, "peak_rss_mib_by_role": peak_rss}
+    figures = {
+        "game": game,
+        "game_args": graph.game_args,
+        "learner": learner,
+        "minutes": minutes,
+        "opponent": opponents[0],
+        "opponents": list(opponents),
+        "curve": curve,
+        "final": final,
+        "eval_searchcount": searchcount if searches else 0,
+        "eval_threads": EVAL_THREADS if searches else 0,
+        "eval_player": "search" if searches else "vote",
+        "selfplay_searchcount": _selfplay_searches(config),
+        # over the training clock (the gym ran `minutes`; the evaluations pause nothing)
+        "selfplay_positions_per_s": round(positions / max(1e-9, minutes * 60), 1),
+        "replay": config.train.replay,
+        "seed": seed,
+        "peak_rss_mib_by_role": peak_rss,
+    }
     if plot_path is not None and curve:
         plot_curves([figures], plot_path)
         figures["plot"] = str(plot_path)
@@ -171,39 +238,68 @@ def _selfplay_searches(config) -> int:
     return config.selfplay.searchcount if searches else 0
 
 
-def run_learning_benches(learners: list[str], plot_path: Path | None, keep: Path | None = None,
-                         variants: dict[str, dict] | None = None,
-                         seeds: tuple[int, ...] = (0,), **options: Any) -> dict:
+def run_learning_benches(
+    learners: list[str],
+    plot_path: Path | None,
+    keep: Path | None = None,
+    variants: dict[str, dict] | None = None,
+    seeds: tuple[int, ...] = (0,),
+    **options: Any,
+) -> dict:
     """The learning bench of each learner preset, each config variant (name -> changes to the
     preset, as GymConfig.updated takes them) and each seed, in turn, with the same budget;
     one plot with all their curves, and the minutes each run took to reach each threshold."""
-    runs = [(learner, name, changes, seed) for learner in learners
-            for name, changes in (variants or {"": {}}).items() for seed in seeds]
+    runs = [
+        (learner, name, changes, seed)
+        for learner in learners
+        for name, changes in (variants or {"": {}}).items()
+        for seed in seeds
+    ]
     if len(runs) == 1:
         learner, name, changes, seed = runs[0]
-        return run_learning_bench(learner=learner, plot_path=plot_path, keep=keep,
-                                  overrides=changes or None, seed=seed, **options)
+        return run_learning_bench(
+            learner=learner,
+            plot_path=plot_path,
+            keep=keep,
+            overrides=changes or None,
+            seed=seed,
+            **options,
+        )
     results = []
     for learner, name, changes, seed in runs:
-        label = " ".join(part for part in (
-            learner if len(learners) > 1 else "", name,
-            f"seed {seed}" if len(seeds) > 1 else "") if part)
+        label = " ".join(
+            part
+            for part in (
+                learner if len(learners) > 1 else "",
+                name,
+                f"seed {seed}" if len(seeds) > 1 else "",
+            )
+            if part
+        )
         folder = None if keep is None else Path(keep) / label.replace(" ", "-")
-        result = run_learning_bench(learner=learner, plot_path=None, keep=folder,
-                                    overrides=changes or None, seed=seed, **options)
+        result = run_learning_bench(
+            learner=learner,
+            plot_path=None,
+            keep=folder,
+            overrides=changes or None,
+            seed=seed,
+            **options,
+        )
         result.update(label=label, variant=name, overrides=changes)
         results.append(result)
-    figures: dict[str, Any] = {"runs": results,
-                               "minutes_to": {r["label"]: minutes_to(r["curve"])
-                                              for r in results}}
+    figures: dict[str, Any] = {
+        "runs": results,
+        "minutes_to": {r["label"]: minutes_to(r["curve"]) for r in results},
+    }
     if plot_path is not None:
         plot_curves(results, plot_path)
         figures["plot"] = str(plot_path)
     return figures
 
 
-def minutes_to(curve: list[dict], score: float = 0.9, optimal: float = 0.9
-               ) -> dict[str, float | None]:
+def minutes_to(
+    curve: list[dict], score: float = 0.9, optimal: float = 0.9
+) -> dict[str, float | None]:
     """The minutes of training after which a curve reaches each threshold and stays there at
     every later point (None: it never does): no losses against the solver, `optimal` of the
     moves solver-optimal, a `score` (wins + draws/2 per game) against each other opponent."""
@@ -214,8 +310,9 @@ def minutes_to(curve: list[dict], score: float = 0.9, optimal: float = 0.9
         if spec == "solver":
             checks["no losses vs solver"] = lambda p, s=spec: p["by_opponent"][s]["losses"] == 0
         else:
-            checks[f"{score:.0%} vs {spec}"] = \
-                lambda p, s=spec: p["by_opponent"][s]["score"] >= score
+            checks[f"{score:.0%} vs {spec}"] = lambda p, s=spec: (
+                p["by_opponent"][s]["score"] >= score
+            )
     if "optimal_move_rate" in curve[0]:
         checks[f"{optimal:.0%} optimal moves"] = lambda p: p["optimal_move_rate"] >= optimal
     out: dict[str, float | None] = {}
@@ -226,8 +323,9 @@ def minutes_to(curve: list[dict], score: float = 0.9, optimal: float = 0.9
     return out
 
 
-def bench_opponents(game: str, graph, opponents: tuple | None = None
-                    ) -> tuple[tuple, Solver | None]:
+def bench_opponents(
+    game: str, graph, opponents: tuple | None = None
+) -> tuple[tuple, Solver | None]:
     """The benchmark's opponents for a game (player specs; `opponents` replaces the game's
     own), and the exact solver (solved now, before any training clock starts) when the game
     is measured against it.  A bad spec fails now, not after the training."""
@@ -241,29 +339,47 @@ def bench_opponents(game: str, graph, opponents: tuple | None = None
     started = time.monotonic()
     solver = Solver(graph)
     value = solver.value(graph.roots[0])
-    print(f"[bench] solved the game exactly first: value {value:+.0f} for the first player, "
-          f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
-          flush=True)
+    print(
+        f"[bench] solved the game exactly first: value {value:+.0f} for the first player, "
+        f"{len(solver.table):,} table entries, {time.monotonic() - started:.0f} s",
+        flush=True,
+    )
     return opponents, solver
 
 
-def train_and_measure(gym, graph, opponents: tuple, solver, minutes: float, interval: float,
-                      games: int, searchcount: int, rng, final_factor: int = 4,
-                      bars: ProgressBars | None = None) -> tuple[list, dict, dict]:
+def train_and_measure(
+    gym,
+    graph,
+    opponents: tuple,
+    solver,
+    minutes: float,
+    interval: float,
+    games: int,
+    searchcount: int,
+    rng,
+    final_factor: int = 4,
+    bars: ProgressBars | None = None,
+) -> tuple[list, dict, dict]:
     """Run `gym` for `minutes`, measuring its newest iteration at the start and every
     `interval` minutes; returns the curve, the final figure (on `final_factor` times the
     games, after the clock) and the peak resident memory (MiB) of each role."""
     bars = bars or ProgressBars(enabled=False)
     explore = gym.config.selfplay.temperature_drop_move
-    curve = [{**measure(gym.session, graph, opponents, games, searchcount, rng, solver,
-                        explore, bars), "minutes": 0.0}]   # where it starts
+    curve = [
+        {
+            **measure(
+                gym.session, graph, opponents, games, searchcount, rng, solver, explore, bars
+            ),
+            "minutes": 0.0,
+        }
+    ]  # where it starts
     show(curve[-1])
     outcome: dict = {}
 
     def train():
         try:
             outcome["code"] = gym.resume(max_seconds=minutes * 60, console=False)
-        except BaseException as error:   # reported below, after the last point
+        except BaseException as error:  # reported below, after the last point
             outcome["error"] = error
 
     runner = threading.Thread(target=train, daemon=True)
@@ -276,32 +392,42 @@ def train_and_measure(gym, graph, opponents: tuple, solver, minutes: float, inte
         runner.join(timeout=min(1.0, max(0.0, next_point - time.monotonic())))
         for role, rss in gym.monitor.memory().items():
             peak_rss[role] = max(rss, peak_rss.get(role, 0.0))
-        bars.update(training, completed=min(minutes * 60, time.monotonic() - started),
-                    description=f"training, iteration {gym.session.current_iteration()}")
+        bars.update(
+            training,
+            completed=min(minutes * 60, time.monotonic() - started),
+            description=f"training, iteration {gym.session.current_iteration()}",
+        )
         if runner.is_alive() and time.monotonic() < next_point:
             continue
         next_point += interval * 60
         elapsed = (time.monotonic() - started) / 60
         iteration = gym.session.current_iteration()
-        if iteration < 0 or (not runner.is_alive() and iteration == curve[-1]["iteration"]
-                             and elapsed - curve[-1]["minutes"] < interval / 2):
-            continue   # the run ended just after the last point: nothing new to measure
-        point = measure(gym.session, graph, opponents, games, searchcount, rng, solver, explore,
-                        bars)
+        if iteration < 0 or (
+            not runner.is_alive()
+            and iteration == curve[-1]["iteration"]
+            and elapsed - curve[-1]["minutes"] < interval / 2
+        ):
+            continue  # the run ended just after the last point: nothing new to measure
+        point = measure(
+            gym.session, graph, opponents, games, searchcount, rng, solver, explore, bars
+        )
         point["minutes"] = round(elapsed, 2)
         curve.append(point)
         show(point)
     bars.remove(training)
     if "error" in outcome:
-        raise RuntimeError(f"the gym failed during the learning benchmark: "
-                           f"{outcome['error']!r}") from outcome["error"]
+        raise RuntimeError(
+            f"the gym failed during the learning benchmark: {outcome['error']!r}"
+        ) from outcome["error"]
     if outcome.get("code"):
-        raise RuntimeError(f"the gym stopped with an error (exit code {outcome['code']}); "
-                           "see its output above")
+        raise RuntimeError(
+            f"the gym stopped with an error (exit code {outcome['code']}); see its output above"
+        )
     # the final figure: the last iteration again, on `final_factor` times the games (after
     # the training clock, so a cheap curve and a precise final number)
-    final = measure(gym.session, graph, opponents, games * final_factor, searchcount, rng,
-                    solver, explore, bars)
+    final = measure(
+        gym.session, graph, opponents, games * final_factor, searchcount, rng, solver, explore, bars
+    )
     final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
     show(final, "final")
     return curve, final, peak_rss
@@ -309,49 +435,72 @@ def train_and_measure(gym, graph, opponents: tuple, solver, minutes: float, inte
 
 def show(point: dict, label: str = "") -> None:
     optimal = point.get("optimal_move_rate")
-    results = ", ".join(f"+{r['wins']} ={r['draws']} -{r['losses']} vs {spec}"
-                        for spec, r in point["by_opponent"].items())
-    print(f"[bench] {label + ': ' if label else ''}{point['minutes']:.1f} min, iteration "
-          f"{point['iteration']}: {results}" + ("" if optimal is None else
-                                               f", optimal moves {optimal:.1%} of "
-                                               f"{point['positions']}"),
-          flush=True)
+    results = ", ".join(
+        f"+{r['wins']} ={r['draws']} -{r['losses']} vs {spec}"
+        for spec, r in point["by_opponent"].items()
+    )
+    print(
+        f"[bench] {label + ': ' if label else ''}{point['minutes']:.1f} min, iteration "
+        f"{point['iteration']}: {results}"
+        + ("" if optimal is None else f", optimal moves {optimal:.1%} of {point['positions']}"),
+        flush=True,
+    )
 
 
 def plot_curves(runs: list[dict], path: Path) -> None:
     """One plot of the curves of one or more runs (learner presets) on the same game."""
     from gamegym.runtime.monitor import new_figure, save_figure
+
     figure, axis = new_figure((6.5, 4))
     several = len(runs) > 1
     for n, figures in enumerate(runs):
         curve, final = figures["curve"], figures.get("final")
         minutes = [p["minutes"] for p in curve]
         name = f"{figures.get('label') or figures['learner']}: " if several else ""
-        lines = [(f"{name}score vs {spec}", [p["by_opponent"][spec]["score"] for p in curve],
-                  final["by_opponent"][spec]["score"] if final else None)
-                 for spec in figures["opponents"]]
+        lines = [
+            (
+                f"{name}score vs {spec}",
+                [p["by_opponent"][spec]["score"] for p in curve],
+                final["by_opponent"][spec]["score"] if final else None,
+            )
+            for spec in figures["opponents"]
+        ]
         if "optimal_move_rate" in curve[0]:
-            lines.append((f"{name}optimal-move rate", [p["optimal_move_rate"] for p in curve],
-                          final.get("optimal_move_rate") if final else None))
+            lines.append(
+                (
+                    f"{name}optimal-move rate",
+                    [p["optimal_move_rate"] for p in curve],
+                    final.get("optimal_move_rate") if final else None,
+                )
+            )
         for m, (label, values, last) in enumerate(lines):
             colour = f"C{n}" if several else f"C{m}"
             style = ("-", "--", ":", "-.")[m % 4] if several else "-"
-            axis.plot(minutes, values, marker="os^v"[m % 4], color=colour, linestyle=style,
-                      label=label)
-            if last is not None and final and "minutes" in final:   # measured on more games
-                axis.plot([final["minutes"]], [last], marker="*", markersize=12, color=colour,
-                          linestyle="none")
+            axis.plot(
+                minutes, values, marker="os^v"[m % 4], color=colour, linestyle=style, label=label
+            )
+            if last is not None and final and "minutes" in final:  # measured on more games
+                axis.plot(
+                    [final["minutes"]],
+                    [last],
+                    marker="*",
+                    markersize=12,
+                    color=colour,
+                    linestyle="none",
+                )
     if any(f.get("final") for f in runs):
-        axis.plot([], [], marker="*", color="grey", linestyle="none",
-                  label="final, on more games")
+        axis.plot([], [], marker="*", color="grey", linestyle="none", label="final, on more games")
     first = runs[0]
     axis.set_ylim(0, 1.05)
     axis.set_xlabel("minutes of training (2-core CPU)")
-    budget = ("majority vote, no search" if first.get("eval_player") == "vote" else
-              f"{first['eval_searchcount']} searches per move")
+    budget = (
+        "majority vote, no search"
+        if first.get("eval_player") == "vote"
+        else f"{first['eval_searchcount']} searches per move"
+    )
     name = first["game"].split(":")[1]
     shown = {k: v for k, v in (first["game_args"] or {}).items() if v is not None}
-    if shown:   # e.g. OpenSpielGame {'name': 'connect_four'}
+    if shown:  # e.g. OpenSpielGame {'name': 'connect_four'}
         name = f"{name} {shown}"
     learners = "" if len(runs) > 1 else f"{first.get('learner', 'alphazero')}, "
     axis.set_title(f"{name}, {learners}{budget}", fontsize="medium")
@@ -364,23 +513,37 @@ def plot_curves(runs: list[dict], path: Path) -> None:
 def cmd_learning(args) -> int:
     learners = [name.strip() for name in args.learner.split(",") if name.strip()]
     opponents = tuple(o for o in (args.opponents or "").split(",") if o) or None
-    figures = run_learning_benches(learners, args.plot, keep=args.keep,
-                                   variants=dict(args.variant) if args.variant else None,
-                                   seeds=tuple(args.seeds), game=args.game,
-                                   game_args=args.game_args, minutes=args.minutes,
-                                   interval=args.interval, games=args.eval_games,
-                                   searchcount=args.eval_searchcount, opponents=opponents)
+    figures = run_learning_benches(
+        learners,
+        args.plot,
+        keep=args.keep,
+        variants=dict(args.variant) if args.variant else None,
+        seeds=tuple(args.seeds),
+        game=args.game,
+        game_args=args.game_args,
+        minutes=args.minutes,
+        interval=args.interval,
+        games=args.eval_games,
+        searchcount=args.eval_searchcount,
+        opponents=opponents,
+    )
     if args.json:
         print(json.dumps(figures, sort_keys=True))
         return 0
     for run in figures.get("runs", [figures]):
         rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(run["peak_rss_mib_by_role"].items()))
-        print(f"final ({run.get('label') or run['learner']}): {run['final']}; self-play "
-              f"{run['selfplay_positions_per_s']} positions/s\npeak memory by role: {rss} MiB "
-              "resident (the benchmark's own process, 'gym', also evaluates with TensorFlow)")
+        print(
+            f"final ({run.get('label') or run['learner']}): {run['final']}; self-play "
+            f"{run['selfplay_positions_per_s']} positions/s\npeak memory by role: {rss} MiB "
+            "resident (the benchmark's own process, 'gym', also evaluates with TensorFlow)"
+        )
     for label, reached in figures.get("minutes_to", {}).items():
-        print(f"minutes to ({label}): " + ", ".join(
-            f"{name} {'never' if m is None else f'{m:.1f}'}" for name, m in reached.items()))
+        print(
+            f"minutes to ({label}): "
+            + ", ".join(
+                f"{name} {'never' if m is None else f'{m:.1f}'}" for name, m in reached.items()
+            )
+        )
     return 0
 
 
@@ -396,42 +559,80 @@ EXAMPLE = """examples:
 
 def add_training_flags(p: argparse.ArgumentParser) -> None:
     """The flags of a bench that trains a bundled game and measures it (learning, replay)."""
-    p.add_argument("game", metavar="MODULE:CLASS", help="a bundled game, e.g. "
-                   "games.tictactoe:TicTacToe")
-    p.add_argument("--game-args", type=json_object, default={},
-                   help="the game's arguments (JSON; they pick the preset)")
+    p.add_argument(
+        "game", metavar="MODULE:CLASS", help="a bundled game, e.g. games.tictactoe:TicTacToe"
+    )
+    p.add_argument(
+        "--game-args",
+        type=json_object,
+        default={},
+        help="the game's arguments (JSON; they pick the preset)",
+    )
     p.add_argument("--minutes", type=float, default=10.0, help="training time of a run")
     p.add_argument("--interval", type=float, default=2.0, help="minutes between evaluations")
-    p.add_argument("--eval-games", type=int, default=20,
-                   help="games per curve point; the final point plays 4x as many")
-    p.add_argument("--eval-searchcount", type=int, default=100,
-                   help="searches per move of the evaluated iteration")
-    p.add_argument("--plot", type=Path, default=Path("learning.png"),
-                   help="where to write the curves")
+    p.add_argument(
+        "--eval-games",
+        type=int,
+        default=20,
+        help="games per curve point; the final point plays 4x as many",
+    )
+    p.add_argument(
+        "--eval-searchcount",
+        type=int,
+        default=100,
+        help="searches per move of the evaluated iteration",
+    )
+    p.add_argument(
+        "--plot", type=Path, default=Path("learning.png"), help="where to write the curves"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def add_parser(sub) -> None:
     """`gamegym bench learning GAME`: train a bundled game from scratch and print its curve."""
-    p = sub.add_parser(COMMAND, help="train a bundled game from scratch and print its curve",
-                       description=__doc__, epilog=EXAMPLE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        COMMAND,
+        help="train a bundled game from scratch and print its curve",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_training_flags(p)
-    p.add_argument("--learner", default="alphazero",
-                   help="learner preset(s), comma-separated: " + ", ".join(learner_presets())
-                        + " (one run each, one plot)")
-    p.add_argument("--opponents", metavar="SPEC,SPEC",
-                   help="player specs to measure against, instead of the game's benchmark "
-                        "opponents")
-    p.add_argument("--keep", type=Path, metavar="SESSION",
-                   help="train in this new session folder and keep it (with several runs: "
-                        "one folder each inside it)")
-    p.add_argument("--variant", type=variant, action="append", metavar="NAME=JSON",
-                   help="a run with these changes to the preset's config, e.g. "
-                        "'gumbel={\"selfplay\": {\"search\": \"gumbel\"}}' (repeat it: one run "
-                        "each, side by side in one plot; NAME={} is the preset as it is)")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0],
-                   help="one run per seed (and learner and variant), the same seeds for each")
+    p.add_argument(
+        "--learner",
+        default="alphazero",
+        help="learner preset(s), comma-separated: "
+        + ", ".join(learner_presets())
+        + " (one run each, one plot)",
+    )
+    p.add_argument(
+        "--opponents",
+        metavar="SPEC,SPEC",
+        help="player specs to measure against, instead of the game's benchmark opponents",
+    )
+    p.add_argument(
+        "--keep",
+        type=Path,
+        metavar="SESSION",
+        help="train in this new session folder and keep it (with several runs: "
+        "one folder each inside it)",
+    )
+    p.add_argument(
+        "--variant",
+        type=variant,
+        action="append",
+        metavar="NAME=JSON",
+        help="a run with these changes to the preset's config, e.g. "
+        '\'gumbel={"selfplay": {"search": "gumbel"}}\' (repeat it: one run '
+        "each, side by side in one plot; NAME={} is the preset as it is)",
+    )
+    p.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        default=[0],
+        help="one run per seed (and learner and variant), the same seeds for each",
+    )
     p.set_defaults(run=cmd_learning)
 
 
@@ -439,8 +640,9 @@ def variant(text: str) -> tuple[str, dict]:
     """NAME=JSON of --variant: a name and config changes (a JSON object)."""
     name, sep, changes = text.partition("=")
     if not sep or not name.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=JSON, e.g. gumbel="
-                                         '\'{"selfplay": {"search": "gumbel"}}\'')
+        raise argparse.ArgumentTypeError(
+            f'{text!r} is not NAME=JSON, e.g. gumbel=\'{{"selfplay": {{"search": "gumbel"}}}}\''
+        )
     return name.strip(), json_object(changes)
 
 

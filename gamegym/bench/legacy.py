@@ -1,5 +1,6 @@
 """The one-command spelling `gamegym bench --FLAG ...`, taken apart so that each subcommand
 module can say how it spells the same job (its `legacy_argv`)."""
+
 from __future__ import annotations
 
 __all__ = ["has", "rename", "take"]
@@ -20,8 +21,8 @@ def take(tail: list[str], flag: str, count: int = 1) -> list[str] | None:
             found = [token.split("=", 1)[1]]
             del tail[i]
         elif token == flag:
-            found = tail[i + 1:i + 1 + count]
-            del tail[i:i + 1 + count]
+            found = tail[i + 1 : i + 1 + count]
+            del tail[i : i + 1 + count]
         else:
             i += 1
     return found
@@ -29,5 +30,11 @@ def take(tail: list[str], flag: str, count: int = 1) -> list[str] | None:
 
 def rename(tail: list[str], flag: str, new: str) -> list[str]:
     """`tail` with the option `flag` spelt `new` (its values stay where they are)."""
-    return [new if token == flag else new + token[len(flag):]
-            if token.startswith(flag + "=") else token for token in tail]
+    return [
+        new
+        if token == flag
+        else new + token[len(flag) :]
+        if token.startswith(flag + "=")
+        else token
+        for token in tail
+    ]

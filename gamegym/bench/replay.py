@@ -16,6 +16,7 @@ training, evaluation excluded) with no loss against the exact solver, both sides
 next point confirms (a last point needs no confirmation).  For each mode the median over the
 seeds (a run that never got there counts as longer than any), and its ratio to `uniform`'s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,9 @@ REPLAY_SETTINGS = {
 }
 
 
-def sumtree_timing(items: int = 1_000_000, batch: int = 256, repeats: int = 200,
-                   seed: int = 0) -> dict:
+def sumtree_timing(
+    items: int = 1_000_000, batch: int = 256, repeats: int = 200, seed: int = 0
+) -> dict:
     """Median milliseconds to draw `batch` of `items` by priority, and to update their
     priorities, in the SumTree the buffer replays use."""
     rng = np.random.default_rng(seed)
@@ -69,13 +71,17 @@ def sumtree_timing(items: int = 1_000_000, batch: int = 256, repeats: int = 200,
         tree.update(index, rng.random(batch))
         draw.append(drawn - started)
         update.append(time.perf_counter() - drawn)
-    return {"items": items, "batch": batch, "draw_ms": round(statistics.median(draw) * 1e3, 3),
-            "update_ms": round(statistics.median(update) * 1e3, 3)}
+    return {
+        "items": items,
+        "batch": batch,
+        "draw_ms": round(statistics.median(draw) * 1e3, 3),
+        "update_ms": round(statistics.median(update) * 1e3, 3),
+    }
 
 
 def replay_overrides(preset: str, mode: str) -> dict:
     """The config changes that make the preset train with replay `mode`."""
-    if not REPLAYS.get(mode).uses_buffer:     # whole-window epochs
+    if not REPLAYS.get(mode).uses_buffer:  # whole-window epochs
         return {"train": {"replay": mode, "num_updates_per_train_iter": 0}}
     # another learner's preset of a game ("tictactoe-muzero") takes the game's settings
     settings = REPLAY_SETTINGS.get(preset) or REPLAY_SETTINGS[preset.rsplit("-", 1)[0]]
@@ -98,8 +104,12 @@ def summarise(runs: list[dict], modes: list[str]) -> dict:
         # a run that never got there counts as longer than any that did
         middle = statistics.median([np.inf if t is None else t for t in times])
         median = None if not np.isfinite(middle) else round(float(middle), 2)
-        summary[mode] = {"minutes_to_perfect": times, "median": median,
-                         "reached": sum(t is not None for t in times), "runs": len(times)}
+        summary[mode] = {
+            "minutes_to_perfect": times,
+            "median": median,
+            "reached": sum(t is not None for t in times),
+            "runs": len(times),
+        }
     base = summary.get("uniform", {}).get("median")
     for row in summary.values():
         if base and row["median"] is not None:
@@ -107,9 +117,17 @@ def summarise(runs: list[dict], modes: list[str]) -> dict:
     return summary
 
 
-def run_replay_comparison(game: str, game_args: dict, modes: list[str], seeds: list[int],
-                          minutes: float, interval: float, games: int, searchcount: int,
-                          plot_path: Path | None) -> dict:
+def run_replay_comparison(
+    game: str,
+    game_args: dict,
+    modes: list[str],
+    seeds: list[int],
+    minutes: float,
+    interval: float,
+    games: int,
+    searchcount: int,
+    plot_path: Path | None,
+) -> dict:
     """One learning run per mode and seed (see the module); the figures and one plot."""
     graph = load_game(game, game_args)
     preset = _preset(game, graph.game_args, modes)
@@ -117,68 +135,133 @@ def run_replay_comparison(game: str, game_args: dict, modes: list[str], seeds: l
     for seed in seeds:
         for mode in modes:
             print(f"[bench] replay {mode}, seed {seed}: {minutes:g} minutes", flush=True)
-            figures = run_learning_bench(game, game_args, minutes, interval, games, searchcount,
-                                         None, overrides=replay_overrides(preset, mode),
-                                         seed=seed)
+            figures = run_learning_bench(
+                game,
+                game_args,
+                minutes,
+                interval,
+                games,
+                searchcount,
+                None,
+                overrides=replay_overrides(preset, mode),
+                seed=seed,
+            )
             runs.append(_run_record(mode, seed, figures["curve"], figures["final"]))
-    result = {"game": game, "game_args": graph.game_args, "minutes": minutes,
-              "interval": interval, "eval_games": games, "eval_searchcount": searchcount,
-              "eval_threads": EVAL_THREADS, "settings": REPLAY_SETTINGS.get(preset),
-              "runs": runs, "summary": summarise(runs, modes), "sumtree": sumtree_timing()}
+    result = {
+        "game": game,
+        "game_args": graph.game_args,
+        "minutes": minutes,
+        "interval": interval,
+        "eval_games": games,
+        "eval_searchcount": searchcount,
+        "eval_threads": EVAL_THREADS,
+        "settings": REPLAY_SETTINGS.get(preset),
+        "runs": runs,
+        "summary": summarise(runs, modes),
+        "sumtree": sumtree_timing(),
+    }
     if plot_path is not None:
         plot_runs(result, plot_path, f"{game.split(':')[1]} {graph.game_args or ''}")
         result["plot"] = str(plot_path)
     return result
 
 
-def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
-                   modes: list[str], seeds: list[int], pretrain: float, minutes: float,
-                   interval: float, games: int, searchcount: int,
-                   plot_path: Path | None) -> dict:
+def run_adaptation(
+    game: str,
+    game_args: dict,
+    new_game: str,
+    new_args: dict,
+    modes: list[str],
+    seeds: list[int],
+    pretrain: float,
+    minutes: float,
+    interval: float,
+    games: int,
+    searchcount: int,
+    plot_path: Path | None,
+) -> dict:
     """Per seed: a base learns `game`, then each mode re-adapts to `new_game` (see module)."""
     from gamegym.runtime.continuation import continue_session
     from gamegym.runtime.gym import GameGym
+
     graph, new_graph = load_game(game, game_args), load_game(new_game, new_args)
     preset = _preset(game, graph.game_args, modes)
     opponents, solver = bench_opponents(new_game, new_graph)
     if solver is None:
-        raise ValueError(f"the adaptation experiment measures against the exact solver; "
-                         f"{new_game} has none in the benchmark")
+        raise ValueError(
+            f"the adaptation experiment measures against the exact solver; "
+            f"{new_game} has none in the benchmark"
+        )
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory(prefix="gamegym-adapt-") as folder:
-            config = GymConfig.from_dict({**get_preset(preset),
-                                          "status_interval": 30.0, "seed": seed}
-                                         ).updated(replay_overrides(preset, "curious"))
-            base = GameGym(Path(folder) / "base", config=config,
-                           initial_model=initial_model_path(game, graph.game_args,
-                                                            config.network_options()))
-            print(f"[bench] seed {seed}: learning {game} {graph.game_args} for {pretrain:g} "
-                  "minutes (curious)", flush=True)
+            config = GymConfig.from_dict(
+                {**get_preset(preset), "status_interval": 30.0, "seed": seed}
+            ).updated(replay_overrides(preset, "curious"))
+            base = GameGym(
+                Path(folder) / "base",
+                config=config,
+                initial_model=initial_model_path(game, graph.game_args, config.network_options()),
+            )
+            print(
+                f"[bench] seed {seed}: learning {game} {graph.game_args} for {pretrain:g} "
+                "minutes (curious)",
+                flush=True,
+            )
             started = time.monotonic()
             code = base.resume(max_seconds=pretrain * 60, console=False)
             if code:
                 raise RuntimeError(f"the base session stopped with exit code {code}")
-            pretrained = {"iteration": base.session.current_iteration(),
-                          "minutes": round((time.monotonic() - started) / 60, 2)}
+            pretrained = {
+                "iteration": base.session.current_iteration(),
+                "minutes": round((time.monotonic() - started) / 60, 2),
+            }
             for mode in modes:
-                print(f"[bench] seed {seed}: {new_game} {new_graph.game_args} with replay "
-                      f"{mode} for {minutes:g} minutes", flush=True)
-                session = continue_session(base.session.path, Path(folder) / mode, new_game,
-                                           new_args, replay_overrides(preset, mode))
+                print(
+                    f"[bench] seed {seed}: {new_game} {new_graph.game_args} with replay "
+                    f"{mode} for {minutes:g} minutes",
+                    flush=True,
+                )
+                session = continue_session(
+                    base.session.path,
+                    Path(folder) / mode,
+                    new_game,
+                    new_args,
+                    replay_overrides(preset, mode),
+                )
                 gym = GameGym(session.path)
-                curve, final, _ = train_and_measure(gym, new_graph, opponents, solver, minutes,
-                                                    interval, games, searchcount,
-                                                    np.random.default_rng(seed))
+                curve, final, _ = train_and_measure(
+                    gym,
+                    new_graph,
+                    opponents,
+                    solver,
+                    minutes,
+                    interval,
+                    games,
+                    searchcount,
+                    np.random.default_rng(seed),
+                )
                 runs.append({**_run_record(mode, seed, curve, final), "base": pretrained})
-    result = {"game": game, "game_args": graph.game_args, "adapt_to": new_game,
-              "adapt_args": new_graph.game_args, "pretrain": pretrain, "minutes": minutes,
-              "interval": interval, "eval_games": games, "eval_searchcount": searchcount,
-              "eval_threads": EVAL_THREADS, "settings": REPLAY_SETTINGS.get(preset),
-              "runs": runs, "summary": summarise(runs, modes), "sumtree": sumtree_timing()}
+    result = {
+        "game": game,
+        "game_args": graph.game_args,
+        "adapt_to": new_game,
+        "adapt_args": new_graph.game_args,
+        "pretrain": pretrain,
+        "minutes": minutes,
+        "interval": interval,
+        "eval_games": games,
+        "eval_searchcount": searchcount,
+        "eval_threads": EVAL_THREADS,
+        "settings": REPLAY_SETTINGS.get(preset),
+        "runs": runs,
+        "summary": summarise(runs, modes),
+        "sumtree": sumtree_timing(),
+    }
     if plot_path is not None:
-        plot_runs(result, plot_path, f"after the change to {new_game.split(':')[1]} "
-                                     f"{new_graph.game_args}")
+        plot_runs(
+            result, plot_path, f"after the change to {new_game.split(':')[1]} {new_graph.game_args}"
+        )
         result["plot"] = str(plot_path)
     return result
 
@@ -186,30 +269,41 @@ def run_adaptation(game: str, game_args: dict, new_game: str, new_args: dict,
 def _preset(game: str, game_args: dict, modes: list[str]) -> str:
     found = preset_for(game, game_args)
     if found is None:
-        raise ValueError(f"no bundled preset for {game} {game_args}; the replay benchmark runs "
-                         "on the bundled games")
+        raise ValueError(
+            f"no bundled preset for {game} {game_args}; the replay benchmark runs "
+            "on the bundled games"
+        )
     if found[0] not in REPLAY_SETTINGS and any(REPLAYS.get(m).uses_buffer for m in modes):
         raise ValueError(f"no replay settings for the preset {found[0]}")
     return found[0]
 
 
 def _run_record(mode: str, seed: int, curve: list, final: dict) -> dict:
-    return {"replay": mode, "seed": seed, "curve": curve, "final": final,
-            "minutes_to_perfect": minutes_to_perfect(curve)}
+    return {
+        "replay": mode,
+        "seed": seed,
+        "curve": curve,
+        "final": final,
+        "minutes_to_perfect": minutes_to_perfect(curve),
+    }
 
 
 def plot_runs(result: dict, path: Path, title: str) -> None:
     """One plot: losses against the solver (top) and the optimal-move rate (bottom) over
     minutes, a colour per replay mode, a line style per seed."""
     from gamegym.runtime.monitor import new_figure, save_figure
+
     figure, (top, bottom) = new_figure((7, 6), rows=2)
     colours = {mode: f"C{i}" for i, mode in enumerate(REPLAYS.names())}
     styles = ["-", "--", ":", "-."]
     seeds = sorted({r["seed"] for r in result["runs"]})
     for run in result["runs"]:
         minutes = [p["minutes"] for p in run["curve"]]
-        style = dict(color=colours.get(run["replay"], "k"), marker=".",
-                     linestyle=styles[seeds.index(run["seed"]) % len(styles)])
+        style = dict(
+            color=colours.get(run["replay"], "k"),
+            marker=".",
+            linestyle=styles[seeds.index(run["seed"]) % len(styles)],
+        )
         label = f"{run['replay']} seed {run['seed']}"
         top.plot(minutes, [p["losses"] for p in run["curve"]], label=label, **style)
         if "optimal_move_rate" in run["curve"][0]:
@@ -222,8 +316,10 @@ def plot_runs(result: dict, path: Path, title: str) -> None:
     for axis in (top, bottom):
         axis.grid(alpha=0.3)
     top.legend(fontsize="x-small", ncol=2)
-    medians = ", ".join(f"{m} {s['median']:.1f}" if s["median"] is not None else f"{m} -"
-                        for m, s in result["summary"].items())
+    medians = ", ".join(
+        f"{m} {s['median']:.1f}" if s["median"] is not None else f"{m} -"
+        for m, s in result["summary"].items()
+    )
     top.set_title(f"{title}\nmedian minutes to no losses: {medians}", fontsize="medium")
     figure.tight_layout()
     save_figure(figure, path)
@@ -232,24 +328,47 @@ def plot_runs(result: dict, path: Path, title: str) -> None:
 def cmd_replay(args) -> int:
     modes = args.modes
     if args.adapt_to:
-        result = run_adaptation(args.game, args.game_args, args.adapt_to, args.adapt_args,
-                                modes, args.seeds, args.pretrain, args.minutes, args.interval,
-                                args.eval_games, args.eval_searchcount, args.plot)
+        result = run_adaptation(
+            args.game,
+            args.game_args,
+            args.adapt_to,
+            args.adapt_args,
+            modes,
+            args.seeds,
+            args.pretrain,
+            args.minutes,
+            args.interval,
+            args.eval_games,
+            args.eval_searchcount,
+            args.plot,
+        )
     else:
-        result = run_replay_comparison(args.game, args.game_args, modes, args.seeds,
-                                       args.minutes, args.interval, args.eval_games,
-                                       args.eval_searchcount, args.plot)
+        result = run_replay_comparison(
+            args.game,
+            args.game_args,
+            modes,
+            args.seeds,
+            args.minutes,
+            args.interval,
+            args.eval_games,
+            args.eval_searchcount,
+            args.plot,
+        )
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
         tree = result["sumtree"]
-        print(f"sum tree: {tree['batch']} of {tree['items']:,} items drawn in "
-              f"{tree['draw_ms']:.3f} ms, their priorities updated in {tree['update_ms']:.3f} ms")
+        print(
+            f"sum tree: {tree['batch']} of {tree['items']:,} items drawn in "
+            f"{tree['draw_ms']:.3f} ms, their priorities updated in {tree['update_ms']:.3f} ms"
+        )
         for mode, row in result["summary"].items():
             ratio = row.get("ratio_to_uniform")
-            print(f"{mode:12s} minutes to no losses {row['minutes_to_perfect']}, median "
-                  f"{row['median']}, reached in {row['reached']} of {row['runs']}"
-                  + ("" if ratio is None else f", {ratio:.2f}x uniform"))
+            print(
+                f"{mode:12s} minutes to no losses {row['minutes_to_perfect']}, median "
+                f"{row['median']}, reached in {row['reached']} of {row['runs']}"
+                + ("" if ratio is None else f", {ratio:.2f}x uniform")
+            )
     return 0
 
 
@@ -263,22 +382,42 @@ EXAMPLE = """examples:
 
 def add_parser(sub) -> None:
     """`gamegym bench replay GAME`: replay modes side by side, or re-adapting to new rules."""
-    p = sub.add_parser(COMMAND, help="replay modes side by side (--adapt-to: after a change of "
-                       "rules)", description=__doc__, epilog=EXAMPLE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        COMMAND,
+        help="replay modes side by side (--adapt-to: after a change of rules)",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_training_flags(p)
-    p.add_argument("--modes", nargs="+", choices=REPLAYS.names(), default=["uniform", "curious"],
-                   metavar="MODE",
-                   help="the replay modes, one run per mode and seed (default: uniform curious)")
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        choices=REPLAYS.names(),
+        default=["uniform", "curious"],
+        metavar="MODE",
+        help="the replay modes, one run per mode and seed (default: uniform curious)",
+    )
     p.add_argument("--seeds", nargs="+", type=int, default=[0], help="the seeds of the runs")
-    p.add_argument("--adapt-to", metavar="MODULE:CLASS",
-                   help="the adaptation experiment: learn the game for --pretrain minutes, then "
-                        "change to this game (same input and actions) and measure each mode "
-                        "re-adapting for --minutes")
-    p.add_argument("--adapt-args", type=json_object, default={},
-                   help="(--adapt-to) the changed game's arguments (JSON)")
-    p.add_argument("--pretrain", type=float, default=4.0,
-                   help="(--adapt-to) minutes of learning before the change")
+    p.add_argument(
+        "--adapt-to",
+        metavar="MODULE:CLASS",
+        help="the adaptation experiment: learn the game for --pretrain minutes, then "
+        "change to this game (same input and actions) and measure each mode "
+        "re-adapting for --minutes",
+    )
+    p.add_argument(
+        "--adapt-args",
+        type=json_object,
+        default={},
+        help="(--adapt-to) the changed game's arguments (JSON)",
+    )
+    p.add_argument(
+        "--pretrain",
+        type=float,
+        default=4.0,
+        help="(--adapt-to) minutes of learning before the change",
+    )
     p.set_defaults(run=cmd_replay)
 
 

@@ -19,6 +19,7 @@ states) and its network figures its recurrent call.  A learner whose self-play d
 (bootstrapped: one Q request per move) has no search ceiling nor efficiency; its "searches" are
 its moves.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,14 +43,19 @@ from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
 
 DEFAULT_GAME = "games.santorini:Santorini"
-ORIGINAL = {"searches_per_s": 410, "positions_per_s": 4, "games_per_s": 0.24,
-            "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16"}
+ORIGINAL = {
+    "searches_per_s": 410,
+    "positions_per_s": 4,
+    "games_per_s": 0.24,
+    "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16",
+}
 
 
 def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "alphazero") -> dict:
     """Searches/s of whole self-play games with a uniform evaluator (the learner's search with
     nothing to compute at its leaves), in this process."""
     from gamegym.learners import get_learner
+
     search = get_learner(learner).stub_search(graph, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(seed)
     games = positions = 0
@@ -57,23 +63,28 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "al
     while time.perf_counter() - start < seconds:
         record = selfplay_game(graph, search, cfg, rng)
         games += 1
-        positions += len(record) if record is not None else 0   # None: stopped, never here
+        positions += len(record) if record is not None else 0  # None: stopped, never here
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return {"searches_per_s": search.searches_done / elapsed,
-            "searches_per_cpu_s": search.searches_done / max(cpu, 1e-9),
-            "positions_per_s": positions / elapsed, "games_per_s": games / elapsed}
+    return {
+        "searches_per_s": search.searches_done / elapsed,
+        "searches_per_cpu_s": search.searches_done / max(cpu, 1e-9),
+        "positions_per_s": positions / elapsed,
+        "games_per_s": games / elapsed,
+    }
 
 
-def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0,
-                    learner: str = "alphazero") -> dict:
+def network_ceiling(
+    model, graph, batch_sizes, seconds_each: float = 1.0, learner: str = "alphazero"
+) -> dict:
     """Evaluations per CPU-second of a learner's model call at each batch size, as
     {path: {batch size: rate}} like `gamegym.bench.networks.compare_paths` (the call a search makes
     for most leaves: MuZero's recurrent inference, Bootstrapped's Q values).  The learners
     whose models are not AlphaZero's are measured on the path the session uses."""
     from gamegym.learners import get_learner
+
     evaluator = get_learner(learner).make_evaluator(model, 0)
     x1 = graph.numpify(graph.roots[0])
-    path = evaluator.path   # "onnx", "numpy" or "tensorflow", as the Predictor's log says
+    path = evaluator.path  # "onnx", "numpy" or "tensorflow", as the Predictor's log says
     rates = {}
     for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
         kind, inputs = evaluator.search_request(np.repeat(x1[None], size, axis=0))
@@ -86,12 +97,23 @@ def network_ceiling(model, graph, batch_sizes, seconds_each: float = 1.0,
     return {f"{learner} {path}": rates}
 
 
-def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, threads: int,
-              searchcount: int, batchsize: int = 64, batch_timeout_ms: float = 2.0,
-              fastpath: bool = True, in_selfplayers: bool = True,
-              network_seconds: float = 8.0, network: dict | None = None,
-              backend: str = "processes", repeat: int = 1,
-              learner: str = "alphazero") -> dict:
+def run_bench(
+    game: str,
+    game_args: dict,
+    seconds: float,
+    selfplayers: int,
+    threads: int,
+    searchcount: int,
+    batchsize: int = 64,
+    batch_timeout_ms: float = 2.0,
+    fastpath: bool = True,
+    in_selfplayers: bool = True,
+    network_seconds: float = 8.0,
+    network: dict | None = None,
+    backend: str = "processes",
+    repeat: int = 1,
+    learner: str = "alphazero",
+) -> dict:
     """All figures of one bench run (see the module docstring) with a learner preset.
     `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
@@ -100,39 +122,65 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
     busy machine a single pair says little)."""
     from gamegym.learners import get_learner
     from gamegym.runtime.gym import GameGym
+
     graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
     if found is None:
         try:
-            get_learner(learner)   # a learner has settings for every game; a variant does not
+            get_learner(learner)  # a learner has settings for every game; a variant does not
         except ValueError:
-            raise ValueError(f"the learner preset {learner!r} is only defined for the bundled "
-                             "games") from None
+            raise ValueError(
+                f"the learner preset {learner!r} is only defined for the bundled games"
+            ) from None
     preset = found[1] if found else {"train": {"learner": learner}}
     if network is None:
         network = preset.get("network", {})
     trains = preset_learner(preset)
     own = dict(preset.get(trains, {}))
     if hasattr(learner_config_class(trains), "positions_per_iteration"):
-        own["positions_per_iteration"] = 0        # no Trainer: never wait for one
-    config = GymConfig.from_dict({
-        "game": game, "game_args": graph.game_args, "status_interval": 0.0, "network": network,
-        "selfplay": {**preset.get("selfplay", {}), "selfplayprocesses": selfplayers,
-                     "searchthreadcount": threads, "searchcount": searchcount},
-        "predict": {"batchsize": batchsize, "batch_timeout_ms": batch_timeout_ms,
-                    "numpy_fastpath": fastpath, "evaluate_in_selfplayers": in_selfplayers},
-        "train": {"learner": trains}, **({trains: own} if own else {})})
+        own["positions_per_iteration"] = 0  # no Trainer: never wait for one
+    config = GymConfig.from_dict(
+        {
+            "game": game,
+            "game_args": graph.game_args,
+            "status_interval": 0.0,
+            "network": network,
+            "selfplay": {
+                **preset.get("selfplay", {}),
+                "selfplayprocesses": selfplayers,
+                "searchthreadcount": threads,
+                "searchcount": searchcount,
+            },
+            "predict": {
+                "batchsize": batchsize,
+                "batch_timeout_ms": batch_timeout_ms,
+                "numpy_fastpath": fastpath,
+                "evaluate_in_selfplayers": in_selfplayers,
+            },
+            "train": {"learner": trains},
+            **({trains: own} if own else {}),
+        }
+    )
     searches = get_learner(trains).searches_in_selfplay
-    ceiling = (search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=trains)
-               if searches else None)
+    ceiling = (
+        search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=trains)
+        if searches
+        else None
+    )
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
-        gym = GameGym(path, config=config,
-                      initial_model=initial_model_path(game, graph.game_args,
-                                                       config.network_options(), learner))
+        gym = GameGym(
+            path,
+            config=config,
+            initial_model=initial_model_path(
+                game, graph.game_args, config.network_options(), learner
+            ),
+        )
         names = ("processes", "ray") if backend == "both" else (backend,)
-        pairs = [{name: end_to_end(path, on_backend(config, name), seconds) for name in names}
-                 for _ in range(max(1, repeat) if backend == "both" else 1)]
+        pairs = [
+            {name: end_to_end(path, on_backend(config, name), seconds) for name in names}
+            for _ in range(max(1, repeat) if backend == "both" else 1)
+        ]
         runs = pairs[len(pairs) // 2]
         e2e = runs["processes" if backend == "both" else backend]
         used_path = _session_path(config, gym.session)
@@ -140,18 +188,33 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
         if network_seconds > 0 and not get_learner(trains).compares_network_paths:
             from gamegym.nets.tfsetup import load_model
-            network = network_ceiling(load_model(gym.session.model_path(0)), graph, sizes,
-                                      network_seconds / len(sizes), trains)
+
+            network = network_ceiling(
+                load_model(gym.session.model_path(0)),
+                graph,
+                sizes,
+                network_seconds / len(sizes),
+                trains,
+            )
         elif network_seconds > 0:
             from gamegym.bench.networks import compare_paths
-            network = compare_paths(gym.session.model_path(0), sample_positions(graph, 64),
-                                    sizes, network_seconds, config.predict.use_gpu)
+
+            network = compare_paths(
+                gym.session.model_path(0),
+                sample_positions(graph, 64),
+                sizes,
+                network_seconds,
+                config.predict.use_gpu,
+            )
     cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)
     efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores) if ceiling else None
     cores_used = sum(e2e["cpu_by_role"].values()) / 100.0
     per_cpu_s = e2e["searches_per_s"] / cores_used if cores_used else 0.0
     figures = {
-        "game": game, "game_args": graph.game_args, "learner": learner, "backend": backend,
+        "game": game,
+        "game_args": graph.game_args,
+        "learner": learner,
+        "backend": backend,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
         "games_per_s": round(e2e["games_per_s"], 3),
@@ -167,17 +230,24 @@ def run_bench(game: str, game_args: dict, seconds: float, selfplayers: int, thre
         "rss_mb_by_role": e2e["rss_mb_by_role"],
         "searches_per_cpu_s": round(e2e["searches_per_cpu_s"], 1),
         **({"head": e2e["head"]} if e2e["head"] else {}),
-        "vs_original": {"searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"],
-                                                1)},
-        "config": {"seconds": seconds, "selfplayers": selfplayers, "threads": threads,
-                   "searchcount": searchcount if searches else 0,
-                   "concurrent_games": 0 if searches else
-                   config.learner_options().get("concurrent_games", 0),
-                   "batchsize": batchsize,
-                   "batch_timeout_ms": batch_timeout_ms, "numpy_fastpath": fastpath,
-                   "evaluate_in_selfplayers": in_selfplayers,
-                   "network": dataclasses.asdict(config.network),
-                   "cores": psutil.cpu_count(logical=True)},
+        "vs_original": {
+            "searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"], 1)
+        },
+        "config": {
+            "seconds": seconds,
+            "selfplayers": selfplayers,
+            "threads": threads,
+            "searchcount": searchcount if searches else 0,
+            "concurrent_games": 0
+            if searches
+            else config.learner_options().get("concurrent_games", 0),
+            "batchsize": batchsize,
+            "batch_timeout_ms": batch_timeout_ms,
+            "numpy_fastpath": fastpath,
+            "evaluate_in_selfplayers": in_selfplayers,
+            "network": dataclasses.asdict(config.network),
+            "cores": psutil.cpu_count(logical=True),
+        },
     }
     if backend == "both":
         figures.update(ray_figures(pairs, runs["ray"]))
@@ -204,6 +274,7 @@ def _session_path(config: GymConfig, session) -> str:
     """The network path the session's Predictor took, from its log ("onnx", "numpy",
     "tensorflow"), and where the Selfplayers evaluated."""
     from gamegym.runtime.process import log_path
+
     try:
         text = log_path(session.logs_dir, "predictor").read_text(encoding="utf-8")
     except OSError:
@@ -216,30 +287,48 @@ def _session_path(config: GymConfig, session) -> str:
 
 def print_report(figures: dict) -> None:
     c = figures["config"]
-    play = (f"{c['threads']} threads, {c['searchcount']} searches/move" if c["searchcount"] else
-            f"{c['concurrent_games']} games at once, no search")
-    print(f"game {figures['game']} {figures['game_args']}, {figures['learner']}: "
-          f"{c['selfplayers']} Selfplayers x {play}, {c['seconds']:g} s, {c['cores']} cores")
+    play = (
+        f"{c['threads']} threads, {c['searchcount']} searches/move"
+        if c["searchcount"]
+        else f"{c['concurrent_games']} games at once, no search"
+    )
+    print(
+        f"game {figures['game']} {figures['game_args']}, {figures['learner']}: "
+        f"{c['selfplayers']} Selfplayers x {play}, {c['seconds']:g} s, {c['cores']} cores"
+    )
     if figures["ceiling_searches_per_s_per_core"] is not None:
-        print(f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} "
-              f"searches/s on one core (uniform evaluator; "
-              f"{figures['ceiling_searches_per_cpu_s']:.0f} per CPU-second)")
-    print(f"  end to end          {figures['searches_per_s']:>10.0f} searches/s, "
-          f"{figures['positions_per_s']:.1f} positions/s, {figures['games_per_s']:.2f} games/s, "
-          f"mean batch {figures['mean_batch']:.1f}")
+        print(
+            f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} "
+            f"searches/s on one core (uniform evaluator; "
+            f"{figures['ceiling_searches_per_cpu_s']:.0f} per CPU-second)"
+        )
+    print(
+        f"  end to end          {figures['searches_per_s']:>10.0f} searches/s, "
+        f"{figures['positions_per_s']:.1f} positions/s, {figures['games_per_s']:.2f} games/s, "
+        f"mean batch {figures['mean_batch']:.1f}"
+    )
     if figures["efficiency"] is not None:
-        print(f"  efficiency          {figures['efficiency']:.2f}   (CPU efficiency "
-              f"{figures['cpu_efficiency']:.2f}; x{figures['vs_original']['searches_per_s']} "
-              f"the original's {ORIGINAL['searches_per_s']} searches/s)")
+        print(
+            f"  efficiency          {figures['efficiency']:.2f}   (CPU efficiency "
+            f"{figures['cpu_efficiency']:.2f}; x{figures['vs_original']['searches_per_s']} "
+            f"the original's {ORIGINAL['searches_per_s']} searches/s)"
+        )
     roles = sorted(figures["cpu_by_role"])
-    print("  by role             " + ", ".join(
-        f"{r} {figures['cpu_by_role'][r]:.0f}% CPU {figures['rss_mb_by_role'].get(r, 0):.0f} MB"
-        for r in roles) + " (CPU summed over a role's processes, RSS per process)")
+    print(
+        "  by role             "
+        + ", ".join(
+            f"{r} {figures['cpu_by_role'][r]:.0f}% CPU {figures['rss_mb_by_role'].get(r, 0):.0f} MB"
+            for r in roles
+        )
+        + " (CPU summed over a role's processes, RSS per process)"
+    )
     paths = figures["network_evals_per_cpu_s"]
     if paths:
         sizes = list(next(iter(paths.values())))
-        print(f"  network paths       evaluations per CPU-second; this session: "
-              f"{figures['network_path']}")
+        print(
+            f"  network paths       evaluations per CPU-second; this session: "
+            f"{figures['network_path']}"
+        )
         print("    batch     " + "".join(f"{n:>9}" for n in sizes))
         base = paths.get("tensorflow", {})
         for path, per in paths.items():
@@ -251,42 +340,65 @@ def print_report(figures: dict) -> None:
         ray_run = figures["ray"]
         cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(ray_run["cpu_by_role"].items()))
         pairs = ", ".join(f"{r:.2f}" for r in figures["ray_vs_processes_pairs"])
-        print(f"  on Ray              {ray_run['searches_per_s']:>10.0f} searches/s, mean batch "
-              f"{ray_run['mean_batch']:.1f}: x{figures['ray_vs_processes']:.2f} the processes' "
-              f"(median of the pairs run in turn: {pairs}); per CPU-second used: "
-              f"x{figures['ray_vs_processes_per_cpu']:.2f}")
+        print(
+            f"  on Ray              {ray_run['searches_per_s']:>10.0f} searches/s, mean batch "
+            f"{ray_run['mean_batch']:.1f}: x{figures['ray_vs_processes']:.2f} the processes' "
+            f"(median of the pairs run in turn: {pairs}); per CPU-second used: "
+            f"x{figures['ray_vs_processes_per_cpu']:.2f}"
+        )
         print(f"  CPU by role on Ray  {cpu}")
     head = figures.get("ray", figures).get("head")
     if head:
-        print(f"  the head on Ray     {head['takes_per_s']} takes/s and {head['files_per_s']} "
-              f"sample files/s at {head['cpu_ms_per_take']} ms of CPU per take; "
-              f"{head['write_ms_per_file'] or 0:.2f} ms to write a file, "
-              f"{head['broadcast_ms']:.1f} ms to put a model; object store {head['object_store']}")
+        print(
+            f"  the head on Ray     {head['takes_per_s']} takes/s and {head['files_per_s']} "
+            f"sample files/s at {head['cpu_ms_per_take']} ms of CPU per take; "
+            f"{head['write_ms_per_file'] or 0:.2f} ms to write a file, "
+            f"{head['broadcast_ms']:.1f} ms to put a model; object store {head['object_store']}"
+        )
 
 
 def cmd_throughput(args) -> int:
     """`gamegym bench throughput`: one run per learner preset, a report or one JSON object."""
     if args.backend != "processes":
         from gamegym.runtime.ray.cluster import import_ray
+
         import_ray(local=True)
-    runs = [run_bench(args.game, args.game_args, args.seconds,
-                      args.selfplayers, args.threads, args.searchcount, args.batchsize,
-                      args.batch_timeout_ms, fastpath=not args.tensorflow,
-                      in_selfplayers=not args.predictor_only,
-                      network_seconds=args.network_seconds, network=args.network,
-                      backend=args.backend, repeat=args.repeat, learner=learner)
-            for learner in _learners(args.learner)]
-    figures: dict[str, Any] = (runs[0] if len(runs) == 1
-                               else {"runs": runs, "vs_first": _ratios(runs)})
+    runs = [
+        run_bench(
+            args.game,
+            args.game_args,
+            args.seconds,
+            args.selfplayers,
+            args.threads,
+            args.searchcount,
+            args.batchsize,
+            args.batch_timeout_ms,
+            fastpath=not args.tensorflow,
+            in_selfplayers=not args.predictor_only,
+            network_seconds=args.network_seconds,
+            network=args.network,
+            backend=args.backend,
+            repeat=args.repeat,
+            learner=learner,
+        )
+        for learner in _learners(args.learner)
+    ]
+    figures: dict[str, Any] = (
+        runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}
+    )
     if args.json:
         print(json.dumps(figures, sort_keys=True))
         return 0
     for run in runs:
         print_report(run)
     if len(runs) > 1:
-        print(f"relative to {runs[0]['learner']}: " + "; ".join(
-            f"{name} x{r['positions_per_s']} positions/s, x{r['searches_per_s']} searches/s"
-            for name, r in figures["vs_first"].items()))
+        print(
+            f"relative to {runs[0]['learner']}: "
+            + "; ".join(
+                f"{name} x{r['positions_per_s']} positions/s, x{r['searches_per_s']} searches/s"
+                for name, r in figures["vs_first"].items()
+            )
+        )
     return 0
 
 
@@ -295,17 +407,22 @@ def _learners(spec: str) -> list[str]:
     names = [name.strip() for name in spec.split(",") if name.strip()]
     unknown = [name for name in names if name not in learner_presets()]
     if not names or unknown:
-        raise ValueError(f"--learner {spec!r}: known learner presets are "
-                         f"{', '.join(learner_presets())}")
+        raise ValueError(
+            f"--learner {spec!r}: known learner presets are {', '.join(learner_presets())}"
+        )
     return names
 
 
 def _ratios(runs: list[dict]) -> dict:
     """Each later run's positions/s and searches/s as multiples of the first run's."""
     base = runs[0]
-    return {run["learner"]: {key: round(run[key] / base[key], 3) if base[key] else None
-                             for key in ("positions_per_s", "searches_per_s")}
-            for run in runs[1:]}
+    return {
+        run["learner"]: {
+            key: round(run[key] / base[key], 3) if base[key] else None
+            for key in ("positions_per_s", "searches_per_s")
+        }
+        for run in runs[1:]
+    }
 
 
 def _rounded(figures: dict | None, key: str) -> float | None:
@@ -322,37 +439,69 @@ EXAMPLE = """examples:
 
 def add_parser(sub) -> None:
     """`gamegym bench throughput`: self-play searches/s, the ceilings, the efficiency."""
-    p = sub.add_parser(COMMAND, help="self-play throughput: searches/s, ceilings, efficiency",
-                       description=__doc__, epilog=EXAMPLE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        COMMAND,
+        help="self-play throughput: searches/s, ceilings, efficiency",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--game", default=DEFAULT_GAME, help="MODULE:CLASS (default: Santorini)")
-    p.add_argument("--game-args", type=json_object, default={},
-                   help="the game's arguments (JSON; default: the game's own)")
+    p.add_argument(
+        "--game-args",
+        type=json_object,
+        default={},
+        help="the game's arguments (JSON; default: the game's own)",
+    )
     p.add_argument("--seconds", type=float, default=20.0, help="end-to-end measuring time")
     p.add_argument("--selfplayers", type=int, default=4)
     p.add_argument("--threads", type=int, default=24, help="search threads per Selfplayer")
     p.add_argument("--searchcount", type=int, default=100, help="searches per move")
     p.add_argument("--batchsize", type=int, default=64, help="the Predictor's batch size")
     p.add_argument("--batch-timeout-ms", type=float, default=2.0)
-    p.add_argument("--tensorflow", action="store_true",
-                   help="evaluate with TensorFlow, not the CPU fast path (predict.numpy_fastpath "
-                        "false)")
-    p.add_argument("--predictor-only", action="store_true",
-                   help="every evaluation through the Predictor (predict.evaluate_in_selfplayers "
-                        "false)")
-    p.add_argument("--network", type=json_object, default=None,
-                   help='network config fields instead of the preset\'s, e.g. '
-                        '\'{"kind": "residual", "width": 32, "blocks": 3}\'')
-    p.add_argument("--network-seconds", type=float, default=8.0,
-                   help="time for the network paths side by side (0: skip them)")
-    p.add_argument("--backend", choices=("processes", "ray", "both"), default="processes",
-                   help="where the Selfplayers run: processes, Ray actors on a Ray started here, "
-                        "or both one after the other (their ratio)")
-    p.add_argument("--repeat", type=int, default=1,
-                   help="(--backend both) run each backend this many times, in turn")
-    p.add_argument("--learner", default="alphazero",
-                   help="learner preset(s), comma-separated: " + ", ".join(learner_presets())
-                        + " (the throughput of each, with ratios to the first)")
+    p.add_argument(
+        "--tensorflow",
+        action="store_true",
+        help="evaluate with TensorFlow, not the CPU fast path (predict.numpy_fastpath false)",
+    )
+    p.add_argument(
+        "--predictor-only",
+        action="store_true",
+        help="every evaluation through the Predictor (predict.evaluate_in_selfplayers false)",
+    )
+    p.add_argument(
+        "--network",
+        type=json_object,
+        default=None,
+        help="network config fields instead of the preset's, e.g. "
+        '\'{"kind": "residual", "width": 32, "blocks": 3}\'',
+    )
+    p.add_argument(
+        "--network-seconds",
+        type=float,
+        default=8.0,
+        help="time for the network paths side by side (0: skip them)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("processes", "ray", "both"),
+        default="processes",
+        help="where the Selfplayers run: processes, Ray actors on a Ray started here, "
+        "or both one after the other (their ratio)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="(--backend both) run each backend this many times, in turn",
+    )
+    p.add_argument(
+        "--learner",
+        default="alphazero",
+        help="learner preset(s), comma-separated: "
+        + ", ".join(learner_presets())
+        + " (the throughput of each, with ratios to the first)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_throughput)
 

@@ -2,6 +2,7 @@
 
 May import: everything in gamegym.
 """
+
 from gamegym.cli.main import main
 
 __all__ = ["main"]

@@ -1,4 +1,5 @@
 """The `gamegym` command: new, resume, status, check (and the commands of later modules)."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,25 +18,31 @@ from gamegym.registry import BACKENDS
 def cmd_new(args) -> int:
     from gamegym.game.graph import load_game
     from gamegym.runtime.gym import GameGym
+
     if Path(args.session, "config.json").exists():
         raise SessionError(f"session {args.session} already exists; use 'gamegym resume'")
     graph, config, initial_model = None, None, args.initial_model
     if args.preset:
         from gamegym.cli.presets import new_session_settings
-        config, starter = new_session_settings(args.preset, args.game, args.game_args,
-                                               args.config)
+
+        config, starter = new_session_settings(args.preset, args.game, args.game_args, args.config)
         initial_model = initial_model or starter
     elif args.game is None:
-        raise ConfigError("give the game (--game MODULE:CLASS) or a preset (--preset NAME; "
-                          "gamegym presets lists them)")
+        raise ConfigError(
+            "give the game (--game MODULE:CLASS) or a preset (--preset NAME; "
+            "gamegym presets lists them)"
+        )
     else:
         graph = load_game(args.game, args.game_args or {})
         if args.config:
-            config = GymConfig.from_json_file(args.config, fill={"game": args.game,
-                                                                 "game_args": graph.game_args})
+            config = GymConfig.from_json_file(
+                args.config, fill={"game": args.game, "game_args": graph.game_args}
+            )
     gym = GameGym(args.session, graph=graph, config=config, initial_model=initial_model)
-    print(f"created session {gym.session.path} for {gym.config.game} {gym.config.game_args}"
-          + (f" from the preset {args.preset}" if args.preset else ""))
+    print(
+        f"created session {gym.session.path} for {gym.config.game} {gym.config.game_args}"
+        + (f" from the preset {args.preset}" if args.preset else "")
+    )
     print(f"run it with: gamegym resume {args.session}")
     return 0
 
@@ -43,13 +50,15 @@ def cmd_new(args) -> int:
 def cmd_resume(args) -> int:
     from gamegym.data.session import Session
     from gamegym.runtime.gym import GameGym
+
     stored = Session(args.session).load_config()  # a clear error for a missing/foreign folder
     config = None
     if args.config:
-        config = GymConfig.from_json_file(args.config, fill={"game": stored.game,
-                                                             "game_args": stored.game_args})
+        config = GymConfig.from_json_file(
+            args.config, fill={"game": stored.game, "game_args": stored.game_args}
+        )
     gym = GameGym(args.session, config=config)
-    if args.ray is not None:   # this run only: the session's config.json keeps its backend
+    if args.ray is not None:  # this run only: the session's config.json keeps its backend
         gym.config = gym.config.updated({"selfplay": {"backend": "ray", "ray_address": args.ray}})
     BACKENDS.get(gym.config.selfplay.backend).check_available(gym.config)
     return gym.resume(max_seconds=args.max_seconds, max_iterations=args.max_iterations)
@@ -57,14 +66,17 @@ def cmd_resume(args) -> int:
 
 def cmd_continue(args) -> int:
     from gamegym.runtime.continuation import continue_session
+
     overrides = read_overrides(args.config) if args.config else {}
     new = continue_session(args.source, args.session, args.game, args.game_args, overrides)
     config = new.load_config()
     origin = json.loads((new.path / "origin.json").read_text())
-    print(f"created session {new.path} for {config.game} {config.game_args}, continuing "
-          f"{origin['source']} at iteration {origin['iteration']} (as iteration "
-          f"{origin['first_iteration']}) with its {origin['sample_files']} sample files"
-          + (" and replay state" if origin["replay_state"] else ""))
+    print(
+        f"created session {new.path} for {config.game} {config.game_args}, continuing "
+        f"{origin['source']} at iteration {origin['iteration']} (as iteration "
+        f"{origin['first_iteration']}) with its {origin['sample_files']} sample files"
+        + (" and replay state" if origin["replay_state"] else "")
+    )
     print(f"run it with: gamegym resume {args.session}")
     return 0
 
@@ -77,6 +89,7 @@ def session_status(path: str) -> dict:
     from gamegym.data.samples import SampleCounter
     from gamegym.data.session import Session
     from gamegym.game.graph import game_module_origin
+
     session = Session(path)
     config = session.load_config()
     try:
@@ -88,17 +101,24 @@ def session_status(path: str) -> dict:
     holder = session.lock_holder() if session.lock_path.exists() else None
     last = last_jsonl(session.monitoring_dir / "status.jsonl") or {}
     return {
-        "session": str(session.path), "game": config.game, "game_args": config.game_args,
+        "session": str(session.path),
+        "game": config.game,
+        "game_args": config.game_args,
         "game_module": origin,
-        "learner": config.train.learner, "iteration": session.current_iteration(),
-        "models": session.model_iterations(), "samples": sum(n for n, _ in counts.values()),
+        "learner": config.train.learner,
+        "iteration": session.current_iteration(),
+        "models": session.model_iterations(),
+        "samples": sum(n for n, _ in counts.values()),
         "samples_per_iteration": {str(k): n for k, (n, _) in sorted(counts.items())},
-        "games": sum(g for _, g in counts.values()), "last_losses": reports[-1]["losses"] if reports else {},
-        "running": holder is not None, "running_pid": holder["pid"] if holder else None,
+        "games": sum(g for _, g in counts.values()),
+        "last_losses": reports[-1]["losses"] if reports else {},
+        "running": holder is not None,
+        "running_pid": holder["pid"] if holder else None,
         "replay": config.train.replay,
         "replay_figures": reports[-1].get("replay_figures", {}) if reports else {},
         "backend": backend_status(config, last or None),
-        "resources": last.get("resources", {}), "resources_time": last.get("time"),
+        "resources": last.get("resources", {}),
+        "resources_time": last.get("time"),
     }
 
 
@@ -116,26 +136,37 @@ def cmd_status(args) -> int:
         return 0
     print(f"session   {status['session']}")
     print(f"game      {status['game']} {status['game_args']}  (learner {status['learner']})")
-    print(f"code      imports {status['game'].partition(':')[0]} from {status['game_module']} "
-          "(resuming the session runs it)")
+    print(
+        f"code      imports {status['game'].partition(':')[0]} from {status['game_module']} "
+        "(resuming the session runs it)"
+    )
     print(f"iteration {status['iteration']}  (model files: {len(status['models'])})")
     print(f"samples   {status['samples']} from {status['games']} games")
     losses = ", ".join(f"{k} {v:.4f}" for k, v in sorted(status["last_losses"].items()))
     print(f"losses    {losses or '(not trained yet)'}")
     if status["replay_figures"]:
         from gamegym.runtime.monitor import replay_summary
-        print(f"replay    {status['replay']}: {replay_summary(status['replay_figures'])} "
-              "(mean replay count, new share of the last draws, priority 10th..90th percentile)")
+
+        print(
+            f"replay    {status['replay']}: {replay_summary(status['replay_figures'])} "
+            "(mean replay count, new share of the last draws, priority 10th..90th percentile)"
+        )
     running = f"yes, pid {status['running_pid']}" if status["running"] else "no"
     print(f"running   {running}")
     print(f"selfplay  {describe_backend(status['backend'], status['running'])}")
     if status["resources"]:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status["resources_time"]))
         roles = sorted(status["resources"].items())
-        print("memory    " + ", ".join(f"{role} {r['rss_mib']:.0f} MiB" for role, r in roles) +
-              f"  (resident, by role, {'now' if status['running'] else 'last seen'}: {when})")
-        print("cpu       " + ", ".join(f"{role} {r['cpu_percent']:.0f}%" for role, r in roles) +
-              "  (100% = one core)")
+        print(
+            "memory    "
+            + ", ".join(f"{role} {r['rss_mib']:.0f} MiB" for role, r in roles)
+            + f"  (resident, by role, {'now' if status['running'] else 'last seen'}: {when})"
+        )
+        print(
+            "cpu       "
+            + ", ".join(f"{role} {r['cpu_percent']:.0f}%" for role, r in roles)
+            + "  (100% = one core)"
+        )
     return 0
 
 
@@ -146,11 +177,15 @@ def describe_backend(backend: dict, running: bool) -> str:
     if backend.get("address"):
         text += f" at {backend['address']}"
     if "selfplayers" in backend:
-        text += (f": {backend.get('nodes', 1)} node(s), {backend['selfplayers_alive']} of "
-                 f"{backend['selfplayers']} Selfplayers alive")
+        text += (
+            f": {backend.get('nodes', 1)} node(s), {backend['selfplayers_alive']} of "
+            f"{backend['selfplayers']} Selfplayers alive"
+        )
         if not running and backend.get("time"):
-            text += time.strftime(" (when the last run last reported, %Y-%m-%d %H:%M)",
-                                  time.localtime(backend["time"]))
+            text += time.strftime(
+                " (when the last run last reported, %Y-%m-%d %H:%M)",
+                time.localtime(backend["time"]),
+            )
     for node, rate in sorted(backend.get("searches_per_s_by_node", {}).items()):
         text += f"\n          node {node}: {rate:.0f} searches/s"
     return text
@@ -158,11 +193,13 @@ def describe_backend(backend: dict, running: bool) -> str:
 
 def cmd_check(args) -> int:
     from gamegym.game.checker import run_check
+
     return run_check(args.game, args.game_args, args.games, args.seed)
 
 
 def cmd_serve(args) -> int:
     from gamegym.serve import run_server
+
     return run_server(args.session, host=args.host, port=args.port)
 
 
@@ -176,16 +213,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gamegym", description="A desktop self-play gym.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("new", help="create a session folder (does not start it)",
-                       epilog=NEW_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "new",
+        help="create a session folder (does not start it)",
+        epilog=NEW_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("session", help="session folder, e.g. sessions/mygame")
     p.add_argument("--game", help="the game as package.module:Class (or from --preset)")
     p.add_argument("--game-args", type=json_object, help="JSON keyword arguments")
-    p.add_argument("--preset", metavar="NAME",
-                   help="start from a bundled preset: its game, settings and starter model "
-                        "(gamegym presets lists them); --game, --game-args, --config change it")
-    p.add_argument("--config", type=Path, help="a config JSON file (see README); with --preset "
-                   "the changes to the preset's settings")
+    p.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="start from a bundled preset: its game, settings and starter model "
+        "(gamegym presets lists them); --game, --game-args, --config change it",
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a config JSON file (see README); with --preset the changes to the preset's settings",
+    )
     p.add_argument("--initial-model", type=Path, help="a .keras model for iteration 0")
     p.set_defaults(run=cmd_new)
 
@@ -194,13 +241,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seconds", type=float)
     p.add_argument("--max-iterations", type=int, help="stop after this many new iterations")
     p.add_argument("--config", type=Path, help="change settings (fixed fields excepted)")
-    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
-                   help="run the Selfplayers on Ray for this run: alone, a Ray started on this "
-                        "machine; 'auto' or HOST:PORT, the cluster there (needs the [ray] extra)")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run the Selfplayers on Ray for this run: alone, a Ray started on this "
+        "machine; 'auto' or HOST:PORT, the cluster there (needs the [ray] extra)",
+    )
     p.set_defaults(run=cmd_resume)
 
-    p = sub.add_parser("continue", help="a new session carrying on from another one's model "
-                       "and samples under changed game arguments (or rules)")
+    p = sub.add_parser(
+        "continue",
+        help="a new session carrying on from another one's model "
+        "and samples under changed game arguments (or rules)",
+    )
     p.add_argument("source", help="the session to carry on from (only read)")
     p.add_argument("session", help="the new session folder")
     p.add_argument("--game-args", type=json_object, help="the new game arguments (JSON)")
@@ -220,17 +275,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_check)
 
-    p = sub.add_parser("serve", help="a web page to watch a session learn, replay its "
-                       "self-play games and play its models (only reads the session)")
+    p = sub.add_parser(
+        "serve",
+        help="a web page to watch a session learn, replay its "
+        "self-play games and play its models (only reads the session)",
+    )
     p.add_argument("session")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this computer only)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this computer only)",
+    )
     p.set_defaults(run=cmd_serve)
 
     from gamegym import bench
     from gamegym.cli import presets
     from gamegym.evaluation import evaluator as evaluation
+
     bench.add_parser(sub)
     evaluation.add_commands(sub)
     presets.add_parser(sub)
@@ -243,6 +305,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
         from gamegym.bench import modern_argv
+
         argv = ["bench", *modern_argv(argv[1:])]
     return build_parser().parse_args(argv)
 
@@ -250,16 +313,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from gamegym.runtime.gym import GymError
+
     try:
         return int(args.run(args) or 0)
     except (ConfigError, SessionError, GymError, GameGraphError, ValueError) as error:
         print(f"gamegym: error: {error}", file=sys.stderr)
         return 2
-    except OSError as error:   # e.g. an unreadable folder or a full disk: name it, no traceback
+    except OSError as error:  # e.g. an unreadable folder or a full disk: name it, no traceback
         from gamegym.data.fileio import disk_full_message, is_disk_full
+
         where = Path(getattr(args, "session", None) or ".")
-        print(f"gamegym: error: {disk_full_message(where, error) if is_disk_full(error) else error}",
-              file=sys.stderr)
+        print(
+            f"gamegym: error: {disk_full_message(where, error) if is_disk_full(error) else error}",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         return 130

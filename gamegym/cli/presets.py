@@ -1,5 +1,6 @@
 """The bundled presets at the console: `gamegym presets` lists them, `gamegym new --preset NAME`
 starts a session from one (its game, settings and starter model; flags and --config override)."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,9 +22,13 @@ EXAMPLE = """examples:
 
 def add_parser(sub) -> None:
     """`gamegym presets`: every bundled preset with its game, learner and purpose."""
-    p = sub.add_parser("presets", help="list the bundled presets (gamegym new --preset NAME)",
-                       description=__doc__, epilog=EXAMPLE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "presets",
+        help="list the bundled presets (gamegym new --preset NAME)",
+        description=__doc__,
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_presets)
 
@@ -33,9 +38,16 @@ def preset_rows() -> list[dict]:
     rows = []
     for name, preset in sorted(ALL_PRESETS.items()):
         model = starter_model(name)
-        rows.append({"name": name, "game": preset["game"], "game_args": preset["game_args"],
-                     "learner": preset_learner(preset), "about": ABOUT.get(name, ""),
-                     "starter_model": None if model is None else str(model)})
+        rows.append(
+            {
+                "name": name,
+                "game": preset["game"],
+                "game_args": preset["game_args"],
+                "learner": preset_learner(preset),
+                "about": ABOUT.get(name, ""),
+                "starter_model": None if model is None else str(model),
+            }
+        )
     return rows
 
 
@@ -48,15 +60,18 @@ def cmd_presets(args) -> int:
     for row in rows:
         arguments = json.dumps(row["game_args"]) if row["game_args"] else ""
         model = ", starter model" if row["starter_model"] else ""
-        print(f"{row['name']:<{width}}  {row['game']} {arguments}".rstrip()
-              + f"  ({row['learner']}{model})")
+        print(
+            f"{row['name']:<{width}}  {row['game']} {arguments}".rstrip()
+            + f"  ({row['learner']}{model})"
+        )
         print(f"{'':<{width}}  {row['about']}")
     print("start one with: gamegym new SESSION --preset NAME [--config CHANGES.json]")
     return 0
 
 
-def new_session_settings(name: str, game: str | None, game_args: dict | None,
-                         config_file: Path | None) -> tuple[GymConfig, Path | None]:
+def new_session_settings(
+    name: str, game: str | None, game_args: dict | None, config_file: Path | None
+) -> tuple[GymConfig, Path | None]:
     """The config of a new session from the preset `name`, changed by a config file (section
     by section) and then by --game / --game-args; and the preset's starter model when the
     session keeps the preset's game, arguments and network (else None: a fresh network)."""

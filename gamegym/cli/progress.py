@@ -7,6 +7,7 @@ when stderr is a terminal: piped or captured output (scripts, CI, `--json > file
         ...
         bars.update(games, completed=5)
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,15 +39,24 @@ class ProgressBars:
                 TextColumn,
                 TimeElapsedColumn,
             )
-            console = Console(file=self._file, stderr=self._file is None,
-                              force_terminal=True if self._file is not None else None)
+
+            console = Console(
+                file=self._file,
+                stderr=self._file is None,
+                force_terminal=True if self._file is not None else None,
+            )
             self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[unit]}"), TimeElapsedColumn(), _EndColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[unit]}"),
+                TimeElapsedColumn(),
+                _EndColumn(),
                 console=console,
                 # prints to stdout go above the bars when both are on this terminal
                 redirect_stdout=self._file is None and _is_terminal(sys.stdout),
-                redirect_stderr=False)
+                redirect_stderr=False,
+            )
             self._progress.start()
         return self
 
@@ -56,12 +66,20 @@ class ProgressBars:
             return None
         return self._progress.add_task(description, total=total, unit=unit)
 
-    def update(self, bar, completed: float | None = None, description: str | None = None,
-               total: float | None = None) -> None:
+    def update(
+        self,
+        bar,
+        completed: float | None = None,
+        description: str | None = None,
+        total: float | None = None,
+    ) -> None:
         if self._progress is None or bar is None:
             return
-        fields: dict[str, Any] = {k: v for k, v in (("completed", completed), ("description", description),
-                                    ("total", total)) if v is not None}
+        fields: dict[str, Any] = {
+            k: v
+            for k, v in (("completed", completed), ("description", description), ("total", total))
+            if v is not None
+        }
         self._progress.update(bar, **fields)
 
     def remove(self, bar) -> None:

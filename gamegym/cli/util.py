@@ -1,4 +1,5 @@
 """Argument types and readers shared by the command-line modules (cli, bench, evaluation)."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """Crash-safe file publication: write to a temporary name, flush, fsync, rename into place."""
+
 from __future__ import annotations
 
 import errno
@@ -26,8 +27,9 @@ def is_disk_full(error: BaseException | None) -> bool:
     return False
 
 
-def disk_full_message(folder: Path, error: BaseException | None = None,
-                      then: str = "run 'gamegym resume {folder}'") -> str:
+def disk_full_message(
+    folder: Path, error: BaseException | None = None, then: str = "run 'gamegym resume {folder}'"
+) -> str:
     """What to tell the user when a write found no room (free space measured now)."""
     try:
         free = f"{shutil.disk_usage(folder).free / 2**20:.1f} MiB free"
@@ -37,10 +39,13 @@ def disk_full_message(folder: Path, error: BaseException | None = None,
         error = error.__cause__
     cause = ""
     if error is not None:
-        cause = f" ({error.strerror or os.strerror(error.errno or 0)}" + \
-            (f": {error.filename})" if error.filename else ")")
-    return (f"the disk holding {folder} is full{cause}, {free}; every file published so far is "
-            f"intact; free some space, then {then.format(folder=folder)}")
+        cause = f" ({error.strerror or os.strerror(error.errno or 0)}" + (
+            f": {error.filename})" if error.filename else ")"
+        )
+    return (
+        f"the disk holding {folder} is full{cause}, {free}; every file published so far is "
+        f"intact; free some space, then {then.format(folder=folder)}"
+    )
 
 
 def temporary_path(path: Path) -> Path:
@@ -83,7 +88,7 @@ def append_jsonl(path: Path, obj) -> None:
     path = Path(path)
     make_folder(path.parent)
     line = (json.dumps(obj, sort_keys=True) + "\n").encode("utf-8")
-    with open(path, "ab+") as handle:   # appends go to the end whatever the read position
+    with open(path, "ab+") as handle:  # appends go to the end whatever the read position
         if handle.seek(0, os.SEEK_END) > 0:
             handle.seek(-1, os.SEEK_END)
             if handle.read(1) != b"\n":
@@ -117,7 +122,7 @@ def last_jsonl(path: Path, tail_bytes: int = 1 << 16) -> dict | None:
         try:
             record = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            continue   # torn by a killed writer, or cut by the tail
+            continue  # torn by a killed writer, or cut by the tail
         if isinstance(record, dict):
             return record
     return None
@@ -157,7 +162,7 @@ def make_folder(folder: Path) -> None:
         except FileExistsError:
             if not new.is_dir():
                 raise
-            continue   # made meanwhile by another process, which syncs it
+            continue  # made meanwhile by another process, which syncs it
         _fsync_dir(new.parent)
 
 

@@ -9,6 +9,7 @@ file of a newer version than this gamegym reads is refused with a `FormatError` 
 versions; it is never quarantined or rewritten, so a newer gamegym can still open it.  When a
 format changes, its number goes up and its reader learns to read (or migrate) every older one.
 """
+
 from __future__ import annotations
 
 __all__ = ["CONFIG_FORMAT", "SAMPLE_FORMAT", "REPLAY_FORMAT", "FormatError", "check_format"]
@@ -34,12 +35,13 @@ def check_format(found, newest: int, what: str) -> int:
     try:
         version = int(found)
     except (TypeError, ValueError):
-        raise FormatError(f"{what} has format version {found!r}, which is not a number") \
-            from None
+        raise FormatError(f"{what} has format version {found!r}, which is not a number") from None
     if version > newest:
-        raise FormatError(f"{what} has format version {version}; this gamegym reads format "
-                          f"versions up to {newest}: it was written by a newer gamegym, "
-                          "update gamegym to use it")
+        raise FormatError(
+            f"{what} has format version {version}; this gamegym reads format "
+            f"versions up to {newest}: it was written by a newer gamegym, "
+            "update gamegym to use it"
+        )
     if version < 1:
         raise FormatError(f"{what} has format version {version}; versions start at 1")
     return version

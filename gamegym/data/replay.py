@@ -5,11 +5,11 @@ the same way whatever the replay is:
 
     ok, why = replay.ready(iteration)            # enough samples to train?
     batch, facts = replay.load(iteration)        # the SampleBatch to train on, and for the
-                                                 # train report the files read ("sources")
+    #                                              train report the files read ("sources")
     sampler = replay.sampler(batch, rng)         # None: the learner's own epochs over the batch
     ... learner.train_iteration(model, batch, train_config, rng, graph, sampler) ...
     replay.commit(new_iteration)                 # persist replay state for the iteration,
-                                                 # before its model is published
+    #                                              before its model is published
     replay.figures()                             # numbers for the train report and status line
 
 A `Sampler` is the only channel between a replay and a learner: it draws the sample indices
@@ -45,6 +45,7 @@ p <- c * beta^v + (|L| + epsilon)^alpha.  `curious` draws in proportion to p thr
 `prioritized` is the same with c = 0 (loss only, like prioritised experience replay), and
 `uniform` draws uniformly (it keeps v and p all the same, for monitoring and for a later switch).
 """
+
 from __future__ import annotations
 
 import logging
@@ -72,11 +73,21 @@ if TYPE_CHECKING:
     from gamegym.config import GymConfig, TrainConfig
     from gamegym.data.session import Session
 
-__all__ = ["Replay", "Sampler", "WindowReplay", "BufferReplay", "BufferSampler", "Priorities",
-           "make_replay", "UniformReplay", "PrioritizedReplay", "CuriousReplay"]
+__all__ = [
+    "Replay",
+    "Sampler",
+    "WindowReplay",
+    "BufferReplay",
+    "BufferSampler",
+    "Priorities",
+    "make_replay",
+    "UniformReplay",
+    "PrioritizedReplay",
+    "CuriousReplay",
+]
 
 log = logging.getLogger(__name__)
-KEEP_STATES = 2   # state files kept: the newest iteration's and the one before
+KEEP_STATES = 2  # state files kept: the newest iteration's and the one before
 
 
 class Sampler(Protocol):
@@ -92,7 +103,7 @@ class Replay(ABC):
     mode registers its subclass in gamegym.registry.REPLAYS under its `name`."""
 
     name: str = ""
-    uses_buffer = False      # keeps a replay buffer with a state file per iteration
+    uses_buffer = False  # keeps a replay buffer with a state file per iteration
 
     @classmethod
     def check_config(cls, train_config: TrainConfig) -> str | None:
@@ -100,11 +111,12 @@ class Replay(ABC):
         the quoted field name, or None."""
         return None
 
-    def __init__(self, session: Session, config: GymConfig,
-                 shape: SampleShape | None = None) -> None:
+    def __init__(
+        self, session: Session, config: GymConfig, shape: SampleShape | None = None
+    ) -> None:
         self.session = session
         self.config = config
-        self.shape = shape   # the game's SampleShape: a file that does not fit is quarantined
+        self.shape = shape  # the game's SampleShape: a file that does not fit is quarantined
 
     @abstractmethod
     def ready(self, iteration: int) -> tuple[bool, str]:
@@ -129,8 +141,9 @@ class Replay(ABC):
         return {}
 
 
-def readiness(cfg: TrainConfig, trained: int, held: int, new: int, iteration: int,
-              where: str) -> tuple[bool, str]:
+def readiness(
+    cfg: TrainConfig, trained: int, held: int, new: int, iteration: int, where: str
+) -> tuple[bool, str]:
     """Ready when the `trained` samples less the validation split reach `min_samplecount` and
     `new` samples of `iteration` reach `min_new_samples`; else why not."""
     usable = int(trained * (1 - cfg.validation_split))
@@ -147,8 +160,9 @@ class WindowReplay(Replay):
 
     name = "window"
 
-    def __init__(self, session: Session, config: GymConfig,
-                 shape: SampleShape | None = None) -> None:
+    def __init__(
+        self, session: Session, config: GymConfig, shape: SampleShape | None = None
+    ) -> None:
         super().__init__(session, config, shape)
         self.counter = SampleCounter(session.samples_dir)
 
@@ -159,14 +173,25 @@ class WindowReplay(Replay):
         cfg = self.config.train
         counts = self.counter.samples_per_iteration()
         window = sum(n for it, n in counts.items() if it >= self.window_start(iteration))
-        return readiness(cfg, min(window, cfg.max_samplecount), window,
-                         counts.get(iteration, 0), iteration, "the window")
+        return readiness(
+            cfg,
+            min(window, cfg.max_samplecount),
+            window,
+            counts.get(iteration, 0),
+            iteration,
+            "the window",
+        )
 
     def load(self, iteration: int) -> tuple[SampleBatch | None, dict[str, Any]]:
         sources: dict[str, int] = {}
-        batch = load_samples(self.session.samples_dir, self.window_start(iteration),
-                             self.config.train.max_samplecount, self.session.quarantine_dir,
-                             sources, self.shape)
+        batch = load_samples(
+            self.session.samples_dir,
+            self.window_start(iteration),
+            self.config.train.max_samplecount,
+            self.session.quarantine_dir,
+            sources,
+            self.shape,
+        )
         return batch, {"sources": sources, "window": [self.window_start(iteration), iteration]}
 
 
@@ -174,27 +199,33 @@ class WindowReplay(Replay):
 class Priorities:
     """Curious Replay's priority p = c * beta^v + (|L| + epsilon)^alpha (seed 002, 4.3)."""
 
-    c: float          # weight of the count term (0: loss only, prioritised replay)
-    beta: float       # decay of the count term per replay
-    alpha: float      # sharpness of the loss term
-    epsilon: float    # keeps the loss term above 0
-    new: float        # the priority of a sample never trained on (p_max)
+    c: float  # weight of the count term (0: loss only, prioritised replay)
+    beta: float  # decay of the count term per replay
+    alpha: float  # sharpness of the loss term
+    epsilon: float  # keeps the loss term above 0
+    new: float  # the priority of a sample never trained on (p_max)
 
     @classmethod
     def of(cls, train_config: TrainConfig) -> Priorities:
         """The priorities of the replay `train_config.replay` names, with its settings."""
         cfg = train_config
         count_term = getattr(REPLAYS.get(cfg.replay), "count_term", True)
-        return cls(c=float(cfg.curious_c) if count_term else 0.0,
-                   beta=float(cfg.curious_beta), alpha=float(cfg.curious_alpha),
-                   epsilon=float(cfg.curious_epsilon), new=float(cfg.priority_max))
+        return cls(
+            c=float(cfg.curious_c) if count_term else 0.0,
+            beta=float(cfg.curious_beta),
+            alpha=float(cfg.curious_alpha),
+            epsilon=float(cfg.curious_epsilon),
+            new=float(cfg.priority_max),
+        )
 
     def __call__(self, count: ArrayLike, loss: ArrayLike) -> NDArray[np.float64]:
         """float64 [k]: the priority after `count` replays, the last with loss `loss`; a
         non-finite loss gives the new-sample priority (look at it again soon)."""
         losses = np.asarray(loss, np.float64)
-        p = self.c * self.beta ** np.asarray(count, np.float64) + \
-            (np.abs(np.where(np.isfinite(losses), losses, 0.0)) + self.epsilon) ** self.alpha
+        p = (
+            self.c * self.beta ** np.asarray(count, np.float64)
+            + (np.abs(np.where(np.isfinite(losses), losses, 0.0)) + self.epsilon) ** self.alpha
+        )
         return np.where(np.isfinite(losses), p, self.new)
 
 
@@ -202,8 +233,9 @@ class BufferSampler:
     """Draws from a ReplayBuffer (by priority, or uniformly) and updates the drawn samples'
     counts and priorities; counts what it drew for the monitoring."""
 
-    def __init__(self, buffer: ReplayBuffer, priorities: Priorities, uniform: bool,
-                 rng: np.random.Generator) -> None:
+    def __init__(
+        self, buffer: ReplayBuffer, priorities: Priorities, uniform: bool, rng: np.random.Generator
+    ) -> None:
         self.buffer, self.priorities, self.uniform, self.rng = buffer, priorities, uniform, rng
         self.drawn = self.drawn_new = self.batches = self.updated = 0
 
@@ -225,8 +257,9 @@ class BufferSampler:
         if at.shape != loss.shape:
             raise ValueError(f"sampler.update: {len(at)} indices but {len(loss)} losses")
         if len(at) and (at.min() < 0 or at.max() >= len(self.buffer)):
-            raise IndexError(f"sampler.update: an index is outside the batch of "
-                             f"{len(self.buffer)} samples")
+            raise IndexError(
+                f"sampler.update: an index is outside the batch of {len(self.buffer)} samples"
+            )
         count = self.buffer.count
         np.add.at(count, at, 1)
         self.buffer.tree.update(at, self.priorities(count[at], loss))
@@ -237,8 +270,12 @@ class BufferSampler:
         many were drawn and reported trained."""
         if not self.drawn:
             return {}
-        return {"new_share": round(self.drawn_new / self.drawn, 4), "draws": self.drawn,
-                "batches": self.batches, "updated": self.updated}
+        return {
+            "new_share": round(self.drawn_new / self.drawn, 4),
+            "draws": self.drawn,
+            "batches": self.batches,
+            "updated": self.updated,
+        }
 
 
 class BufferReplay(Replay):
@@ -247,32 +284,41 @@ class BufferReplay(Replay):
     A subclass says how it draws."""
 
     uses_buffer = True
-    by_priority = True       # draw in proportion to the priorities (False: uniformly)
-    count_term = True        # the priority has Curious Replay's count term c * beta^v
+    by_priority = True  # draw in proportion to the priorities (False: uniformly)
+    count_term = True  # the priority has Curious Replay's count term c * beta^v
 
     @classmethod
     def check_config(cls, train_config: TrainConfig) -> str | None:
         cfg = train_config
         if cfg.num_updates_per_train_iter <= 0:
-            return ("'train.num_updates_per_train_iter' must be > 0 with train.replay = "
-                    f"{cls.name!r}: the replay buffer trains on that many minibatches drawn "
-                    "from it per iteration (e.g. 100)"
-                    + ("; whole-window epochs would train every sample equally often, so the "
-                       "priorities could steer nothing" if cls.by_priority else "")
-                    + "; whole-window epochs are replay 'window'")
+            return (
+                "'train.num_updates_per_train_iter' must be > 0 with train.replay = "
+                f"{cls.name!r}: the replay buffer trains on that many minibatches drawn "
+                "from it per iteration (e.g. 100)"
+                + (
+                    "; whole-window epochs would train every sample equally often, so the "
+                    "priorities could steer nothing"
+                    if cls.by_priority
+                    else ""
+                )
+                + "; whole-window epochs are replay 'window'"
+            )
         if cfg.replay_capacity < cfg.min_samplecount:
-            return (f"'train.replay_capacity' ({cfg.replay_capacity}) must be >= "
-                    f"train.min_samplecount ({cfg.min_samplecount}), or the buffer never "
-                    "holds enough to train")
+            return (
+                f"'train.replay_capacity' ({cfg.replay_capacity}) must be >= "
+                f"train.min_samplecount ({cfg.min_samplecount}), or the buffer never "
+                "holds enough to train"
+            )
         return None
 
-    def __init__(self, session: Session, config: GymConfig,
-                 shape: SampleShape | None = None) -> None:
+    def __init__(
+        self, session: Session, config: GymConfig, shape: SampleShape | None = None
+    ) -> None:
         super().__init__(session, config, shape)
         self.mode = self.name
         self.priorities = Priorities.of(config.train)
         self.buffer: ReplayBuffer | None = None
-        self.added: dict[str, int] = {}          # files added since the last load
+        self.added: dict[str, int] = {}  # files added since the last load
         self.last_sampler: BufferSampler | None = None
 
     @property
@@ -286,20 +332,31 @@ class BufferReplay(Replay):
     # ----- the Replay interface ---------------------------------------------------------------
     def ready(self, iteration: int) -> tuple[bool, str]:
         buffer = self.fill(iteration)
-        return readiness(self.config.train, len(buffer), len(buffer),
-                         buffer.samples_of(iteration), iteration, "the replay buffer")
+        return readiness(
+            self.config.train,
+            len(buffer),
+            len(buffer),
+            buffer.samples_of(iteration),
+            iteration,
+            "the replay buffer",
+        )
 
     def load(self, iteration: int) -> tuple[SampleBatch | None, dict[str, Any]]:
         buffer = self.fill(iteration)
-        facts = {"sources": self.added,
-                 "buffer": {"samples": len(buffer), "files": len(buffer.segments),
-                            "capacity": buffer.capacity, "oldest_iteration": buffer.floor}}
+        facts = {
+            "sources": self.added,
+            "buffer": {
+                "samples": len(buffer),
+                "files": len(buffer.segments),
+                "capacity": buffer.capacity,
+                "oldest_iteration": buffer.floor,
+            },
+        }
         self.added = {}
         return buffer.batch(), facts
 
     def sampler(self, batch: SampleBatch, rng: np.random.Generator) -> BufferSampler:
-        self.last_sampler = BufferSampler(self.filled(), self.priorities, not self.by_priority,
-                                          rng)
+        self.last_sampler = BufferSampler(self.filled(), self.priorities, not self.by_priority, rng)
         return self.last_sampler
 
     def commit(self, iteration: int) -> None:
@@ -313,12 +370,16 @@ class BufferReplay(Replay):
         buffer = self.buffer
         if buffer is None or not len(buffer):
             return {}
-        count = buffer.count[:len(buffer)]
+        count = buffer.count[: len(buffer)]
         p10, p50, p90 = np.percentile(buffer.priorities(), [10, 50, 90])
-        figures = {"buffer_samples": len(buffer), "mean_replays": round(float(count.mean()), 3),
-                   "never_replayed": round(float(np.mean(count == 0)), 4),
-                   "priority_p10": float(f"{p10:.4g}"), "priority_p50": float(f"{p50:.4g}"),
-                   "priority_p90": float(f"{p90:.4g}")}
+        figures = {
+            "buffer_samples": len(buffer),
+            "mean_replays": round(float(count.mean()), 3),
+            "never_replayed": round(float(np.mean(count == 0)), 4),
+            "priority_p10": float(f"{p10:.4g}"),
+            "priority_p50": float(f"{p50:.4g}"),
+            "priority_p90": float(f"{p90:.4g}"),
+        }
         if self.last_sampler is not None:
             figures.update(self.last_sampler.figures())
         return figures
@@ -327,8 +388,9 @@ class BufferReplay(Replay):
     def filled(self) -> ReplayBuffer:
         """The buffer `ready` or `load` filled; RuntimeError before either was called."""
         if self.buffer is None:
-            raise RuntimeError(f"replay {self.name!r}: the buffer is used before ready() or "
-                               "load() filled it")
+            raise RuntimeError(
+                f"replay {self.name!r}: the buffer is used before ready() or load() filled it"
+            )
         return self.buffer
 
     def fill(self, iteration: int) -> ReplayBuffer:
@@ -339,8 +401,9 @@ class BufferReplay(Replay):
         for it, path in buffer.new_files():
             arrays = buffer.read(it, path)
             if arrays is not None:
-                self.added[f"{it}/{path.name}"] = buffer.add(it, path, arrays,
-                                                            new_priority=self.priorities.new)
+                self.added[f"{it}/{path.name}"] = buffer.add(
+                    it, path, arrays, new_priority=self.priorities.new
+                )
         return buffer
 
     def open(self, iteration: int) -> ReplayBuffer:
@@ -348,8 +411,9 @@ class BufferReplay(Replay):
         from the newest sample files (all new experience) when there is none or it is
         damaged.  State files of later iterations (whose models were never published) go."""
         cfg = self.config.train
-        buffer = ReplayBuffer(self.session.samples_dir, cfg.replay_capacity,
-                              self.session.quarantine_dir, self.shape)
+        buffer = ReplayBuffer(
+            self.session.samples_dir, cfg.replay_capacity, self.session.quarantine_dir, self.shape
+        )
         found = state_iterations(self.state_dir)
         for later in (it for it in found if it > iteration):
             log.info("removing replay state %d: its model was never published", later)
@@ -359,21 +423,32 @@ class BufferReplay(Replay):
             path = self.state_path(it)
             try:
                 buffer.restore(path.read_bytes(), self.priorities.new)
-            except (OSError, ReplayStateError) as error:   # raised before the buffer changes
+            except (OSError, ReplayStateError) as error:  # raised before the buffer changes
                 log.warning("replay state %s is damaged (%s); moved to quarantine", path, error)
                 if path.exists():
                     quarantine(path, self.session.quarantine_dir)
                 damaged = True
                 continue
             if it < iteration:
-                log.warning("replay state of iteration %d used for iteration %d: the counts "
-                            "and priorities of the iterations between are lost", it, iteration)
-            log.info("replay buffer restored from %s: %d samples, mean replay count %.2f",
-                     path, len(buffer), buffer.count[:len(buffer)].mean() if len(buffer) else 0)
+                log.warning(
+                    "replay state of iteration %d used for iteration %d: the counts "
+                    "and priorities of the iterations between are lost",
+                    it,
+                    iteration,
+                )
+            log.info(
+                "replay buffer restored from %s: %d samples, mean replay count %.2f",
+                path,
+                len(buffer),
+                buffer.count[: len(buffer)].mean() if len(buffer) else 0,
+            )
             return buffer
         if damaged or (iteration > 0 and self._had_buffer(iteration)):
-            log.warning("no usable replay state for iteration %d: the buffer is rebuilt from "
-                        "the sample files, every sample new (count 0, priority_max)", iteration)
+            log.warning(
+                "no usable replay state for iteration %d: the buffer is rebuilt from "
+                "the sample files, every sample new (count 0, priority_max)",
+                iteration,
+            )
         self.rebuild(buffer)
         return buffer
 
@@ -391,8 +466,9 @@ class BufferReplay(Replay):
                     chosen.append((it, path, arrays))
                     total += len(arrays["z"])
         for it, path, arrays in reversed(chosen):
-            self.added[f"{it}/{path.name}"] = buffer.add(it, path, arrays,
-                                                        new_priority=self.priorities.new)
+            self.added[f"{it}/{path.name}"] = buffer.add(
+                it, path, arrays, new_priority=self.priorities.new
+            )
         floor = buffer.floor
         buffer.evicted = {k for k in buffer.evicted if int(k.split("/", 1)[0]) >= floor}
 
@@ -435,8 +511,7 @@ class CuriousReplay(BufferReplay):
     name = "curious"
 
 
-def make_replay(session: Session, config: GymConfig,
-                shape: SampleShape | None = None) -> Replay:
+def make_replay(session: Session, config: GymConfig, shape: SampleShape | None = None) -> Replay:
     """The replay `config.train.replay` names (gamegym.registry.REPLAYS); given the game's
     SampleShape, sample files that do not fit it are quarantined."""
     try:

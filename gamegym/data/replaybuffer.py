@@ -22,6 +22,7 @@ A file is *known* when it is in the buffer, was evicted, or is older than every 
 buffer (its model iteration is below the `floor`, the oldest iteration in the buffer): only
 the known files of iterations >= floor are listed, so the state stays small.
 """
+
 from __future__ import annotations
 
 import io
@@ -50,7 +51,7 @@ __all__ = ["ReplayBuffer", "ReplayStateError", "file_key"]
 
 log = logging.getLogger(__name__)
 STATE_VERSION = REPLAY_FORMAT
-ROW_COLUMNS = FIELDS + ("iteration", "truncated")   # the SampleBatch columns, extra aside
+ROW_COLUMNS = FIELDS + ("iteration", "truncated")  # the SampleBatch columns, extra aside
 
 
 class ReplayStateError(ValueError):
@@ -68,10 +69,10 @@ class Segment:
 
     key: str
     iteration: int
-    file_rows: int   # the rows the whole file holds (checked when restored)
+    file_rows: int  # the rows the whole file holds (checked when restored)
     row_from: int
     row_to: int
-    slot: int        # ring slot of row `row_from`
+    slot: int  # ring slot of row `row_from`
 
     @property
     def rows(self) -> int:
@@ -81,23 +82,24 @@ class Segment:
 class ReplayBuffer:
     """The newest `capacity` positions of a session's sample files (see the module)."""
 
-    def __init__(self, samples_dir: Path, capacity: int, quarantine_dir: Path | None = None,
-                 shape=None):
+    def __init__(
+        self, samples_dir: Path, capacity: int, quarantine_dir: Path | None = None, shape=None
+    ):
         self.samples_dir = Path(samples_dir)
-        self.shape = shape                          # the game's SampleShape: files are checked
+        self.shape = shape  # the game's SampleShape: files are checked
         self.capacity = int(capacity)
         self.quarantine_dir = quarantine_dir
-        self.columns: dict[str, np.ndarray] = {}   # name -> [allocated, ...], extra included
+        self.columns: dict[str, np.ndarray] = {}  # name -> [allocated, ...], extra included
         self.extra_names: tuple = ()
         self.count = np.zeros(0, np.int32)
         self.tree = SumTree(self.capacity)
-        self.size = 0                               # filled slots: 0..size-1
-        self.head = 0                               # the next slot to write
-        self.segments: deque[Segment] = deque()     # oldest first
-        self.held: set[str] = set()                 # keys of the segments
-        self.evicted: set[str] = set()              # keys of evicted files, iteration >= floor
-        self.skipped: set[str] = set()              # unreadable or foreign files (this run)
-        self.next_game = 0                          # game ids stay unique in the buffer
+        self.size = 0  # filled slots: 0..size-1
+        self.head = 0  # the next slot to write
+        self.segments: deque[Segment] = deque()  # oldest first
+        self.held: set[str] = set()  # keys of the segments
+        self.evicted: set[str] = set()  # keys of evicted files, iteration >= floor
+        self.skipped: set[str] = set()  # unreadable or foreign files (this run)
+        self.next_game = 0  # game ids stay unique in the buffer
 
     # ----- what it holds ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -113,8 +115,10 @@ class ReplayBuffer:
         if self.size == 0:
             return None
         n = self.size
-        return SampleBatch(**{k: self.columns[k][:n] for k in ROW_COLUMNS},
-                           extra={k: self.columns[k][:n] for k in self.extra_names})
+        return SampleBatch(
+            **{k: self.columns[k][:n] for k in ROW_COLUMNS},
+            extra={k: self.columns[k][:n] for k in self.extra_names},
+        )
 
     def priorities(self) -> np.ndarray:
         return self.tree.priorities(np.arange(self.size))
@@ -151,19 +155,30 @@ class ReplayBuffer:
                 log.warning("sample file %s is gone; its samples are left out", key)
             return None
         if self.columns and not self._fits(arrays):
-            log.warning("sample file %s has positions of another shape than the buffer's "
-                        "(another game?); left out", key)
+            log.warning(
+                "sample file %s has positions of another shape than the buffer's "
+                "(another game?); left out",
+                key,
+            )
             self.skipped.add(key)
             return None
         return arrays
 
-    def add(self, iteration: int, path: Path, arrays: dict, rows: tuple | None = None,
-            count=None, priority=None, new_priority: float = 1.0) -> int:
+    def add(
+        self,
+        iteration: int,
+        path: Path,
+        arrays: dict,
+        rows: tuple | None = None,
+        count=None,
+        priority=None,
+        new_priority: float = 1.0,
+    ) -> int:
         """Put a file's rows [rows) (default all) into the ring, evicting the oldest; new
         samples get count 0 and `new_priority`.  Returns the rows added."""
         n_file = len(arrays["z"])
         start, stop = rows if rows is not None else (0, n_file)
-        if stop - start > self.capacity:       # only the newest rows fit
+        if stop - start > self.capacity:  # only the newest rows fit
             cut = stop - start - self.capacity
             start += cut
             count = None if count is None else np.asarray(count)[cut:]
@@ -211,9 +226,13 @@ class ReplayBuffer:
 
     def _allocate(self, arrays: dict) -> None:
         n = len(arrays["z"])
-        self.extra_names = tuple(sorted(k for k, v in arrays.items()
-                                        if k not in FIELDS and k not in GAME_FIELDS
-                                        and len(v) == n))
+        self.extra_names = tuple(
+            sorted(
+                k
+                for k, v in arrays.items()
+                if k not in FIELDS and k not in GAME_FIELDS and len(v) == n
+            )
+        )
         like = {name: arrays[name] for name in FIELDS + self.extra_names}
         like["game"] = arrays["game"].astype(np.int64)
         like["iteration"] = np.zeros(n, np.int32)
@@ -240,8 +259,9 @@ class ReplayBuffer:
         """A learner's own columns; one that a file lacks is dropped from the buffer."""
         missing = [k for k in self.extra_names if k not in arrays]
         if missing:
-            log.warning("sample file %s lacks the columns %s; the buffer leaves them out",
-                        key, missing)
+            log.warning(
+                "sample file %s lacks the columns %s; the buffer leaves them out", key, missing
+            )
             for name in missing:
                 del self.columns[name]
             self.extra_names = tuple(k for k in self.extra_names if k not in missing)
@@ -253,22 +273,25 @@ class ReplayBuffer:
         """The slots of the segments' rows, oldest first (the state file's row order)."""
         if not self.segments:
             return np.zeros(0, np.int64)
-        return np.concatenate([(s.slot + np.arange(s.rows)) % self.capacity
-                               for s in self.segments])
+        return np.concatenate([(s.slot + np.arange(s.rows)) % self.capacity for s in self.segments])
 
     def state(self, meta: dict) -> bytes:
         """The state file's bytes: segments, counts, priorities, evicted files, `meta`."""
         order = self.ring_order()
         segments = list(self.segments)
         buffer = io.BytesIO()
-        np.savez(     # stored, not compressed: 8x faster, 1.6x larger; the zip's CRC stays
-            buffer, version=np.int64(STATE_VERSION),
+        np.savez(  # stored, not compressed: 8x faster, 1.6x larger; the zip's CRC stays
+            buffer,
+            version=np.int64(STATE_VERSION),
             keys=np.array([s.key for s in segments], dtype=str),
-            rows=np.array([[s.iteration, s.file_rows, s.row_from, s.row_to] for s in segments],
-                          np.int64).reshape(-1, 4),
-            count=self.count[order], priority=self.tree.priorities(order),
+            rows=np.array(
+                [[s.iteration, s.file_rows, s.row_from, s.row_to] for s in segments], np.int64
+            ).reshape(-1, 4),
+            count=self.count[order],
+            priority=self.tree.priorities(order),
             evicted=np.array(sorted(self.evicted), dtype=str),
-            meta=np.array(json.dumps(meta)))
+            meta=np.array(json.dumps(meta)),
+        )
         return buffer.getvalue()
 
     def restore(self, data: bytes, new_priority: float) -> dict:
@@ -279,23 +302,33 @@ class ReplayBuffer:
         offset = 0
         for key, (iteration, file_rows, row_from, row_to) in zip(state["keys"], state["rows"]):
             n = row_to - row_from
-            count, priority = (state["count"][offset:offset + n],
-                               state["priority"][offset:offset + n])
+            count, priority = (
+                state["count"][offset : offset + n],
+                state["priority"][offset : offset + n],
+            )
             offset += n
             path = self.samples_dir / key
             arrays = self.read(int(iteration), path) if path.exists() else None
             if arrays is None:
-                log.warning("replay state: sample file %s is missing or unreadable; its %d "
-                            "samples leave the buffer", key, n)
+                log.warning(
+                    "replay state: sample file %s is missing or unreadable; its %d "
+                    "samples leave the buffer",
+                    key,
+                    n,
+                )
                 self.evicted.add(key)
                 continue
             if len(arrays["z"]) != file_rows:
-                log.warning("replay state: sample file %s has %d samples, the state says %d; "
-                            "they enter as new experience", key, len(arrays["z"]), file_rows)
+                log.warning(
+                    "replay state: sample file %s has %d samples, the state says %d; "
+                    "they enter as new experience",
+                    key,
+                    len(arrays["z"]),
+                    file_rows,
+                )
                 self.add(int(iteration), path, arrays, new_priority=new_priority)
                 continue
-            self.add(int(iteration), path, arrays, (int(row_from), int(row_to)), count,
-                     priority)
+            self.add(int(iteration), path, arrays, (int(row_from), int(row_to)), count, priority)
         floor = self.floor
         self.evicted |= {k for k in state["evicted"] if int(k.split("/", 1)[0]) >= floor}
         self.evicted -= self.held
@@ -306,17 +339,24 @@ def read_state(data: bytes) -> dict:
     """The arrays of a state file, checked for consistency (ReplayStateError otherwise)."""
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            state = {k: npz[k] for k in ("version", "keys", "rows", "count", "priority",
-                                          "evicted", "meta")}
+            state = {
+                k: npz[k]
+                for k in ("version", "keys", "rows", "count", "priority", "evicted", "meta")
+            }
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as error:
         raise ReplayStateError(f"unreadable: {error}") from error
     check_format(state["version"].tolist(), STATE_VERSION, "replay state")
     rows = state["rows"].astype(np.int64).reshape(-1, 4)
     total = int((rows[:, 3] - rows[:, 2]).sum()) if len(rows) else 0
-    if (len(state["keys"]) != len(rows) or len(set(state["keys"].tolist())) != len(rows)
-            or len(state["count"]) != total
-            or len(state["priority"]) != total or (rows[:, 2] < 0).any()
-            or (rows[:, 3] < rows[:, 2]).any() or (rows[:, 3] > rows[:, 1]).any()):
+    if (
+        len(state["keys"]) != len(rows)
+        or len(set(state["keys"].tolist())) != len(rows)
+        or len(state["count"]) != total
+        or len(state["priority"]) != total
+        or (rows[:, 2] < 0).any()
+        or (rows[:, 3] < rows[:, 2]).any()
+        or (rows[:, 3] > rows[:, 1]).any()
+    ):
         raise ReplayStateError("its segments and rows do not agree")
     priority = state["priority"].astype(np.float64)
     if not np.isfinite(priority).all() or (priority < 0).any() or (state["count"] < 0).any():
@@ -327,10 +367,14 @@ def read_state(data: bytes) -> dict:
         meta = json.loads(str(state["meta"]))
     except ValueError as error:
         raise ReplayStateError(f"its meta data is not JSON: {error}") from error
-    return {"keys": [str(k) for k in state["keys"]], "rows": rows.tolist(),
-            "count": state["count"].astype(np.int32), "priority": priority,
-            "evicted": {str(k) for k in state["evicted"]},
-            "meta": meta if isinstance(meta, dict) else {}}
+    return {
+        "keys": [str(k) for k in state["keys"]],
+        "rows": rows.tolist(),
+        "count": state["count"].astype(np.int32),
+        "priority": priority,
+        "evicted": {str(k) for k in state["evicted"]},
+        "meta": meta if isinstance(meta, dict) else {},
+    }
 
 
 def _is_key(key) -> bool:

@@ -25,6 +25,7 @@ other member of length N.  They arrive in `SampleBatch.extra` by name.
 Games are kept whole so sequence learners (MuZero unrolls, DQN transitions) can rebuild them:
 position i+1 of a game is the child of position i reached by action[i], seen by the opponent.
 """
+
 from __future__ import annotations
 
 import io
@@ -39,29 +40,48 @@ import numpy as np
 from gamegym.data.fileio import atomic_write_bytes, quarantine
 from gamegym.data.formats import SAMPLE_FORMAT, check_format
 
-__all__ = ["GameRecord", "SampleBatch", "SampleShape", "SampleCounter", "encode_sample_file", "write_sample_file",
-           "read_sample_file",
-           "load_samples", "sample_iterations", "sample_files", "n_step_value_targets"]
+__all__ = [
+    "GameRecord",
+    "SampleBatch",
+    "SampleShape",
+    "SampleCounter",
+    "encode_sample_file",
+    "write_sample_file",
+    "read_sample_file",
+    "load_samples",
+    "sample_iterations",
+    "sample_files",
+    "n_step_value_targets",
+]
 
 log = logging.getLogger(__name__)
-FIELDS = ("x", "pi", "z", "action", "root_value", "legal", "game", "step",
-          "policy_weight")                                                   # one row a sample
-GAME_FIELDS = ("result", "truncated")                                        # one row a game
-VERSION_FIELD = "format_version"                                             # one per file
+FIELDS = (
+    "x",
+    "pi",
+    "z",
+    "action",
+    "root_value",
+    "legal",
+    "game",
+    "step",
+    "policy_weight",
+)  # one row a sample
+GAME_FIELDS = ("result", "truncated")  # one row a game
+VERSION_FIELD = "format_version"  # one per file
 
 
 @dataclass
 class GameRecord:
     """One finished self-play game, built move by move by a Selfplayer."""
 
-    x: list = field(default_factory=list)           # numpify arrays, one per position
-    pi: list = field(default_factory=list)          # float32 [A] per position
-    action: list = field(default_factory=list)      # int per position
+    x: list = field(default_factory=list)  # numpify arrays, one per position
+    pi: list = field(default_factory=list)  # float32 [A] per position
+    action: list = field(default_factory=list)  # int per position
     root_value: list = field(default_factory=list)  # float per position
-    legal: list = field(default_factory=list)       # bool [A] per position
+    legal: list = field(default_factory=list)  # bool [A] per position
     policy_weight: list = field(default_factory=list)  # float per position (1 full search,
     #                                                    0 fast); empty: every position 1
-    result: float = 0.0       # final score from the first mover's view (0 when truncated)
+    result: float = 0.0  # final score from the first mover's view (0 when truncated)
     truncated: bool = False
     extra: dict = field(default_factory=dict)  # name -> list, one array per position (a learner's)
 
@@ -74,8 +94,10 @@ class GameRecord:
         if not self.policy_weight:
             return np.ones(len(self.x), np.float32)
         if len(self.policy_weight) != len(self.x):
-            raise ValueError(f"a game record has {len(self.policy_weight)} policy weights for "
-                             f"{len(self.x)} positions")
+            raise ValueError(
+                f"a game record has {len(self.policy_weight)} policy weights for "
+                f"{len(self.x)} positions"
+            )
         return np.asarray(self.policy_weight, np.float32)
 
     def value_targets(self) -> np.ndarray:
@@ -100,10 +122,10 @@ class SampleBatch:
     legal: np.ndarray
     game: np.ndarray
     step: np.ndarray
-    iteration: np.ndarray      # int32 [N] model iteration that played each sample
-    truncated: np.ndarray      # bool [N] the sample's game was truncated
-    policy_weight: np.ndarray | None = None     # float32 [N] (None: all 1)
-    extra: dict = field(default_factory=dict)   # name -> [N, ...] a learner's own columns
+    iteration: np.ndarray  # int32 [N] model iteration that played each sample
+    truncated: np.ndarray  # bool [N] the sample's game was truncated
+    policy_weight: np.ndarray | None = None  # float32 [N] (None: all 1)
+    extra: dict = field(default_factory=dict)  # name -> [N, ...] a learner's own columns
 
     def __post_init__(self):
         if self.policy_weight is None:
@@ -121,24 +143,34 @@ class SampleBatch:
 class SampleShape:
     """What the arrays of a game's sample files must look like (checked on load)."""
 
-    input_shape: tuple     # numpify(vertex).shape
-    actions: int           # action_space_size
+    input_shape: tuple  # numpify(vertex).shape
+    actions: int  # action_space_size
 
     @classmethod
     def of(cls, graph) -> SampleShape:
-        return cls(tuple(np.asarray(graph.numpify(graph.roots[0])).shape),
-                   int(graph.action_space_size))
+        return cls(
+            tuple(np.asarray(graph.numpify(graph.roots[0])).shape), int(graph.action_space_size)
+        )
 
 
-VALUE_SLACK = 1e-4   # float rounding of values in [-1, 1]
+VALUE_SLACK = 1e-4  # float rounding of values in [-1, 1]
 
 
 def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
     """Why a sample file's arrays do not fit the game, or "" when they do."""
     n, a, games = len(arrays["z"]), shape.actions, len(arrays["result"])
-    expected = {"x": (n, *shape.input_shape), "pi": (n, a), "legal": (n, a), "z": (n,),
-                "action": (n,), "root_value": (n,), "game": (n,), "step": (n,),
-                "result": (games,), "truncated": (games,)}
+    expected = {
+        "x": (n, *shape.input_shape),
+        "pi": (n, a),
+        "legal": (n, a),
+        "z": (n,),
+        "action": (n,),
+        "root_value": (n,),
+        "game": (n,),
+        "step": (n,),
+        "result": (games,),
+        "truncated": (games,),
+    }
     for name, want in expected.items():
         if arrays[name].shape != want:
             return f"{name} has shape {arrays[name].shape}, the game needs {want}"
@@ -154,11 +186,14 @@ def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
         return f"an action id is outside 0..{a - 1}"
     if n and not (arrays["game"].min() >= 0 and arrays["game"].max() < games):
         return f"a game index is outside 0..{games - 1}"
-    for name, low, high in (("pi", 0.0, 1.0), ("z", -1.0, 1.0), ("root_value", -1.0, 1.0),
-                            ("result", -1.0, 1.0)):
+    for name, low, high in (
+        ("pi", 0.0, 1.0),
+        ("z", -1.0, 1.0),
+        ("root_value", -1.0, 1.0),
+        ("result", -1.0, 1.0),
+    ):
         values = arrays[name]
-        if values.size and (values.min() < low - VALUE_SLACK
-                            or values.max() > high + VALUE_SLACK):
+        if values.size and (values.min() < low - VALUE_SLACK or values.max() > high + VALUE_SLACK):
             return f"{name} holds values outside [{low:g}, {high:g}]"
     return ""
 
@@ -175,7 +210,7 @@ def n_step_value_targets(batch: SampleBatch, td_steps: int) -> np.ndarray:
     z = np.asarray(batch.z, np.float32)
     if td_steps <= 0 or len(z) == 0:
         return z.copy()
-    order = np.lexsort((batch.step, batch.game))          # by game, then by move number
+    order = np.lexsort((batch.step, batch.game))  # by game, then by move number
     game, step = batch.game[order], batch.step[order]
     target = z[order].copy()
     if td_steps < len(order):
@@ -224,8 +259,11 @@ def encode_sample_file(records: list[GameRecord]) -> tuple[bytes, int]:
     arrays = records_to_arrays(records)
     buffer = io.BytesIO()
     # numpy's stub takes **arrays for its allow_pickle keyword
-    np.savez_compressed(buffer, **arrays,  # type: ignore[arg-type]
-                        **{VERSION_FIELD: np.int64(SAMPLE_FORMAT)})
+    np.savez_compressed(
+        buffer,
+        **arrays,  # type: ignore[arg-type]
+        **{VERSION_FIELD: np.int64(SAMPLE_FORMAT)},
+    )
     return buffer.getvalue(), len(arrays["z"])
 
 
@@ -249,9 +287,12 @@ def read_sample_file(path: Path, shape: SampleShape | None = None) -> dict[str, 
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
         raise ValueError(f"damaged sample file {path}: {error}") from error
     version = arrays.pop(VERSION_FIELD, None)
-    check_format(None if version is None else version.item() if version.shape == () else
-                 version.tolist(), SAMPLE_FORMAT, f"sample file {path}")
-    if "policy_weight" not in arrays and "z" in arrays:   # format 1: written before the column
+    check_format(
+        None if version is None else version.item() if version.shape == () else version.tolist(),
+        SAMPLE_FORMAT,
+        f"sample file {path}",
+    )
+    if "policy_weight" not in arrays and "z" in arrays:  # format 1: written before the column
         arrays["policy_weight"] = np.ones(len(arrays["z"]), np.float32)
     missing = [k for k in FIELDS + GAME_FIELDS if k not in arrays]
     if missing:
@@ -318,10 +359,14 @@ class SampleCounter:
             return None
 
 
-def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
-                 quarantine_dir: Path | None = None,
-                 sources: dict[str, int] | None = None,
-                 shape: SampleShape | None = None) -> SampleBatch | None:
+def load_samples(
+    samples_dir: Path,
+    min_iteration: int,
+    max_count: int,
+    quarantine_dir: Path | None = None,
+    sources: dict[str, int] | None = None,
+    shape: SampleShape | None = None,
+) -> SampleBatch | None:
     """The newest samples of iterations >= min_iteration, at most max_count (newest files first).
 
     A damaged file, or one that does not fit the game's `shape` (when given), is moved to
@@ -350,8 +395,11 @@ def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
             n = len(arrays["z"])
             game_truncated = arrays["truncated"][arrays["game"]]
             chunk: dict[str, Any] = {k: arrays[k] for k in FIELDS}
-            chunk["extra"] = {k: v for k, v in arrays.items()
-                              if k not in FIELDS and k not in GAME_FIELDS and len(v) == n}
+            chunk["extra"] = {
+                k: v
+                for k, v in arrays.items()
+                if k not in FIELDS and k not in GAME_FIELDS and len(v) == n
+            }
             chunk["game"] = arrays["game"] + games
             games += len(arrays["result"])
             chunk["iteration"] = np.full(n, it, np.int32)
@@ -366,11 +414,10 @@ def load_samples(samples_dir: Path, min_iteration: int, max_count: int,
     dropped = set.union(*(set(c["extra"]) for c in chunks)) - extra_names
     if dropped:
         log.warning("sample columns %s are not in every file read; left out", sorted(dropped))
-    batch = SampleBatch(**{k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]
-                           if k != "extra"},
-                        extra={k: np.concatenate([c["extra"][k] for c in chunks])
-                               for k in sorted(extra_names)})
+    batch = SampleBatch(
+        **{k: np.concatenate([c[k] for c in chunks]) for k in chunks[0] if k != "extra"},
+        extra={k: np.concatenate([c["extra"][k] for c in chunks]) for k in sorted(extra_names)},
+    )
     if len(batch) > max_count:
         batch = batch.take(np.arange(max_count))
     return batch
-

@@ -1,20 +1,21 @@
 """The session folder: layout, lock, model registry (iteration -> file) and training history.
 
-  config.json        the full GymConfig, game spec included (resume needs nothing else), and
-                     the folder's format version (gamegym.data.formats)
-  session.lock       locked by the running gym (an OS lock); pid, host and start time inside
-  runs.json          how many times a gym has run on the session (the run number seeds the
-                     processes of each run: no run replays the games of another)
-  models/<it>.keras  model iterations; models/current.json names the newest
-  models/<it>.fast.npz  the iteration on the CPU fast path (gamegym.nets.portable), written with
-                     it when the learner has a fast form, so a Predictor loads it without
-                     TensorFlow; valid only while not older than the .keras file
-  samples/<it>/      sample files of games played with model <it>
-  train/<it>.json    training report of the iteration that produced model <it>
-  replay/<it>.npz    the replay buffer's counts and priorities after iteration <it> (replays
-                     "uniform", "prioritized", "curious"; see gamegym.data.replay)
-  evaluation/ monitoring/ plots/ logs/ quarantine/
+config.json        the full GymConfig, game spec included (resume needs nothing else), and
+                   the folder's format version (gamegym.data.formats)
+session.lock       locked by the running gym (an OS lock); pid, host and start time inside
+runs.json          how many times a gym has run on the session (the run number seeds the
+                   processes of each run: no run replays the games of another)
+models/<it>.keras  model iterations; models/current.json names the newest
+models/<it>.fast.npz  the iteration on the CPU fast path (gamegym.nets.portable), written with
+                   it when the learner has a fast form, so a Predictor loads it without
+                   TensorFlow; valid only while not older than the .keras file
+samples/<it>/      sample files of games played with model <it>
+train/<it>.json    training report of the iteration that produced model <it>
+replay/<it>.npz    the replay buffer's counts and priorities after iteration <it> (replays
+                   "uniform", "prioritized", "curious"; see gamegym.data.replay)
+evaluation/ monitoring/ plots/ logs/ quarantine/
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,18 @@ from gamegym.data.formats import CONFIG_FORMAT, FormatError, check_format
 __all__ = ["Session", "SessionError", "SessionLockedError", "fast_model_file"]
 
 log = logging.getLogger(__name__)
-FOLDERS = ("models", "samples", "train", "replay", "evaluation", "monitoring", "tensorboard",
-           "plots", "logs", "quarantine")
+FOLDERS = (
+    "models",
+    "samples",
+    "train",
+    "replay",
+    "evaluation",
+    "monitoring",
+    "tensorboard",
+    "plots",
+    "logs",
+    "quarantine",
+)
 
 
 class SessionError(Exception):
@@ -110,32 +121,34 @@ class Session:
             try:
                 (self.path / name).rmdir()
             except OSError:
-                pass   # not there, or not empty: not ours to delete
+                pass  # not there, or not empty: not ours to delete
 
     def make_folders(self) -> None:
         for name in FOLDERS:
             make_folder(self.path / name)
 
     def save_config(self, config: GymConfig) -> None:
-        atomic_write_json(self.config_path,
-                          {**config.to_dict(), "format_version": CONFIG_FORMAT})
+        atomic_write_json(self.config_path, {**config.to_dict(), "format_version": CONFIG_FORMAT})
 
     def load_config(self) -> GymConfig:
         if not self.path.is_dir():
-            raise SessionError(f"no session folder at {self.path} "
-                               "(create one with 'gamegym new')")
+            raise SessionError(f"no session folder at {self.path} (create one with 'gamegym new')")
         if not self.exists():
             raise SessionError(f"{self.path} is not a gamegym session (no config.json)")
         try:
             data = json.loads(self.config_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
-            raise SessionError(f"session config {self.config_path} is unreadable: {error}"
-                               ) from error
+            raise SessionError(
+                f"session config {self.config_path} is unreadable: {error}"
+            ) from error
         try:
             version = 1
             if isinstance(data, dict):
-                version = check_format(data.pop("format_version", None), CONFIG_FORMAT,
-                                       f"session {self.path} (config.json)")
+                version = check_format(
+                    data.pop("format_version", None),
+                    CONFIG_FORMAT,
+                    f"session {self.path} (config.json)",
+                )
             # format 1 kept every learner's own fields in the shared sections
             return GymConfig.from_dict(data, stored=version < 2)
         except FormatError as error:
@@ -167,8 +180,9 @@ class Session:
                 raise SessionLockedError(
                     f"session {self.path} is in use by gym process {holder.get('pid', '?')}"
                     f"{_on_host(holder)} (started {time.ctime(holder.get('started', 0))}); "
-                    "stop it first (type 'exit' in its console or send it SIGTERM)")
-            if not _same_file(fd, self.lock_path):   # released and removed meanwhile: again
+                    "stop it first (type 'exit' in its console or send it SIGTERM)"
+                )
+            if not _same_file(fd, self.lock_path):  # released and removed meanwhile: again
                 os.close(fd)
                 continue
             self._write_record(fd)
@@ -179,8 +193,12 @@ class Session:
 
     def _write_record(self, fd: int) -> None:
         me = psutil.Process()
-        record = {"pid": me.pid, "create_time": me.create_time(), "started": time.time(),
-                  "host": socket.gethostname()}
+        record = {
+            "pid": me.pid,
+            "create_time": me.create_time(),
+            "started": time.time(),
+            "host": socket.gethostname(),
+        }
         data = json.dumps(record).encode()
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
@@ -224,7 +242,7 @@ class Session:
 
     def release_lock(self) -> None:
         if self._locked:
-            if os.name != "nt":   # removed while still held: a waiter sees another file
+            if os.name != "nt":  # removed while still held: a waiter sees another file
                 self.lock_path.unlink(missing_ok=True)
             if self._lock_fd is not None:
                 _unlock(self._lock_fd)
@@ -247,11 +265,19 @@ class Session:
             runs = 0
         except (OSError, ValueError, KeyError, TypeError) as error:
             runs = int(time.time())
-            log.warning("%s is unreadable (%s); counting runs on from %d", self.runs_path,
-                        error, runs)
+            log.warning(
+                "%s is unreadable (%s); counting runs on from %d", self.runs_path, error, runs
+            )
         run = runs + 1
-        atomic_write_json(self.runs_path, {"runs": run, "seed": seed, "started": time.time(),
-                                           "seeds": "SeedSequence([seed, role, run, *slot])"})
+        atomic_write_json(
+            self.runs_path,
+            {
+                "runs": run,
+                "seed": seed,
+                "started": time.time(),
+                "seeds": "SeedSequence([seed, role, run, *slot])",
+            },
+        )
         return run
 
     # ----- models ---------------------------------------------------------------------------
@@ -271,10 +297,12 @@ class Session:
         except (OSError, ValueError, KeyError, TypeError) as error:
             found = self.model_iterations()
             if not found:
-                raise SessionError(f"models/current.json is unreadable ({error}) "
-                                   "and there is no model file") from error
-            log.warning("models/current.json unreadable (%s); using newest file %s", error,
-                        found[-1])
+                raise SessionError(
+                    f"models/current.json is unreadable ({error}) and there is no model file"
+                ) from error
+            log.warning(
+                "models/current.json unreadable (%s); using newest file %s", error, found[-1]
+            )
             return found[-1]
 
     def model_is_sound(self, iteration: int) -> bool:
@@ -289,20 +317,27 @@ class Session:
         """Quarantine damaged model files from the newest down; point current.json at the newest
         sound one.  Returns the current iteration afterwards (-1 when none is left)."""
         current = self.current_iteration()
-        for iteration in sorted((i for i in self.model_iterations() if i <= max(current, 0)),
-                                reverse=True):
+        for iteration in sorted(
+            (i for i in self.model_iterations() if i <= max(current, 0)), reverse=True
+        ):
             if self.model_is_sound(iteration):
                 if iteration != current:
-                    log.warning("model iteration %d is damaged or missing; continuing from %d",
-                                current, iteration)
-                    atomic_write_json(self.models_dir / "current.json",
-                                      {"iteration": iteration, "file": f"{iteration}.keras",
-                                       "time": time.time()})
+                    log.warning(
+                        "model iteration %d is damaged or missing; continuing from %d",
+                        current,
+                        iteration,
+                    )
+                    atomic_write_json(
+                        self.models_dir / "current.json",
+                        {"iteration": iteration, "file": f"{iteration}.keras", "time": time.time()},
+                    )
                 return iteration
             quarantine(self.model_path(iteration), self.quarantine_dir)
         if current >= 0:
-            raise SessionError(f"no sound model file in {self.models_dir}; damaged ones were "
-                               f"moved to {self.quarantine_dir}")
+            raise SessionError(
+                f"no sound model file in {self.models_dir}; damaged ones were "
+                f"moved to {self.quarantine_dir}"
+            )
         return -1
 
     def model_iterations(self) -> list[int]:
@@ -310,8 +345,9 @@ class Session:
             return []
         return sorted(int(p.stem) for p in self.models_dir.glob("*.keras") if p.stem.isdigit())
 
-    def publish_model(self, model, iteration: int, keep: int = 0,
-                      fast_form: bytes | None = None) -> Path:
+    def publish_model(
+        self, model, iteration: int, keep: int = 0, fast_form: bytes | None = None
+    ) -> Path:
         """Save a Keras model as models/<iteration>.keras atomically, then point current.json at
         it.  `fast_form` (the bytes of its fast-path file) is written next to it first; without
         one, a fast-path file left from an earlier model of that iteration is removed."""
@@ -327,8 +363,10 @@ class Session:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        atomic_write_json(self.models_dir / "current.json",
-                          {"iteration": iteration, "file": path.name, "time": time.time()})
+        atomic_write_json(
+            self.models_dir / "current.json",
+            {"iteration": iteration, "file": path.name, "time": time.time()},
+        )
         if keep:
             self.prune_models(keep)
         return path
@@ -349,8 +387,9 @@ class Session:
         reports: list[dict] = []
         if not self.train_dir.is_dir():
             return reports
-        for path in sorted(self.train_dir.glob("*.json"), key=lambda p: int(p.stem)
-                           if p.stem.isdigit() else -1):
+        for path in sorted(
+            self.train_dir.glob("*.json"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1
+        ):
             try:
                 reports.append(json.loads(path.read_text()))
             except (OSError, ValueError):
@@ -362,6 +401,8 @@ def fast_model_file(model_path: Path) -> Path:
     """The fast-path file of a model file: models/<it>.keras -> models/<it>.fast.npz."""
     model_path = Path(model_path)
     return model_path.with_name(f"{model_path.stem}.fast.npz")
+
+
 # ----- the OS lock ----------------------------------------------------------------------------
 if os.name == "nt":
     import msvcrt

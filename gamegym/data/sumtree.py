@@ -14,14 +14,15 @@ recomputed exactly from the leaves after every `capacity` updated leaves, so rou
 cannot pile up), and a draw searches the cumulative sums of one level of 1,024 nodes at once
 before it walks down the levels below one at a time.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["SumTree"]
 
-TOP_LEVEL = 10   # the level searched at once: its 1,024 nodes' cumulative sums take about
-                 # 4 us, the price of three levels walked one at a time, and save ten
+TOP_LEVEL = 10  # the level searched at once: its 1,024 nodes' cumulative sums take about
+#                  4 us, the price of three levels walked one at a time, and save ten
 
 
 class SumTree:
@@ -31,11 +32,11 @@ class SumTree:
         if capacity < 1:
             raise ValueError(f"a sum tree needs a capacity of at least 1, got {capacity}")
         self.capacity = int(capacity)
-        self.depth = max(0, (self.capacity - 1).bit_length())   # levels below the root
-        self.leaves = 1 << self.depth                            # first leaf node
+        self.depth = max(0, (self.capacity - 1).bit_length())  # levels below the root
+        self.leaves = 1 << self.depth  # first leaf node
         self.tree = np.zeros(2 * self.leaves, np.float64)
-        self._levels = np.arange(self.depth + 1)   # shifts from a leaf to each ancestor
-        self._updated = 0                          # leaves changed since the last _resum
+        self._levels = np.arange(self.depth + 1)  # shifts from a leaf to each ancestor
+        self._updated = 0  # leaves changed since the last _resum
 
     def __len__(self) -> int:
         return self.capacity
@@ -47,7 +48,7 @@ class SumTree:
 
     def priorities(self, index=None) -> np.ndarray:
         """float64 [k]: the priorities of the items `index` (all items when None); a copy."""
-        leaves = self.tree[self.leaves:self.leaves + self.capacity]
+        leaves = self.tree[self.leaves : self.leaves + self.capacity]
         return leaves.copy() if index is None else leaves[self._index(index)]
 
     def update(self, index, priority) -> None:
@@ -56,8 +57,8 @@ class SumTree:
         index = self._index(index)
         priority = np.asarray(priority, np.float64)
         if priority.shape != index.shape:
-            priority = np.full(index.shape, priority)   # one number for all (or a clear error)
-        if not ((priority >= 0) & (priority < np.inf)).all():    # NaN fails both
+            priority = np.full(index.shape, priority)  # one number for all (or a clear error)
+        if not ((priority >= 0) & (priority < np.inf)).all():  # NaN fails both
             raise ValueError("priorities must be finite and >= 0")
         if len(index) == 0:
             return
@@ -65,9 +66,9 @@ class SumTree:
         _, last = np.unique(index[::-1], return_index=True)
         leaf = index[::-1][last] + self.leaves
         change = priority[::-1][last] - self.tree.take(leaf)
-        ancestors = leaf[:, None] >> self._levels          # the leaf and every node above it
+        ancestors = leaf[:, None] >> self._levels  # the leaf and every node above it
         np.add.at(self.tree, ancestors.ravel(), np.repeat(change, self.depth + 1))
-        self.tree[leaf] = priority[::-1][last]             # exactly, whatever the rounding
+        self.tree[leaf] = priority[::-1][last]  # exactly, whatever the rounding
         self._updated += len(leaf)
         if self._updated >= self.capacity:
             self._resum()
@@ -80,7 +81,7 @@ class SumTree:
         if not np.isfinite(priority).all() or (priority < 0).any():
             raise ValueError("priorities must be finite and >= 0")
         self.tree[:] = 0.0
-        self.tree[self.leaves:self.leaves + self.capacity] = priority
+        self.tree[self.leaves : self.leaves + self.capacity] = priority
         self._resum()
 
     def _resum(self) -> None:
@@ -88,7 +89,9 @@ class SumTree:
         first = self.leaves
         while first > 1:
             parent = first // 2
-            self.tree[parent:first] = self.tree[first:2 * first:2] + self.tree[first + 1:2 * first:2]
+            self.tree[parent:first] = (
+                self.tree[first : 2 * first : 2] + self.tree[first + 1 : 2 * first : 2]
+            )
             first = parent
         self._updated = 0
 
@@ -99,11 +102,11 @@ class SumTree:
         tree = self.tree
         # one level of up to TOP nodes at once: the first whose cumulative sum exceeds u
         top = min(self.depth, TOP_LEVEL)
-        sums = np.maximum(tree[1 << top:2 << top], 0.0).cumsum()
+        sums = np.maximum(tree[1 << top : 2 << top], 0.0).cumsum()
         node = np.minimum(np.searchsorted(sums, u, side="right"), len(sums) - 1)
         u -= np.where(node > 0, sums[node - 1], 0.0)
         node += 1 << top
-        for _ in range(self.depth - top):       # then one level at a time
+        for _ in range(self.depth - top):  # then one level at a time
             node <<= 1
             left = tree.take(node)
             right = u >= left

@@ -7,6 +7,7 @@ rollouts (gamegym.game.uct); `make_player` builds any of them from a player spec
 counts wins, draws and losses from the first player's view.  Ratings are Elo numbers fitted to
 all results (Bradley-Terry maximum likelihood), with the random player anchored at 0.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,22 +22,38 @@ from gamegym.game.playerspecs import check_player_spec
 from gamegym.game.uct import UCTPlayer
 from gamegym.search.play import MCTSPlayer
 
-__all__ = ["MCTSPlayer", "model_player", "HumanPlayer", "MatchResult", "play_match", "run_match",
-           "make_player", "fit_ratings"]
+__all__ = [
+    "MCTSPlayer",
+    "model_player",
+    "HumanPlayer",
+    "MatchResult",
+    "play_match",
+    "run_match",
+    "make_player",
+    "fit_ratings",
+]
 
 
-def model_player(session, graph: GameGraph, iteration: int | None = None,
-                 searchcount: int = 100, threads: int = 8) -> Player:
+def model_player(
+    session,
+    graph: GameGraph,
+    iteration: int | None = None,
+    searchcount: int = 100,
+    threads: int = 8,
+) -> Player:
     """A model iteration of a session as a Player, built by the session's learner (an
     MCTSPlayer for AlphaZero, the heads' vote for Bootstrapped), its network called in this
     process."""
     from gamegym.learners import get_learner
     from gamegym.nets.inference import LocalService
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
+
     iteration = session.current_iteration() if iteration is None else iteration
-    if iteration not in session.model_iterations():   # said before TensorFlow's seconds
-        raise ValueError(f"session {session.path} has no model iteration {iteration} "
-                         f"(it has {session.model_iterations()})")
+    if iteration not in session.model_iterations():  # said before TensorFlow's seconds
+        raise ValueError(
+            f"session {session.path} has no model iteration {iteration} "
+            f"(it has {session.model_iterations()})"
+        )
     configure_tensorflow(use_gpu=False)
     config = session.load_config()
     learner = get_learner(config.train.learner)
@@ -54,21 +71,26 @@ class HumanPlayer(Player):
         actions = graph.actions_at(vertex)
         children = graph.children_at(vertex)
         self.write(graph.render(vertex))
-        self.write("your moves: " + ", ".join(
-            f"[{i}] {describe_move(graph, vertex, a, c)}" for i, (a, c) in
-            enumerate(zip(actions, children))))
+        self.write(
+            "your moves: "
+            + ", ".join(
+                f"[{i}] {describe_move(graph, vertex, a, c)}"
+                for i, (a, c) in enumerate(zip(actions, children))
+            )
+        )
         while True:
             answer = self.read(f"move number 0-{len(actions) - 1}: ").strip()
             if answer.isdigit() and int(answer) < len(actions):
                 return int(actions[int(answer)])
-            self.write(f"'{answer}' is not a move number between 0 and {len(actions) - 1}; "
-                       "try again")
+            self.write(
+                f"'{answer}' is not a move number between 0 and {len(actions) - 1}; try again"
+            )
 
 
 def describe_move(graph: GameGraph, vertex, action: int, child=None) -> str:
     try:
         return str(graph.describe_action(vertex, int(action)))
-    except Exception:   # a broken describe_action must not end the user's game
+    except Exception:  # a broken describe_action must not end the user's game
         return f"action {action}"
 
 
@@ -94,8 +116,9 @@ class MatchResult:
         return {**asdict(self), "games": self.games, "score": round(self.score, 4)}
 
 
-def play_match(graph: GameGraph, first: Player, second: Player, rng: np.random.Generator,
-               max_moves: int = 1000) -> float:
+def play_match(
+    graph: GameGraph, first: Player, second: Player, rng: np.random.Generator, max_moves: int = 1000
+) -> float:
     """One game from the graph's first root; the final score from the first mover's view
     (0 when cut at max_moves)."""
     vertex, players, move = graph.roots[0], (first, second), 0
@@ -108,10 +131,16 @@ def play_match(graph: GameGraph, first: Player, second: Player, rng: np.random.G
     return score if move % 2 == 0 else -score
 
 
-def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
-              rng: np.random.Generator, names: tuple[str, str] = ("player", "opponent"),
-              max_moves: int = 1000,
-              after_game: Callable[[MatchResult], None] | None = None) -> MatchResult:
+def run_match(
+    graph: GameGraph,
+    player: Player,
+    opponent: Player,
+    games: int,
+    rng: np.random.Generator,
+    names: tuple[str, str] = ("player", "opponent"),
+    max_moves: int = 1000,
+    after_game: Callable[[MatchResult], None] | None = None,
+) -> MatchResult:
     """`games` games, alternating who starts; results from `player`'s view.  `after_game` is
     called with the result so far after each game (a progress bar listens)."""
     result = MatchResult(*names)
@@ -131,8 +160,9 @@ def run_match(graph: GameGraph, player: Player, opponent: Player, games: int,
     return result
 
 
-def make_player(spec: str, session=None, graph: GameGraph | None = None,
-                searchcount: int = 100) -> Player:
+def make_player(
+    spec: str, session=None, graph: GameGraph | None = None, searchcount: int = 100
+) -> Player:
     """A player from its spec (gamegym.game.playerspecs): random, alphabeta:D (the game's heuristic at
     the leaves), alphabeta0:D (no heuristic), solver, mcts:N (UCT with N random rollouts a
     move), iteration:K (needs a session), openspiel-random and openspiel-mcts:N (OpenSpiel's
@@ -155,11 +185,14 @@ def make_player(spec: str, session=None, graph: GameGraph | None = None,
         return model_player(session, graph, int(arg), searchcount)
     if name.startswith("openspiel-"):
         from gamegym.adapters.openspiel import make_openspiel_player
+
         player = make_openspiel_player(spec)
         if player is not None:
             return player
-    raise ValueError(f"player {spec!r} cannot be made here"
-                     + (" without a session and its game" if name == "iteration" else ""))
+    raise ValueError(
+        f"player {spec!r} cannot be made here"
+        + (" without a session and its game" if name == "iteration" else "")
+    )
 
 
 def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) -> dict:
@@ -169,8 +202,15 @@ def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) 
     if not names:
         return {}
     index = {n: i for i, n in enumerate(names)}
-    pairs = [(index[r["player"]], index[r["opponent"]], r["wins"] + 0.5 * r["draws"],
-              r["wins"] + r["draws"] + r["losses"]) for r in results]
+    pairs = [
+        (
+            index[r["player"]],
+            index[r["opponent"]],
+            r["wins"] + 0.5 * r["draws"],
+            r["wins"] + r["draws"] + r["losses"],
+        )
+        for r in results
+    ]
     strength = np.zeros(len(names))
     prior = 1e-2  # a weak pull toward 0 keeps unbeaten players finite
     for _ in range(steps):
@@ -184,4 +224,3 @@ def fit_ratings(results: list[dict], anchor: str = "random", steps: int = 2000) 
         strength -= strength[index[anchor]]
     scale = 400.0 / math.log(10.0)
     return {n: round(float(strength[index[n]] * scale), 1) for n in names}
-

@@ -3,6 +3,7 @@
 Results go to evaluation/results.jsonl (one match per line), ratings to evaluation/ratings.json
 and plots/rating.png.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,14 +41,30 @@ def evaluate_iteration(session, config, graph, iteration: int, rng: np.random.Ge
             opponent_name = spec
         opponent = make_player(opponent_name, session, graph, cfg.searchcount)
         started = time.time()
-        result = run_match(graph, player, opponent, cfg.games, rng,
-                           names=(iteration_name(iteration), opponent_name),
-                           max_moves=config.selfplay.max_moves)
-        record = {**result.to_dict(), "iteration": iteration, "time": time.time(),
-                  "seconds": round(time.time() - started, 2)}
+        result = run_match(
+            graph,
+            player,
+            opponent,
+            cfg.games,
+            rng,
+            names=(iteration_name(iteration), opponent_name),
+            max_moves=config.selfplay.max_moves,
+        )
+        record = {
+            **result.to_dict(),
+            "iteration": iteration,
+            "time": time.time(),
+            "seconds": round(time.time() - started, 2),
+        }
         append_jsonl(session.evaluation_dir / "results.jsonl", record)
-        log.info("%s vs %s: +%d =%d -%d", result.player, opponent_name, result.wins,
-                 result.draws, result.losses)
+        log.info(
+            "%s vs %s: +%d =%d -%d",
+            result.player,
+            opponent_name,
+            result.wins,
+            result.draws,
+            result.losses,
+        )
     return update_ratings(session)
 
 
@@ -60,11 +77,13 @@ def update_ratings(session) -> dict:
 
 
 def plot_ratings(session, ratings: dict) -> None:
-    points = sorted((int(n.split(":")[1]), r) for n, r in ratings.items()
-                    if n.startswith("iteration:"))
+    points = sorted(
+        (int(n.split(":")[1]), r) for n, r in ratings.items() if n.startswith("iteration:")
+    )
     if not points:
         return
     from gamegym.runtime.monitor import new_figure, save_figure
+
     figure, axis = new_figure()
     axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label="model")
     for name, rating in sorted(ratings.items()):
@@ -82,6 +101,7 @@ def plot_ratings(session, ratings: dict) -> None:
 def evaluator_main(session_path, config, reports, seed, *, stop_event):
     from gamegym.data.session import Session
     from gamegym.runtime.tensorboard import BoardWriter, evaluation_scalars
+
     session = Session(session_path)
     board = BoardWriter(session.tensorboard_dir, "evaluator")
     graph = load_game(config.game, config.game_args)
@@ -96,11 +116,22 @@ def evaluator_main(session_path, config, reports, seed, *, stop_event):
             ratings = evaluate_iteration(session, config, graph, iteration, rng)
             done.add(iteration)
             last = iteration
-            rows = [r for r in read_jsonl(session.evaluation_dir / "results.jsonl")
-                    if r.get("iteration") == iteration]
+            rows = [
+                r
+                for r in read_jsonl(session.evaluation_dir / "results.jsonl")
+                if r.get("iteration") == iteration
+            ]
             board.scalars(iteration, evaluation_scalars(iteration, ratings, rows))
-            reports.put(Report("evaluator", os.getpid(), {
-                "rating": ratings.get(iteration_name(iteration)), "rated_iteration": iteration}))
+            reports.put(
+                Report(
+                    "evaluator",
+                    os.getpid(),
+                    {
+                        "rating": ratings.get(iteration_name(iteration)),
+                        "rated_iteration": iteration,
+                    },
+                )
+            )
         stop_event.wait(2.0)
     board.close()
 
@@ -108,48 +139,67 @@ def evaluator_main(session_path, config, reports, seed, *, stop_event):
 OPPONENT_NAMES = {"solver": "the perfect player (exact solver)", "random": "a random player"}
 
 
-def verdict(session, opponent: str = "solver", games: int = 20, searchcount: int = 64,
-            seed: int = 0) -> str:
+def verdict(
+    session, opponent: str = "solver", games: int = 20, searchcount: int = 64, seed: int = 0
+) -> str:
     """One line on how strong the newest iteration is: a short match against `opponent`."""
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration()
     player = model_player(session, graph, iteration, searchcount)
-    result = run_match(graph, player, make_player(opponent, session, graph, searchcount), games,
-                       np.random.default_rng(seed), (iteration_name(iteration), opponent),
-                       max_moves=config.selfplay.max_moves)
+    result = run_match(
+        graph,
+        player,
+        make_player(opponent, session, graph, searchcount),
+        games,
+        np.random.default_rng(seed),
+        (iteration_name(iteration), opponent),
+        max_moves=config.selfplay.max_moves,
+    )
     against = OPPONENT_NAMES.get(opponent, opponent.replace("alphabeta:", "alpha-beta depth "))
-    return (f"iteration {iteration} against {against}: {result.wins} wins, {result.draws} "
-            f"draws, {result.losses} losses in {result.games} games")
+    return (
+        f"iteration {iteration} against {against}: {result.wins} wins, {result.draws} "
+        f"draws, {result.losses} losses in {result.games} games"
+    )
 
 
 # ----- command line ---------------------------------------------------------------------------
 def cmd_evaluate(args) -> int:
     from gamegym.data.session import Session
+
     session = Session(args.session)
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration() if args.iteration is None else args.iteration
-    opponent = make_player(args.against, session, graph, args.searchcount)   # a bad one: at once
+    opponent = make_player(args.against, session, graph, args.searchcount)  # a bad one: at once
     player = model_player(session, graph, iteration, args.searchcount)
     with ProgressBars() as bars:
         bar = bars.add(f"{iteration_name(iteration)} vs {args.against}", args.games, "games")
-        result = run_match(graph, player, opponent, args.games, np.random.default_rng(args.seed),
-                           names=(iteration_name(iteration), args.against),
-                           max_moves=config.selfplay.max_moves,
-                           after_game=lambda so_far: bars.update(bar, completed=so_far.games))
+        result = run_match(
+            graph,
+            player,
+            opponent,
+            args.games,
+            np.random.default_rng(args.seed),
+            names=(iteration_name(iteration), args.against),
+            max_moves=config.selfplay.max_moves,
+            after_game=lambda so_far: bars.update(bar, completed=so_far.games),
+        )
     record = {**result.to_dict(), "iteration": iteration, "time": time.time()}
     if args.json:
         print(json.dumps(record, sort_keys=True))
     else:
-        print(f"{result.player} vs {result.opponent}: {result.wins} wins, {result.draws} draws, "
-              f"{result.losses} losses in {result.games} games (score {result.score:.2f})")
+        print(
+            f"{result.player} vs {result.opponent}: {result.wins} wins, {result.draws} draws, "
+            f"{result.losses} losses in {result.games} games (score {result.score:.2f})"
+        )
     return 0
 
 
 def cmd_play(args) -> int:
     from gamegym.data.session import Session
     from gamegym.evaluation.arena import HumanPlayer, describe_move
+
     session = Session(args.session)
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
@@ -158,8 +208,9 @@ def cmd_play(args) -> int:
         name = args.opponent
     else:
         model = model_player(session, graph, args.iteration, args.searchcount)
-        name = iteration_name(session.current_iteration() if args.iteration is None
-                              else args.iteration)
+        name = iteration_name(
+            session.current_iteration() if args.iteration is None else args.iteration
+        )
     human = HumanPlayer()
     rng = np.random.default_rng(args.seed)
     human_first = not args.second
@@ -184,7 +235,7 @@ def cmd_play(args) -> int:
     if graph.children_at(vertex):
         print(f"a draw: the game was cut at {limit} moves (selfplay.max_moves).")
         return 0
-    score = float(graph.score_at(vertex))   # the view of the player to move now
+    score = float(graph.score_at(vertex))  # the view of the player to move now
     humans_view = score if (move % 2 == 0) == human_first else -score
     print("you won!" if humans_view > 0 else "you lost." if humans_view < 0 else "a draw.")
     return 0
@@ -193,10 +244,13 @@ def cmd_play(args) -> int:
 def add_commands(sub) -> None:
     p = sub.add_parser("evaluate", help="play a model iteration against an opponent")
     p.add_argument("session")
-    p.add_argument("--against", default="random",
-                   help="random | solver | alphabeta:DEPTH (the game's heuristic at the leaves) | "
-                        "alphabeta0:DEPTH (no heuristic) | mcts:SIMULATIONS (UCT with random "
-                        "rollouts) | iteration:K")
+    p.add_argument(
+        "--against",
+        default="random",
+        help="random | solver | alphabeta:DEPTH (the game's heuristic at the leaves) | "
+        "alphabeta0:DEPTH (no heuristic) | mcts:SIMULATIONS (UCT with random "
+        "rollouts) | iteration:K",
+    )
     p.add_argument("--iteration", type=int, help="model iteration (default: the newest)")
     p.add_argument("--games", type=int, default=20)
     p.add_argument("--searchcount", type=int, default=100)
@@ -207,9 +261,12 @@ def add_commands(sub) -> None:
     p = sub.add_parser("play", help="play against a model iteration at the console")
     p.add_argument("session")
     p.add_argument("--iteration", type=int)
-    p.add_argument("--opponent", metavar="SPEC",
-                   help="play against this player instead of the model (e.g. mcts:1000, "
-                        "alphabeta:5; the specs of evaluate --against)")
+    p.add_argument(
+        "--opponent",
+        metavar="SPEC",
+        help="play against this player instead of the model (e.g. mcts:1000, "
+        "alphabeta:5; the specs of evaluate --against)",
+    )
     side = p.add_mutually_exclusive_group()
     side.add_argument("--first", action="store_true", help="you move first (default)")
     side.add_argument("--second", action="store_true", help="the model moves first")

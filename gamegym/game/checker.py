@@ -40,6 +40,7 @@ and a few more examples.  A graph without `unnumpify` gets a note, not a violati
 heuristic checks run only for a graph that implements `heuristic_at`, the board checks
 only for one that implements `board_at`.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,22 +54,28 @@ import numpy as np
 
 from gamegym.game.graph import GameGraph, GameSpecError, load_game
 
-__all__ = ["Violation", "GraphChecker", "check_graph", "run_check", "board_problem",
-           "board_moves_problem"]
+__all__ = [
+    "Violation",
+    "GraphChecker",
+    "check_graph",
+    "run_check",
+    "board_problem",
+    "board_moves_problem",
+]
 
 EXAMPLES_PER_KIND = 3
-_MISSING = object()          # what call_optional returns for a method the game does not have
-HEURISTIC_TOLERANCE = 1e-9   # heuristic values this close are equal (float arithmetic)
+_MISSING = object()  # what call_optional returns for a method the game does not have
+HEURISTIC_TOLERANCE = 1e-9  # heuristic values this close are equal (float arithmetic)
 
 
 @dataclass
 class Violation:
     """One kind of broken rule, with the first vertex that broke it."""
 
-    kind: str                  # a short stable id, e.g. "score-out-of-range"
-    message: str               # what went wrong at the first vertex
-    vertex: str                # repr of the first vertex that broke the contract
-    count: int = 1             # how many times the kind was seen in all games
+    kind: str  # a short stable id, e.g. "score-out-of-range"
+    message: str  # what went wrong at the first vertex
+    vertex: str  # repr of the first vertex that broke the contract
+    count: int = 1  # how many times the kind was seen in all games
     examples: list = field(default_factory=list)  # (vertex repr, message) of the next few
     subject: Any = field(default=None, repr=False, compare=False)  # the first vertex itself
 
@@ -87,13 +94,13 @@ class GraphChecker:
         self.violations: dict[str, Violation] = {}
         self.notes: list[str] = []
         self.games_played = 0
-        self.positions = 0          # vertices checked, repeats included
+        self.positions = 0  # vertices checked, repeats included
         self._shape: tuple | None = None
-        self._roundtrip = True      # False once unnumpify turned out not to be implemented
-        self._swap = True           # False once swap_players turned out not to be implemented
+        self._roundtrip = True  # False once unnumpify turned out not to be implemented
+        self._swap = True  # False once swap_players turned out not to be implemented
         self._heuristic = bool(getattr(graph, "has_heuristic", False))
         self._board = bool(getattr(graph, "has_board", False))
-        self._lost_heuristics: list = []   # (vertex, heuristic) at lost terminal vertices
+        self._lost_heuristics: list = []  # (vertex, heuristic) at lost terminal vertices
 
     # ----- recording -----------------------------------------------------------------------
     def report(self, kind: str, message: str, vertex: Any) -> None:
@@ -138,8 +145,9 @@ class GraphChecker:
                 if not children:
                     return
                 vertex = children[int(self.rng.integers(len(children)))]
-            self.report("too-long", f"game not over after {self.max_moves} moves (a cycle?)",
-                        vertex)
+            self.report(
+                "too-long", f"game not over after {self.max_moves} moves (a cycle?)", vertex
+            )
         except _Abort:
             return
 
@@ -170,12 +178,18 @@ class GraphChecker:
         first = _as_pair(self.call("expansion", vertex, graph.expansion, vertex))
         second = _as_pair(self.call("expansion", vertex, graph.expansion, vertex))
         if len(first[0]) != len(first[1]):
-            self.report("action-count", f"expansion gave {len(first[0])} children but "
-                        f"{len(first[1])} action ids", vertex)
+            self.report(
+                "action-count",
+                f"expansion gave {len(first[0])} children but {len(first[1])} action ids",
+                vertex,
+            )
             raise _Abort
         if first != second:
-            self.report("nondeterministic", "expanding the vertex twice gave different children "
-                        "or actions", vertex)
+            self.report(
+                "nondeterministic",
+                "expanding the vertex twice gave different children or actions",
+                vertex,
+            )
         return first
 
     def _check_open_expand(self, vertex: Any) -> None:
@@ -189,27 +203,35 @@ class GraphChecker:
             graph.expand_at(vertex)
         except Exception:  # noqa: BLE001 - the expected outcome
             return
-        self.report("expand-not-open", "expand_at on a vertex that is not open did not raise",
-                    vertex)
+        self.report(
+            "expand-not-open", "expand_at on a vertex that is not open did not raise", vertex
+        )
 
     def _check_children(self, vertex: Any, expansion: tuple) -> tuple:
         graph = self.graph
         children = tuple(self.call("children_at", vertex, graph.children_at, vertex))
         actions = tuple(self.call("actions_at", vertex, graph.actions_at, vertex))
         if len(children) != len(actions):
-            self.report("action-count", f"children_at has {len(children)} children but "
-                        f"actions_at has {len(actions)} action ids", vertex)
+            self.report(
+                "action-count",
+                f"children_at has {len(children)} children but "
+                f"actions_at has {len(actions)} action ids",
+                vertex,
+            )
             raise _Abort
         if (children, actions) != expansion:
-            self.report("nondeterministic", "children_at / actions_at differ from expansion",
-                        vertex)
+            self.report(
+                "nondeterministic", "children_at / actions_at differ from expansion", vertex
+            )
         terminal = self.call("terminal_at", vertex, graph.terminal_at, vertex)
         if terminal and children:
-            self.report("children-at-terminal", f"terminal vertex has {len(children)} children",
-                        vertex)
+            self.report(
+                "children-at-terminal", f"terminal vertex has {len(children)} children", vertex
+            )
         elif not terminal and not children:
-            self.report("terminal-mismatch", "vertex has no children but terminal_at is False",
-                        vertex)
+            self.report(
+                "terminal-mismatch", "vertex has no children but terminal_at is False", vertex
+            )
         return children, actions
 
     def _check_score(self, vertex: Any, children: tuple) -> None:
@@ -217,25 +239,36 @@ class GraphChecker:
         if not _is_real(score) or not -1.0 <= float(score) <= 1.0:
             self.report("score-out-of-range", f"score {score!r} is not in [-1, 1]", vertex)
         elif children and abs(float(score)) == 1.0:
-            self.report("score-at-nonterminal", f"score {float(score):g} (won/lost) at a vertex "
-                        f"with {len(children)} children", vertex)
+            self.report(
+                "score-at-nonterminal",
+                f"score {float(score):g} (won/lost) at a vertex with {len(children)} children",
+                vertex,
+            )
 
     def _check_numpify(self, vertex: Any) -> None:
         array = self.call("numpify", vertex, self.graph.numpify, vertex)
         if not isinstance(array, np.ndarray) or array.dtype != np.float32:
-            self.report("numpify-type", f"numpify gave {type(array).__name__} "
-                        f"{getattr(array, 'dtype', '')}, not a float32 ndarray", vertex)
+            self.report(
+                "numpify-type",
+                f"numpify gave {type(array).__name__} "
+                f"{getattr(array, 'dtype', '')}, not a float32 ndarray",
+                vertex,
+            )
             return
         if self._shape is None:
             self._shape = array.shape
         elif array.shape != self._shape:
-            self.report("numpify-shape", f"numpify shape {array.shape} differs from "
-                        f"{self._shape} at the first vertex", vertex)
+            self.report(
+                "numpify-shape",
+                f"numpify shape {array.shape} differs from {self._shape} at the first vertex",
+                vertex,
+            )
         if self._roundtrip:
             self._check_roundtrip(vertex, array)
 
-    def call_optional(self, name: str, vertex: Any, function: Callable, *args: Any,
-                      unchecked: str) -> Any:
+    def call_optional(
+        self, name: str, vertex: Any, function: Callable, *args: Any, unchecked: str
+    ) -> Any:
         """Call an optional graph method: _MISSING and a note when the game does not implement
         it (`unchecked` says what is then not checked); any other exception stops the game."""
         try:
@@ -248,8 +281,13 @@ class GraphChecker:
             raise _Abort from error
 
     def _check_roundtrip(self, vertex: Any, array: np.ndarray) -> None:
-        back = self.call_optional("unnumpify", vertex, self.graph.unnumpify, array.copy(),
-                                  unchecked="the numpify round trip")
+        back = self.call_optional(
+            "unnumpify",
+            vertex,
+            self.graph.unnumpify,
+            array.copy(),
+            unchecked="the numpify round trip",
+        )
         if back is _MISSING:
             self._roundtrip = False
             return
@@ -265,21 +303,24 @@ class GraphChecker:
             self.report("outdegree", f"{len(children)} children > outdegree_max {limit}", vertex)
         bad = [a for a in actions if not _is_int(a) or not 0 <= a < size]
         if bad:
-            self.report("action-out-of-range", f"action ids {bad[:5]} outside [0, {size})",
-                        vertex)
+            self.report("action-out-of-range", f"action ids {bad[:5]} outside [0, {size})", vertex)
             return False
         if len(set(actions)) != len(actions):
             repeated = sorted({a for a in actions if actions.count(a) > 1})
-            self.report("duplicate-action", f"action ids {repeated[:5]} are used by more than "
-                        "one child", vertex)
+            self.report(
+                "duplicate-action",
+                f"action ids {repeated[:5]} are used by more than one child",
+                vertex,
+            )
             return False
         return True
 
     def _check_symmetries(self, vertex: Any, children: tuple, actions: tuple) -> None:
         count = self.call("symmetry_count", vertex, lambda: self.graph.symmetry_count)
         for k in range(count):
-            problem = self.call(f"symmetry {k}", vertex, self._symmetry_problem, vertex,
-                                children, actions, k)
+            problem = self.call(
+                f"symmetry {k}", vertex, self._symmetry_problem, vertex, children, actions, k
+            )
             if problem:
                 self.report("symmetry", f"symmetry {k}: {problem}", vertex)
                 return
@@ -299,17 +340,22 @@ class GraphChecker:
         mapped = {(graph.transform(child, k), int(perm[a])) for child, a in zip(children, actions)}
         image_pairs = set(zip(graph.children_at(image), graph.actions_at(image)))
         if {c for c, _ in mapped} != {c for c, _ in image_pairs}:
-            return (f"the images of the {len(children)} children are not the "
-                    f"{len(image_pairs)} children of the image {_short_repr(image)}")
+            return (
+                f"the images of the {len(children)} children are not the "
+                f"{len(image_pairs)} children of the image {_short_repr(image)}"
+            )
         for child, action in sorted(mapped - image_pairs, key=repr)[:1]:
             found = sorted(a for c, a in image_pairs if c == child)
-            return (f"transform_actions maps an action id to {action} but the image child "
-                    f"{_short_repr(child)} has action id(s) {found}")
+            return (
+                f"transform_actions maps an action id to {action} but the image child "
+                f"{_short_repr(child)} has action id(s) {found}"
+            )
         for child, action in sorted(image_pairs - mapped, key=repr)[:1]:
-            return (f"no action id is mapped to action id {action} of the image child "
-                    f"{_short_repr(child)}")
+            return (
+                f"no action id is mapped to action id {action} of the image child "
+                f"{_short_repr(child)}"
+            )
         return ""
-
 
     # ----- the optional board -------------------------------------------------------------
     def _check_board(self, vertex: Any, actions: tuple) -> None:
@@ -327,8 +373,7 @@ class GraphChecker:
         graph = self.graph
         value = self.call("heuristic_at", vertex, graph.heuristic_at, vertex)
         if not _is_real(value) or not -1.0 <= float(value) <= 1.0:
-            self.report("heuristic-out-of-range", f"heuristic {value!r} is not in [-1, 1]",
-                        vertex)
+            self.report("heuristic-out-of-range", f"heuristic {value!r} is not in [-1, 1]", vertex)
             return
         value = float(value)
         if not children and graph.score_at(vertex) <= -1.0:
@@ -337,23 +382,35 @@ class GraphChecker:
             image = self.call(f"transform {k}", vertex, graph.transform, vertex, k)
             other = self.call("heuristic_at", image, graph.heuristic_at, image)
             if not _is_real(other) or abs(float(other) - value) > HEURISTIC_TOLERANCE:
-                self.report("heuristic-symmetry", f"heuristic {value:g} here but {other!r} at "
-                            f"its image under symmetry {k}", vertex)
+                self.report(
+                    "heuristic-symmetry",
+                    f"heuristic {value:g} here but {other!r} at its image under symmetry {k}",
+                    vertex,
+                )
                 break
         if self._swap:
             self._check_antisymmetry(vertex, value)
 
     def _check_antisymmetry(self, vertex: Any, value: float) -> None:
         graph = self.graph
-        swapped = self.call_optional("swap_players", vertex, graph.swap_players, vertex,
-                                     unchecked="the heuristic's antisymmetry")
+        swapped = self.call_optional(
+            "swap_players",
+            vertex,
+            graph.swap_players,
+            vertex,
+            unchecked="the heuristic's antisymmetry",
+        )
         if swapped is _MISSING:
             self._swap = False
             return
         other = self.call("heuristic_at", swapped, graph.heuristic_at, swapped)
         if not _is_real(other) or abs(float(other) + value) > HEURISTIC_TOLERANCE:
-            self.report("heuristic-antisymmetric", f"heuristic {value:g} here but {other!r} with "
-                        "the players swapped (expected its negative)", vertex)
+            self.report(
+                "heuristic-antisymmetric",
+                f"heuristic {value:g} here but {other!r} with "
+                "the players swapped (expected its negative)",
+                vertex,
+            )
 
     def _check_heuristic_view(self) -> None:
         """At the vertices where the player to move has lost, a heuristic from the mover's view
@@ -363,10 +420,14 @@ class GraphChecker:
             return
         favoured = [(v, h) for v, h in found if h > 0]
         vertex, value = favoured[0]
-        self.report("heuristic-view", f"the heuristic favours the player to move at "
-                    f"{len(favoured)} of the {len(found)} vertices where that player has lost "
-                    f"(mean {sum(h for _, h in found) / len(found):+.3f}; {value:+.3f} here): "
-                    "it must be from the view of the player to move", vertex)
+        self.report(
+            "heuristic-view",
+            f"the heuristic favours the player to move at "
+            f"{len(favoured)} of the {len(found)} vertices where that player has lost "
+            f"(mean {sum(h for _, h in found) / len(found):+.3f}; {value:+.3f} here): "
+            "it must be from the view of the player to move",
+            vertex,
+        )
 
 
 BOARD_STYLES = ("marks", "discs", "levels")
@@ -395,8 +456,11 @@ def board_problem(board: Any) -> str:
         if "level" in cell and not (_is_int(cell["level"]) and 0 <= cell["level"] <= 4):
             return f"cell {i} has level {cell['level']!r}, not an int in 0..4"
     players = board.get("players")
-    if not (isinstance(players, list) and len(players) == 2
-            and all(isinstance(p, str) and p for p in players)):
+    if not (
+        isinstance(players, list)
+        and len(players) == 2
+        and all(isinstance(p, str) and p for p in players)
+    ):
         return f"players must be two names, got {players!r}"
     if board.get("style", "marks") not in BOARD_STYLES:
         return f"style {board['style']!r} is not one of {', '.join(BOARD_STYLES)}"
@@ -413,15 +477,22 @@ def board_moves_problem(board: dict, actions: tuple) -> str:
     listed = [m.get("action") if isinstance(m, dict) else None for m in moves]
     if listed != [int(a) for a in actions]:
         return f"moves list actions {listed[:8]}, the legal action ids are {list(actions)[:8]}"
-    paths: dict = {}       # a sequence of clicked cells -> the action it completes
-    prefixes: dict = {}    # a sequence that is the start of an action's clicks -> that action
+    paths: dict = {}  # a sequence of clicked cells -> the action it completes
+    prefixes: dict = {}  # a sequence that is the start of an action's clicks -> that action
     for move in moves:
         clicks, action = move.get("clicks"), move["action"]
-        if not (isinstance(clicks, list) and clicks and all(
-                isinstance(step, list) and step and all(_is_int(c) and 0 <= c < size
-                                                        for c in step) for step in clicks)):
-            return f"action {action}: clicks {clicks!r} must be a non-empty list of non-empty " \
-                   f"lists of cells in [0, {size})"
+        if not (
+            isinstance(clicks, list)
+            and clicks
+            and all(
+                isinstance(step, list) and step and all(_is_int(c) and 0 <= c < size for c in step)
+                for step in clicks
+            )
+        ):
+            return (
+                f"action {action}: clicks {clicks!r} must be a non-empty list of non-empty "
+                f"lists of cells in [0, {size})"
+            )
         sequences: list[tuple[int, ...]] = [()]
         for step in clicks:
             sequences = [s + (c,) for s in sequences for c in step]
@@ -429,11 +500,16 @@ def board_moves_problem(board: dict, actions: tuple) -> str:
                 return f"action {action}: too many click sequences"
         for sequence in sequences:
             starts = [sequence[:k] for k in range(1, len(sequence))]
-            others = {paths.get(sequence), prefixes.get(sequence),
-                      *(paths.get(start) for start in starts)} - {None, action}
+            others = {
+                paths.get(sequence),
+                prefixes.get(sequence),
+                *(paths.get(start) for start in starts),
+            } - {None, action}
             if others:
-                return f"the clicks {list(sequence)} of action {action} and those of action " \
-                       f"{min(o for o in others if o is not None)} are the same or one starts the other"
+                return (
+                    f"the clicks {list(sequence)} of action {action} and those of action "
+                    f"{min(o for o in others if o is not None)} are the same or one starts the other"
+                )
             for start in starts:
                 prefixes.setdefault(start, action)
             paths[sequence] = action
@@ -446,8 +522,11 @@ def _as_pair(expansion: Any) -> tuple:
 
 
 def _is_real(x: Any) -> bool:
-    return (isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
-            and math.isfinite(float(x)))
+    return (
+        isinstance(x, (int, float, np.integer, np.floating))
+        and not isinstance(x, bool)
+        and math.isfinite(float(x))
+    )
 
 
 def _is_int(x: Any) -> TypeGuard[int]:
@@ -459,18 +538,20 @@ def _short_repr(vertex: Any, limit: int = 300) -> str:
         text = repr(vertex)
     except Exception as error:  # noqa: BLE001
         return f"<repr failed: {error}>"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_graph(graph: GameGraph, games: int = 20, seed: int = 0,
-                max_moves: int = 1000) -> list[Violation]:
+def check_graph(
+    graph: GameGraph, games: int = 20, seed: int = 0, max_moves: int = 1000
+) -> list[Violation]:
     """Play `games` random games (seeded) and return the violations found, one per kind."""
     return GraphChecker(graph, seed=seed, max_moves=max_moves).run(games)
 
 
 # ----- the command line report -------------------------------------------------------------
-def run_check(spec: str, game_args: dict | None, games: int, seed: int,
-              out: TextIO = sys.stdout) -> int:
+def run_check(
+    spec: str, game_args: dict | None, games: int, seed: int, out: TextIO = sys.stdout
+) -> int:
     """Load a game, check it and print a report; 0 when clean, 1 on violations, 2 if the game
     cannot be loaded."""
     try:
@@ -479,8 +560,11 @@ def run_check(spec: str, game_args: dict | None, games: int, seed: int,
         print(f"gamegym check: error: {error}", file=out)
         return 2
     except Exception as error:  # noqa: BLE001 - e.g. a ValueError from the game's constructor
-        print(f"gamegym check: error: cannot build {spec} with arguments {game_args}: "
-              f"{type(error).__name__}: {error}", file=out)
+        print(
+            f"gamegym check: error: cannot build {spec} with arguments {game_args}: "
+            f"{type(error).__name__}: {error}",
+            file=out,
+        )
         return 2
     checker = GraphChecker(graph, seed=seed)
     violations = checker.run(games)
@@ -488,30 +572,32 @@ def run_check(spec: str, game_args: dict | None, games: int, seed: int,
     return 1 if violations else 0
 
 
-def _print_report(checker: GraphChecker, violations: list, spec: str, seed: int,
-                  out: TextIO) -> None:
+def _print_report(
+    checker: GraphChecker, violations: list, spec: str, seed: int, out: TextIO
+) -> None:
     graph = checker.graph
-    print(f"checked {spec} {graph.game_args}: {checker.games_played} random games "
-          f"(seed {seed}), {checker.positions} positions, action space "
-          f"{graph.action_space_size}, {graph.symmetry_count} symmetries"
-          + (", heuristic checked" if checker._heuristic else "")
-          + (", board checked" if checker._board else ""), file=out)
+    print(
+        f"checked {spec} {graph.game_args}: {checker.games_played} random games "
+        f"(seed {seed}), {checker.positions} positions, action space "
+        f"{graph.action_space_size}, {graph.symmetry_count} symmetries"
+        + (", heuristic checked" if checker._heuristic else "")
+        + (", board checked" if checker._board else ""),
+        file=out,
+    )
     for note in checker.notes:
         print(f"note: {note}", file=out)
     if not violations:
         print("no contract violations found", file=out)
         return
     for v in violations:
-        print(f"\n{v.kind}: {v.count} time(s)\n  {v.message}\n    at vertex {v.vertex}",
-              file=out)
+        print(f"\n{v.kind}: {v.count} time(s)\n  {v.message}\n    at vertex {v.vertex}", file=out)
         picture = _render(graph, v.subject)
         if picture:
             print("    " + picture.replace("\n", "\n    "), file=out)
         for text, message in v.examples:
             print(f"  {message}\n    at vertex {text}", file=out)
     total = sum(v.count for v in violations)
-    print(f"\n{total} violation(s) of the GameGraph contract, {len(violations)} kind(s)",
-          file=out)
+    print(f"\n{total} violation(s) of the GameGraph contract, {len(violations)} kind(s)", file=out)
 
 
 def _render(graph: GameGraph, vertex: Any, max_lines: int = 15, max_chars: int = 600) -> str:

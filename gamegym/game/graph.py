@@ -26,6 +26,7 @@ Optional: `board_at(vertex)`, the position as a small JSON-able dict that the we
 implements it (see `GameGraph.board_at` for the format).  Without it the page shows `render`'s
 text and a list of the legal moves.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -44,7 +45,8 @@ __all__ = [
     "GameGraph",
     "GameGraphError",
     "VertexError",
-    "GameSpecError", "game_module_origin",
+    "GameSpecError",
+    "game_module_origin",
     "load_game",
     "game_spec",
 ]
@@ -249,9 +251,12 @@ class GameGraph(ABC, Generic[Vertex]):
         children, actions = tuple(children), tuple(map(int, actions))
         if len(children) != len(actions):
             raise VertexError(
-                f"expansion gave {len(children)} children but {len(actions)} action ids", vertex)
-        if (len(self._children) >= self.cache_limit
-                or self._cached_children >= self.cache_child_limit):
+                f"expansion gave {len(children)} children but {len(actions)} action ids", vertex
+            )
+        if (
+            len(self._children) >= self.cache_limit
+            or self._cached_children >= self.cache_child_limit
+        ):
             self.forget()
         self._children[vertex] = children
         self._cached_children += len(children)
@@ -309,9 +314,11 @@ def _module_name(spec: object) -> tuple[str, str]:
         raise GameSpecError(f"game {spec!r} must look like 'package.module:ClassName'")
     module_name, _, class_name = spec.partition(":")
     if not all(part.isidentifier() for part in module_name.split(".")):
-        raise GameSpecError(f"game {spec!r}: {module_name!r} is not an importable module name "
-                            "(dotted Python names, found on the import path); gamegym imports "
-                            "game code only from importable packages, never from a file path")
+        raise GameSpecError(
+            f"game {spec!r}: {module_name!r} is not an importable module name "
+            "(dotted Python names, found on the import path); gamegym imports "
+            "game code only from importable packages, never from a file path"
+        )
     return MOVED_MODULES.get(module_name, module_name), class_name
 
 
@@ -327,8 +334,9 @@ def game_module_origin(spec: str) -> str:
     for part in module_name.split("."):
         spec_found = importlib.machinery.PathFinder.find_spec(part, path)
         if spec_found is None:
-            raise GameSpecError(f"cannot find module {module_name!r} for game {spec!r} on the "
-                                "import path")
+            raise GameSpecError(
+                f"cannot find module {module_name!r} for game {spec!r} on the import path"
+            )
         path = spec_found.submodule_search_locations
     return str(spec_found.origin if spec_found is not None else None)
 
@@ -339,8 +347,9 @@ def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]
     try:
         module = importlib.import_module(module_name)
     except Exception as error:
-        raise GameSpecError(f"cannot import module {module_name!r} for game {spec!r}: {error}") \
-            from error
+        raise GameSpecError(
+            f"cannot import module {module_name!r} for game {spec!r}: {error}"
+        ) from error
     cls = getattr(module, class_name, None)
     if cls is None:
         raise GameSpecError(f"module {module_name!r} has no class {class_name!r}")
@@ -348,9 +357,10 @@ def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]
         raise GameSpecError(f"{spec!r} is not a gamegym.GameGraph subclass")
     try:
         return cls(**(kwargs or {}))
-    except (TypeError, ValueError) as error:   # unknown argument, or a value the game refuses
-        raise GameSpecError(f"cannot build {spec} with arguments {json.dumps(kwargs)}: {error}") \
-            from error
+    except (TypeError, ValueError) as error:  # unknown argument, or a value the game refuses
+        raise GameSpecError(
+            f"cannot build {spec} with arguments {json.dumps(kwargs)}: {error}"
+        ) from error
 
 
 def game_spec(graph: GameGraph[Any]) -> str:

@@ -22,6 +22,7 @@ The exact solver assumes the graph is *acyclic* (every game ends: Santorini, tic
 Connect Four all make progress on every ply).  A vertex met again on its own search path raises
 GameGraphError, and so does a search deeper than `max_plies`.
 """
+
 from __future__ import annotations
 
 import gc
@@ -34,15 +35,26 @@ import numpy as np
 
 from gamegym.game.graph import GameGraph, GameGraphError, VertexError
 
-__all__ = ["Player", "RandomPlayer", "AlphaBetaPlayer", "SearchResult", "Solver", "Solution",
-           "solve", "SolverPlayer", "GameRecord", "play_game", "game_heuristic"]
+__all__ = [
+    "Player",
+    "RandomPlayer",
+    "AlphaBetaPlayer",
+    "SearchResult",
+    "Solver",
+    "Solution",
+    "solve",
+    "SolverPlayer",
+    "GameRecord",
+    "play_game",
+    "game_heuristic",
+]
 
 Vertex = Hashable
 # heuristic(graph, vertex) -> estimated value in [-1, 1] from the view of the player to move
 Heuristic = Callable[[GameGraph, Vertex], float]
 
-EXACT, LOWER, UPPER = 0, 1, 2   # what a transposition-table value is: exact, a lower/upper bound
-_TIE = 1e-9                     # values closer than this are equally good (float search only)
+EXACT, LOWER, UPPER = 0, 1, 2  # what a transposition-table value is: exact, a lower/upper bound
+_TIE = 1e-9  # values closer than this are equally good (float search only)
 
 
 def _legal_actions(graph: GameGraph, vertex: Vertex) -> tuple:
@@ -83,9 +95,9 @@ class RandomPlayer(Player):
 class SearchResult:
     """What one AlphaBetaPlayer search found at its root."""
 
-    value: float                    # discounted negamax value, active player's view
-    best_actions: tuple[int, ...]   # every action id within _TIE of that value, in child order
-    nodes: int                      # vertices searched
+    value: float  # discounted negamax value, active player's view
+    best_actions: tuple[int, ...]  # every action id within _TIE of that value, in child order
+    nodes: int  # vertices searched
 
 
 class AlphaBetaPlayer(Player):
@@ -98,8 +110,7 @@ class AlphaBetaPlayer(Player):
     with the rng.  The table lives for one search.
     """
 
-    def __init__(self, depth: int, heuristic: Heuristic | None = None,
-                 discount: float = 0.999):
+    def __init__(self, depth: int, heuristic: Heuristic | None = None, discount: float = 0.999):
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise ValueError(f"AlphaBetaPlayer depth must be an integer >= 1, got {depth!r}")
         if not 0.0 < discount <= 1.0:
@@ -119,10 +130,10 @@ class AlphaBetaPlayer(Player):
 
 @dataclass
 class _Entry:
-    depth: int        # remaining depth the value was searched to
+    depth: int  # remaining depth the value was searched to
     value: float
-    flag: int         # EXACT, LOWER or UPPER
-    best_index: int   # child index of the best move found (searched first next time)
+    flag: int  # EXACT, LOWER or UPPER
+    best_index: int  # child index of the best move found (searched first next time)
 
 
 class _AlphaBeta:
@@ -139,7 +150,7 @@ class _AlphaBeta:
         children, d = self.graph.children_at(vertex), self.discount
         best, best_actions = -np.inf, []
         for child, action in zip(children, actions):
-            floor = best - 2 * _TIE   # a child worth <= floor cannot tie the best one
+            floor = best - 2 * _TIE  # a child worth <= floor cannot tie the best one
             value = -d * self.negamax(child, depth - 1, -np.inf, -floor / d)
             if value > best + _TIE:
                 best, best_actions = value, [action]
@@ -151,8 +162,11 @@ class _AlphaBeta:
         """Fail-soft alpha-beta value of `vertex` searched `depth` plies."""
         self.nodes += 1
         entry = self.table.get(vertex)
-        if (entry is not None and entry.depth >= depth
-                and _usable(entry.value, entry.flag, alpha, beta)):
+        if (
+            entry is not None
+            and entry.depth >= depth
+            and _usable(entry.value, entry.flag, alpha, beta)
+        ):
             return entry.value
         graph = self.graph
         children = graph.children_at(vertex)
@@ -175,8 +189,7 @@ class _AlphaBeta:
 
 def _usable(value: float, flag: int, alpha: float, beta: float) -> bool:
     """Whether a stored value answers a search with window (alpha, beta)."""
-    return (flag == EXACT or (flag == LOWER and value >= beta)
-            or (flag == UPPER and value <= alpha))
+    return flag == EXACT or (flag == LOWER and value >= beta) or (flag == UPPER and value <= alpha)
 
 
 def _flag(value: float, alpha0: float, beta: float) -> int:
@@ -194,10 +207,10 @@ def _ordered(count: int, first: int) -> list:
 class Solution:
     """The exact value of a vertex under perfect play."""
 
-    value: float                      # active player's view: 1 win, 0 draw, -1 loss
+    value: float  # active player's view: 1 win, 0 draw, -1 loss
     optimal_actions: tuple[int, ...]  # action ids whose child keeps that value (child order)
     action_values: dict = field(default_factory=dict)  # action id -> value after it, mover's view
-    nodes: int = 0                    # vertices searched for this solution
+    nodes: int = 0  # vertices searched for this solution
 
 
 class Solver:
@@ -217,7 +230,7 @@ class Solver:
         self.use_symmetry = use_symmetry and graph.symmetry_count > 1
         self.max_plies = max_plies
         self.table: dict = {}
-        self.nodes = 0          # vertices searched so far
+        self.nodes = 0  # vertices searched so far
         self._path: set = set()
         self._plies: dict = {}
 
@@ -233,7 +246,7 @@ class Solver:
     def value(self, vertex: Vertex) -> float:
         """The exact negamax value of a vertex (active player's view)."""
         with _deep_search(self.max_plies):
-            return self._negamax(vertex, -1.0, 1.0, 0) + 0.0   # + 0.0 turns -0.0 into 0.0
+            return self._negamax(vertex, -1.0, 1.0, 0) + 0.0  # + 0.0 turns -0.0 into 0.0
 
     def solve(self, vertex: Vertex) -> Solution:
         """Value and optimal actions; each child is solved exactly (full window)."""
@@ -266,8 +279,9 @@ class Solver:
             return 1 + max(self.plies_to_end(c) for c in children)
         raise VertexError("plies_to_end needs a won or lost vertex, this one is not", vertex)
 
-    def _negamax(self, vertex: Vertex, alpha: float, beta: float, ply: int,
-                 key: Hashable = None) -> float:
+    def _negamax(
+        self, vertex: Vertex, alpha: float, beta: float, ply: int, key: Hashable = None
+    ) -> float:
         """Fail-soft alpha-beta value; the table stores exact values and bounds."""
         self.nodes += 1
         key = self._key(vertex) if key is None else key
@@ -314,11 +328,16 @@ class Solver:
 
     def _enter(self, vertex: Vertex, ply: int) -> None:
         if ply >= self.max_plies:
-            raise GameGraphError(f"solver went deeper than max_plies={self.max_plies}: the "
-                                 f"game is too long or has a cycle (vertex {vertex!r})")
+            raise GameGraphError(
+                f"solver went deeper than max_plies={self.max_plies}: the "
+                f"game is too long or has a cycle (vertex {vertex!r})"
+            )
         if vertex in self._path:
-            raise VertexError("the solver met a vertex again on its own path: the graph has a "
-                              "cycle and cannot be solved by negamax", vertex)
+            raise VertexError(
+                "the solver met a vertex again on its own path: the graph has a "
+                "cycle and cannot be solved by negamax",
+                vertex,
+            )
         self._path.add(vertex)
 
 
@@ -352,8 +371,7 @@ class SolverPlayer(Player):
     one Solver (and its table) for the last graph it played; pass `solver` to share a table
     that is already filled."""
 
-    def __init__(self, hurry: bool = True, use_symmetry: bool = True,
-                 solver: Solver | None = None):
+    def __init__(self, hurry: bool = True, use_symmetry: bool = True, solver: Solver | None = None):
         self.hurry, self.use_symmetry = hurry, use_symmetry
         self._solver: Solver | None = solver
 
@@ -379,13 +397,18 @@ class SolverPlayer(Player):
 class GameRecord:
     """One finished game."""
 
-    actions: tuple[int, ...]   # action ids in the order played
-    vertices: tuple            # every vertex from the start to the terminal one
-    outcome: float             # final score from the view of the player who moved first
+    actions: tuple[int, ...]  # action ids in the order played
+    vertices: tuple  # every vertex from the start to the terminal one
+    outcome: float  # final score from the view of the player who moved first
 
 
-def play_game(graph: GameGraph, players: Sequence[Player], rng: np.random.Generator,
-              start: Vertex | None = None, max_moves: int = 10_000) -> GameRecord:
+def play_game(
+    graph: GameGraph,
+    players: Sequence[Player],
+    rng: np.random.Generator,
+    start: Vertex | None = None,
+    max_moves: int = 10_000,
+) -> GameRecord:
     """Play players[0] (moves first) against players[1] from `start` (default: the first root)."""
     vertex = graph.roots[0] if start is None else start
     vertices = [vertex]

@@ -16,6 +16,7 @@ Values are negamax: from the view of the player to move at a node.  All randomne
 the `rng` passed to `choose` (uniform floats drawn in blocks), so the same seed replays the
 same game.  The tree lives for one move.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,7 @@ from gamegym.game.players import Player
 
 __all__ = ["UCTPlayer"]
 
-_BLOCK = 4096   # uniform floats drawn from the rng at a time
+_BLOCK = 4096  # uniform floats drawn from the rng at a time
 
 
 class _Draws:
@@ -48,18 +49,27 @@ class _Draws:
 class _Node:
     """A vertex in the tree with the statistics of its moves (from its mover's view)."""
 
-    __slots__ = ("vertex", "child_vertices", "actions", "children", "untried", "visits",
-                 "values", "total", "proven")
+    __slots__ = (
+        "vertex",
+        "child_vertices",
+        "actions",
+        "children",
+        "untried",
+        "visits",
+        "values",
+        "total",
+        "proven",
+    )
 
     def __init__(self, graph: GameGraph, vertex: Hashable):
         self.vertex = vertex
         self.child_vertices = graph.children_at(vertex)
         self.actions = graph.actions_at(vertex)
         count = len(self.child_vertices)
-        self.children: list = [None] * count    # _Node per tried move
-        self.untried = list(range(count))       # moves not tried yet
-        self.visits = [0] * count               # simulations through each move
-        self.values = [0.0] * count             # their summed results, this node's view
+        self.children: list = [None] * count  # _Node per tried move
+        self.untried = list(range(count))  # moves not tried yet
+        self.visits = [0] * count  # simulations through each move
+        self.values = [0.0] * count  # their summed results, this node's view
         self.total = 0
         # exact value once proven: the final score at a terminal vertex
         self.proven = None if count else float(graph.score_at(vertex))
@@ -71,11 +81,10 @@ class UCTPlayer(Player):
 
     def __init__(self, simulations: int, exploration: float = 1.0, max_rollout: int = 10_000):
         if isinstance(simulations, bool) or not isinstance(simulations, int) or simulations < 1:
-            raise ValueError(f"UCTPlayer simulations must be an integer >= 1, got "
-                             f"{simulations!r}")
+            raise ValueError(f"UCTPlayer simulations must be an integer >= 1, got {simulations!r}")
         self.simulations = simulations
-        self.exploration = exploration   # c in UCB1: mean + c * sqrt(ln N / n), values in [-1, 1]
-        self.max_rollout = max_rollout   # a rollout longer than this counts as a draw
+        self.exploration = exploration  # c in UCB1: mean + c * sqrt(ln N / n), values in [-1, 1]
+        self.max_rollout = max_rollout  # a rollout longer than this counts as a draw
 
     def choose(self, graph: GameGraph, vertex: Hashable, rng: np.random.Generator) -> int:
         root = self.search(graph, vertex, rng)
@@ -96,12 +105,15 @@ class UCTPlayer(Player):
     def _simulate(self, graph: GameGraph, root: _Node, draws: _Draws) -> None:
         path, node = [], root
         while True:
-            if node.untried:   # add one new node and play out from it
+            if node.untried:  # add one new node and play out from it
                 i = node.untried.pop(draws.index(len(node.untried)))
                 child = node.children[i] = _Node(graph, node.child_vertices[i])
                 path.append((node, i))
-                value = (child.proven if child.proven is not None
-                         else self._rollout(graph, child.vertex, draws))
+                value = (
+                    child.proven
+                    if child.proven is not None
+                    else self._rollout(graph, child.vertex, draws)
+                )
                 break
             i = self._select(node)
             path.append((node, i))
@@ -121,7 +133,7 @@ class UCTPlayer(Player):
             if proven is None:
                 score = value / visits + log_total / sqrt(visits)
             elif proven >= 1.0:
-                score = -10.0                 # the opponent has won there: the last resort
+                score = -10.0  # the opponent has won there: the last resort
             else:
                 score = -proven + log_total / sqrt(visits)
             if score > best_score:
@@ -157,7 +169,7 @@ def _prove(node: _Node, i: int) -> bool:
     if node.proven is not None:
         return False
     if node.children[i].proven <= -1.0:
-        node.proven = 1.0          # a move to a position lost for the opponent
+        node.proven = 1.0  # a move to a position lost for the opponent
         return True
     if node.untried or any(c.proven is None for c in node.children):
         return False
@@ -170,9 +182,15 @@ def _best_move(root: _Node) -> int:
     not proven to lose (the first in child order among equals)."""
     children = root.children
     if root.proven is not None:
-        allowed = [i for i, c in enumerate(children) if c is not None and c.proven is not None
-                   and -c.proven == root.proven]
+        allowed = [
+            i
+            for i, c in enumerate(children)
+            if c is not None and c.proven is not None and -c.proven == root.proven
+        ]
     else:
-        allowed = [i for i, c in enumerate(children) if c is not None and
-                   (c.proven is None or c.proven < 1.0)]
+        allowed = [
+            i
+            for i, c in enumerate(children)
+            if c is not None and (c.proven is None or c.proven < 1.0)
+        ]
     return max(allowed or range(len(children)), key=root.visits.__getitem__)

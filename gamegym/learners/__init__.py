@@ -7,6 +7,7 @@ A learner of your own registers the same way (`@register` on its class) and is t
 
 May import: gamegym.game, gamegym.search, gamegym.nets, gamegym.data, gamegym.config.
 """
+
 from gamegym.learners.base import REGISTRY, Learner, TrainReport, TrainResult, register
 from gamegym.registry import LEARNERS, RegistryError
 

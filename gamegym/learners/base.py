@@ -22,6 +22,7 @@ priorities of the samples it drew.
 Training options are read from a `train_config` by attribute (a `gamegym.config.TrainConfig`, a
 SimpleNamespace) or by key (a dict); `option()` gives the TrainConfig default for a missing one.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -46,8 +47,15 @@ if TYPE_CHECKING:
     from gamegym.search.mcts import Search
     from gamegym.search.tree import SearchParams
 
-__all__ = ["Learner", "SelfplayDriver", "TrainReport", "TrainResult", "register", "option",
-           "REGISTRY"]
+__all__ = [
+    "Learner",
+    "SelfplayDriver",
+    "TrainReport",
+    "TrainResult",
+    "register",
+    "option",
+    "REGISTRY",
+]
 
 # training options: a gamegym.config.TrainConfig, a SimpleNamespace or a dict, read by `option()`
 TrainOptions = Any
@@ -64,11 +72,11 @@ ALIASES = {"batchsize": ("batch_size", "mini_batch_size")}
 class TrainReport:
     """What one training iteration reports."""
 
-    history: dict[str, list[float]] = field(default_factory=dict)   # name -> per-epoch floats
-    samples: int = 0                              # training samples (validation ones excluded)
+    history: dict[str, list[float]] = field(default_factory=dict)  # name -> per-epoch floats
+    samples: int = 0  # training samples (validation ones excluded)
     seconds: float = 0.0
-    per_sample_loss: NDArray[np.float32] | None = None   # [N] over the batch; with a sampler
-                                                  # NaN for the samples not trained on
+    per_sample_loss: NDArray[np.float32] | None = None  # [N] over the batch; with a sampler
+    # NaN for the samples not trained on
 
 
 TrainResult = TrainReport  # the earlier name
@@ -77,7 +85,7 @@ TrainResult = TrainReport  # the earlier name
 class SelfplayDriver(Protocol):
     """One Selfplayer's self-play (`Learner.selfplayer`)."""
 
-    searches_done: int    # a running count, for throughput
+    searches_done: int  # a running count, for throughput
 
     def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int] | None]:
         """Finished games and the model iteration that played each; None now and then while it
@@ -107,8 +115,9 @@ class Learner(ABC):
         return None
 
     @abstractmethod
-    def build_model(self, graph: GameGraph[Any], network_config: NetworkOptions,
-                    seed: int | None = None) -> Model:
+    def build_model(
+        self, graph: GameGraph[Any], network_config: NetworkOptions, seed: int | None = None
+    ) -> Model:
         """A fresh Keras model for a new session of this game (`seed`: reproducible initial
         weights).  A learner with several networks (MuZero's h, g, f) returns one container
         model holding them."""
@@ -123,17 +132,26 @@ class Learner(ABC):
         """Prepare the optimizer (and any target networks) for training `model`."""
 
     @abstractmethod
-    def make_targets(self, batch: SampleBatch, graph: GameGraph[Any] | None = None,
-                     train_config: TrainOptions = None
-                     ) -> tuple[Any, dict[str, Any], NDArray[np.integer[Any]]]:
+    def make_targets(
+        self,
+        batch: SampleBatch,
+        graph: GameGraph[Any] | None = None,
+        train_config: TrainOptions = None,
+    ) -> tuple[Any, dict[str, Any], NDArray[np.integer[Any]]]:
         """(inputs, targets by name, sample ids): the training examples of a SampleBatch.
         Sample ids [M] index `batch` and say which sample each example belongs to (a sequence
         learner makes fewer examples than samples, e.g. none for a game's last position)."""
 
     @abstractmethod
-    def train_iteration(self, model: Model, batch: SampleBatch, train_config: TrainOptions,
-                        rng: np.random.Generator, graph: GameGraph[Any] | None = None,
-                        sampler: Sampler | None = None) -> TrainReport:
+    def train_iteration(
+        self,
+        model: Model,
+        batch: SampleBatch,
+        train_config: TrainOptions,
+        rng: np.random.Generator,
+        graph: GameGraph[Any] | None = None,
+        sampler: Sampler | None = None,
+    ) -> TrainReport:
         """Train one iteration on `batch` (a SampleBatch); `graph` enables augmentation.
         With a `sampler` (gamegym.data.replay.Sampler) every minibatch is drawn with
         `sampler.draw(size)` (`num_updates_per_train_iter` of them) and after each step
@@ -141,8 +159,9 @@ class Learner(ABC):
         loss; the rules for sequence learners are in gamegym.data.replay's docstring."""
 
     @abstractmethod
-    def per_sample_loss(self, model: Model, batch: SampleBatch,
-                        train_config: TrainOptions = None) -> NDArray[np.float32]:
+    def per_sample_loss(
+        self, model: Model, batch: SampleBatch, train_config: TrainOptions = None
+    ) -> NDArray[np.float32]:
         """float32 [N]: the loss of each sample under the current model (no update)."""
 
     @abstractmethod
@@ -164,8 +183,13 @@ class Learner(ABC):
         return None
 
     @abstractmethod
-    def selfplayer(self, graph: GameGraph[Any], service: ModelService, config: GymConfig,
-                   rng: np.random.Generator) -> SelfplayDriver:
+    def selfplayer(
+        self,
+        graph: GameGraph[Any],
+        service: ModelService,
+        config: GymConfig,
+        rng: np.random.Generator,
+    ) -> SelfplayDriver:
         """A self-play driver for one Selfplayer process: `service` is the model service
         (gamegym.nets.inference), `config` the whole GymConfig.  The driver has `searches_done`
         (a running count for throughput) and `play(should_stop)`, an iterator of finished
@@ -182,29 +206,40 @@ class Learner(ABC):
         """How the model's player picks a move, in words, for a player that does not search."""
         return "the best move of its network"
 
-    def is_model_file_of(self, path: Path, graph: GameGraph[Any],
-                         network_config: NetworkOptions) -> bool:
+    def is_model_file_of(
+        self, path: Path, graph: GameGraph[Any], network_config: NetworkOptions
+    ) -> bool:
         """Whether the model file at `path` is the network this learner builds for `graph`
         with `network_config` (a starter model whose preset changed must not be trained).
         Default: a fresh network built and compared weight shape for weight shape (this
         loads TensorFlow)."""
         from gamegym.nets.tfsetup import configure_tensorflow, load_model
+
         # as when the gym builds the first model: the GPU is the Predictor's, not this process's
         configure_tensorflow(use_gpu=False)
         stored, fresh = load_model(path), self.build_model(graph, network_config)
         return (stored.name, [w.shape for w in stored.weights]) == (
-            fresh.name, [w.shape for w in fresh.weights])
+            fresh.name,
+            [w.shape for w in fresh.weights],
+        )
 
     def stub_search(self, graph: GameGraph[Any], params: SearchParams) -> Search:
         """This learner's self-play search with a uniform evaluator (nothing computed at the
         leaves): the search ceiling of `gamegym bench`.  Default: the PUCT search over the
         GameGraph (gamegym.search.mcts)."""
         from gamegym.search.mcts import Search, uniform_evaluator
+
         return Search(graph, uniform_evaluator(graph.action_space_size), params)
 
     @abstractmethod
-    def player(self, graph: GameGraph[Any], service: ModelService, searchcount: int = 100,
-               threads: int = 8, config: GymConfig | None = None) -> Player:
+    def player(
+        self,
+        graph: GameGraph[Any],
+        service: ModelService,
+        searchcount: int = 100,
+        threads: int = 8,
+        config: GymConfig | None = None,
+    ) -> Player:
         """The model as a gamegym.game.players.Player answering through `service`; `config` is the
         session's GymConfig (None: the defaults), for a learner with playing options."""
 
@@ -220,6 +255,7 @@ def option(train_config: TrainOptions, name: str) -> Any:
         elif train_config is not None and hasattr(train_config, key):
             return getattr(train_config, key)
     from gamegym.config import TrainConfig
+
     if hasattr(TrainConfig, name):
         return getattr(TrainConfig, name)
     for _, learner in LEARNERS.items():
@@ -229,7 +265,7 @@ def option(train_config: TrainOptions, name: str) -> Any:
     raise AttributeError(f"no training option {name!r}")
 
 
-REGISTRY = LEARNERS          # name -> Learner class (gamegym.registry)
+REGISTRY = LEARNERS  # name -> Learner class (gamegym.registry)
 
 
 L = TypeVar("L", bound=type[Learner])

@@ -10,6 +10,7 @@ weight decay lives in the layers' kernel regularizers (`model.losses`).  A seed 
 initial weights reproducible without touching any global random state.  Keras is imported when
 a network is built, not with this module (through `gamegym.nets.tfsetup`, quietly).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,41 +27,63 @@ __all__ = ["build_network", "build_torso", "network_for_game", "network_kind", "
 # network options and their defaults (gamegym.config.NetworkConfig holds the same fields);
 # heads and prior_scale shape the bootstrapped learner's Q-network (gamegym.learners.bootstrapped.qnetwork)
 # (hidden_size: MuZero's hidden state)
-NETWORK_OPTIONS = {"kind": "auto", "width": 64, "blocks": 2, "l2": 1e-4, "hidden_size": 0,
-                   "heads": 10, "prior_scale": 0.0}
+NETWORK_OPTIONS = {
+    "kind": "auto",
+    "width": 64,
+    "blocks": 2,
+    "l2": 1e-4,
+    "hidden_size": 0,
+    "heads": 10,
+    "prior_scale": 0.0,
+}
 
 
-def build_network(input_shape: tuple, action_space_size: int, kind: str = "dense",
-                  width: int = 64, blocks: int = 2, l2: float = 1e-4,
-                  seed: int | None = None) -> keras.Model:
+def build_network(
+    input_shape: tuple,
+    action_space_size: int,
+    kind: str = "dense",
+    width: int = 64,
+    blocks: int = 2,
+    l2: float = 1e-4,
+    seed: int | None = None,
+) -> keras.Model:
     """A two-headed policy/value network for positions of `input_shape`.
 
     kind "dense": flatten + `blocks` dense layers of `width` units (swish).
     kind "residual": 3x3 conv stem + `blocks` residual blocks (conv-BN-relu, conv-BN, add, relu)
     of `width` filters, then a 1x1 conv to 4 planes shared by both heads.
     """
-    keras = import_keras()   # quietly, through gamegym.nets.tfsetup
+    keras = import_keras()  # quietly, through gamegym.nets.tfsetup
     layers = keras.layers
     input_shape = _checked_shape(input_shape, kind)
     weights = layer_weights(seed, l2)
     inputs = keras.Input(shape=input_shape, name="position")
     torso = _TORSOS[kind](inputs, width, blocks, weights)
     policy = layers.Dense(action_space_size, name="policy", **weights())(torso)
-    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden",
-                          **weights())(torso)
+    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden", **weights())(
+        torso
+    )
     value = layers.Dense(1, activation="tanh", name="value", **weights())(hidden)
     return keras.Model(inputs, [policy, value], name=f"{kind}_{width}x{blocks}")
 
 
-def build_torso(input_shape: tuple, kind: str = "dense", width: int = 64, blocks: int = 2,
-                l2: float = 1e-4, seed: int | None = None, name: str = "torso") -> keras.Model:
+def build_torso(
+    input_shape: tuple,
+    kind: str = "dense",
+    width: int = 64,
+    blocks: int = 2,
+    l2: float = 1e-4,
+    seed: int | None = None,
+    name: str = "torso",
+) -> keras.Model:
     """The body of `build_network` as a model of its own: positions -> flat features [B, F],
     for learners that put other heads on it (the bootstrapped learner's Q-heads)."""
     keras = import_keras()
     input_shape = _checked_shape(input_shape, kind)
     inputs = keras.Input(shape=input_shape, name="position")
-    return keras.Model(inputs, _TORSOS[kind](inputs, width, blocks, layer_weights(seed, l2)),
-                       name=name)
+    return keras.Model(
+        inputs, _TORSOS[kind](inputs, width, blocks, layer_weights(seed, l2)), name=name
+    )
 
 
 def _checked_shape(input_shape: tuple, kind: str) -> tuple:
@@ -68,8 +91,9 @@ def _checked_shape(input_shape: tuple, kind: str) -> tuple:
     if kind not in ("dense", "residual"):
         raise ValueError(f"unknown network kind {kind!r}; use 'dense' or 'residual'")
     if kind == "residual" and len(input_shape) != 3:
-        raise ValueError(f"a residual network needs (rows, columns, planes) input, "
-                         f"got {input_shape}")
+        raise ValueError(
+            f"a residual network needs (rows, columns, planes) input, got {input_shape}"
+        )
     return input_shape
 
 
@@ -81,8 +105,11 @@ def layer_weights(seed: int | None, l2: float):
     regularizer = keras.regularizers.L2(l2) if l2 else None
 
     def weights() -> dict:
-        return {"kernel_initializer": keras.initializers.GlorotUniform(seed=next(seeds)),
-                "kernel_regularizer": regularizer}
+        return {
+            "kernel_initializer": keras.initializers.GlorotUniform(seed=next(seeds)),
+            "kernel_regularizer": regularizer,
+        }
+
     return weights
 
 
@@ -123,8 +150,9 @@ def network_options(preset=None) -> dict:
             preset = preset.get("network", {})
         unknown = sorted(set(preset) - set(NETWORK_OPTIONS))
         if unknown:
-            raise ValueError(f"unknown network option(s) {unknown}; known: "
-                             f"{sorted(NETWORK_OPTIONS)}")
+            raise ValueError(
+                f"unknown network option(s) {unknown}; known: {sorted(NETWORK_OPTIONS)}"
+            )
         return {**NETWORK_OPTIONS, **preset}
     return {name: getattr(preset, name, default) for name, default in NETWORK_OPTIONS.items()}
 
@@ -134,9 +162,15 @@ def network_for_game(graph, preset=None, seed: int | None = None) -> keras.Model
     (rank-3 input) of at least 5x5 and a dense one otherwise."""
     options = network_options(preset)
     shape = tuple(graph.numpify(graph.roots[0]).shape)
-    return build_network(shape, graph.action_space_size, kind=network_kind(shape, options["kind"]),
-                         width=options["width"], blocks=options["blocks"], l2=options["l2"],
-                         seed=seed)
+    return build_network(
+        shape,
+        graph.action_space_size,
+        kind=network_kind(shape, options["kind"]),
+        width=options["width"],
+        blocks=options["blocks"],
+        l2=options["l2"],
+        seed=seed,
+    )
 
 
 def network_kind(input_shape: tuple, kind: str = "auto") -> str:

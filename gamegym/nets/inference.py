@@ -15,6 +15,7 @@ Two services, one protocol, so the same self-play and player code runs in every 
 Predictor and by `LocalService`; `PositionEvaluator` turns vertices into the "evaluate" requests
 an MCTS needs, with an evaluation cache per model iteration.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,11 +36,20 @@ from gamegym.runtime.messages import (
     Reload,
 )
 
-__all__ = ["PredictorTimeout", "StaleIteration", "PipeService", "LocalService",
-           "PositionEvaluator", "ModelEvaluator", "FastEvaluator", "fast_net", "evaluate_form",
-           "softmax"]
+__all__ = [
+    "PredictorTimeout",
+    "StaleIteration",
+    "PipeService",
+    "LocalService",
+    "PositionEvaluator",
+    "ModelEvaluator",
+    "FastEvaluator",
+    "fast_net",
+    "evaluate_form",
+    "softmax",
+]
 
-Answer = Callable[[], tuple[dict, int]]   # () -> (outputs by name, model iteration)
+Answer = Callable[[], tuple[dict, int]]  # () -> (outputs by name, model iteration)
 
 
 class PredictorTimeout(RuntimeError):
@@ -63,18 +73,18 @@ class PipeService:
     both directions.
     """
 
-    HOLD = 2          # the Predictor's rule: the newest iteration and the one before it
-    CHECK_S = 0.05    # how often `submit` looks for a Reload on the pipe
+    HOLD = 2  # the Predictor's rule: the newest iteration and the one before it
+    CHECK_S = 0.05  # how often `submit` looks for a Reload on the pipe
 
     def __init__(self, conn: Connection, timeout: float = 120.0):
         self.conn = conn
         self.timeout = timeout
-        self.requests = 0                # requests sent to the Predictor
-        self.local_batches = 0           # requests answered in this process
+        self.requests = 0  # requests sent to the Predictor
+        self.local_batches = 0  # requests answered in this process
         self.local_positions = 0
-        self.local: dict[int, PortableCall] = {}   # iteration -> evaluator, oldest first
+        self.local: dict[int, PortableCall] = {}  # iteration -> evaluator, oldest first
         self._next_id = 0
-        self._inbox: dict[int, EvalResponse] = {}   # answers read before they were collected
+        self._inbox: dict[int, EvalResponse] = {}  # answers read before they were collected
         self._wanted: int | None = None  # an iteration announced by a Reload, to fetch
         self._next_check = 0.0
 
@@ -123,10 +133,10 @@ class PipeService:
         if message.evaluator is not None:
             self.local.pop(message.iteration, None)
             self.local[message.iteration] = message.evaluator
-            for old in sorted(self.local)[:-self.HOLD]:
+            for old in sorted(self.local)[: -self.HOLD]:
                 del self.local[old]
         if self._wanted in self.local:
-            self._wanted = None    # announced again while this one was on its way
+            self._wanted = None  # announced again while this one was on its way
 
     def _read_pending(self) -> None:
         while self.conn.poll(0):
@@ -140,8 +150,9 @@ class PipeService:
 
     def _would_hold(self, iteration: int) -> bool:
         """True for an iteration not held here that would be kept among the newest HOLD."""
-        return iteration not in self.local and (len(self.local) < self.HOLD
-                                                or iteration > min(self.local))
+        return iteration not in self.local and (
+            len(self.local) < self.HOLD or iteration > min(self.local)
+        )
 
     def _next_message(self, deadline: float):
         left = deadline - time.monotonic()
@@ -154,7 +165,7 @@ class PipeService:
     def _receive(self, request_id: int) -> EvalResponse:
         deadline = time.monotonic() + self.timeout
         for old in [k for k in self._inbox if k < request_id]:
-            del self._inbox[old]   # answers to requests given up (before a restart)
+            del self._inbox[old]  # answers to requests given up (before a restart)
         while request_id not in self._inbox:
             self._next_message(deadline)
         return self._inbox.pop(request_id)
@@ -169,8 +180,9 @@ class LocalService:
 
     def submit(self, kind: str, inputs: dict, iteration: int = -1) -> Answer:
         if iteration not in (-1, self.evaluator.iteration):
-            raise StaleIteration(f"iteration {iteration} asked of a service holding "
-                                 f"{self.evaluator.iteration}")
+            raise StaleIteration(
+                f"iteration {iteration} asked of a service holding {self.evaluator.iteration}"
+            )
         self.requests += 1
         outputs = self.evaluator.run(kind, inputs)
         result = (outputs, self.evaluator.iteration)
@@ -192,8 +204,8 @@ class PositionEvaluator:
         self.graph = graph
         self.service = service
         self.cache_size = min(cache_size, self.CACHE_BYTES // (4 * graph.action_space_size + 200))
-        self.iteration = -1            # model iteration of the latest answer
-        self._cache: dict = {}         # vertex -> (probs [A], value), for self.iteration
+        self.iteration = -1  # model iteration of the latest answer
+        self._cache: dict = {}  # vertex -> (probs [A], value), for self.iteration
         self.cache_hits = 0
 
     @property
@@ -281,15 +293,16 @@ class OneNetEvaluator:
         self.input_shape = tuple(net.input_shape)
 
     @classmethod
-    def from_form(cls: type[_OneNet], form: FastForm, iteration: int,
-                  conv: bool = True) -> _OneNet | None:
+    def from_form(
+        cls: type[_OneNet], form: FastForm, iteration: int, conv: bool = True
+    ) -> _OneNet | None:
         """The evaluator of a fast form, or None when its net cannot run here."""
         net = choose_runner(form.nets[cls.form], conv)
         return cls(net, iteration) if net is not None else None
 
     @property
     def path(self) -> str:
-        """"onnx" or "numpy"."""
+        """ "onnx" or "numpy"."""
         return "numpy" if isinstance(self.net, NumpyNet) else "onnx"
 
     def portable(self):
@@ -337,8 +350,9 @@ def _check_kind(kind: str) -> None:
 
 def _check_shape(x: np.ndarray, input_shape: tuple) -> None:
     if x.shape[1:] != input_shape:
-        raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's input "
-                         f"shape {input_shape}")
+        raise ValueError(
+            f"positions of shape {x.shape[1:]} do not fit the model's input shape {input_shape}"
+        )
 
 
 class ModelEvaluator:
@@ -355,13 +369,14 @@ class ModelEvaluator:
 
     def __init__(self, model, iteration: int = 0, fast: bool = True):
         from gamegym.nets.tfsetup import import_tensorflow
+
         tf = import_tensorflow()
         self.iteration = iteration
         self.model = model
         shape = model.inputs[0].shape[1:]
         self.input_shape = tuple(int(d) for d in shape)
         self.fast = None
-        self._conv = not tf.config.list_logical_devices("GPU")   # the GPU path stays TensorFlow
+        self._conv = not tf.config.list_logical_devices("GPU")  # the GPU path stays TensorFlow
         if fast:
             net = fast_net(model, self._conv)
             self.fast = FastEvaluator(net, iteration) if net is not None else None
@@ -369,8 +384,10 @@ class ModelEvaluator:
             self.model = None  # the weights live in the fast path's copy
             return
 
-        @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
-                     reduce_retracing=True)
+        @tf.function(
+            input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
+            reduce_retracing=True,
+        )
         def predict(x):
             outputs = model(x, training=False)
             if isinstance(outputs, dict):

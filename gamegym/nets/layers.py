@@ -4,6 +4,7 @@
 custom objects.  Import it after `gamegym.nets.tfsetup.import_keras()` (which keeps TensorFlow's start
 quiet): this module imports Keras itself so that tfsetup need not be imported back.
 """
+
 from __future__ import annotations
 
 import keras

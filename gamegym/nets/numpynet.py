@@ -25,6 +25,7 @@ A step is (name, op, inputs, params):
   "minmax"   params epsilon                          each sample scaled to [0, 1]:
                                                      (x - min) / (max - min + epsilon)
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -49,12 +50,17 @@ def _swish(x):
 
 
 def _relu(x):
-    return np.maximum(x, 0.0, out=x)   # in place: every step makes a new array first
+    return np.maximum(x, 0.0, out=x)  # in place: every step makes a new array first
 
 
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "linear": lambda x: x, "swish": _swish, "silu": _swish, "relu": _relu,
-    "tanh": np.tanh, "sigmoid": _sigmoid}
+    "linear": lambda x: x,
+    "swish": _swish,
+    "silu": _swish,
+    "relu": _relu,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+}
 
 
 class Step(NamedTuple):
@@ -92,8 +98,10 @@ class NumpyNet:
     def from_keras(cls, model) -> NumpyNet | None:
         """Read a model, or None when it has a layer or an option this fast path does not know."""
         builder = NetBuilder()
-        sources = [builder.input(_producer(t) or f"input_{k}", t.shape[1:])
-                   for k, t in enumerate(model.inputs)]
+        sources = [
+            builder.input(_producer(t) or f"input_{k}", t.shape[1:])
+            for k, t in enumerate(model.inputs)
+        ]
         outputs = builder.add_model(model, sources)
         return builder.build(outputs) if outputs is not None else None
 
@@ -124,7 +132,7 @@ class NetBuilder:
     def add_model(self, model, sources: list[str], prefix: str = "") -> list[str] | None:
         """Add the steps of functional `model` fed by `sources` (names of inputs or steps, one
         per model input); returns the names of its outputs, or None when a layer is unknown."""
-        refs = {}   # (layer name, output index) in this model -> step or input name
+        refs = {}  # (layer name, output index) in this model -> step or input name
         for tensor, source in zip(model.inputs, sources):
             refs[_key(tensor)] = source
         for layer in model.layers:
@@ -166,7 +174,7 @@ def _run(step: Step, xs: list) -> np.ndarray:
     elif step.op == "conv":
         h = _conv(xs[0], p["w"], p["pads"])
         h += p["b"]
-    elif step.op == "einsum":   # "bkh,kha->bka": one product per head
+    elif step.op == "einsum":  # "bkh,kha->bka": one product per head
         h = np.matmul(xs[0].transpose(1, 0, 2), p["w"]).transpose(1, 0, 2)
         h += p["b"]
     elif step.op == "scale":
@@ -176,7 +184,7 @@ def _run(step: Step, xs: list) -> np.ndarray:
         h = xs[0] + xs[1]
         for more in xs[2:]:
             h += more
-    else:   # "act"
+    else:  # "act"
         h = xs[0].copy() if p["act"] == "relu" else xs[0]
     return ACTIVATIONS[p["act"]](h)
 
@@ -189,7 +197,7 @@ def _minmax(xs: list, p: dict) -> np.ndarray:
     return (x - low) / (high - low + np.float32(p["epsilon"]))
 
 
-_SHAPE_OPS = {   # steps without weights nor activation
+_SHAPE_OPS = {  # steps without weights nor activation
     "flatten": lambda xs, p: xs[0].reshape(len(xs[0]), -1),
     "reshape": lambda xs, p: xs[0].reshape(len(xs[0]), *p["shape"]),
     "concat": lambda xs, p: np.concatenate(xs, axis=-1),
@@ -203,9 +211,10 @@ def _conv(x: np.ndarray, w: np.ndarray, pads: tuple) -> np.ndarray:
     kh, kw, c, f = w.shape
     top, bottom, left, right = pads
     if any(pads):
-        padded = np.zeros((x.shape[0], x.shape[1] + top + bottom, x.shape[2] + left + right, c),
-                          np.float32)
-        padded[:, top:top + x.shape[1], left:left + x.shape[2]] = x
+        padded = np.zeros(
+            (x.shape[0], x.shape[1] + top + bottom, x.shape[2] + left + right, c), np.float32
+        )
+        padded[:, top : top + x.shape[1], left : left + x.shape[2]] = x
         x = padded
     b, h, wd = x.shape[0], x.shape[1] - kh + 1, x.shape[2] - kw + 1
     if kh == kw == 1:
@@ -213,7 +222,7 @@ def _conv(x: np.ndarray, w: np.ndarray, pads: tuple) -> np.ndarray:
     cols = np.empty((b, h, wd, kh * kw, c), np.float32)
     for i in range(kh):
         for j in range(kw):
-            cols[:, :, :, i * kw + j] = x[:, i:i + h, j:j + wd]
+            cols[:, :, :, i * kw + j] = x[:, i : i + h, j : j + wd]
     return (cols.reshape(-1, kh * kw * c) @ w.reshape(-1, f)).reshape(b, h, wd, f)
 
 
@@ -241,23 +250,32 @@ def _step(layer, name: str, inputs: list[str], ranks: list[int]) -> Step | None:
         b = (weights[1] if len(weights) > 1 else np.zeros(w.shape[-1])).astype(np.float32)
         if kind == "Dense":
             return Step(name, "dense", tuple(inputs), {"w": w, "b": b, "act": act})
-        if (tuple(config["strides"]) != (1, 1) or tuple(config["dilation_rate"]) != (1, 1)
-                or config.get("groups", 1) != 1 or config["data_format"] != "channels_last"
-                or config["padding"] not in ("same", "valid")):
+        if (
+            tuple(config["strides"]) != (1, 1)
+            or tuple(config["dilation_rate"]) != (1, 1)
+            or config.get("groups", 1) != 1
+            or config["data_format"] != "channels_last"
+            or config["padding"] not in ("same", "valid")
+        ):
             return None
-        return Step(name, "conv", tuple(inputs),
-                    {"w": w, "b": b, "pads": _pads(config["padding"], w.shape), "act": act})
+        return Step(
+            name,
+            "conv",
+            tuple(inputs),
+            {"w": w, "b": b, "pads": _pads(config["padding"], w.shape), "act": act},
+        )
     if kind == "EinsumDense":
         return _einsum_step(layer, name, inputs, config, act)
-    if kind == "BatchNormalization" and config["axis"] in (-1, ranks[0] - 1, [-1],
-                                                            [ranks[0] - 1]):
-        mean, variance = (np.asarray(v, np.float64) for v in
-                          (layer.moving_mean, layer.moving_variance))
+    if kind == "BatchNormalization" and config["axis"] in (-1, ranks[0] - 1, [-1], [ranks[0] - 1]):
+        mean, variance = (
+            np.asarray(v, np.float64) for v in (layer.moving_mean, layer.moving_variance)
+        )
         gamma = np.asarray(layer.gamma, np.float64) if layer.gamma is not None else 1.0
         beta = np.asarray(layer.beta, np.float64) if layer.beta is not None else 0.0
         mul = gamma / np.sqrt(variance + config["epsilon"])
-        return Step(name, "scale", tuple(inputs),
-                    {"mul": mul, "add": beta - mean * mul, "act": "linear"})
+        return Step(
+            name, "scale", tuple(inputs), {"mul": mul, "add": beta - mean * mul, "act": "linear"}
+        )
     return None
 
 
@@ -272,8 +290,11 @@ def _einsum_step(layer, name, inputs, config, act) -> Step | None:
 
 
 def _relu_step(layer, name, inputs, config, act) -> Step | None:
-    plain = (config.get("max_value") is None and not config.get("negative_slope")
-             and not config.get("threshold"))
+    plain = (
+        config.get("max_value") is None
+        and not config.get("negative_slope")
+        and not config.get("threshold")
+    )
     return Step(name, "act", tuple(inputs), {"act": "relu"}) if plain else None
 
 
@@ -291,15 +312,18 @@ def _rescaling_step(layer, name, inputs, config, act) -> Step | None:
     return Step(name, "scale", tuple(inputs), {"mul": mul, "add": add, "act": "linear"})
 
 
-_SIMPLE = {   # layer kind -> its step, for layers of one input
+_SIMPLE = {  # layer kind -> its step, for layers of one input
     "Flatten": _flatten_step,
-    "Activation": lambda layer, name, inputs, config, act: Step(name, "act", tuple(inputs),
-                                                                  {"act": act}),
+    "Activation": lambda layer, name, inputs, config, act: Step(
+        name, "act", tuple(inputs), {"act": act}
+    ),
     "ReLU": _relu_step,
     "Reshape": lambda layer, name, inputs, config, act: Step(
-        name, "reshape", tuple(inputs), {"shape": tuple(int(d) for d in config["target_shape"])}),
+        name, "reshape", tuple(inputs), {"shape": tuple(int(d) for d in config["target_shape"])}
+    ),
     "MinMaxScale": lambda layer, name, inputs, config, act: Step(
-        name, "minmax", tuple(inputs), {"epsilon": float(getattr(layer, "EPSILON", 1e-6))}),
+        name, "minmax", tuple(inputs), {"epsilon": float(getattr(layer, "EPSILON", 1e-6))}
+    ),
     "Rescaling": _rescaling_step,
 }
 
@@ -341,9 +365,18 @@ def _fuse(steps: list[Step], outputs: list[str]) -> list[Step]:
                 del steps[k]
                 changed = True
                 break
-    return [Step(s.name, s.op, s.inputs, {key: np.asarray(v, np.float32)
-                                          if isinstance(v, np.ndarray) else v
-                                          for key, v in s.params.items()}) for s in steps]
+    return [
+        Step(
+            s.name,
+            s.op,
+            s.inputs,
+            {
+                key: np.asarray(v, np.float32) if isinstance(v, np.ndarray) else v
+                for key, v in s.params.items()
+            },
+        )
+        for s in steps
+    ]
 
 
 def _merge(before: Step, step: Step) -> Step | None:

@@ -11,6 +11,7 @@ opens its own, on one thread.
 Needs the `onnx` package to write the graph and `onnxruntime` to run it; `available()` says
 whether both import.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 __all__ = ["OnnxNet", "available"]
 
 OPSET = 17
-IR_VERSION = 8   # the IR of opset 17: runtimes older than the onnx package still read it
+IR_VERSION = 8  # the IR of opset 17: runtimes older than the onnx package still read it
 
 
 def available() -> bool:
@@ -48,8 +49,10 @@ class OnnxNet:
         """The model's outputs, in order, for its inputs in order (each [B, *shape])."""
         if self._session is None:
             self._session = _session(self.model_bytes)
-        return self._session.run(None, {_input_name(k): np.ascontiguousarray(a, np.float32)
-                                        for k, a in enumerate(arrays)})
+        return self._session.run(
+            None,
+            {_input_name(k): np.ascontiguousarray(a, np.float32) for k, a in enumerate(arrays)},
+        )
 
 
 def _input_name(k: int) -> str:
@@ -59,8 +62,9 @@ def _input_name(k: int) -> str:
 
 def _session(model_bytes: bytes):
     import onnxruntime as ort
+
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1   # the processes already share the cores
+    options.intra_op_num_threads = 1  # the processes already share the cores
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -73,9 +77,10 @@ class _Writer:
 
     def __init__(self):
         from onnx import helper, numpy_helper
+
         self.helper, self.numpy_helper = helper, numpy_helper
         self.nodes, self.weights = [], []
-        self.layout: dict = {}    # step name -> (onnx tensor name, "nhwc" | "nchw")
+        self.layout: dict = {}  # step name -> (onnx tensor name, "nhwc" | "nchw")
         self._count = 0
 
     def fresh(self, stem: str) -> str:
@@ -124,15 +129,18 @@ def _graph(net) -> bytes:
         if write is None:
             raise ValueError(f"no ONNX form for step {step.op!r}")
         out, layout = write(w, step)
-        w.layout[step.name] = (w.activation(out, step.params.get("act", "linear"), step.name),
-                               layout)
+        w.layout[step.name] = (
+            w.activation(out, step.params.get("act", "linear"), step.name),
+            layout,
+        )
     outputs = []
     for k, name in enumerate(net.outputs):
         outputs.append(helper.make_tensor_value_info(f"output_{k}", 1, None))
         w.nodes.append(helper.make_node("Identity", [w.get(name, "nhwc")], [f"output_{k}"]))
     graph = helper.make_graph(w.nodes, "gamegym", inputs, outputs, initializer=w.weights)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="gamegym")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="gamegym"
+    )
     model.ir_version = IR_VERSION
     return model.SerializeToString()
 
@@ -142,11 +150,16 @@ def _conv(w: _Writer, step) -> tuple[str, str]:
     x = w.get(step.inputs[0], "nchw")
     kernel = w.weight(np.transpose(p["w"], (3, 2, 0, 1)), f"{name}_w")
     top, bottom, left, right = p["pads"]
-    return w.node("Conv", [x, kernel, w.weight(p["b"], f"{name}_b")], name,
-                  pads=[top, left, bottom, right], strides=[1, 1]), "nchw"
+    return w.node(
+        "Conv",
+        [x, kernel, w.weight(p["b"], f"{name}_b")],
+        name,
+        pads=[top, left, bottom, right],
+        strides=[1, 1],
+    ), "nchw"
 
 
-def _dense(w: _Writer, step) -> tuple[str, str]:   # on the last axis, as Keras' Dense
+def _dense(w: _Writer, step) -> tuple[str, str]:  # on the last axis, as Keras' Dense
     p, name = step.params, step.name
     x = w.get(step.inputs[0], "nhwc")
     out = w.node("MatMul", [x, w.weight(p["w"], f"{name}_w")], name)
@@ -154,7 +167,7 @@ def _dense(w: _Writer, step) -> tuple[str, str]:   # on the last axis, as Keras'
     return out, "flat" if w.layout[step.inputs[0]][1] == "flat" else "nhwc"
 
 
-def _einsum(w: _Writer, step) -> tuple[str, str]:   # "bkh,kha->bka": [K, B, H] @ [K, H, A]
+def _einsum(w: _Writer, step) -> tuple[str, str]:  # "bkh,kha->bka": [K, B, H] @ [K, H, A]
     p, name = step.params, step.name
     x = w.node("Transpose", [w.get(step.inputs[0], "nhwc")], name, perm=[1, 0, 2])
     out = w.node("MatMul", [x, w.weight(p["w"], f"{name}_w")], name)
@@ -162,37 +175,43 @@ def _einsum(w: _Writer, step) -> tuple[str, str]:   # "bkh,kha->bka": [K, B, H] 
     return w.node("Add", [out, w.weight(p["b"], f"{name}_b")], name), "flat"
 
 
-def _flatten(w: _Writer, step) -> tuple[str, str]:   # Keras flattens in (h, w, c) order
+def _flatten(w: _Writer, step) -> tuple[str, str]:  # Keras flattens in (h, w, c) order
     return w.node("Flatten", [w.get(step.inputs[0], "nhwc")], step.name, axis=1), "flat"
 
 
-def _reshape(w: _Writer, step) -> tuple[str, str]:   # in Keras' (h, w, c) order
+def _reshape(w: _Writer, step) -> tuple[str, str]:  # in Keras' (h, w, c) order
     shape = step.params["shape"]
     target = w.weight(np.array([0, *shape]), f"{step.name}_shape", np.int64)
     out = w.node("Reshape", [w.get(step.inputs[0], "nhwc"), target], step.name)
     return out, "nhwc" if len(shape) == 3 else "flat"
 
 
-def _concat(w: _Writer, step) -> tuple[str, str]:   # on the channel (last Keras) axis
+def _concat(w: _Writer, step) -> tuple[str, str]:  # on the channel (last Keras) axis
     layouts = [w.layout[i][1] for i in step.inputs]
     layout = "nchw" if "nchw" in layouts else layouts[0]
     xs = [w.get(i, layout) for i in step.inputs]
     return w.node("Concat", xs, step.name, axis=1 if layout == "nchw" else -1), layout
 
 
-def _minmax(w: _Writer, step) -> tuple[str, str]:   # over every axis but the batch's
+def _minmax(w: _Writer, step) -> tuple[str, str]:  # over every axis but the batch's
     tensor, layout = w.layout[step.inputs[0]]
     name = step.name
     flat = w.node("Flatten", [tensor], name, axis=1)
     low = w.node("ReduceMin", [flat], name, axes=[1], keepdims=1)
     high = w.node("ReduceMax", [flat], name, axes=[1], keepdims=1)
-    span = w.node("Add", [w.node("Sub", [high, low], name),
-                          w.weight(np.float32(step.params["epsilon"]), f"{name}_eps")], name)
+    span = w.node(
+        "Add",
+        [
+            w.node("Sub", [high, low], name),
+            w.weight(np.float32(step.params["epsilon"]), f"{name}_eps"),
+        ],
+        name,
+    )
     scaled = w.node("Div", [w.node("Sub", [flat, low], name), span], name)
     return w.node("Reshape", [scaled, w.node("Shape", [tensor], name)], name), layout
 
 
-def _elementwise(w: _Writer, step) -> tuple[str, str]:   # add, scale (on the channels), act
+def _elementwise(w: _Writer, step) -> tuple[str, str]:  # add, scale (on the channels), act
     p, name = step.params, step.name
     layouts = [w.layout[i][1] for i in step.inputs]
     layout = "nchw" if "nchw" in layouts else layouts[0]
@@ -207,6 +226,15 @@ def _elementwise(w: _Writer, step) -> tuple[str, str]:   # add, scale (on the ch
     return out, layout
 
 
-_WRITERS = {"conv": _conv, "dense": _dense, "einsum": _einsum, "flatten": _flatten,
-            "reshape": _reshape, "concat": _concat, "minmax": _minmax, "add": _elementwise,
-            "scale": _elementwise, "act": _elementwise}
+_WRITERS = {
+    "conv": _conv,
+    "dense": _dense,
+    "einsum": _einsum,
+    "flatten": _flatten,
+    "reshape": _reshape,
+    "concat": _concat,
+    "minmax": _minmax,
+    "add": _elementwise,
+    "scale": _elementwise,
+    "act": _elementwise,
+}

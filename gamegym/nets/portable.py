@@ -17,6 +17,7 @@ and every weight array is an entry of its own ("a0", "a1", ...), stored as float
 `choose_runner` picks how a net runs: ONNX Runtime when installed, else NumPy for nets without
 convolutions (NumPy convolutions lose to TensorFlow's); None otherwise.
 """
+
 from __future__ import annotations
 
 import io
@@ -28,14 +29,33 @@ import numpy as np
 
 from gamegym.nets.numpynet import NumpyNet, Step
 
-__all__ = ["FastForm", "FastModelError", "FORMS", "register_form", "to_bytes", "from_bytes",
-           "evaluator_from_bytes", "choose_runner", "FAST_PATH_MAX_PARAMS"]
+__all__ = [
+    "FastForm",
+    "FastModelError",
+    "FORMS",
+    "register_form",
+    "to_bytes",
+    "from_bytes",
+    "evaluator_from_bytes",
+    "choose_runner",
+    "FAST_PATH_MAX_PARAMS",
+]
 
 FORMAT, VERSION = "gamegym-fast-model", 1
-FAST_PATH_MAX_PARAMS = 2_000_000   # larger models stay on TensorFlow
-FORMS: dict[str, type[FormRunner]] = {}   # form name -> the evaluator class that runs it
-OPS = ("dense", "conv", "einsum", "scale", "add", "act", "flatten", "reshape", "concat",
-       "minmax")   # the steps of gamegym.nets.numpynet
+FAST_PATH_MAX_PARAMS = 2_000_000  # larger models stay on TensorFlow
+FORMS: dict[str, type[FormRunner]] = {}  # form name -> the evaluator class that runs it
+OPS = (
+    "dense",
+    "conv",
+    "einsum",
+    "scale",
+    "add",
+    "act",
+    "flatten",
+    "reshape",
+    "concat",
+    "minmax",
+)  # the steps of gamegym.nets.numpynet
 
 
 class FastModelError(ValueError):
@@ -44,7 +64,7 @@ class FastModelError(ValueError):
 
 class FastForm(NamedTuple):
     form: str
-    nets: dict        # name -> NumpyNet
+    nets: dict  # name -> NumpyNet
     meta: dict
 
 
@@ -61,10 +81,12 @@ class FormRunner(Protocol):
 
 def register_form(name: str):
     """Class decorator: the evaluator class that runs fast forms called `name`."""
+
     def register(cls):
         cls.form = name
         FORMS[name] = cls
         return cls
+
     return register
 
 
@@ -73,6 +95,7 @@ def choose_runner(net: NumpyNet, conv: bool = True):
     NumpyNet itself for nets without convolutions; None when it has convolutions and either
     `conv` is False (TensorFlow has a GPU) or ONNX Runtime is missing."""
     from gamegym.nets import onnxnet
+
     if net.has_conv and not conv:
         return None
     if onnxnet.available():
@@ -83,8 +106,13 @@ def choose_runner(net: NumpyNet, conv: bool = True):
 def to_bytes(form: FastForm) -> bytes:
     """The file's bytes of a fast form."""
     arrays: dict[str, np.ndarray] = {}
-    header = {"format": FORMAT, "version": VERSION, "form": form.form, "meta": form.meta,
-              "nets": {name: _net_header(net, arrays) for name, net in form.nets.items()}}
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "form": form.form,
+        "meta": form.meta,
+        "nets": {name: _net_header(net, arrays) for name, net in form.nets.items()},
+    }
     arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), np.uint8)
     buffer = io.BytesIO()
     # numpy's stub takes **arrays for its allow_pickle keyword
@@ -98,15 +126,22 @@ def from_bytes(data: bytes, source: str = "fast-path model") -> FastForm:
         with np.load(io.BytesIO(data), allow_pickle=False) as archive:
             arrays = {key: archive[key] for key in archive.files}
         header = json.loads(arrays.pop("header").tobytes().decode("utf-8"))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile,
-            UnicodeDecodeError) as error:
-        raise FastModelError(f"{source} is not a readable fast-path model file ({error})"
-                             ) from None
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        EOFError,
+        zipfile.BadZipFile,
+        UnicodeDecodeError,
+    ) as error:
+        raise FastModelError(f"{source} is not a readable fast-path model file ({error})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise FastModelError(f"{source} is not a gamegym fast-path model file")
     if header.get("version") != VERSION:
-        raise FastModelError(f"{source} has fast-path format version {header.get('version')}; "
-                             f"this gamegym reads version {VERSION}")
+        raise FastModelError(
+            f"{source} has fast-path format version {header.get('version')}; "
+            f"this gamegym reads version {VERSION}"
+        )
     try:
         nets = {name: _net_from(spec, arrays) for name, spec in header["nets"].items()}
         return FastForm(str(header["form"]), nets, dict(header["meta"]))
@@ -120,8 +155,10 @@ def evaluator_from_bytes(data: bytes, iteration: int, source: str = "fast-path m
     form = from_bytes(data, source)
     cls = FORMS.get(form.form)
     if cls is None:
-        raise FastModelError(f"{source} holds a model of form {form.form!r}, which no loaded "
-                             f"learner runs (known: {', '.join(sorted(FORMS))})")
+        raise FastModelError(
+            f"{source} holds a model of form {form.form!r}, which no loaded "
+            f"learner runs (known: {', '.join(sorted(FORMS))})"
+        )
     try:
         return cls.from_form(form, iteration)
     except (KeyError, TypeError, ValueError) as error:
@@ -139,10 +176,14 @@ def _net_header(net: NumpyNet, arrays: dict) -> dict:
                 params[key] = {"array": ref}
             else:
                 params[key] = list(value) if isinstance(value, tuple) else value
-        steps.append({"name": step.name, "op": step.op, "inputs": list(step.inputs),
-                      "params": params})
-    return {"inputs": [[name, list(shape)] for name, shape in net.inputs],
-            "outputs": list(net.outputs), "steps": steps}
+        steps.append(
+            {"name": step.name, "op": step.op, "inputs": list(step.inputs), "params": params}
+        )
+    return {
+        "inputs": [[name, list(shape)] for name, shape in net.inputs],
+        "outputs": list(net.outputs),
+        "steps": steps,
+    }
 
 
 def _net_from(spec: dict, arrays: dict) -> NumpyNet:
@@ -163,5 +204,6 @@ def _net_from(spec: dict, arrays: dict) -> NumpyNet:
             raise ValueError(f"step {step.name!r} reads an unknown tensor")
     if any(o not in known for o in spec["outputs"]):
         raise ValueError("an output names an unknown tensor")
-    return NumpyNet(steps, [(name, tuple(shape)) for name, shape in spec["inputs"]],
-                    list(spec["outputs"]))
+    return NumpyNet(
+        steps, [(name, tuple(shape)) for name, shape in spec["inputs"]], list(spec["outputs"])
+    )

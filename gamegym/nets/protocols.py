@@ -6,6 +6,7 @@ iteration: the Predictor holds one per iteration, `LocalService` calls one in th
 *model service* (`ModelService`) is what a search sends its requests to (see
 gamegym.nets.inference).  Arrays go by name: the learner names its kinds, inputs and outputs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -15,15 +16,15 @@ from numpy.typing import NDArray
 
 __all__ = ["Arrays", "Answer", "ModelCall", "PortableCall", "ModelService"]
 
-Arrays = dict[str, NDArray[Any]]              # named arrays, the batch axis first
-Answer = Callable[[], tuple[Arrays, int]]      # () -> (outputs by name, model iteration)
+Arrays = dict[str, NDArray[Any]]  # named arrays, the batch axis first
+Answer = Callable[[], tuple[Arrays, int]]  # () -> (outputs by name, model iteration)
 
 
 class PortableCall(Protocol):
     """A model call without TensorFlow that pickles (AlphaZero's `FastEvaluator`)."""
 
     iteration: int
-    kinds: tuple[str, ...]                     # the request kinds it answers
+    kinds: tuple[str, ...]  # the request kinds it answers
 
     def run(self, kind: str, inputs: Arrays) -> Arrays:
         """The outputs of one batch of requests of `kind`."""

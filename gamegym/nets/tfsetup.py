@@ -16,6 +16,7 @@ kept off the console too: their records go to the process's log (the root logger
 What is a real problem still gets one line: a GPU that should be there but that TensorFlow does
 not see (`gpu_problem`), and a model file that does not load (`load_model`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,15 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["configure_tensorflow", "import_tensorflow", "import_keras", "load_model",
-           "quiet_stderr", "gpu_problem", "tensorflow_imported"]
+__all__ = [
+    "configure_tensorflow",
+    "import_tensorflow",
+    "import_keras",
+    "load_model",
+    "quiet_stderr",
+    "gpu_problem",
+    "tensorflow_imported",
+]
 
 log = logging.getLogger("gamegym.tensorflow")
 _configured: dict = {}
@@ -39,7 +47,7 @@ def quiet_stderr(logger: logging.Logger = log):
     for the duration of the block."""
     try:
         fd = sys.stderr.fileno() if sys.stderr is not None else 2
-    except (AttributeError, ValueError, OSError):   # a replaced sys.stderr (pytest's capture)
+    except (AttributeError, ValueError, OSError):  # a replaced sys.stderr (pytest's capture)
         fd = 2
     sys.stderr and sys.stderr.flush()
     saved = os.dup(fd)
@@ -63,14 +71,16 @@ def tensorflow_imported() -> bool:
     return "tensorflow" in sys.modules
 
 
-def configure_tensorflow(use_gpu: bool = True, gpu_memorylimit: int = 0, threads: int = 0,
-                         announce: bool = False):
+def configure_tensorflow(
+    use_gpu: bool = True, gpu_memorylimit: int = 0, threads: int = 0, announce: bool = False
+):
     """Import TensorFlow quietly and set device and thread options; returns the module.
     Options can only be set before TensorFlow initialises: later calls keep the first ones.
     With `announce`, a GPU problem (see `gpu_problem`) is also printed as one line on stderr."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     with quiet_stderr():
         import tensorflow as tf
+
         if _configured:
             return tf
         _keep_python_loggers_off_the_console()
@@ -83,8 +93,9 @@ def configure_tensorflow(use_gpu: bool = True, gpu_memorylimit: int = 0, threads
                 for gpu in gpus:
                     if gpu_memorylimit:
                         tf.config.set_logical_device_configuration(
-                            gpu, [tf.config.LogicalDeviceConfiguration(
-                                memory_limit=gpu_memorylimit)])
+                            gpu,
+                            [tf.config.LogicalDeviceConfiguration(memory_limit=gpu_memorylimit)],
+                        )
                     else:
                         tf.config.experimental.set_memory_growth(gpu, True)
             if threads:
@@ -94,6 +105,7 @@ def configure_tensorflow(use_gpu: bool = True, gpu_memorylimit: int = 0, threads
             log.debug("tensorflow already configured: %s", error)
         _configured.update(use_gpu=use_gpu, threads=threads)
         import keras  # (its first import also talks; keep it in the log)
+
         _numpy2_array_protocol(keras)
     problem = gpu_problem(use_gpu, gpu_memorylimit, len(gpus), _nvidia_driver_present())
     if problem:
@@ -114,22 +126,28 @@ def import_keras():
     """The keras module, imported quietly (see `import_tensorflow`)."""
     configure_tensorflow()
     import keras
+
     return keras
 
 
-def gpu_problem(use_gpu: bool, gpu_memorylimit: int, gpus_found: int,
-                driver_present: bool) -> str | None:
+def gpu_problem(
+    use_gpu: bool, gpu_memorylimit: int, gpus_found: int, driver_present: bool
+) -> str | None:
     """One line when a GPU was asked for or is installed but TensorFlow sees none; None on a
     machine without a GPU (the CPU is then simply used, with nothing to say)."""
     if not use_gpu or gpus_found:
         return None
     if gpu_memorylimit:
-        return (f"predict.gpu_memorylimit is {gpu_memorylimit} MiB but TensorFlow sees no GPU; "
-                "training and prediction run on the CPU")
+        return (
+            f"predict.gpu_memorylimit is {gpu_memorylimit} MiB but TensorFlow sees no GPU; "
+            "training and prediction run on the CPU"
+        )
     if driver_present:
-        return ("this machine has an NVIDIA driver but TensorFlow sees no GPU (a CPU-only "
-                "TensorFlow, or a CUDA version it cannot use; see the TensorFlow line in the "
-                "trainer's and predictor's logs); training and prediction run on the CPU")
+        return (
+            "this machine has an NVIDIA driver but TensorFlow sees no GPU (a CPU-only "
+            "TensorFlow, or a CUDA version it cannot use; see the TensorFlow line in the "
+            "trainer's and predictor's logs); training and prediction run on the CPU"
+        )
     return None
 
 
@@ -162,6 +180,7 @@ def _numpy2_array_protocol(keras) -> None:
     import inspect
 
     import numpy as np
+
     variable = keras.Variable
     original = variable.__array__
     if "copy" in inspect.signature(original).parameters:
@@ -183,17 +202,24 @@ def load_model(path: Path):
     convert it once with a Keras you trust (`keras.models.load_model(old).save("m.keras")`)."""
     path = Path(path)
     if path.suffix != ".keras" or not zipfile.is_zipfile(path):
-        what = "a folder" if path.is_dir() else (
-            "not a .keras file" if path.suffix != ".keras" else "not a .keras zip archive")
-        raise ValueError(f"cannot load model file {path}: {what}; gamegym reads only the Keras "
-                         "format (.keras); a legacy .h5 or SavedModel model can be converted "
-                         "with a Keras you trust: keras.models.load_model(old).save('m.keras')")
+        what = (
+            "a folder"
+            if path.is_dir()
+            else ("not a .keras file" if path.suffix != ".keras" else "not a .keras zip archive")
+        )
+        raise ValueError(
+            f"cannot load model file {path}: {what}; gamegym reads only the Keras "
+            "format (.keras); a legacy .h5 or SavedModel model can be converted "
+            "with a Keras you trust: keras.models.load_model(old).save('m.keras')"
+        )
     keras = import_keras()
     import gamegym.nets.layers  # noqa: F401  (registers gamegym's own layers with Keras)
+
     try:
         return keras.models.load_model(path, compile=False, safe_mode=True)
     except Exception as error:
-        first = next((line.strip() for line in str(error).splitlines() if line.strip()),
-                     type(error).__name__)
+        first = next(
+            (line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__
+        )
         log.info("loading %s failed", path, exc_info=True)
         raise ValueError(f"cannot load model file {path}: {first}") from error

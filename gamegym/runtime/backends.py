@@ -18,6 +18,7 @@ Selfplayer processes on this machine; `gamegym.runtime.ray.backend.RayBackend` (
 Ray actors on the nodes of a cluster.  Each is given its *host*, the Supervisor: the session,
 the config, the gym (its monitor and stop request), and how to spawn and join child processes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -44,16 +45,23 @@ if TYPE_CHECKING:
     from gamegym.config import GymConfig
     from gamegym.data.session import Session
 
-__all__ = ["SelfplayBackend", "BackendHost", "ProcessBackend", "RestartBudget",
-           "MAX_SELFPLAYER_RESTARTS", "RESTART_WINDOW_S",
-           "JOIN_SELFPLAYERS_S", "JOIN_PREDICTOR_S"]
+__all__ = [
+    "SelfplayBackend",
+    "BackendHost",
+    "ProcessBackend",
+    "RestartBudget",
+    "MAX_SELFPLAYER_RESTARTS",
+    "RESTART_WINDOW_S",
+    "JOIN_SELFPLAYERS_S",
+    "JOIN_PREDICTOR_S",
+]
 
 log = logging.getLogger("gamegym.runtime.backends")
 
-JOIN_SELFPLAYERS_S = 20.0   # a Selfplayer finishes its move and flushes its games
+JOIN_SELFPLAYERS_S = 20.0  # a Selfplayer finishes its move and flushes its games
 JOIN_PREDICTOR_S = 5.0
 MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot within RESTART_WINDOW_S, then the gym stops
-RESTART_WINDOW_S = 3600.0    # with an error; older restarts no longer count
+RESTART_WINDOW_S = 3600.0  # with an error; older restarts no longer count
 
 
 class RestartBudget:
@@ -88,16 +96,16 @@ class BackendHost(Protocol):
     def config(self) -> GymConfig: ...
 
     @property
-    def ctx(self) -> SpawnContext: ...              # multiprocessing's "spawn" context
+    def ctx(self) -> SpawnContext: ...  # multiprocessing's "spawn" context
 
     @property
-    def reports(self) -> Any: ...                   # the children's report queue
+    def reports(self) -> Any: ...  # the children's report queue
 
     @property
-    def gym(self) -> Any: ...                       # the GameGym: its monitor, its stop request
+    def gym(self) -> Any: ...  # the GameGym: its monitor, its stop request
 
     @property
-    def run_number(self) -> int: ...                # this run of the session (runs.json)
+    def run_number(self) -> int: ...  # this run of the session (runs.json)
 
     def spawn(self, child: Child) -> None:
         """Start a child process (and remember it in `child.process`)."""
@@ -182,26 +190,37 @@ class ProcessBackend(SelfplayBackend):
         self.budgets: dict[str, RestartBudget] = {}
         self.clock = time.monotonic
         self._control: Connection | None = None
-        self._joins: Connection | None = None   # the gym's end of the pipe that hands the
+        self._joins: Connection | None = None  # the gym's end of the pipe that hands the
         #                                         Predictor new clients
 
     def start(self) -> None:
         from gamegym.runtime.predictor import predictor_main
         from gamegym.runtime.selfplay import selfplayer_main
+
         host, path, cfg = self.host, str(self.session.path), self.config
         count = cfg.selfplay.selfplayprocesses
         pipes = [host.ctx.Pipe(duplex=True) for _ in range(count)]
         control_in, self._control = host.ctx.Pipe(duplex=False)
         joins_in, self._joins = host.ctx.Pipe(duplex=False)
         self.children["predictor"] = Child(
-            "predictor", predictor_main,
-            (path, cfg, [p[0] for p in pipes], control_in, host.reports, joins_in))
+            "predictor",
+            predictor_main,
+            (path, cfg, [p[0] for p in pipes], control_in, host.reports, joins_in),
+        )
         for i in range(count):
             self.children[f"selfplayer{i}"] = Child(
-                f"selfplayer{i}", selfplayer_main,
-                (path, cfg, i, pipes[i][1], host.reports,
-                 restart_seed(cfg.seed, host.run_number, i, 0)),
-                extra={"index": i})
+                f"selfplayer{i}",
+                selfplayer_main,
+                (
+                    path,
+                    cfg,
+                    i,
+                    pipes[i][1],
+                    host.reports,
+                    restart_seed(cfg.seed, host.run_number, i, 0),
+                ),
+                extra={"index": i},
+            )
         for child in self.children.values():
             host.spawn(child)
         # the gym keeps no end of a Selfplayer's pipe: when one dies, the Predictor reads its
@@ -242,33 +261,54 @@ class ProcessBackend(SelfplayBackend):
                 continue
             code = process.exitcode
             logs = self.session.logs_dir
-            if code == EXIT_DISK_FULL:   # a restart would fail the same way
-                return (f"{child.name} could not write ({where_to_look(logs, child.name)}): "
-                        f"{disk_full_message(self.session.path)}")
+            if code == EXIT_DISK_FULL:  # a restart would fail the same way
+                return (
+                    f"{child.name} could not write ({where_to_look(logs, child.name)}): "
+                    f"{disk_full_message(self.session.path)}"
+                )
             if child.name == "predictor":
                 if child.hung:
-                    return (f"predictor stopped responding and was killed ({child.hung}); "
-                            f"{where_to_look(logs, child.name)}")
+                    return (
+                        f"predictor stopped responding and was killed ({child.hung}); "
+                        f"{where_to_look(logs, child.name)}"
+                    )
                 return f"predictor died (exit code {code}); {where_to_look(logs, child.name)}"
             budget = self.budgets.setdefault(child.name, RestartBudget())
             if not budget.take(self.clock()):
-                return (f"{child.name} died (too many restarts: {budget.spent()}); "
-                        f"{where_to_look(logs, child.name)}")
-            child.restarts += 1   # all restarts of the run: each one seeds anew
-            log.warning("%s died (exit code %s); restart %d (%d of %d within %g minutes)",
-                        child.name, code, child.restarts, len(budget.times), budget.limit,
-                        budget.window / 60)
+                return (
+                    f"{child.name} died (too many restarts: {budget.spent()}); "
+                    f"{where_to_look(logs, child.name)}"
+                )
+            child.restarts += 1  # all restarts of the run: each one seeds anew
+            log.warning(
+                "%s died (exit code %s); restart %d (%d of %d within %g minutes)",
+                child.name,
+                code,
+                child.restarts,
+                len(budget.times),
+                budget.limit,
+                budget.window / 60,
+            )
             how = f"was killed ({child.hung})" if child.hung else f"died (exit code {code})"
             print(f"[gamegym] {child.name} {how}; restarting", flush=True)
-            self._respawn(child, restart_seed(self.config.seed, self.host.run_number,
-                                              child.extra["index"], child.restarts))
+            self._respawn(
+                child,
+                restart_seed(
+                    self.config.seed, self.host.run_number, child.extra["index"], child.restarts
+                ),
+            )
         return ""
 
     def status(self) -> dict[str, Any]:
         selfplayers = self.selfplayers()
-        return {"name": self.name, "nodes": 1, "selfplayers": len(selfplayers),
-                "selfplayers_alive": sum(1 for c in selfplayers
-                                         if c.process is not None and c.process.is_alive())}
+        return {
+            "name": self.name,
+            "nodes": 1,
+            "selfplayers": len(selfplayers),
+            "selfplayers_alive": sum(
+                1 for c in selfplayers if c.process is not None and c.process.is_alive()
+            ),
+        }
 
     def stop_selfplayers(self) -> None:
         self.host.join(self.selfplayers(), JOIN_SELFPLAYERS_S)
@@ -277,10 +317,12 @@ class ProcessBackend(SelfplayBackend):
         self.host.join([self.children.get("predictor")], JOIN_PREDICTOR_S)
 
     def alive(self) -> bool:
-        return any(c.process is not None and c.process.is_alive()
-                   for c in self.children.values())
+        return any(c.process is not None and c.process.is_alive() for c in self.children.values())
 
     def pids(self) -> dict[str, int]:
         """Process ids by name (the bench measures their CPU time)."""
-        return {n: c.process.pid for n, c in self.children.items()
-                if c.process is not None and c.process.pid is not None}
+        return {
+            n: c.process.pid
+            for n, c in self.children.items()
+            if c.process is not None and c.process.pid is not None
+        }

@@ -15,6 +15,7 @@ file, except `network` and `train.learner`, which describe the carried model.  I
 OLD is only read.  This is how the adaptation experiment changes the world under a learner
 (gamegym.bench.replay), and how a user moves a trained model to a variant of the game.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,11 +33,16 @@ from gamegym.game.graph import load_game
 __all__ = ["continue_session"]
 
 log = logging.getLogger(__name__)
-CARRIED = ("network", "train.learner")   # fields that describe the carried model
+CARRIED = ("network", "train.learner")  # fields that describe the carried model
 
 
-def continue_session(source, target, game: str | None = None, game_args: dict | None = None,
-                     overrides: dict | None = None) -> Session:
+def continue_session(
+    source,
+    target,
+    game: str | None = None,
+    game_args: dict | None = None,
+    overrides: dict | None = None,
+) -> Session:
     """Make the session `target` from `source` under `game` / `game_args` (unchanged when
     None) and `overrides` (config sections, as GymConfig.updated takes); returns it."""
     old = Session(source)
@@ -58,24 +64,35 @@ def continue_session(source, target, game: str | None = None, game_args: dict | 
     for path in CARRIED:
         before, after = stored.value_at(path), config.value_at(path)
         if before != after:
-            raise ConfigError(f"config field '{path}' cannot change when continuing a session: "
-                              f"it describes the carried model (session has {before!r}, "
-                              f"the change asks for {after!r})")
+            raise ConfigError(
+                f"config field '{path}' cannot change when continuing a session: "
+                f"it describes the carried model (session has {before!r}, "
+                f"the change asks for {after!r})"
+            )
     new = Session(target)
     if new.path.exists() and (not new.path.is_dir() or any(new.path.iterdir())):
-        raise SessionError(f"{new.path} exists and is not an empty folder; continue into a "
-                           "new folder")
+        raise SessionError(
+            f"{new.path} exists and is not an empty folder; continue into a new folder"
+        )
     folder_was_there = new.path.exists()
     try:
         new.create(config)
         carry(old, new, iteration)
     except BaseException:
-        _remove_contents(new.path)         # all made here: the folder was new or empty
+        _remove_contents(new.path)  # all made here: the folder was new or empty
         if not folder_was_there:
             shutil.rmtree(new.path, ignore_errors=True)
         raise
-    log.info("continued %s (iteration %d, %s %s) into %s (%s %s)", old.path, iteration,
-             stored.game, stored.game_args, new.path, config.game, config.game_args)
+    log.info(
+        "continued %s (iteration %d, %s %s) into %s (%s %s)",
+        old.path,
+        iteration,
+        stored.game,
+        stored.game_args,
+        new.path,
+        config.game,
+        config.game_args,
+    )
     return new
 
 
@@ -88,18 +105,35 @@ def carry(old: Session, new: Session, iteration: int) -> None:
         for path in sample_files(old.samples_dir, it):
             _copy(path, new.samples_dir / str(it) / path.name, link=True)
             files += 1
-    states = sorted((int(p.stem), p) for p in old.replay_dir.glob("*.npz")
-                    if p.stem.isdigit() and int(p.stem) <= iteration) \
-        if old.replay_dir.is_dir() else []
+    states = (
+        sorted(
+            (int(p.stem), p)
+            for p in old.replay_dir.glob("*.npz")
+            if p.stem.isdigit() and int(p.stem) <= iteration
+        )
+        if old.replay_dir.is_dir()
+        else []
+    )
     if states:
         _copy(states[-1][1], new.replay_dir / f"{first}.npz", link=False)
     old_config = old.load_config()
-    atomic_write_json(new.path / "origin.json", {
-        "source": str(old.path), "iteration": iteration, "first_iteration": first,
-        "game": old_config.game, "game_args": old_config.game_args, "sample_files": files,
-        "replay_state": states[-1][1].name if states else None, "time": time.time()})
-    atomic_write_json(new.models_dir / "current.json",
-                      {"iteration": first, "file": f"{first}.keras", "time": time.time()})
+    atomic_write_json(
+        new.path / "origin.json",
+        {
+            "source": str(old.path),
+            "iteration": iteration,
+            "first_iteration": first,
+            "game": old_config.game,
+            "game_args": old_config.game_args,
+            "sample_files": files,
+            "replay_state": states[-1][1].name if states else None,
+            "time": time.time(),
+        },
+    )
+    atomic_write_json(
+        new.models_dir / "current.json",
+        {"iteration": first, "file": f"{first}.keras", "time": time.time()},
+    )
 
 
 def _copy(source: Path, target: Path, link: bool) -> None:
@@ -110,7 +144,7 @@ def _copy(source: Path, target: Path, link: bool) -> None:
             os.link(source, target)
             return
         except OSError:
-            pass   # another file system, or no hard links there: copy
+            pass  # another file system, or no hard links there: copy
     tmp = temporary_path(target)
     try:
         shutil.copyfile(source, tmp)
@@ -127,9 +161,11 @@ def _same_shape(stored: GymConfig, game: str, game_args: dict):
     shapes = [tuple(g.numpify(g.roots[0]).shape) for g in (before, after)]
     actions = [g.action_space_size for g in (before, after)]
     if shapes[0] != shapes[1] or actions[0] != actions[1]:
-        raise ConfigError(f"{game} {game_args} has input shape {shapes[1]} and {actions[1]} "
-                          f"actions, the session's game {shapes[0]} and {actions[0]}: the "
-                          "carried model would not fit")
+        raise ConfigError(
+            f"{game} {game_args} has input shape {shapes[1]} and {actions[1]} "
+            f"actions, the session's game {shapes[0]} and {actions[0]}: the "
+            "carried model would not fit"
+        )
     return after
 
 
@@ -138,6 +174,6 @@ def _remove_contents(folder: Path) -> None:
         return
     for child in folder.iterdir():
         if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)   # a hard link goes, its source stays
+            shutil.rmtree(child, ignore_errors=True)  # a hard link goes, its source stays
         else:
             child.unlink(missing_ok=True)

@@ -3,6 +3,7 @@ debugger.  Self-play, prediction and training take turns; the files are the same
 The learner's self-play driver asks the model in this process (a `LocalService`) instead of the
 Predictor.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,12 +23,16 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
     from gamegym.nets.tfsetup import configure_tensorflow
     from gamegym.runtime.selfplay import SampleWriter, selfplay_loop
     from gamegym.runtime.trainer import build_trainer
+
     session, config = gym.session, gym.config
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, announce=True)
     graph = load_game(config.game, config.game_args)
     rng = np.random.default_rng(process_seed(config.seed, SEED_SELFPLAYER, gym.run_number, 0, 0))
-    trainer = build_trainer(session, config, np.random.default_rng(
-        process_seed(config.seed, SEED_TRAINER, gym.run_number)))
+    trainer = build_trainer(
+        session,
+        config,
+        np.random.default_rng(process_seed(config.seed, SEED_TRAINER, gym.run_number)),
+    )
     learner = trainer.learner
 
     def driver_for(iteration: int):
@@ -46,12 +51,17 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
         if max_iterations is not None and trained >= max_iterations:
             gym.request_stop(f"{max_iterations} new iterations trained")
             break
-        played = selfplay_loop(driver, config.selfplay, writer, never,
-                               max_games=config.selfplay.gamelog_dump_threshold,
-                               stop_when_idle=True)
+        played = selfplay_loop(
+            driver,
+            config.selfplay,
+            writer,
+            never,
+            max_games=config.selfplay.gamelog_dump_threshold,
+            stop_when_idle=True,
+        )
         ok, reason = trainer.ready()
         log.info("trainer: %s", reason)
-        if not ok and not played:   # self-play waits for a model the Trainer cannot make yet
+        if not ok and not played:  # self-play waits for a model the Trainer cannot make yet
             gym.stop_requested.wait(1.0)
         if ok:
             iteration = trainer.train_once()

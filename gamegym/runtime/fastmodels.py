@@ -10,6 +10,7 @@ short-lived child process that imports TensorFlow and exits (or here, when this 
 imported TensorFlow anyway).  A model with no fast form leaves no file, and the Predictor falls
 back to TensorFlow.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,8 +24,13 @@ from gamegym.data.session import fast_model_file
 from gamegym.nets.portable import FastModelError, evaluator_from_bytes, to_bytes
 from gamegym.nets.tfsetup import tensorflow_imported
 
-__all__ = ["fast_model_bytes", "cpu_fast_path", "gpu_may_be_present", "load_fast_model",
-           "convert_model_file"]
+__all__ = [
+    "fast_model_bytes",
+    "cpu_fast_path",
+    "gpu_may_be_present",
+    "load_fast_model",
+    "convert_model_file",
+]
 
 log = logging.getLogger("gamegym.runtime.fastmodels")
 CONVERT_TIMEOUT_S = 600.0
@@ -51,8 +57,9 @@ def gpu_may_be_present() -> bool:
 def cpu_fast_path(predict_config) -> bool:
     """Whether a Predictor with these options loads models from their fast-path files (no
     TensorFlow): the fast path is on and no GPU is wanted, or none can be there."""
-    return bool(predict_config.numpy_fastpath) and not (predict_config.use_gpu
-                                                        and gpu_may_be_present())
+    return bool(predict_config.numpy_fastpath) and not (
+        predict_config.use_gpu and gpu_may_be_present()
+    )
 
 
 def load_fast_model(learner, model_path: Path, iteration: int, plugins=()):
@@ -70,8 +77,9 @@ def load_fast_model(learner, model_path: Path, iteration: int, plugins=()):
             return evaluator_from_bytes(path.read_bytes(), iteration, str(path))
         except (FastModelError, OSError) as error:
             if attempt:
-                raise FastModelError(f"{path} is unreadable even when made again: {error}"
-                                     ) from None
+                raise FastModelError(
+                    f"{path} is unreadable even when made again: {error}"
+                ) from None
             log.warning("%s; converting %s again", error, model_path)
     return None
 
@@ -92,9 +100,12 @@ def convert_model_file(learner_name: str, model_path: Path, plugins=()) -> bool:
         return _convert(learner_name, Path(model_path))
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_convert_main,
-                        args=(learner_name, str(model_path), list(plugins), send),
-                        name="fast-model", daemon=True)
+    child = ctx.Process(
+        target=_convert_main,
+        args=(learner_name, str(model_path), list(plugins), send),
+        name="fast-model",
+        daemon=True,
+    )
     child.start()
     send.close()
     try:
@@ -110,15 +121,19 @@ def convert_model_file(learner_name: str, model_path: Path, plugins=()) -> bool:
             child.kill()
     if error:
         log.error("could not convert %s to the fast path: %s", model_path, error)
-    log.info("converted %s to the fast path in a child process: %s", model_path,
-             "done" if written else "no fast form")
+    log.info(
+        "converted %s to the fast path in a child process: %s",
+        model_path,
+        "done" if written else "no fast form",
+    )
     return written
 
 
 def _convert(learner_name: str, model_path: Path) -> bool:
     from gamegym.learners import get_learner
     from gamegym.nets.tfsetup import import_keras, load_model
-    import_keras().backend.clear_session()   # Keras' global name state grows with every load
+
+    import_keras().backend.clear_session()  # Keras' global name state grows with every load
     data = fast_model_bytes(get_learner(learner_name), load_model(model_path))
     path = fast_model_file(model_path)
     if data is None:
@@ -132,9 +147,10 @@ def _convert_main(learner_name: str, model_path: str, plugins: list, answer) -> 
     """The child of `convert_model_file`: answers (written, error text or None)."""
     from gamegym.config import import_plugins
     from gamegym.nets.tfsetup import configure_tensorflow
+
     try:
         import_plugins(plugins)
         configure_tensorflow(use_gpu=False, threads=1)
         answer.send((_convert(learner_name, Path(model_path)), None))
-    except Exception as error:   # noqa: BLE001 (the parent logs it and goes on with TensorFlow)
+    except Exception as error:  # noqa: BLE001 (the parent logs it and goes on with TensorFlow)
         answer.send((False, f"{type(error).__name__}: {error}"))

@@ -1,8 +1,9 @@
 """GameGym: starts, watches and stops the Trainer, the Predictor and the Selfplayers of a session.
 
-    gym = GameGym("sessions/ttt", graph=TicTacToe(), config=GymConfig(game=...))
-    gym.resume(max_seconds=600)      # 'exit' on the console, Ctrl+C or SIGTERM stop it cleanly
+gym = GameGym("sessions/ttt", graph=TicTacToe(), config=GymConfig(game=...))
+gym.resume(max_seconds=600)      # 'exit' on the console, Ctrl+C or SIGTERM stop it cleanly
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,25 +34,34 @@ class GymError(RuntimeError):
 class GameGym:
     """A self-play session in a folder: create it once, resume it any number of times."""
 
-    def __init__(self, session_path, graph: GameGraph | None = None,
-                 config: GymConfig | None = None, initial_model=None):
+    def __init__(
+        self,
+        session_path,
+        graph: GameGraph | None = None,
+        config: GymConfig | None = None,
+        initial_model=None,
+    ):
         if in_spawned_child():
             # a child started with spawn imports the parent's main script again: without the
             # guard every child would build a gym of its own (and start children of its own)
-            raise GymError("a GameGym is being made while a child process starts up: the gym "
-                           "starts its processes with spawn, which runs your main script again "
-                           "in each of them; put the code that starts the gym under "
-                           "`if __name__ == \"__main__\":`")
+            raise GymError(
+                "a GameGym is being made while a child process starts up: the gym "
+                "starts its processes with spawn, which runs your main script again "
+                "in each of them; put the code that starts the gym under "
+                '`if __name__ == "__main__":`'
+            )
         self.session = Session(session_path)
-        self._config_to_save = None   # a changed config, written once the lock is held
+        self._config_to_save = None  # a changed config, written once the lock is held
         if self.session.exists():
             self.config = self._config_for_resume(graph, config)
             if initial_model is not None:
-                raise GymError(f"session {self.session.path} already has models; "
-                               "initial_model is only for a new session")
+                raise GymError(
+                    f"session {self.session.path} already has models; "
+                    "initial_model is only for a new session"
+                )
         else:
             self.config = self._create(graph, config, initial_model)
-        self.run_number = 0   # the session's run number, counted when the lock is taken
+        self.run_number = 0  # the session's run number, counted when the lock is taken
         self.stop_requested = threading.Event()
         self.stop_reason = ""
         self.force = False
@@ -61,8 +71,9 @@ class GameGym:
     def _config_for_resume(self, graph, config) -> GymConfig:
         stored = self.session.load_config()
         if graph is not None and game_spec(graph) != stored.game:
-            raise GymError(f"session {self.session.path} is for game {stored.game}, "
-                           f"not {game_spec(graph)}")
+            raise GymError(
+                f"session {self.session.path} is for game {stored.game}, not {game_spec(graph)}"
+            )
         if config is None:
             return stored
         if not config.game:
@@ -73,8 +84,10 @@ class GameGym:
 
     def _create(self, graph, config, initial_model) -> GymConfig:
         if graph is None and (config is None or not config.game):
-            raise GymError(f"no session at {self.session.path}: give a graph or a config "
-                           "with 'game' to create one")
+            raise GymError(
+                f"no session at {self.session.path}: give a graph or a config "
+                "with 'game' to create one"
+            )
         if config is None:
             config = GymConfig(game=game_spec(graph), game_args=graph.game_args)
         elif graph is not None:
@@ -88,17 +101,22 @@ class GameGym:
             self.session.discard_new(folder_was_there)  # no half-made session
             if is_disk_full(error):
                 advice = disk_full_message(self.session.path.parent, error, "try again")
-                raise SessionError(f"cannot create session {self.session.path}: {advice}"
-                                   ) from error
+                raise SessionError(
+                    f"cannot create session {self.session.path}: {advice}"
+                ) from error
             raise
         log.info("created session %s for %s", self.session.path, config.game)
         return config
 
     # ----- running --------------------------------------------------------------------------
-    def resume(self, max_seconds: float | None = None, max_iterations: int | None = None,
-               console: bool = True) -> int:
+    def resume(
+        self,
+        max_seconds: float | None = None,
+        max_iterations: int | None = None,
+        console: bool = True,
+    ) -> int:
         """Run until 'exit', a signal, or a limit; returns the exit code (0 = clean stop)."""
-        origin = game_module_origin(self.config.game)   # refuses a spec that is not a module
+        origin = game_module_origin(self.config.game)  # refuses a spec that is not a module
         print(f"[gamegym] game {self.config.game}: its code comes from {origin}", flush=True)
         self.take_session()
         try:
@@ -108,18 +126,27 @@ class GameGym:
             if removed:
                 log.info("removed %d temporary files left by an earlier run", removed)
             start_iteration = self.session.recover_models()
-            log.info("resuming %s at iteration %d (run %d, seed %d); game code from %s",
-                     self.session.path, start_iteration, self.run_number, self.config.seed,
-                     game_module_origin(self.config.game))
+            log.info(
+                "resuming %s at iteration %d (run %d, seed %d); game code from %s",
+                self.session.path,
+                start_iteration,
+                self.run_number,
+                self.config.seed,
+                game_module_origin(self.config.game),
+            )
             with _signals(self), _console(self, console):
                 if self.config.debug_single_process:
                     from gamegym.runtime.debugrun import run_single_process
+
                     return run_single_process(self, max_seconds, max_iterations)
                 from gamegym.runtime.supervisor import Supervisor
+
                 return Supervisor(self, max_seconds, max_iterations).run()
         finally:
-            log.info("gym exiting (%s)", "TensorFlow imported" if tensorflow_imported()
-                     else "TensorFlow not imported")
+            log.info(
+                "gym exiting (%s)",
+                "TensorFlow imported" if tensorflow_imported() else "TensorFlow not imported",
+            )
             self.session.release_lock()
 
     def take_session(self) -> None:
@@ -128,7 +155,7 @@ class GameGym:
         from the run number."""
         self.session.acquire_lock()
         try:
-            if self._config_to_save is not None:   # only the lock's holder writes config.json
+            if self._config_to_save is not None:  # only the lock's holder writes config.json
                 self._config_to_save.check_resume(self.session.load_config())
                 self.session.save_config(self._config_to_save)
                 self._config_to_save = None
@@ -161,16 +188,22 @@ def publish_initial_model(session: Session, config: GymConfig, initial_model=Non
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
     path = None if initial_model is None else str(initial_model)
-    child = ctx.Process(target=_initial_model_main, args=(str(session.path), config, path, send),
-                        name="initial-model", daemon=True)
+    child = ctx.Process(
+        target=_initial_model_main,
+        args=(str(session.path), config, path, send),
+        name="initial-model",
+        daemon=True,
+    )
     child.start()
     send.close()
     try:
         error = receive.recv()
-    except EOFError:   # it died before it could answer (e.g. while spawn imported the script)
+    except EOFError:  # it died before it could answer (e.g. while spawn imported the script)
         child.join()
-        raise GymError(f"the process making the first model of {session.path} died (exit code "
-                       f"{child.exitcode}); its error is on the console above") from None
+        raise GymError(
+            f"the process making the first model of {session.path} died (exit code "
+            f"{child.exitcode}); its error is on the console above"
+        ) from None
     finally:
         receive.close()
     child.join()
@@ -182,12 +215,13 @@ def _initial_model_main(session_path: str, config: GymConfig, initial_model, ans
     """The child of `publish_initial_model`: answers None, or the exception that stopped it."""
     try:
         graph = load_game(config.game, config.game_args)
-        _publish_first(Session(session_path), config,
-                       make_initial_model(graph, config, initial_model))
+        _publish_first(
+            Session(session_path), config, make_initial_model(graph, config, initial_model)
+        )
     except BaseException as error:
         try:
             answer.send(error)
-        except Exception:   # an exception that does not pickle: its text
+        except Exception:  # an exception that does not pickle: its text
             answer.send(GymError(f"{type(error).__name__}: {error}"))
         return
     answer.send(None)
@@ -197,6 +231,7 @@ def _publish_first(session: Session, config: GymConfig, model) -> None:
     """models/0.keras, with its fast-path file (gamegym.runtime.fastmodels)."""
     from gamegym.learners import get_learner
     from gamegym.runtime.fastmodels import fast_model_bytes
+
     fast_form = fast_model_bytes(get_learner(config.train.learner), model)
     session.publish_model(model, 0, fast_form=fast_form)
 
@@ -205,6 +240,7 @@ def make_initial_model(graph: GameGraph, config: GymConfig, initial_model=None):
     """The iteration-0 model: given (a path or a Keras model) or freshly built by the learner."""
     from gamegym.learners import get_learner
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
+
     configure_tensorflow(use_gpu=False)
     learner = get_learner(config.train.learner)
     if initial_model is None:
@@ -226,17 +262,22 @@ def check_model_fits(model, graph: GameGraph) -> None:
     expected = tuple(graph.numpify(graph.roots[0]).shape)
     got = tuple(int(d) for d in model.inputs[0].shape[1:])
     if got != expected:
-        raise GymError(f"model input shape {got} does not match numpify shape {expected} "
-                       f"of {type(graph).__name__}")
+        raise GymError(
+            f"model input shape {got} does not match numpify shape {expected} "
+            f"of {type(graph).__name__}"
+        )
     outputs = model.outputs
     policy = int(outputs[0].shape[-1])
     if policy != graph.action_space_size:
-        raise GymError(f"model policy size {policy} does not match action_space_size "
-                       f"{graph.action_space_size} of {type(graph).__name__}")
+        raise GymError(
+            f"model policy size {policy} does not match action_space_size "
+            f"{graph.action_space_size} of {type(graph).__name__}"
+        )
 
 
 def _setup_main_logging(session: Session, level: str) -> None:
     from gamegym.runtime.process import setup_logging
+
     setup_logging(session.logs_dir, "gym", level)
 
 

@@ -7,6 +7,7 @@ hang that holds the interpreter) is named on the console and in the log and kill
 death is then handled as a crash is.  A child still starting up (no beat yet: spawn imports
 its modules) gets `STARTUP_GRACE` times as long.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -58,5 +59,5 @@ class Heartbeat:
             return 0.0
         return now - self._since
 
-    def __getstate__(self):   # the child needs only the counter
+    def __getstate__(self):  # the child needs only the counter
         return {"counter": self.counter, "_count": 0, "_since": None}

@@ -1,4 +1,5 @@
 """Typed messages between the gym's processes (all picklable)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,9 +17,9 @@ class EvalRequest:
     inputs {"x": float32 [B, *input_shape]}, the numpify of each leaf."""
 
     request_id: int
-    kind: str                # which model call, e.g. "evaluate" (AlphaZero), "recurrent" (MuZero)
-    inputs: dict             # name -> array [B, ...]; every array has the same batch size B
-    iteration: int = -1      # the model iteration that must answer; -1: the newest
+    kind: str  # which model call, e.g. "evaluate" (AlphaZero), "recurrent" (MuZero)
+    inputs: dict  # name -> array [B, ...]; every array has the same batch size B
+    iteration: int = -1  # the model iteration that must answer; -1: the newest
 
 
 @dataclass
@@ -29,9 +30,9 @@ class EvalResponse:
     "values": float32 [B] value from each leaf's mover's view}."""
 
     request_id: int
-    iteration: int           # model iteration that evaluated the batch
-    outputs: dict = field(default_factory=dict)   # name -> array [B, ...]
-    error: str = ""          # why there is no answer (an iteration no longer held)
+    iteration: int  # model iteration that evaluated the batch
+    outputs: dict = field(default_factory=dict)  # name -> array [B, ...]
+    error: str = ""  # why there is no answer (an iteration no longer held)
 
 
 @dataclass
@@ -47,7 +48,7 @@ class EvaluatorRequest:
     """A Predictor client asks for the evaluator of a model iteration in a form it can run
     itself, without TensorFlow (see gamegym.nets.inference.PipeService)."""
 
-    iteration: int = -1      # -1: the newest
+    iteration: int = -1  # -1: the newest
 
 
 @dataclass
@@ -74,4 +75,4 @@ class NewClient:
     """The gym hands the Predictor its end of a restarted Selfplayer's pipe: each incarnation
     of a Selfplayer has a pipe of its own, so no answer meant for a dead one reaches it."""
 
-    conn: object             # a multiprocessing Connection (duplex)
+    conn: object  # a multiprocessing Connection (duplex)

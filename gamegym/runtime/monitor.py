@@ -1,4 +1,5 @@
 """Watching a running gym: throughput figures, psutil resources, the status line, plots."""
+
 from __future__ import annotations
 
 import io
@@ -33,17 +34,19 @@ class Monitor:
 
     def __init__(self, window: float = 20.0):
         self.window = window
-        self.events: deque = deque()          # (time, role, figures)
+        self.events: deque = deque()  # (time, role, figures)
         self.totals: dict = defaultdict(float)
         self.iteration = -1
         self.last_losses: dict = {}
-        self.replay: dict = {}              # the replay buffer's figures of the last iteration
-        self.rating: tuple = (None, None)   # (iteration, Elo) of the latest evaluation
+        self.replay: dict = {}  # the replay buffer's figures of the last iteration
+        self.rating: tuple = (None, None)  # (iteration, Elo) of the latest evaluation
         self.processes: dict[str, psutil.Process] = {}
         self.started = time.monotonic()
-        self.backend = None   # where self-play runs (gamegym.runtime.backends); its status() is shown
-        self.playing: set[str] = set()   # Selfplayers (by name) that have reported searches
-        self.earlier_seconds = 0.0   # how long the session ran before this run (its resumes)
+        self.backend = (
+            None  # where self-play runs (gamegym.runtime.backends); its status() is shown
+        )
+        self.playing: set[str] = set()  # Selfplayers (by name) that have reported searches
+        self.earlier_seconds = 0.0  # how long the session ran before this run (its resumes)
 
     def add(self, report) -> None:
         now = time.monotonic()
@@ -105,7 +108,9 @@ class Monitor:
             role = role_of(name)
             usage[role]["cpu_percent"] += cpu
             usage[role]["rss_mib"] += rss
-        return {role: {k: round(v, 1) for k, v in figures.items()} for role, figures in usage.items()}
+        return {
+            role: {k: round(v, 1) for k, v in figures.items()} for role, figures in usage.items()
+        }
 
     def memory(self) -> dict:
         """Resident MiB per role now (summed over its processes), the gym included; unlike
@@ -120,27 +125,39 @@ class Monitor:
 
     def status(self) -> dict:
         run_seconds = self.earlier_seconds + time.monotonic() - self.started
-        return {"time": time.time(), "run_seconds": round(run_seconds, 1),
-                "iteration": self.iteration,
-                "games": int(self.totals.get("selfplayer.games", 0)),
-                "samples": int(self.totals.get("selfplayer.samples", 0)),
-                "last_losses": self.last_losses, "rating": self.rating[1],
-                **({"replay": self.replay} if self.replay else {}),
-                "rated_iteration": self.rating[0], **{k: round(v, 2) for k, v in self.rates().items()},
-                "resources": self.resources(),
-                **({"backend": self.backend.status()} if self.backend is not None else {})}
+        return {
+            "time": time.time(),
+            "run_seconds": round(run_seconds, 1),
+            "iteration": self.iteration,
+            "games": int(self.totals.get("selfplayer.games", 0)),
+            "samples": int(self.totals.get("selfplayer.samples", 0)),
+            "last_losses": self.last_losses,
+            "rating": self.rating[1],
+            **({"replay": self.replay} if self.replay else {}),
+            "rated_iteration": self.rating[0],
+            **{k: round(v, 2) for k, v in self.rates().items()},
+            "resources": self.resources(),
+            **({"backend": self.backend.status()} if self.backend is not None else {}),
+        }
 
     def status_line(self, status: dict | None = None) -> str:
         s = status or self.status()
         loss = s["last_losses"].get("loss")
-        rating = "" if s.get("rating") is None else \
-            f"Elo {s['rating']:.0f} (it {s['rated_iteration']}) | "
-        res = " ".join(f"{role} {r['cpu_percent']:.0f}%/{r['rss_mib']:.0f}M"
-                       for role, r in sorted(s["resources"].items()))
-        return (f"it {s['iteration']} | games {s['games']} | samples/s {s['samples_per_s']:.1f} | "
-                f"searches/s {s['searches_per_s']:.0f} | batch {s['mean_batch']:.1f} | "
-                f"loss {'-' if loss is None else f'{loss:.3f}'} | {rating}"
-                f"{backend_summary(s.get('backend'))}{_replay_part(s.get('replay'))}{res}")
+        rating = (
+            ""
+            if s.get("rating") is None
+            else f"Elo {s['rating']:.0f} (it {s['rated_iteration']}) | "
+        )
+        res = " ".join(
+            f"{role} {r['cpu_percent']:.0f}%/{r['rss_mib']:.0f}M"
+            for role, r in sorted(s["resources"].items())
+        )
+        return (
+            f"it {s['iteration']} | games {s['games']} | samples/s {s['samples_per_s']:.1f} | "
+            f"searches/s {s['searches_per_s']:.0f} | batch {s['mean_batch']:.1f} | "
+            f"loss {'-' if loss is None else f'{loss:.3f}'} | {rating}"
+            f"{backend_summary(s.get('backend'))}{_replay_part(s.get('replay'))}{res}"
+        )
 
     def record(self, monitoring_dir: Path, status: dict) -> None:
         append_jsonl(monitoring_dir / "status.jsonl", status)
@@ -152,8 +169,10 @@ def replay_summary(figures: dict | None) -> str:
     if not figures:
         return ""
     new = figures.get("new_share")
-    return (f"x{figures['mean_replays']:.1f} new {'-' if new is None else f'{new:.0%}'} "
-            f"p {figures['priority_p10']:.3g}..{figures['priority_p90']:.3g}")
+    return (
+        f"x{figures['mean_replays']:.1f} new {'-' if new is None else f'{new:.0%}'} "
+        f"p {figures['priority_p10']:.3g}..{figures['priority_p90']:.3g}"
+    )
 
 
 def _replay_part(figures: dict | None) -> str:
@@ -194,12 +213,16 @@ def backend_summary(backend: dict | None) -> str:
     if not backend:
         return ""
     alive = f"selfplayers {backend['selfplayers_alive']}/{backend['selfplayers']}"
-    if "searches_per_s_by_node" not in backend:     # one machine
+    if "searches_per_s_by_node" not in backend:  # one machine
         return f"{alive} | "
-    nodes = " ".join(f"{node} {rate:.0f}" for node, rate in
-                     sorted(backend.get("searches_per_s_by_node", {}).items()))
-    return (f"{backend['name']} {backend['nodes']} node{'s' if backend['nodes'] != 1 else ''}, {alive}"
-            f"{', searches/s by node ' + nodes if nodes else ''} | ")
+    nodes = " ".join(
+        f"{node} {rate:.0f}"
+        for node, rate in sorted(backend.get("searches_per_s_by_node", {}).items())
+    )
+    return (
+        f"{backend['name']} {backend['nodes']} node{'s' if backend['nodes'] != 1 else ''}, {alive}"
+        f"{', searches/s by node ' + nodes if nodes else ''} | "
+    )
 
 
 def plot_training(session) -> Path | None:
@@ -224,8 +247,10 @@ def new_figure(size: tuple = (6, 4), rows: int = 1):
     """A matplotlib figure and its axis (`rows` > 1: axes, one under the other, sharing x) on
     the non-interactive backend."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt.subplots(rows, 1, figsize=size, dpi=80, sharex=rows > 1)
 
 
@@ -234,6 +259,7 @@ def save_figure(figure, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     from gamegym.data.fileio import atomic_write_bytes
+
     buffer = io.BytesIO()
     try:
         figure.savefig(buffer, format="png")

@@ -24,6 +24,7 @@ each iteration is read from its fast-path file (models/<it>.fast.npz), so this p
 imports TensorFlow; otherwise, and for a model with no fast form, from the Keras file through
 TensorFlow (the reference path, and the one that uses a GPU).
 """
+
 from __future__ import annotations
 
 import logging
@@ -54,7 +55,7 @@ from gamegym.runtime.process import child_entry
 
 log = logging.getLogger("gamegym.runtime.predictor")
 
-HOLD = 2   # model iterations held at once: the newest and the one before it
+HOLD = 2  # model iterations held at once: the newest and the one before it
 
 
 class Predictor:
@@ -63,28 +64,36 @@ class Predictor:
     `models` is where model iterations are read: the Session, or anything else with
     `model_path(iteration)` and `current_iteration()`."""
 
-    def __init__(self, models, config, clients: list[Connection], control: Connection | None,
-                 reports=None, joins: Connection | None = None):
+    def __init__(
+        self,
+        models,
+        config,
+        clients: list[Connection],
+        control: Connection | None,
+        reports=None,
+        joins: Connection | None = None,
+    ):
         from gamegym.learners import get_learner
+
         self.models = models
         self.config = config.predict
         self.learner = get_learner(config.train.learner)
         self.clients = list(clients)
-        self.live = list(clients)    # clients whose pipe is open
+        self.live = list(clients)  # clients whose pipe is open
         self.controls = [control] if control is not None else []
         self.reports = reports
-        self.held: dict[int, ModelCall] = {}   # iteration -> evaluator, oldest first
-        self.fast_files = cpu_fast_path(self.config)   # models from fast-path files, no TF
-        self._plugins = list(getattr(config, "plugins", []))   # for a converting child
+        self.held: dict[int, ModelCall] = {}  # iteration -> evaluator, oldest first
+        self.fast_files = cpu_fast_path(self.config)  # models from fast-path files, no TF
+        self._plugins = list(getattr(config, "plugins", []))  # for a converting child
         self._batches = 0
         self._positions = 0
         self._busy = 0.0
         self._last_report = time.monotonic()
-        self._outboxes: dict[int, Outbox] = {}   # id(client) -> its sending thread
-        self._joining: deque = deque()   # clients added from another thread, not yet served
-        self._wake: Connection | None = None   # add_client's signal to the serving loop
-        self._accepting = joins is not None      # serve on with no client: more may join
-        if joins is not None:                    # the gym's NewClient messages
+        self._outboxes: dict[int, Outbox] = {}  # id(client) -> its sending thread
+        self._joining: deque = deque()  # clients added from another thread, not yet served
+        self._wake: Connection | None = None  # add_client's signal to the serving loop
+        self._accepting = joins is not None  # serve on with no client: more may join
+        if joins is not None:  # the gym's NewClient messages
             self.controls.append(joins)
 
     def accept_clients(self) -> None:
@@ -119,8 +128,12 @@ class Predictor:
         if evaluator is None:
             evaluator = self._load_tensorflow(path, iteration, oldest)
         self.held[iteration] = evaluator
-        log.info("loaded model iteration %d from %s (%s)", iteration, path,
-                 getattr(evaluator, "path", type(evaluator).__name__))
+        log.info(
+            "loaded model iteration %d from %s (%s)",
+            iteration,
+            path,
+            getattr(evaluator, "path", type(evaluator).__name__),
+        )
         if self._portable(evaluator) is not None:
             for conn in self.live:
                 self._send(conn, Reload(iteration))
@@ -134,8 +147,7 @@ class Predictor:
             log.error("%s; loading the model with TensorFlow", error)
             evaluator = None
         if evaluator is None:
-            log.info("model iteration %d has no fast form here: TensorFlow from now on",
-                     iteration)
+            log.info("model iteration %d has no fast form here: TensorFlow from now on", iteration)
             self.fast_files = False
         return evaluator
 
@@ -143,8 +155,10 @@ class Predictor:
         """The iteration's evaluator from its Keras file; `reuse` (an evaluator of an older
         iteration) takes the new weights when it can."""
         from gamegym.nets.tfsetup import configure_tensorflow, import_keras, load_model
-        configure_tensorflow(self.config.use_gpu, self.config.gpu_memorylimit, threads=1,
-                             announce=True)   # a missing GPU: one line on the console
+
+        configure_tensorflow(
+            self.config.use_gpu, self.config.gpu_memorylimit, threads=1, announce=True
+        )  # a missing GPU: one line on the console
         import_keras().backend.clear_session()  # Keras' global name state would grow with every reload
         model = load_model(path)
         update = getattr(reuse, "update", None)
@@ -162,7 +176,7 @@ class Predictor:
     def serve(self, stop_event) -> None:
         self.load(max(0, self.models.current_iteration()))
         timeout = self.config.batch_timeout_ms / 1000.0
-        live = self.live   # clients that join are added to it
+        live = self.live  # clients that join are added to it
         while live or self._accepting:
             ready = wait(live + self.controls, timeout=1.0)
             if not ready:
@@ -205,8 +219,7 @@ class Predictor:
             if isinstance(message, EvalRequest):
                 pending.append((conn, message))
             elif isinstance(message, EvaluatorRequest):
-                iteration = (self.evaluator.iteration if message.iteration < 0
-                             else message.iteration)
+                iteration = self.evaluator.iteration if message.iteration < 0 else message.iteration
                 held = self.held.get(iteration)
                 self._send(conn, EvaluatorUpdate(iteration, self._portable(held) if held else None))
 
@@ -239,8 +252,10 @@ class Predictor:
         for (kind, iteration), members in groups.items():
             evaluator = self.held.get(iteration)
             if evaluator is None:
-                error = (f"model iteration {iteration} is no longer held (the Predictor holds "
-                         f"{sorted(self.held)})")
+                error = (
+                    f"model iteration {iteration} is no longer held (the Predictor holds "
+                    f"{sorted(self.held)})"
+                )
                 for conn, request in members:
                     self._send(conn, EvalResponse(request.request_id, iteration, {}, error))
                 continue
@@ -250,15 +265,24 @@ class Predictor:
                 for conn in {id(c): c for c, _ in members}.values():
                     self._send(conn, Reload(iteration))
             requests = [r for _, r in members]
-            inputs = {name: np.concatenate([r.inputs[name] for r in requests])
-                      if len(requests) > 1 else requests[0].inputs[name]
-                      for name in requests[0].inputs}
+            inputs = {
+                name: np.concatenate([r.inputs[name] for r in requests])
+                if len(requests) > 1
+                else requests[0].inputs[name]
+                for name in requests[0].inputs
+            }
             outputs = evaluator.run(kind, inputs)
             offset = 0
             for conn, request in members:
                 n = _size(request)
-                self._send(conn, EvalResponse(request.request_id, iteration,
-                                         {k: v[offset:offset + n] for k, v in outputs.items()}))
+                self._send(
+                    conn,
+                    EvalResponse(
+                        request.request_id,
+                        iteration,
+                        {k: v[offset : offset + n] for k, v in outputs.items()},
+                    ),
+                )
                 offset += n
             self._batches += 1
             self._positions += offset
@@ -281,10 +305,19 @@ class Predictor:
         now = time.monotonic()
         if self.reports is None or (not force and now - self._last_report < 2.0):
             return
-        self.reports.put(Report("predictor", os.getpid(), {
-            "batches": self._batches, "positions": self._positions, "busy_s": self._busy,
-            "seconds": now - self._last_report,
-            "iteration": self.evaluator.iteration if self.evaluator else -1}))
+        self.reports.put(
+            Report(
+                "predictor",
+                os.getpid(),
+                {
+                    "batches": self._batches,
+                    "positions": self._positions,
+                    "busy_s": self._busy,
+                    "seconds": now - self._last_report,
+                    "iteration": self.evaluator.iteration if self.evaluator else -1,
+                },
+            )
+        )
         self._batches = self._positions = 0
         self._busy = 0.0
         self._last_report = now
@@ -322,11 +355,13 @@ class Outbox:
                 return
             try:
                 self.conn.send(message)
-            except (OSError, ValueError):   # that Selfplayer is gone (or its pipe closed)
+            except (OSError, ValueError):  # that Selfplayer is gone (or its pipe closed)
                 return
+
 
 @child_entry("predictor")
 def predictor_main(session_path, config, clients, control, reports, joins=None, *, stop_event):
     from gamegym.data.session import Session
+
     predictor = Predictor(Session(session_path), config, clients, control, reports, joins)
     predictor.serve(stop_event)

@@ -1,4 +1,5 @@
 """What every child process does at its entry point: logging, signals, watching the parent."""
+
 from __future__ import annotations
 
 import functools
@@ -65,8 +66,8 @@ class Child:
     process: BaseProcess | None = None
     restarts: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-    heartbeat: Any = None       # its Heartbeat (gamegym.runtime.heartbeat), new at each spawn
-    hung: str = ""              # why the gym killed it as hung ("" when it did not)
+    heartbeat: Any = None  # its Heartbeat (gamegym.runtime.heartbeat), new at each spawn
+    hung: str = ""  # why the gym killed it as hung ("" when it did not)
 
 
 def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logging.Logger:
@@ -80,9 +81,13 @@ def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logg
     if logs_dir is not None:
         logs_dir.mkdir(parents=True, exist_ok=True)
         handler = logging.handlers.RotatingFileHandler(
-            log_path(logs_dir, role), maxBytes=5_000_000, backupCount=3, encoding="utf-8")
-        handler.setFormatter(logging.Formatter(
-            f"%(asctime)s %(levelname)s {role}[%(process)d] %(name)s: %(message)s"))
+            log_path(logs_dir, role), maxBytes=5_000_000, backupCount=3, encoding="utf-8"
+        )
+        handler.setFormatter(
+            logging.Formatter(
+                f"%(asctime)s %(levelname)s {role}[%(process)d] %(name)s: %(message)s"
+            )
+        )
         handler._gamegym = True  # type: ignore[attr-defined]  # our mark on a stdlib handler
         root.addHandler(handler)
     return logging.getLogger(f"gamegym.{role}")
@@ -96,6 +101,7 @@ def watch_parent(on_death) -> None:
 
     def watcher():
         from multiprocessing.connection import wait
+
         wait([parent.sentinel])
         on_death()
 
@@ -110,6 +116,7 @@ def child_entry(role: str):
     traceback, and an 'exiting' line that says whether the process imported TensorFlow.  A
     failure also gets one line on the console: the role and the error, without the traceback.
     """
+
     def wrap(fn):
         @functools.wraps(fn)
         def run(logs_dir, level, name, *args, **kwargs):
@@ -149,8 +156,13 @@ def child_entry(role: str):
                 code = 1
                 _say_failure(name or role, error)
             finally:
-                logger.info("%s exiting (%s)", name or role, "TensorFlow imported"
-                            if "tensorflow" in sys.modules else "TensorFlow not imported")
+                logger.info(
+                    "%s exiting (%s)",
+                    name or role,
+                    "TensorFlow imported"
+                    if "tensorflow" in sys.modules
+                    else "TensorFlow not imported",
+                )
                 logging.shutdown()
             if orphaned.is_set():
                 # the gym is gone: no one reads the report queue, and the interpreter's exit
@@ -158,15 +170,20 @@ def child_entry(role: str):
                 # already published whole, so nothing is lost by leaving at once
                 os._exit(code)
             sys.exit(code)
+
         return run
+
     return wrap
 
 
 def _say_failure(name: str, error: BaseException) -> None:
     """One console line for a child's failure (the traceback is in its log)."""
     first = next((line for line in str(error).splitlines() if line.strip()), "")
-    print(f"[gamegym] {name} failed: {type(error).__name__}: {first}"[:300], file=sys.stderr,
-          flush=True)
+    print(
+        f"[gamegym] {name} failed: {type(error).__name__}: {first}"[:300],
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def in_spawned_child() -> bool:

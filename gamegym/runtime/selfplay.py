@@ -6,6 +6,7 @@ model on the CPU fast path, are answered in this process.  The driver is the lea
 (`Learner.selfplayer`); AlphaZero's (`gamegym.search.play.SearchSelfplay`) plays one game at a
 time with MCTS whose concurrent searches send their leaves in one message.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -39,8 +40,8 @@ class SampleWriter:
 
     def __init__(self, samples_dir: Path | None, name: str):
         self.samples_dir = Path(samples_dir) if samples_dir is not None else None
-        self.role = name                       # e.g. selfplayer3: whose games these are
-        self.name = f"{name}-{os.getpid()}"    # file names: <name>-<sequence>-<unix time>.npz
+        self.role = name  # e.g. selfplayer3: whose games these are
+        self.name = f"{name}-{os.getpid()}"  # file names: <name>-<sequence>-<unix time>.npz
         self._pending: dict[int, list[GameRecord]] = defaultdict(list)
         self.samples_written = 0
 
@@ -66,8 +67,11 @@ class SampleWriter:
         """Write one encoded sample file of `iteration` atomically; returns its samples."""
         if self.samples_dir is None:
             raise RuntimeError(f"{self.role} has no samples folder to write to")
-        path = (self.samples_dir / str(iteration) /
-                f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}.npz")
+        path = (
+            self.samples_dir
+            / str(iteration)
+            / f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}.npz"
+        )
         atomic_write_bytes(path, data)
         return samples
 
@@ -78,7 +82,7 @@ class Counters:
 
     def __init__(self, role: str, reports, progress=None, interval: float = 2.0):
         self.role, self.reports, self.interval = role, reports, interval
-        self.progress = progress        # () -> figures done since its last call, or None
+        self.progress = progress  # () -> figures done since its last call, or None
         self.values: dict = defaultdict(float)
         self._lock = threading.Lock()
         self._last = time.monotonic()
@@ -112,15 +116,23 @@ class Counters:
         with self._lock:
             now = time.monotonic()
             if self.reports is not None:
-                self.reports.put(Report(self.role, os.getpid(),
-                                        dict(self.values, seconds=now - self._last)))
+                self.reports.put(
+                    Report(self.role, os.getpid(), dict(self.values, seconds=now - self._last))
+                )
             self.values.clear()
             self._last = now
 
 
-def selfplay_loop(driver, cfg, writer: SampleWriter, stop_event, reports=None,
-                  max_games: int | None = None, service=None,
-                  stop_when_idle: bool = False) -> int:
+def selfplay_loop(
+    driver,
+    cfg,
+    writer: SampleWriter,
+    stop_event,
+    reports=None,
+    max_games: int | None = None,
+    service=None,
+    stop_when_idle: bool = False,
+) -> int:
     """Take finished games from a self-play driver until stopped; flush every
     `gamelog_dump_threshold` games and at the end.  With the driver's model `service`, the
     network calls it answered in this process are counted too.  A driver that waits for a newer
@@ -164,24 +176,34 @@ def _progress(driver, service):
         delta = [a - b for a, b in zip(now, last)]
         last[:] = now
         return {"searches": delta[0], "local_batches": delta[1], "local_positions": delta[2]}
+
     return since
 
 
 def _totals(driver, service) -> list[int]:
-    return [driver.searches_done, getattr(service, "local_batches", 0),
-            getattr(service, "local_positions", 0)]
+    return [
+        driver.searches_done,
+        getattr(service, "local_batches", 0),
+        getattr(service, "local_positions", 0),
+    ]
 
 
 @child_entry("selfplayer")
 def selfplayer_main(session_path, config, index, conn, reports, seed, *, stop_event):
     from gamegym.data.session import Session
     from gamegym.learners import get_learner
+
     session = Session(session_path)
     graph = load_game(config.game, config.game_args)
     service = PipeService(conn)
-    driver = get_learner(config.train.learner).selfplayer(graph, service, config,
-                                                          np.random.default_rng(seed))
+    driver = get_learner(config.train.learner).selfplayer(
+        graph, service, config, np.random.default_rng(seed)
+    )
     writer = SampleWriter(session.samples_dir, f"selfplayer{index}")
     games = selfplay_loop(driver, config.selfplay, writer, stop_event, reports, service=service)
-    log.info("played %d games; %d requests to the Predictor, %d batches evaluated here",
-             games, service.requests, service.local_batches)
+    log.info(
+        "played %d games; %d requests to the Predictor, %d batches evaluated here",
+        games,
+        service.requests,
+        service.local_batches,
+    )

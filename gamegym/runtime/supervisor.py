@@ -4,6 +4,7 @@ The Trainer and the Evaluator are child processes of the gym; where the Selfplay
 Predictor run is the backend's business (`gamegym.runtime.backends`: processes on this machine, or Ray
 actors on a cluster).
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,13 +31,12 @@ from gamegym.runtime.process import (
 )
 from gamegym.runtime.tensorboard import BoardWriter, status_scalars
 
-__all__ = ["Supervisor", "Child", "JOIN_SELFPLAYERS_S",
-           "JOIN_TRAINER_S", "JOIN_PREDICTOR_S"]
+__all__ = ["Supervisor", "Child", "JOIN_SELFPLAYERS_S", "JOIN_TRAINER_S", "JOIN_PREDICTOR_S"]
 
 log = logging.getLogger("gamegym.runtime.supervisor")
 
-JOIN_TRAINER_S = 10.0       # a Trainer mid-iteration is cut (nothing half-published)
-FORCED_JOIN_S = 1.0          # per group, after a second Ctrl+C
+JOIN_TRAINER_S = 10.0  # a Trainer mid-iteration is cut (nothing half-published)
+FORCED_JOIN_S = 1.0  # per group, after a second Ctrl+C
 
 
 def make_backend(host) -> SelfplayBackend:
@@ -47,20 +47,25 @@ def make_backend(host) -> SelfplayBackend:
 class Supervisor:
     """Runs the processes of one GameGym.resume()."""
 
-    def __init__(self, gym, max_seconds: float | None, max_iterations: int | None,
-                 roles: tuple = ("trainer", "evaluator")):
+    def __init__(
+        self,
+        gym,
+        max_seconds: float | None,
+        max_iterations: int | None,
+        roles: tuple = ("trainer", "evaluator"),
+    ):
         self.gym = gym
         self.roles = roles
         self.session = gym.session
         self.config = gym.config
-        self.run_number = gym.run_number   # every process seed derives from it
+        self.run_number = gym.run_number  # every process seed derives from it
         self.max_seconds = max_seconds
         self.max_iterations = max_iterations
         self.ctx = multiprocessing.get_context("spawn")
         self.stop_event = self.ctx.Event()
         self.reports = self.ctx.Queue()
-        self.children: dict[str, Child] = {}   # the Trainer and the Evaluator
-        self.backend = make_backend(self)          # the Selfplayers and their Predictor
+        self.children: dict[str, Child] = {}  # the Trainer and the Evaluator
+        self.backend = make_backend(self)  # the Selfplayers and their Predictor
         self.failure = ""
         self.clock = time.monotonic
 
@@ -68,9 +73,12 @@ class Supervisor:
     def spawn(self, child: Child) -> None:
         child.heartbeat, child.hung = Heartbeat(self.ctx), ""
         child.process = self.ctx.Process(
-            target=child.target, name=child.name,
+            target=child.target,
+            name=child.name,
             args=(self.session.logs_dir, self.config.log_level, child.name, *child.args),
-            kwargs={"stop_event": self.stop_event, "heartbeat": child.heartbeat}, daemon=False)
+            kwargs={"stop_event": self.stop_event, "heartbeat": child.heartbeat},
+            daemon=False,
+        )
         child.process.start()
         child.heartbeat.seen(self.clock())
         self.gym.monitor.watch(child.name, child.process.pid)
@@ -82,20 +90,31 @@ class Supervisor:
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(name, "1")
         from gamegym.runtime.trainer import trainer_main
+
         path, cfg = str(self.session.path), self.config
         self.gym.monitor.watch("gym", os.getpid())
         self.gym.monitor.backend = self.backend
         self.backend.start()
         if "trainer" in self.roles:
             self.children["trainer"] = Child(
-                "trainer", trainer_main, (path, cfg, self.backend.model_channel(), self.reports,
-                                          process_seed(cfg.seed, SEED_TRAINER, self.run_number)))
+                "trainer",
+                trainer_main,
+                (
+                    path,
+                    cfg,
+                    self.backend.model_channel(),
+                    self.reports,
+                    process_seed(cfg.seed, SEED_TRAINER, self.run_number),
+                ),
+            )
         if cfg.evaluate.every and "evaluator" in self.roles:
             from gamegym.evaluation.evaluator import evaluator_main
+
             self.children["evaluator"] = Child(
-                "evaluator", evaluator_main,
-                (path, cfg, self.reports,
-                 process_seed(cfg.seed, SEED_EVALUATOR, self.run_number)))
+                "evaluator",
+                evaluator_main,
+                (path, cfg, self.reports, process_seed(cfg.seed, SEED_EVALUATOR, self.run_number)),
+            )
         for child in self.children.values():
             self.spawn(child)
 
@@ -106,13 +125,13 @@ class Supervisor:
         first_iteration = self.session.current_iteration()
         gym.monitor.iteration = max(gym.monitor.iteration, first_iteration)
         status_path = self.session.monitoring_dir / "status.jsonl"
-        earlier = last_jsonl(status_path) or {}   # the TensorBoard charts go on from there
+        earlier = last_jsonl(status_path) or {}  # the TensorBoard charts go on from there
         gym.monitor.earlier_seconds = float(earlier.get("run_seconds", 0.0))
         board = BoardWriter(self.session.tensorboard_dir, "gym")
         last_status = time.monotonic()
         interval = self.config.status_interval
         try:
-            self.start()   # inside: a start that fails half-way stops what it started
+            self.start()  # inside: a start that fails half-way stops what it started
             while not gym.stop_requested.is_set():
                 self._drain(timeout=0.5)
                 self._check_heartbeats()
@@ -120,8 +139,10 @@ class Supervisor:
                 self._poll_backend()
                 if self.max_seconds is not None and time.monotonic() - started >= self.max_seconds:
                     gym.request_stop(f"time limit of {self.max_seconds:g} s reached")
-                if self.max_iterations is not None and \
-                        self.session.current_iteration() - first_iteration >= self.max_iterations:
+                if (
+                    self.max_iterations is not None
+                    and self.session.current_iteration() - first_iteration >= self.max_iterations
+                ):
                     gym.request_stop(f"{self.max_iterations} new iterations trained")
                 if interval and time.monotonic() - last_status >= interval:
                     last_status = time.monotonic()
@@ -138,14 +159,15 @@ class Supervisor:
         finally:
             self.shutdown()
             board.close()
-            if interval:   # where it ended: the last figures, the latest rating included
-                print(f"[gamegym] final: {gym.monitor.status_line(gym.monitor.status())}",
-                      flush=True)
+            if interval:  # where it ended: the last figures, the latest rating included
+                print(
+                    f"[gamegym] final: {gym.monitor.status_line(gym.monitor.status())}", flush=True
+                )
         if self.failure:
             print(f"[gamegym] stopped with an error: {self.failure}", flush=True)
             log.error("stopped with an error: %s", self.failure)
             return 1
-        if gym.force:   # joins were cut short: games in flight may be lost
+        if gym.force:  # joins were cut short: games in flight may be lost
             log.warning("forced stop at iteration %d", self.session.current_iteration())
             return 130
         log.info("stopped cleanly at iteration %d", self.session.current_iteration())
@@ -171,12 +193,15 @@ class Supervisor:
                 continue
             code = process.exitcode
             where = where_to_look(self.session.logs_dir, child.name)
-            if code == EXIT_DISK_FULL:   # a restart would fail the same way
-                self.failure = (f"{child.name} could not write ({where}): "
-                                f"{disk_full_message(self.session.path)}")
+            if code == EXIT_DISK_FULL:  # a restart would fail the same way
+                self.failure = (
+                    f"{child.name} could not write ({where}): "
+                    f"{disk_full_message(self.session.path)}"
+                )
             elif child.hung:
-                self.failure = (f"{child.name} stopped responding and was killed "
-                                f"({child.hung}); {where}")
+                self.failure = (
+                    f"{child.name} stopped responding and was killed ({child.hung}); {where}"
+                )
             else:
                 self.failure = f"{child.name} died (exit code {code}); {where}"
             self.gym.request_stop(self.failure)
@@ -198,8 +223,10 @@ class Supervisor:
             if silent < (deadline if beat.started else STARTUP_GRACE * deadline):
                 continue
             child.hung = f"no heartbeat for {silent:.0f} s"
-            message = (f"{child.name} is not responding (no heartbeat for {silent:.0f} s: "
-                       "stopped or hung); killing it")
+            message = (
+                f"{child.name} is not responding (no heartbeat for {silent:.0f} s: "
+                "stopped or hung); killing it"
+            )
             log.error(message)
             print(f"[gamegym] {message}", flush=True)
             process.kill()
@@ -207,7 +234,7 @@ class Supervisor:
     def _poll_backend(self) -> None:
         try:
             failure = self.backend.poll()
-        except OSError as error:   # the gym itself writes the sample files of a Ray backend
+        except OSError as error:  # the gym itself writes the sample files of a Ray backend
             if not is_disk_full(error):
                 raise
             failure = disk_full_message(self.session.path, error)
@@ -228,8 +255,9 @@ class Supervisor:
     def _remove_leftovers(self) -> None:
         """A child killed mid-write (a forced stop) leaves its temporary file behind; once no
         child is alive none of them is being written, so the folder is left tidy."""
-        if self.backend.alive() or any(c.process is not None and c.process.is_alive()
-                                       for c in self.children.values()):
+        if self.backend.alive() or any(
+            c.process is not None and c.process.is_alive() for c in self.children.values()
+        ):
             return
         removed = self.session.tidy()
         if removed:

@@ -14,6 +14,7 @@ written, flushed and fsynced at once; a process killed mid-write leaves at most 
 torn, which TensorBoard skips, and the next run writes a new file.  A failed write is logged and
 turns the writer off: the charts are never a reason to stop training.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -27,7 +28,7 @@ log = logging.getLogger("gamegym.runtime.tensorboard")
 
 __all__ = ["BoardWriter", "status_scalars", "train_scalars", "evaluation_scalars"]
 
-_files = itertools.count()   # two writers of one process and role in one second: two files
+_files = itertools.count()  # two writers of one process and role in one second: two files
 
 
 class BoardWriter:
@@ -45,16 +46,20 @@ class BoardWriter:
             return
         try:
             event_pb2, summary_pb2, _ = _tensorboardx()
-            summary = summary_pb2.Summary(value=[
-                summary_pb2.Summary.Value(tag=tag, simple_value=float(value))
-                for tag, value in sorted(values.items())
-                if isinstance(value, (int, float)) and value == value])
+            summary = summary_pb2.Summary(
+                value=[
+                    summary_pb2.Summary.Value(tag=tag, simple_value=float(value))
+                    for tag, value in sorted(values.items())
+                    if isinstance(value, (int, float)) and value == value
+                ]
+            )
             if not summary.value:
                 return
             events = self._open()
-            events.write_event(event_pb2.Event(wall_time=wall_time or time.time(),
-                                               step=int(step), summary=summary))
-            events.flush()   # flushed and fsynced: a crash loses no record written before
+            events.write_event(
+                event_pb2.Event(wall_time=wall_time or time.time(), step=int(step), summary=summary)
+            )
+            events.flush()  # flushed and fsynced: a crash loses no record written before
         except OSError as error:
             self._failed = True
             log.warning("TensorBoard writer of %s turned off: %s", self.role, error)
@@ -66,7 +71,8 @@ class BoardWriter:
             # events.out.tfevents.<time>.<host>.<role>.<pid>.<n>: a new file per writer
             self._events = EventsWriter(
                 str(self.folder / "events"),
-                filename_suffix=f".{self.role}.{os.getpid()}.{next(_files)}")
+                filename_suffix=f".{self.role}.{os.getpid()}.{next(_files)}",
+            )
         return self._events
 
     def close(self) -> None:
@@ -84,7 +90,7 @@ def _tensorboardx():
     the gym's process where boto3 is installed); they are kept out of this import."""
     skipped = [name for name in ("boto3", "google.cloud.storage") if name not in sys.modules]
     for name in skipped:
-        sys.modules[name] = None   # makes `import boto3` there fail, as when not installed
+        sys.modules[name] = None  # makes `import boto3` there fail, as when not installed
     try:
         from tensorboardX.event_file_writer import EventsWriter
         from tensorboardX.proto import event_pb2, summary_pb2
@@ -117,8 +123,10 @@ def evaluation_scalars(iteration: int, ratings: dict, results: list[dict]) -> di
 def status_scalars(status: dict) -> dict:
     """The gym's figures of one status line: rates, the Predictor's batch, memory and CPU by
     role."""
-    values = {f"throughput/{name}": status.get(name) for name in
-              ("searches_per_s", "positions_per_s", "games_per_s", "samples_per_s")}
+    values = {
+        f"throughput/{name}": status.get(name)
+        for name in ("searches_per_s", "positions_per_s", "games_per_s", "samples_per_s")
+    }
     values["predictor/mean_batch"] = status.get("mean_batch")
     for role, figures in status.get("resources", {}).items():
         values[f"memory/{role}_rss_mib"] = figures.get("rss_mib")

@@ -6,6 +6,7 @@ learner, commits the replay's state, publishes models/<it+1>.keras, writes train
 tells the Predictor to reload.  Reports go to listeners (the gym's monitor, the loss plot, the
 log); the Trainer itself neither prints nor plots inline.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,17 @@ log = logging.getLogger("gamegym.runtime.trainer")
 class Trainer:
     """Trains model iterations from the session's samples with one Learner."""
 
-    def __init__(self, session, config, graph, learner, model, rng: np.random.Generator,
-                 listeners: list[Callable[[dict], None]] | None = None, replay=None):
+    def __init__(
+        self,
+        session,
+        config,
+        graph,
+        learner,
+        model,
+        rng: np.random.Generator,
+        listeners: list[Callable[[dict], None]] | None = None,
+        replay=None,
+    ):
         self.session = session
         self.config = config
         self.graph = graph
@@ -37,9 +47,8 @@ class Trainer:
         self.model = model
         self.rng = rng
         self.listeners = listeners or []
-        if replay is None:   # sample files that do not fit the game are quarantined
-            replay = make_replay(session, config,
-                                 None if graph is None else SampleShape.of(graph))
+        if replay is None:  # sample files that do not fit the game are quarantined
+            replay = make_replay(session, config, None if graph is None else SampleShape.of(graph))
         self.replay = replay
 
     def ready(self) -> tuple[bool, str]:
@@ -60,32 +69,56 @@ class Trainer:
         start = time.time()
         sampler = self.replay.sampler(batch, self.rng)
         timed = None if sampler is None else TimedSampler(sampler)
-        result = self.learner.train_iteration(self.model, batch, self.config.train_options(),
-                                              self.rng, graph=self.graph, sampler=timed)
+        result = self.learner.train_iteration(
+            self.model,
+            batch,
+            self.config.train_options(),
+            self.rng,
+            graph=self.graph,
+            sampler=timed,
+        )
         trained = time.perf_counter()
         new_iteration = iteration + 1
         self.replay.commit(new_iteration)
         committed = time.perf_counter()
-        self.session.publish_model(self.model, new_iteration, keep=cfg.keep_models,
-                                   fast_form=fast_model_bytes(self.learner, self.model))
+        self.session.publish_model(
+            self.model,
+            new_iteration,
+            keep=cfg.keep_models,
+            fast_form=fast_model_bytes(self.learner, self.model),
+        )
         figures = self.replay.figures()
         total = time.perf_counter() - clock
-        timing = {"load": loaded - clock, "train": trained - loaded, "commit": committed - trained,
-                  "publish": total - (committed - clock)}
+        timing = {
+            "load": loaded - clock,
+            "train": trained - loaded,
+            "commit": committed - trained,
+            "publish": total - (committed - clock),
+        }
         if timed is not None:
             timing["sampler"] = timed.seconds
             figures["sampler_share"] = round(timed.seconds / total, 4) if total else 0.0
         report = {
-            "iteration": new_iteration, "time": time.time(), "seconds": time.time() - start,
-            "samples": len(batch), **facts, "learner": cfg.learner, "replay": cfg.replay,
+            "iteration": new_iteration,
+            "time": time.time(),
+            "seconds": time.time() - start,
+            "samples": len(batch),
+            **facts,
+            "learner": cfg.learner,
+            "replay": cfg.replay,
             "history": result.history,
             "losses": {k: v[-1] for k, v in result.history.items() if v},
             "timing": {k: round(v, 4) for k, v in timing.items()},
             **({"replay_figures": figures} if figures else {}),
         }
         self.session.write_train_report(new_iteration, report)
-        log.info("iteration %d trained on %d samples in %.1f s: %s", new_iteration, len(batch),
-                 report["seconds"], _format_losses(report["losses"]))
+        log.info(
+            "iteration %d trained on %d samples in %.1f s: %s",
+            new_iteration,
+            len(batch),
+            report["seconds"],
+            _format_losses(report["losses"]),
+        )
         for listener in self.listeners:
             listener(report)
         return new_iteration
@@ -138,6 +171,7 @@ def build_trainer(session, config, rng, listeners=None) -> Trainer:
     """A Trainer on the session's current model (TensorFlow is imported here)."""
     from gamegym.learners import get_learner
     from gamegym.nets.tfsetup import load_model
+
     graph = load_game(config.game, config.game_args)
     learner = get_learner(config.train.learner)
     iteration = max(0, session.current_iteration())
@@ -152,16 +186,25 @@ def trainer_main(session_path, config, control, reports, seed, *, stop_event):
     from gamegym.nets.tfsetup import configure_tensorflow
     from gamegym.runtime.monitor import plot_replay, plot_training
     from gamegym.runtime.tensorboard import BoardWriter, train_scalars
+
     session = Session(session_path)
     configure_tensorflow(config.predict.use_gpu, 0, threads=0)
     board = BoardWriter(session.tensorboard_dir, "trainer")
 
     def publish(report: dict) -> None:
         control.send(Reload(report["iteration"]))
-        reports.put(Report("trainer", os.getpid(), {"iteration": report["iteration"],
-                                                    "losses": report["losses"],
-                                                    "samples": report["samples"],
-                                                    "replay": report.get("replay_figures", {})}))
+        reports.put(
+            Report(
+                "trainer",
+                os.getpid(),
+                {
+                    "iteration": report["iteration"],
+                    "losses": report["losses"],
+                    "samples": report["samples"],
+                    "replay": report.get("replay_figures", {}),
+                },
+            )
+        )
         board.scalars(report["iteration"], train_scalars(report, config.train.learning_rate))
         plot_training(session)
         if "replay_figures" in report:

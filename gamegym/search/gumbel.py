@@ -27,6 +27,7 @@ in [-1, 1] from the view of the player to move at the node: q(a) is the mean val
 as that player sees it (`gamegym.mcts.Node.values[a] / visits[a]`), `value` the network's
 value of the node itself.  Randomness is always a passed-in `numpy.random.Generator`.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,24 +38,38 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["GumbelParams", "logits_from_priors", "mean_values", "gumbel_top_k", "mixed_value",
-           "completed_q", "transformed_q", "qtransform", "gumbel_scores", "improved_policy",
-           "interior_action", "interior_index", "to_action_space", "halving_phases",
-           "SequentialHalving",
-           "PlayoutCap", "PlayoutChoice"]
+__all__ = [
+    "GumbelParams",
+    "logits_from_priors",
+    "mean_values",
+    "gumbel_top_k",
+    "mixed_value",
+    "completed_q",
+    "transformed_q",
+    "qtransform",
+    "gumbel_scores",
+    "improved_policy",
+    "interior_action",
+    "interior_index",
+    "to_action_space",
+    "halving_phases",
+    "SequentialHalving",
+    "PlayoutCap",
+    "PlayoutChoice",
+]
 
-TINY = np.finfo(np.float64).tiny   # the smallest prior a logit is taken of
+TINY = np.finfo(np.float64).tiny  # the smallest prior a logit is taken of
 
 
 @dataclass(frozen=True)
 class GumbelParams:
     """The Gumbel rule's constants (mctx's defaults)."""
 
-    max_considered: int = 16     # root actions sampled by Gumbel-Top-k (m = min(this, legal))
-    value_scale: float = 0.1     # sigma's scale of the rescaled q (c_scale)
+    max_considered: int = 16  # root actions sampled by Gumbel-Top-k (m = min(this, legal))
+    value_scale: float = 0.1  # sigma's scale of the rescaled q (c_scale)
     maxvisit_init: float = 50.0  # sigma's offset to the largest visit count (c_visit)
-    gumbel_scale: float = 1.0    # scale of the root's Gumbel noise (0: no noise, for matches)
-    epsilon: float = 1e-8        # smallest denominator when q is rescaled to [0, 1]
+    gumbel_scale: float = 1.0  # scale of the root's Gumbel noise (0: no noise, for matches)
+    epsilon: float = 1e-8  # smallest denominator when q is rescaled to [0, 1]
 
     def __post_init__(self) -> None:
         if not (isinstance(self.max_considered, int) and self.max_considered >= 1):
@@ -99,21 +114,21 @@ def mixed_value(value: float, logits: np.ndarray, q: np.ndarray, visits: np.ndar
     total = float(visits.sum())
     if not visited.any():
         return float(value)
-    pi = np.maximum(_softmax(np.asarray(logits, np.float64)), TINY)   # [A]
+    pi = np.maximum(_softmax(np.asarray(logits, np.float64)), TINY)  # [A]
     weighted = float(np.sum(np.where(visited, pi * np.asarray(q, np.float64), 0.0)))
     return (float(value) + total * weighted / float(pi[visited].sum())) / (1.0 + total)
 
 
-def completed_q(value: float, logits: np.ndarray, q: np.ndarray,
-                visits: np.ndarray) -> np.ndarray:
+def completed_q(value: float, logits: np.ndarray, q: np.ndarray, visits: np.ndarray) -> np.ndarray:
     """float64 [A]: q where a child was visited, the mixed value where it was not."""
     visits = np.asarray(visits, np.float64)
     fill = mixed_value(value, logits, q, visits)
     return np.where(visits > 0, np.asarray(q, np.float64), fill)
 
 
-def transformed_q(completed: np.ndarray, visits: np.ndarray,
-                  params: GumbelParams = DEFAULT) -> np.ndarray:
+def transformed_q(
+    completed: np.ndarray, visits: np.ndarray, params: GumbelParams = DEFAULT
+) -> np.ndarray:
     """float64 [A]: sigma(q_hat) = (maxvisit_init + max_b N(b)) * value_scale * q_hat, with
     q_hat = (completed - min) / max(max - min, epsilon) over the children (so in [0, 1])."""
     completed = np.asarray(completed, np.float64)
@@ -123,31 +138,53 @@ def transformed_q(completed: np.ndarray, visits: np.ndarray,
     return scale * q_hat
 
 
-def qtransform(value: float, logits: np.ndarray, q: np.ndarray, visits: np.ndarray,
-               params: GumbelParams = DEFAULT) -> np.ndarray:
+def qtransform(
+    value: float,
+    logits: np.ndarray,
+    q: np.ndarray,
+    visits: np.ndarray,
+    params: GumbelParams = DEFAULT,
+) -> np.ndarray:
     """float64 [A]: sigma(completed q), what the Gumbel rule adds to the logits (mctx's
     `qtransform_completed_by_mix_value`)."""
     return transformed_q(completed_q(value, logits, q, visits), visits, params)
 
 
-def gumbel_scores(gumbel: np.ndarray, logits: np.ndarray, value: float, q: np.ndarray,
-                  visits: np.ndarray, params: GumbelParams = DEFAULT) -> np.ndarray:
+def gumbel_scores(
+    gumbel: np.ndarray,
+    logits: np.ndarray,
+    value: float,
+    q: np.ndarray,
+    visits: np.ndarray,
+    params: GumbelParams = DEFAULT,
+) -> np.ndarray:
     """float64 [A]: g + logits + sigma(completed q), the root's ranking of its actions."""
     logits = np.asarray(logits, np.float64)
-    scores: np.ndarray = np.asarray(gumbel, np.float64) + logits + \
-        qtransform(value, logits, q, visits, params)
+    scores: np.ndarray = (
+        np.asarray(gumbel, np.float64) + logits + qtransform(value, logits, q, visits, params)
+    )
     return scores
 
 
-def improved_policy(logits: np.ndarray, value: float, q: np.ndarray, visits: np.ndarray,
-                    params: GumbelParams = DEFAULT) -> np.ndarray:
+def improved_policy(
+    logits: np.ndarray,
+    value: float,
+    q: np.ndarray,
+    visits: np.ndarray,
+    params: GumbelParams = DEFAULT,
+) -> np.ndarray:
     """float64 [A]: softmax(logits + sigma(completed q)), the policy target (no noise in it)."""
     logits = np.asarray(logits, np.float64)
     return _softmax(logits + qtransform(value, logits, q, visits, params))
 
 
-def interior_action(logits: np.ndarray, value: float, q: np.ndarray, visits: np.ndarray,
-                    params: GumbelParams = DEFAULT) -> int:
+def interior_action(
+    logits: np.ndarray,
+    value: float,
+    q: np.ndarray,
+    visits: np.ndarray,
+    params: GumbelParams = DEFAULT,
+) -> int:
     """Index of the child a simulation enters below the root (the paper's section 5):
     argmax_a pi'(a) - N(a) / (1 + sum_b N(b)) with pi' the improved policy; repeated, the visit
     shares follow pi'.  Ties go to the lowest index."""
@@ -156,10 +193,15 @@ def interior_action(logits: np.ndarray, value: float, q: np.ndarray, visits: np.
     return int(np.argmax(policy - visits / (1.0 + visits.sum())))
 
 
-def interior_index(priors: Sequence[float], value: float, sums: Sequence[float],
-                   visits: Sequence[float], value_scale: float = DEFAULT.value_scale,
-                   maxvisit_init: float = DEFAULT.maxvisit_init,
-                   epsilon: float = DEFAULT.epsilon) -> int:
+def interior_index(
+    priors: Sequence[float],
+    value: float,
+    sums: Sequence[float],
+    visits: Sequence[float],
+    value_scale: float = DEFAULT.value_scale,
+    maxvisit_init: float = DEFAULT.maxvisit_init,
+    epsilon: float = DEFAULT.epsilon,
+) -> int:
     """`interior_action` on a node's lists (priors [A] summing to 1, value sums [A], visits
     [A], the network `value`), in plain Python floats: several times faster than the NumPy
     reference on a board game's few children.  softmax(log p + sigma) is computed as
@@ -183,8 +225,9 @@ def interior_index(priors: Sequence[float], value: float, sums: Sequence[float],
     factor = (maxvisit_init + most) * value_scale / max(high - low, epsilon)
     exp = math.exp
     tiny = TINY
-    weights = [(p if p > tiny else tiny) * exp(factor * (q - high))
-               for p, q in zip(priors, completed)]
+    weights = [
+        (p if p > tiny else tiny) * exp(factor * (q - high)) for p, q in zip(priors, completed)
+    ]
     norm, share = 1.0 / sum(weights), 1.0 / (1.0 + total)
     scores = [w * norm - n * share for w, n in zip(weights, visits)]
     return scores.index(max(scores))
@@ -199,15 +242,16 @@ def to_action_space(policy: np.ndarray, actions: Sequence[int], size: int) -> np
 
 
 # ----- the root: Gumbel-Top-k and sequential halving ----------------------------------------
-def gumbel_top_k(logits: np.ndarray, count: int, rng: np.random.Generator,
-                 scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def gumbel_top_k(
+    logits: np.ndarray, count: int, rng: np.random.Generator, scale: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Sample `count` children without replacement from softmax(logits): draw g ~ Gumbel(0, 1)
     [A] (times `scale`) and keep the min(count, A) largest g + logits.  Returns (g float64
     [A], the kept children int64 [m], best first; ties to the lower index)."""
     logits = np.asarray(logits, np.float64)
     gumbel = scale * rng.gumbel(size=logits.shape)
     order = np.argsort(-(gumbel + logits), kind="stable")
-    return gumbel, order[:min(count, len(logits))]
+    return gumbel, order[: min(count, len(logits))]
 
 
 def halving_phases(considered: int, simulations: int) -> list[tuple[int, int]]:
@@ -218,8 +262,9 @@ def halving_phases(considered: int, simulations: int) -> list[tuple[int, int]]:
     go on (with 2 actions) until the budget is spent, the last one cut short, round by round.
     One considered action gets the whole budget."""
     if considered < 1 or simulations < 0:
-        raise ValueError(f"need considered >= 1 and simulations >= 0, got {considered}, "
-                         f"{simulations}")
+        raise ValueError(
+            f"need considered >= 1 and simulations >= 0, got {considered}, {simulations}"
+        )
     if considered == 1:
         return [(1, simulations)] if simulations else []
     halvings = math.ceil(math.log2(considered))
@@ -227,7 +272,7 @@ def halving_phases(considered: int, simulations: int) -> list[tuple[int, int]]:
     actions, left = considered, simulations
     while left > 0:
         spent = min(left, actions * max(1, simulations // (halvings * actions)))
-        if phases and phases[-1][0] == actions:    # no halving in between: one phase
+        if phases and phases[-1][0] == actions:  # no halving in between: one phase
             phases[-1] = (actions, phases[-1][1] + spent)
         else:
             phases.append((actions, spent))
@@ -252,9 +297,9 @@ class SequentialHalving:
         self.phases = halving_phases(len(self.survivors), simulations)
         self.simulations = simulations
         self.given: dict[int, int] = dict.fromkeys(self.survivors, 0)  # simulations per child
-        self.issued = 0          # simulations handed out so far
-        self._phase = 0          # index into phases
-        self._step = 0           # simulations handed out in the current phase
+        self.issued = 0  # simulations handed out so far
+        self._phase = 0  # index into phases
+        self._step = 0  # simulations handed out in the current phase
 
     @property
     def remaining(self) -> int:
@@ -268,7 +313,7 @@ class SequentialHalving:
         if self.issued >= self.simulations:
             return None
         actions, count = self.phases[self._phase]
-        if self._step == count:                   # the phase is over: halve
+        if self._step == count:  # the phase is over: halve
             if in_flight > 0:
                 return None
             self._phase += 1
@@ -283,8 +328,9 @@ class SequentialHalving:
 
     def _keep_best(self, count: int, scores: np.ndarray) -> None:
         """Keep the `count` best survivors by `scores` [A] (ties: the earlier ranked)."""
-        ranked = sorted(range(len(self.survivors)),
-                        key=lambda r: (-float(scores[self.survivors[r]]), r))
+        ranked = sorted(
+            range(len(self.survivors)), key=lambda r: (-float(scores[self.survivors[r]]), r)
+        )
         self.survivors = [self.survivors[r] for r in ranked[:count]]
 
     def finalists(self) -> list[int]:
@@ -304,8 +350,8 @@ class SequentialHalving:
 class PlayoutChoice(NamedTuple):
     """One move's search budget."""
 
-    full: bool          # a full search: its position becomes a policy target
-    searchcount: int    # simulations for this move
+    full: bool  # a full search: its position becomes a policy target
+    searchcount: int  # simulations for this move
 
 
 @dataclass(frozen=True)
@@ -315,21 +361,23 @@ class PlayoutCap:
     policy targets; KataGo also turns exploration (root noise) off in the fast ones, so they
     play as strongly as their budget allows."""
 
-    full_searchcount: int             # simulations of a full search
-    fast_searchcount: int             # simulations of a fast search (<= full_searchcount)
-    full_probability: float = 0.25    # chance that a move gets the full search
+    full_searchcount: int  # simulations of a full search
+    fast_searchcount: int  # simulations of a fast search (<= full_searchcount)
+    full_probability: float = 0.25  # chance that a move gets the full search
 
     def __post_init__(self) -> None:
         if not (isinstance(self.full_searchcount, int) and self.full_searchcount >= 1):
-            raise ValueError(f"full_searchcount must be an int >= 1, got "
-                             f"{self.full_searchcount!r}")
-        if not (isinstance(self.fast_searchcount, int)
-                and 1 <= self.fast_searchcount <= self.full_searchcount):
-            raise ValueError(f"fast_searchcount must be an int in [1, full_searchcount="
-                             f"{self.full_searchcount}], got {self.fast_searchcount!r}")
+            raise ValueError(f"full_searchcount must be an int >= 1, got {self.full_searchcount!r}")
+        if not (
+            isinstance(self.fast_searchcount, int)
+            and 1 <= self.fast_searchcount <= self.full_searchcount
+        ):
+            raise ValueError(
+                f"fast_searchcount must be an int in [1, full_searchcount="
+                f"{self.full_searchcount}], got {self.fast_searchcount!r}"
+            )
         if not 0.0 <= self.full_probability <= 1.0:
-            raise ValueError(f"full_probability must be in [0, 1], got "
-                             f"{self.full_probability!r}")
+            raise ValueError(f"full_probability must be in [0, 1], got {self.full_probability!r}")
 
     def draw(self, rng: np.random.Generator) -> PlayoutChoice:
         """This move's budget; takes exactly one number from `rng` whatever the settings, so a

@@ -31,6 +31,7 @@ and its recurrent requests are tagged with it, so the Predictor never feeds them
 iteration's dynamics.  When the Predictor no longer holds that iteration (two reloads during one
 search), the search starts again from the root (`LatentSearch.restarts` counts it).
 """
+
 from __future__ import annotations
 
 import math
@@ -43,10 +44,15 @@ from gamegym.game.graph import GameGraph, GameGraphError
 from gamegym.nets.inference import StaleIteration
 from gamegym.search.mcts import Node, Search, SearchParams
 
-__all__ = ["LatentNode", "LatentSearch", "LatentEvaluator", "uniform_latent_evaluator",
-           "require_alternating"]
+__all__ = [
+    "LatentNode",
+    "LatentSearch",
+    "LatentEvaluator",
+    "uniform_latent_evaluator",
+    "require_alternating",
+]
 
-RESTARTS = 5   # searches started again from the root before a StaleIteration is given up
+RESTARTS = 5  # searches started again from the root before a StaleIteration is given up
 
 
 def require_alternating(graph: GameGraph) -> None:
@@ -55,7 +61,8 @@ def require_alternating(graph: GameGraph) -> None:
         raise GameGraphError(
             f"{type(graph).__name__} sets turns_alternate = False: MuZero's latent search "
             "negates rewards and values at every ply, so it needs a game whose turns strictly "
-            "alternate; train this game with the 'alphazero' learner")
+            "alternate; train this game with the 'alphazero' learner"
+        )
 
 
 class LatentNode(Node):
@@ -67,9 +74,9 @@ class LatentNode(Node):
     def __init__(self, vertex: Hashable, parent: LatentNode | None = None, action: int = -1):
         super().__init__(vertex)
         self.parent = parent
-        self.action = action      # action id from the parent
-        self.hidden = None        # hidden state [H] or [rows, columns, planes] once evaluated
-        self.reward = 0.0         # reward of the edge from the parent, the parent's mover's view
+        self.action = action  # action id from the parent
+        self.hidden = None  # hidden state [H] or [rows, columns, planes] once evaluated
+        self.reward = 0.0  # reward of the edge from the parent, the parent's mover's view
 
     def reset(self) -> None:
         """Forget the search below this node (a restart at the root)."""
@@ -86,8 +93,8 @@ class LatentSearch(Search):
         super().__init__(graph, evaluate, params)
         self.action_ids = tuple(range(graph.action_space_size))
         self.restarts = 0
-        self.low, self.high = math.inf, -math.inf   # bounds of the values backed up
-        self._tree: Node | None = None              # the root those bounds belong to
+        self.low, self.high = math.inf, -math.inf  # bounds of the values backed up
+        self._tree: Node | None = None  # the root those bounds belong to
 
     def new_root(self, vertex: Hashable) -> LatentNode:
         return LatentNode(vertex)
@@ -97,8 +104,13 @@ class LatentSearch(Search):
         observation (the hidden states below the old root are the model's, not the game's)."""
         return LatentNode(root.child_vertices[index])
 
-    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None,
-            explore: bool = True) -> Node:
+    def run(
+        self,
+        root: Node,
+        rng: np.random.Generator,
+        searchcount: int | None = None,
+        explore: bool = True,
+    ) -> Node:
         for attempt in range(RESTARTS + 1):
             if root is not self._tree or root.state == Node.NEW:
                 self._tree, self.low, self.high = root, math.inf, -math.inf
@@ -107,15 +119,15 @@ class LatentSearch(Search):
             except StaleIteration:
                 if attempt == RESTARTS:
                     raise
-                self._queue = []     # leaves of the abandoned tree
-                cast(LatentNode, root).reset()   # the latent search's roots are LatentNodes
+                self._queue = []  # leaves of the abandoned tree
+                cast(LatentNode, root).reset()  # the latent search's roots are LatentNodes
                 self.restarts += 1
         raise AssertionError("unreachable")
 
     # ----- tree operations --------------------------------------------------------------------
     def _open(self, node: Node) -> None:
-        node = cast(LatentNode, node)   # the latent tree holds LatentNodes only
-        if node.parent is None:   # the real position: legal moves only, or the final score
+        node = cast(LatentNode, node)  # the latent tree holds LatentNodes only
+        if node.parent is None:  # the real position: legal moves only, or the final score
             vertex = node.vertex
             children = self.graph.children_at(vertex)
             if not children:
@@ -124,7 +136,7 @@ class LatentSearch(Search):
                 return
             node.child_vertices = children
             node.actions = self.graph.actions_at(vertex)
-        else:                     # a hidden state: every action id
+        else:  # a hidden state: every action id
             node.actions = self.action_ids
         n = len(node.actions)
         node.children = [None] * n
@@ -134,10 +146,16 @@ class LatentSearch(Search):
         self._queue.append(node)
 
     def _inputs(self, batch: list) -> list:
-        return batch   # the evaluator needs each node's parent and action, not a vertex
+        return batch  # the evaluator needs each node's parent and action, not a vertex
 
-    def _apply(self, batch: list, probs: np.ndarray, values: np.ndarray,
-               rewards: np.ndarray | None = None, hidden: np.ndarray | None = None) -> None:
+    def _apply(
+        self,
+        batch: list,
+        probs: np.ndarray,
+        values: np.ndarray,
+        rewards: np.ndarray | None = None,
+        hidden: np.ndarray | None = None,
+    ) -> None:
         self.evaluations += len(batch)
         for j, node in enumerate(batch):
             row = probs[j]
@@ -146,7 +164,7 @@ class LatentSearch(Search):
                 s = sum(p)
                 node.priors = [x / s for x in p] if s > 0 else [1.0 / len(p)] * len(p)
             else:
-                node.priors = row.tolist()   # a softmax over every action id
+                node.priors = row.tolist()  # a softmax over every action id
                 node.reward = float(rewards[j])  # type: ignore[index]  # hidden states come with rewards
             node.value = float(values[j])
             node.hidden = hidden[j] if hidden is not None else None
@@ -189,8 +207,9 @@ class LatentSearch(Search):
             path.append((node, best))
             child = node.children[best]
             if child is None:
-                child = node.children[best] = LatentNode(None, cast(LatentNode, node),
-                                                         node.actions[best])
+                child = node.children[best] = LatentNode(
+                    None, cast(LatentNode, node), node.actions[best]
+                )
             node = child
         return path, node
 
@@ -228,7 +247,7 @@ class LatentEvaluator:
     def __init__(self, graph: GameGraph, service):
         self.graph = graph
         self.service = service
-        self.iteration = -1      # the model iteration of the current tree (its root's answer)
+        self.iteration = -1  # the model iteration of the current tree (its root's answer)
 
     @property
     def requests(self) -> int:
@@ -252,8 +271,9 @@ class LatentEvaluator:
             return collect_initial
         hidden = np.stack([node.parent.hidden for node in nodes])
         actions = np.fromiter((node.action for node in nodes), np.int32, len(nodes))
-        answer = self.service.submit("recurrent", {"hidden": hidden, "action": actions},
-                                     iteration=self.iteration)
+        answer = self.service.submit(
+            "recurrent", {"hidden": hidden, "action": actions}, iteration=self.iteration
+        )
 
         def collect_recurrent() -> tuple:
             outputs, _ = answer()
@@ -265,9 +285,14 @@ class LatentEvaluator:
 def uniform_latent_evaluator(action_space_size: int, hidden_size: int = 1):
     """A stub for LatentSearch: uniform priors, value and reward 0, a zero hidden state (for
     the search ceiling and tests)."""
+
     def evaluate(nodes):
         n = len(nodes)
-        return (np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
-                np.zeros(n, np.float32), np.zeros(n, np.float32),
-                np.zeros((n, hidden_size), np.float32))
+        return (
+            np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
+            np.zeros(n, np.float32),
+            np.zeros(n, np.float32),
+            np.zeros((n, hidden_size), np.float32),
+        )
+
     return evaluate

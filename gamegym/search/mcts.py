@@ -35,6 +35,7 @@ reports its exact value, so the end of every game is played and labelled exactly
 Gumbel rule the proofs stop the walks and bound the move and the target the same way, but the
 halving and the interior rule do not steer around proven losses.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,8 +48,15 @@ from gamegym.game.graph import GameGraph
 from gamegym.search.rules import SearchPath, choose_action, search_rule, visit_policy
 from gamegym.search.tree import Evaluator, Node, SearchParams, uniform_evaluator
 
-__all__ = ["Node", "SearchParams", "Search", "Evaluator", "uniform_evaluator", "visit_policy",
-           "choose_action"]
+__all__ = [
+    "Node",
+    "SearchParams",
+    "Search",
+    "Evaluator",
+    "uniform_evaluator",
+    "visit_policy",
+    "choose_action",
+]
 
 
 class Search:
@@ -59,10 +67,10 @@ class Search:
         self.evaluate = evaluate
         self.params = params
         self.rule = search_rule(params.rule)(params)
-        self._descend = self.rule.walker(self)   # root -> (path, leaf), or (None, root): wait
+        self._descend = self.rule.walker(self)  # root -> (path, leaf), or (None, root): wait
         self._cond = threading.Condition()
-        self.searches_done = 0   # total searches run (for throughput figures)
-        self.evaluations = 0     # leaves sent to the evaluator
+        self.searches_done = 0  # total searches run (for throughput figures)
+        self.evaluations = 0  # leaves sent to the evaluator
         self._queue: list[Node] = []  # opened leaves waiting to be sent to the evaluator
         self._virtualloss = 0.0
         self._flushing = False
@@ -89,8 +97,13 @@ class Search:
         """The child index to play from the searched root (the rule's choice)."""
         return self.rule.choose(root, temperature, rng)
 
-    def run(self, root: Node, rng: np.random.Generator, searchcount: int | None = None,
-            explore: bool = True) -> Node:
+    def run(
+        self,
+        root: Node,
+        rng: np.random.Generator,
+        searchcount: int | None = None,
+        explore: bool = True,
+    ) -> Node:
         """Run `searchcount` searches from `root` (expanded first, then begun by the rule:
         noised if configured; `explore=False` leaves the root noise out, for the fast searches
         of playout-cap randomization)."""
@@ -109,15 +122,17 @@ class Search:
         self._virtualloss = self.params.virtualloss if threads > 1 else 0.0
         self._active = threads
         self._blocked = 0
-        self._halted = 0     # OS threads waiting for a backup before the rule goes on
+        self._halted = 0  # OS threads waiting for a backup before the rule goes on
         self._error: BaseException | None = None
         if not self.params.os_threads:
             self._collect(root, threads)
         elif threads == 1:
             self._worker(root)
         else:
-            workers = [threading.Thread(target=self._worker, args=(root,), daemon=True)
-                       for _ in range(threads)]
+            workers = [
+                threading.Thread(target=self._worker, args=(root,), daemon=True)
+                for _ in range(threads)
+            ]
             for worker in workers:
                 worker.start()
             for worker in workers:
@@ -141,7 +156,7 @@ class Search:
         in_flight = None  # (batch, waiting searches, answer) sent and not yet backed up
         while (self._remaining > 0 and root.proven is None) or in_flight is not None:
             waiting: list[tuple[SearchPath, Node]] = []
-            held = False     # the rule holds the next search until the others are backed up
+            held = False  # the rule holds the next search until the others are backed up
             while len(waiting) < slots and self._remaining > 0 and root.proven is None:
                 path, leaf = descend(root)
                 if path is None:
@@ -270,7 +285,7 @@ class Search:
     def _apply(self, batch: list[Node], probs: np.ndarray, values: np.ndarray) -> None:
         self.evaluations += len(batch)
         rows, leaf_values = np.asarray(probs).tolist(), np.asarray(values).tolist()
-        for node, row, value in zip(batch, rows, leaf_values):   # Python floats, read once
+        for node, row, value in zip(batch, rows, leaf_values):  # Python floats, read once
             p = [row[a] for a in node.actions]
             s = sum(p)
             node.priors = [x / s for x in p] if s > 0 else [1.0 / len(p)] * len(p)
@@ -314,14 +329,14 @@ class Search:
         sqrt = math.sqrt
         while node.state == Node.EXPANDED:
             if node.proven is not None and path:
-                break   # a proven node is a leaf with its exact value
+                break  # a proven node is a leaf with its exact value
             visits, values, priors = node.visits, node.values, node.priors
             scale = c * sqrt(node.total + 1)
             if node.solved:
                 best = self._select_among_proven(node, scale)
             else:
                 best, best_score = 0, -1e30
-                for i, (n, w, p) in enumerate(zip(visits, values, priors)):   # floats as Q + U
+                for i, (n, w, p) in enumerate(zip(visits, values, priors)):  # floats as Q + U
                     score = (w / n + scale * p / (1 + n)) if n else scale * p
                     if score > best_score:
                         best, best_score = i, score
@@ -389,7 +404,7 @@ class Search:
         if node.proven is not None:
             return False
         if node.children[i].proven <= -1.0:
-            node.proven = 1.0     # a move to a lost position for the opponent: a win
+            node.proven = 1.0  # a move to a lost position for the opponent: a win
             return True
         if node.solved < len(node.children):
             return False

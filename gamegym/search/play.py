@@ -7,6 +7,7 @@ driver of a Selfplayer, and a model player for matches.
                   through a model service (gamegym.nets.inference) with an evaluation cache
   MCTSPlayer      search with a model's evaluations, the most visited move (no noise)
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -33,8 +34,13 @@ def playout_cap(cfg) -> PlayoutCap | None:
     return PlayoutCap(cfg.searchcount, cfg.fast_searchcount, probability)
 
 
-def selfplay_game(graph: GameGraph, search: Search, cfg, rng: np.random.Generator,
-                  should_stop: Callable[[], bool] = lambda: False) -> GameRecord | None:
+def selfplay_game(
+    graph: GameGraph,
+    search: Search,
+    cfg,
+    rng: np.random.Generator,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> GameRecord | None:
     """One self-play game; None when stopped before it finished.
 
     Each move: with playout caps (`playout_cap`), one draw from `rng` decides a full search
@@ -80,14 +86,23 @@ class SearchSelfplay:
     evaluated through the model service with an evaluation cache.  Another learner passes its
     own `search` (MuZero's latent search); its evaluator's `iteration` tags the games."""
 
-    def __init__(self, graph: GameGraph, service, config, rng: np.random.Generator,
-                 search: Search | None = None):
+    def __init__(
+        self,
+        graph: GameGraph,
+        service,
+        config,
+        rng: np.random.Generator,
+        search: Search | None = None,
+    ):
         self.graph, self.config, self.rng = graph, config.selfplay, rng
         if search is None:
-            search = Search(graph, PositionEvaluator(graph, service, self.config.evaluation_cache),
-                            SearchParams.from_selfplay(self.config))
+            search = Search(
+                graph,
+                PositionEvaluator(graph, service, self.config.evaluation_cache),
+                SearchParams.from_selfplay(self.config),
+            )
         self.search = search
-        self.evaluate: Any = search.evaluate   # with the `iteration` of its last answer
+        self.evaluate: Any = search.evaluate  # with the `iteration` of its last answer
 
     @property
     def searches_done(self) -> int:
@@ -105,8 +120,9 @@ class MCTSPlayer(Player):
     """Search with a model's evaluations; plays the most visited move (no noise).
     `search_class` is the search to run (MuZero's latent search; default the GameGraph one)."""
 
-    def __init__(self, evaluate, searchcount: int = 100, threads: int = 8,
-                 search_class: type = Search):
+    def __init__(
+        self, evaluate, searchcount: int = 100, threads: int = 8, search_class: type = Search
+    ):
         self.params = SearchParams(searchcount=searchcount, threads=threads)
         self.evaluate = evaluate
         self.search_class = search_class

@@ -29,6 +29,7 @@ validation, the CLI and the benches ask it which names exist; a rule of your own
 same way (`@SEARCHES.register`, a class like these with a unique `name`).  This module imports
 neither the tree nor the config.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -53,11 +54,18 @@ from gamegym.search.gumbel import (
 if TYPE_CHECKING:
     from gamegym.search.tree import Node, SearchParams
 
-__all__ = ["search_rule", "SearchRule", "PuctRule", "GumbelRule", "visit_policy",
-           "choose_action", "add_root_noise"]
+__all__ = [
+    "search_rule",
+    "SearchRule",
+    "PuctRule",
+    "GumbelRule",
+    "visit_policy",
+    "choose_action",
+    "add_root_noise",
+]
 
 
-SearchPath = list[tuple["Node", int]]      # (node, child index) from the root down
+SearchPath = list[tuple["Node", int]]  # (node, child index) from the root down
 # a search's walk: root -> (path, leaf), or (None, root) while the rule waits
 Walk = Callable[["Node"], tuple[SearchPath | None, "Node"]]
 
@@ -88,14 +96,20 @@ class SearchRule:
     `SearchParams`."""
 
     name = ""
-    default_dirichlet_fraction = 0.0   # root noise when the config leaves it unset (None)
+    default_dirichlet_fraction = 0.0  # root noise when the config leaves it unset (None)
     keeps_subtree = True
 
     def __init__(self, params: SearchParams) -> None:
         self.params = params
 
-    def begin(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int,
-              explore: bool = True) -> None:
+    def begin(
+        self,
+        search: RuleSearch,
+        root: Node,
+        rng: np.random.Generator,
+        count: int,
+        explore: bool = True,
+    ) -> None:
         raise NotImplementedError
 
     def walker(self, search: RuleSearch) -> Walk:
@@ -129,8 +143,14 @@ class PuctRule(SearchRule):
     name = "puct"
     default_dirichlet_fraction = 0.25
 
-    def begin(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int,
-              explore: bool = True) -> None:
+    def begin(
+        self,
+        search: RuleSearch,
+        root: Node,
+        rng: np.random.Generator,
+        count: int,
+        explore: bool = True,
+    ) -> None:
         fraction = self.params.dirichlet_fraction if explore else 0.0
         add_root_noise(root, rng, self.params.dirichlet_alpha, fraction)
 
@@ -153,17 +173,25 @@ class GumbelRule(SearchRule):
 
     def __init__(self, params: SearchParams) -> None:
         super().__init__(params)
-        self.gumbel_params = GumbelParams(max_considered=params.gumbel_considered,
-                                          value_scale=params.gumbel_value_scale,
-                                          maxvisit_init=params.gumbel_maxvisit_init)
-        self._root: Node | None = None   # the root of the move being searched
+        self.gumbel_params = GumbelParams(
+            max_considered=params.gumbel_considered,
+            value_scale=params.gumbel_value_scale,
+            maxvisit_init=params.gumbel_maxvisit_init,
+        )
+        self._root: Node | None = None  # the root of the move being searched
         self.halving: SequentialHalving | None = None
-        self.logits: NDArray[np.float64] | None = None   # [A] of the root
-        self.gumbel: NDArray[np.float64] | None = None   # [A] of the root
-        self._done = 0              # the search's searches_done when the move began
+        self.logits: NDArray[np.float64] | None = None  # [A] of the root
+        self.gumbel: NDArray[np.float64] | None = None  # [A] of the root
+        self._done = 0  # the search's searches_done when the move began
 
-    def begin(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int,
-              explore: bool = True) -> None:
+    def begin(
+        self,
+        search: RuleSearch,
+        root: Node,
+        rng: np.random.Generator,
+        count: int,
+        explore: bool = True,
+    ) -> None:
         fraction = self.params.dirichlet_fraction if explore else 0.0
         add_root_noise(root, rng, self.params.dirichlet_alpha, fraction)
         self.logits = logits = logits_from_priors(root.priors)
@@ -182,8 +210,9 @@ class GumbelRule(SearchRule):
         """float64 [A]: g + logits + sigma(completed q) of the root's children."""
         gumbel, logits, _ = self._drawn()
         visits = np.asarray(root.visits, np.float64)
-        return gumbel_scores(gumbel, logits, root.value,
-                             mean_values(root.values, visits), visits, self.gumbel_params)
+        return gumbel_scores(
+            gumbel, logits, root.value, mean_values(root.values, visits), visits, self.gumbel_params
+        )
 
     def walker(self, search: RuleSearch) -> Walk:
         p = self.gumbel_params
@@ -210,14 +239,18 @@ class GumbelRule(SearchRule):
                 node = child_of(node, i)
                 if node.state != node.EXPANDED or node.proven is not None:
                     return path, node
-                i = interior_index(node.priors, node.value, node.values, node.visits,
-                                   scale, init, epsilon)
+                i = interior_index(
+                    node.priors, node.value, node.values, node.visits, scale, init, epsilon
+                )
+
         return walk
 
     def _check(self, root: Node) -> None:
         if root is not self._root:
-            raise ValueError("the Gumbel rule answers for the root it last searched; run the "
-                             "search from this root first")
+            raise ValueError(
+                "the Gumbel rule answers for the root it last searched; run the "
+                "search from this root first"
+            )
 
     def policy(self, root: Node, size: int) -> NDArray[np.float32]:
         """softmax(logits + sigma(completed q)) over action ids; where the solver proved
@@ -225,8 +258,9 @@ class GumbelRule(SearchRule):
         self._check(root)
         _, logits, _ = self._drawn()
         visits = np.asarray(root.visits, np.float64)
-        policy = improved_policy(logits, root.value, mean_values(root.values, visits),
-                                 visits, self.gumbel_params)
+        policy = improved_policy(
+            logits, root.value, mean_values(root.values, visits), visits, self.gumbel_params
+        )
         allowed = root.proven_best()
         if allowed is not None:
             kept = np.zeros_like(policy)

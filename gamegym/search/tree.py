@@ -1,5 +1,6 @@
 """The search tree's parts: the search parameters, the node with its statistics, and the
 evaluator a search asks (with a uniform stub).  The search itself is `gamegym.search.mcts`."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
@@ -19,17 +20,17 @@ Evaluator = Callable[[Sequence[Hashable]], tuple[np.ndarray, np.ndarray]]
 class SearchParams:
     """What the search needs from the self-play config."""
 
-    searchcount: int = 100          # searches per move
-    threads: int = 1                # search threads sharing the tree
+    searchcount: int = 100  # searches per move
+    threads: int = 1  # search threads sharing the tree
     exploration_const: float = 1.5  # c_puct
-    virtualloss: float = 1.0        # loss visits added along a path while its leaf is evaluated
-    dirichlet_alpha: float = 0.5    # root noise concentration
+    virtualloss: float = 1.0  # loss visits added along a path while its leaf is evaluated
+    dirichlet_alpha: float = 0.5  # root noise concentration
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
-    os_threads: bool = False        # run the concurrent searches on OS threads (see mcts.Search)
-    solver: bool = False            # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
-    rule: str = "puct"              # the root rule (gamegym.registry.SEARCHES)
-    gumbel_considered: int = 16     # Gumbel: root actions sampled by Gumbel-Top-k
-    gumbel_value_scale: float = 0.1   # Gumbel: sigma's c_scale
+    os_threads: bool = False  # run the concurrent searches on OS threads (see mcts.Search)
+    solver: bool = False  # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
+    rule: str = "puct"  # the root rule (gamegym.registry.SEARCHES)
+    gumbel_considered: int = 16  # Gumbel: root actions sampled by Gumbel-Top-k
+    gumbel_value_scale: float = 0.1  # Gumbel: sigma's c_scale
     gumbel_maxvisit_init: float = 50.0  # Gumbel: sigma's c_visit
 
     @classmethod
@@ -40,21 +41,40 @@ class SearchParams:
         fraction = cfg.dirichlet_fraction
         if fraction is None:
             fraction = SEARCHES.get(rule).default_dirichlet_fraction
-        return cls(searchcount=cfg.searchcount, threads=cfg.searchthreadcount,
-                   exploration_const=cfg.exploration_const, virtualloss=cfg.virtualloss,
-                   dirichlet_alpha=cfg.dirichlet_alpha,
-                   dirichlet_fraction=fraction if noise else 0.0,
-                   os_threads=cfg.search_os_threads, solver=cfg.search_solver, rule=rule,
-                   gumbel_considered=getattr(cfg, "gumbel_considered", 16),
-                   gumbel_value_scale=getattr(cfg, "gumbel_value_scale", 0.1),
-                   gumbel_maxvisit_init=getattr(cfg, "gumbel_maxvisit_init", 50.0))
+        return cls(
+            searchcount=cfg.searchcount,
+            threads=cfg.searchthreadcount,
+            exploration_const=cfg.exploration_const,
+            virtualloss=cfg.virtualloss,
+            dirichlet_alpha=cfg.dirichlet_alpha,
+            dirichlet_fraction=fraction if noise else 0.0,
+            os_threads=cfg.search_os_threads,
+            solver=cfg.search_solver,
+            rule=rule,
+            gumbel_considered=getattr(cfg, "gumbel_considered", 16),
+            gumbel_value_scale=getattr(cfg, "gumbel_value_scale", 0.1),
+            gumbel_maxvisit_init=getattr(cfg, "gumbel_maxvisit_init", 50.0),
+        )
 
 
 class Node:
     """A vertex in the search tree with the statistics of its outgoing edges (mover's view)."""
 
-    __slots__ = ("vertex", "child_vertices", "actions", "children", "priors", "raw_priors",
-                 "visits", "values", "total", "state", "value", "proven", "solved")
+    __slots__ = (
+        "vertex",
+        "child_vertices",
+        "actions",
+        "children",
+        "priors",
+        "raw_priors",
+        "visits",
+        "values",
+        "total",
+        "state",
+        "value",
+        "proven",
+        "solved",
+    )
 
     NEW, PENDING, EXPANDED, TERMINAL = 0, 1, 2, 3
 
@@ -62,16 +82,16 @@ class Node:
         self.vertex = vertex
         self.child_vertices: tuple = ()
         self.actions: tuple = ()
-        self.children: list = []          # Node or None per child
-        self.priors: list = []            # P(s, a) per child
+        self.children: list = []  # Node or None per child
+        self.priors: list = []  # P(s, a) per child
         self.raw_priors: list | None = None  # priors before root noise
-        self.visits: list = []            # N(s, a) per child, virtual visits included
-        self.values: list = []            # W(s, a) per child, sum of values from this node's view
-        self.total: float = 0             # sum of visits (virtual losses are floats)
+        self.visits: list = []  # N(s, a) per child, virtual visits included
+        self.values: list = []  # W(s, a) per child, sum of values from this node's view
+        self.total: float = 0  # sum of visits (virtual losses are floats)
         self.state = Node.NEW
-        self.value = 0.0                  # network value (or final score) from the mover's view
+        self.value = 0.0  # network value (or final score) from the mover's view
         self.proven: float | None = None  # exact value from the mover's view, once proven
-        self.solved = 0                   # how many children are proven
+        self.solved = 0  # how many children are proven
 
     def mean_value(self) -> float:
         """Search value of this node from its mover's view (its exact value once proven)."""
@@ -87,11 +107,15 @@ class Node:
             return None
         children = self.children
         if self.proven is not None:
-            best = [i for i, c in enumerate(children)
-                    if c is not None and c.proven is not None and -c.proven == self.proven]
+            best = [
+                i
+                for i, c in enumerate(children)
+                if c is not None and c.proven is not None and -c.proven == self.proven
+            ]
             return best or None
-        keep = [i for i, c in enumerate(children)
-                if c is None or c.proven is None or c.proven < 1.0]
+        keep = [
+            i for i, c in enumerate(children) if c is None or c.proven is None or c.proven < 1.0
+        ]
         return keep if len(keep) < len(children) else None
 
 
@@ -105,10 +129,13 @@ def uniform_evaluator(action_space_size: int) -> Evaluator:
         n = len(vertices)
         answer = answers.get(n)
         if answer is None:
-            answer = (np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
-                      np.zeros(n, np.float32))
+            answer = (
+                np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
+                np.zeros(n, np.float32),
+            )
             for array in answer:
                 array.flags.writeable = False
             answers[n] = answer
         return answer
+
     return evaluate

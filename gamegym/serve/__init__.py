@@ -12,6 +12,7 @@ May import the game and data layers (graph, session, samples, fileio), the learn
 and TensorFlow's set-up (to play a model), Starlette and uvicorn; nothing imports this package
 but the command line.  It only reads the session folder: no lock, no write.
 """
+
 from gamegym.serve.app import create_app, run_server
 
 __all__ = ["create_app", "run_server"]

@@ -15,6 +15,7 @@ a request names a file: iterations are ints checked against the model registry, 
 names checked against the folder's listing, games in play are server-side tokens.  The server
 only reads the session folder (no lock, no write), so a gym may train it meanwhile.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,7 @@ from gamegym.serve.replays import ReplayError, SelfplayGames
 __all__ = ["create_app", "run_server"]
 
 STATIC = Path(__file__).resolve().parent / "static"
-MAX_BODY = 4096   # bytes of a request body
+MAX_BODY = 4096  # bytes of a request body
 
 
 def create_app(session_path, players=ModelPlayers) -> Starlette:
@@ -67,7 +68,7 @@ class Site:
     def __init__(self, session: Session, players):
         self.session = session
         self.config = config = session.load_config()
-        self.graph = load_game(config.game, config.game_args)     # the games in play's own
+        self.graph = load_game(config.game, config.game_args)  # the games in play's own
         self.progress = SessionProgress(session)
         self.replays = SelfplayGames(session, load_game(config.game, config.game_args))
         self.table = PlayTable(self.graph, players(session, config), config.selfplay.max_moves)
@@ -80,12 +81,20 @@ class Site:
 
     def session_info(self, request: Request):
         session, config = self.session, self.config
-        return JSONResponse({
-            "session": session.path.name, "game": config.game, "game_args": config.game_args,
-            "learner": config.train.learner, "players": self.table.names,
-            "board": self.graph.has_board, "iterations": session.model_iterations(),
-            "current": session.current_iteration(), "max_searchcount": MAX_SEARCHCOUNT,
-            "searchcount": config.evaluate.searchcount})
+        return JSONResponse(
+            {
+                "session": session.path.name,
+                "game": config.game,
+                "game_args": config.game_args,
+                "learner": config.train.learner,
+                "players": self.table.names,
+                "board": self.graph.has_board,
+                "iterations": session.model_iterations(),
+                "current": session.current_iteration(),
+                "max_searchcount": MAX_SEARCHCOUNT,
+                "searchcount": config.evaluate.searchcount,
+            }
+        )
 
     def progress_now(self, request: Request):
         return JSONResponse(self.progress.snapshot())
@@ -110,8 +119,7 @@ class Site:
         if side not in ("first", "second"):
             raise HTTPException(400, "side must be 'first' or 'second'")
         searchcount = _field(body, "searchcount", int, self.config.evaluate.searchcount)
-        return await _in_thread(self.table.new, iteration, 0 if side == "first" else 1,
-                                searchcount)
+        return await _in_thread(self.table.new, iteration, 0 if side == "first" else 1, searchcount)
 
     def game_state(self, request: Request):
         return _answer(self.table.state, request.path_params["token"])
@@ -174,6 +182,7 @@ def _answer(function, *args) -> JSONResponse:
 async def _in_thread(function, *args) -> JSONResponse:
     """Run a move (a model search: seconds) off the event loop."""
     from starlette.concurrency import run_in_threadpool
+
     return await run_in_threadpool(_answer, function, *args)
 
 
@@ -181,11 +190,14 @@ async def _in_thread(function, *args) -> JSONResponse:
 def run_server(session_path, host: str = "127.0.0.1", port: int = 8000) -> int:
     """Serve the page until Ctrl+C."""
     import uvicorn
-    app = create_app(session_path)   # SessionError for a folder that is not a session
+
+    app = create_app(session_path)  # SessionError for a folder that is not a session
     if host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"gamegym serve: warning: listening on {host}, not only this computer: anyone who "
-              "can reach it can see the session and play its models (there is no login)",
-              file=sys.stderr)
+        print(
+            f"gamegym serve: warning: listening on {host}, not only this computer: anyone who "
+            "can reach it can see the session and play its models (there is no login)",
+            file=sys.stderr,
+        )
     shown = f"[{host}]" if ":" in host else host
     print(f"serving {Path(session_path)} at http://{shown}:{port}/ (Ctrl+C stops)", flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -5,24 +5,32 @@ clickable moves, or `render`'s text), every legal move named in words, whose tur
 at the end a line saying how the game ended.  A vertex does not know how many moves were
 played before it, so the caller passes `ply` (0 = the first mover is to move).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from gamegym.game.graph import GameGraph
 
-__all__ = ["position_view", "move_shares", "describe", "result_line", "side_names", "winner",
-           "move_cells"]
+__all__ = [
+    "position_view",
+    "move_shares",
+    "describe",
+    "result_line",
+    "side_names",
+    "winner",
+    "move_cells",
+]
 
 DEFAULT_NAMES = ["first player", "second player"]
-SHARES_SHOWN = 8     # the most visited moves listed under a board
+SHARES_SHOWN = 8  # the most visited moves listed under a board
 
 
 def describe(graph: GameGraph, vertex, action: int) -> str:
     """A move in words; a game whose describe_action fails still gets 'action N'."""
     try:
         return str(graph.describe_action(vertex, int(action)))
-    except Exception:   # noqa: BLE001 - a broken description must not break the page
+    except Exception:  # noqa: BLE001 - a broken description must not break the page
         return f"action {int(action)}"
 
 
@@ -35,14 +43,15 @@ def side_names(board: dict | None) -> list[str]:
 def winner(graph: GameGraph, vertex, ply: int) -> int | None:
     """At a terminal vertex reached after `ply` moves: 0 or 1, the side that won (0 moved
     first), or None for a draw."""
-    score = float(graph.score_at(vertex))   # the view of the player to move now
+    score = float(graph.score_at(vertex))  # the view of the player to move now
     if score == 0:
         return None
     return ply % 2 if score > 0 else 1 - ply % 2
 
 
-def result_line(graph: GameGraph, vertex, ply: int, names: list[str],
-                truncated: bool = False) -> str:
+def result_line(
+    graph: GameGraph, vertex, ply: int, names: list[str], truncated: bool = False
+) -> str:
     """How a finished game ended, e.g. 'X won' or 'a draw' ('' while it goes on)."""
     if truncated:
         return f"cut at {ply} moves: neither won"
@@ -87,5 +96,8 @@ def move_shares(graph: GameGraph, vertex, policy: np.ndarray) -> list[dict]:
     policy = np.asarray(policy, dtype=np.float64)
     legal = [int(a) for a in graph.actions_at(vertex) if 0 <= a < len(policy)]
     ranked = sorted(legal, key=lambda a: -policy[a])[:SHARES_SHOWN]
-    return [{"action": a, "text": describe(graph, vertex, a), "share": round(float(policy[a]), 4)}
-            for a in ranked if policy[a] > 0]
+    return [
+        {"action": a, "text": describe(graph, vertex, a), "share": round(float(policy[a]), 4)}
+        for a in ranked
+        if policy[a] > 0
+    ]

@@ -7,6 +7,7 @@ the last few; a player is then made per move with the searches per move asked fo
 legal action ids and changes nothing when it is refused.  One lock serialises every move and
 model search: one graph, one model call at a time (a page for one person, not a game server).
 """
+
 from __future__ import annotations
 
 import secrets
@@ -28,26 +29,28 @@ from gamegym.serve.boards import (
     winner,
 )
 
-__all__ = ["ModelPlayers", "PlayTable", "PlayError", "NotFound", "Conflict",
-           "MAX_SEARCHCOUNT"]
+__all__ = ["ModelPlayers", "PlayTable", "PlayError", "NotFound", "Conflict", "MAX_SEARCHCOUNT"]
 
-MAX_SEARCHCOUNT = 5000     # searches per move a request may ask for
-MAX_GAMES = 64             # games kept; the oldest is dropped beyond
-KEPT_MODELS = 4            # model iterations kept loaded
+MAX_SEARCHCOUNT = 5000  # searches per move a request may ask for
+MAX_GAMES = 64  # games kept; the oldest is dropped beyond
+KEPT_MODELS = 4  # model iterations kept loaded
 
 
 class PlayError(ValueError):
     """A request the table refuses; nothing changed (HTTP 400)."""
+
     status = 400
 
 
 class NotFound(PlayError):
     """No such game or model iteration (HTTP 404)."""
+
     status = 404
 
 
 class Conflict(PlayError):
     """The game is over, or it is not the person's turn (HTTP 409)."""
+
     status = 409
 
 
@@ -62,14 +65,22 @@ class ModelPlayers:
 
     def check(self, iteration: int) -> None:
         if iteration not in self.session.model_iterations():
-            raise NotFound(f"the session has no model iteration {iteration} "
-                           f"(it has {self.session.model_iterations()})")
+            raise NotFound(
+                f"the session has no model iteration {iteration} "
+                f"(it has {self.session.model_iterations()})"
+            )
 
     def player(self, iteration: int, searchcount: int, graph: GameGraph):
         from gamegym.learners import get_learner
+
         learner = get_learner(self.config.train.learner)
-        return learner.player(graph, self._service(iteration, learner), searchcount,
-                              max(1, min(8, searchcount)), self.config)
+        return learner.player(
+            graph,
+            self._service(iteration, learner),
+            searchcount,
+            max(1, min(8, searchcount)),
+            self.config,
+        )
 
     def _service(self, iteration: int, learner):
         with self._lock:
@@ -79,12 +90,12 @@ class ModelPlayers:
             self.check(iteration)
             from gamegym.nets.inference import LocalService
             from gamegym.nets.tfsetup import configure_tensorflow, load_model
+
             configure_tensorflow(use_gpu=False)
             try:
                 model = load_model(self.session.model_path(iteration))
-            except (ValueError, OSError) as error:   # pruned or damaged meanwhile
-                raise NotFound(f"model iteration {iteration} cannot be loaded: {error}") \
-                    from error
+            except (ValueError, OSError) as error:  # pruned or damaged meanwhile
+                raise NotFound(f"model iteration {iteration} cannot be loaded: {error}") from error
             service = LocalService(learner.make_evaluator(model, iteration))
             self._services[iteration] = service
             while len(self._services) > KEPT_MODELS:
@@ -102,8 +113,8 @@ class PlayGame:
     human: int
     vertex: object
     ply: int = 0
-    history: list = field(default_factory=list)   # {"ply", "side", "action", "text"}
-    model_move: dict | None = None                # the model's last move and its visit shares
+    history: list = field(default_factory=list)  # {"ply", "side", "action", "text"}
+    model_move: dict | None = None  # the model's last move and its visit shares
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
     touched: float = field(default_factory=time.time)
 
@@ -125,8 +136,9 @@ class PlayTable:
             raise PlayError(f"searches per move must be in 1..{MAX_SEARCHCOUNT}")
         self.models.check(iteration)
         with self.lock:
-            game = PlayGame(secrets.token_urlsafe(16), iteration, searchcount, human,
-                            self.graph.roots[0])
+            game = PlayGame(
+                secrets.token_urlsafe(16), iteration, searchcount, human, self.graph.roots[0]
+            )
             if human == 1:
                 self._model_moves(game)
             self.games[game.token] = game
@@ -151,14 +163,16 @@ class PlayTable:
                 raise Conflict("it is not your turn")
             actions = self.graph.actions_at(game.vertex)
             if action not in actions:
-                raise PlayError(f"action {action} is not a legal move here; the legal ones are "
-                                f"{[int(a) for a in actions]}")
+                raise PlayError(
+                    f"action {action} is not a legal move here; the legal ones are "
+                    f"{[int(a) for a in actions]}"
+                )
             saved = (game.vertex, game.ply, len(game.history), game.model_move)
             self._play(game, action)
             try:
                 if not self._over(game):
                     self._model_moves(game)
-            except Exception:   # the model could not answer (its file pruned): undo the move
+            except Exception:  # the model could not answer (its file pruned): undo the move
                 game.vertex, game.ply, kept, game.model_move = saved
                 del game.history[kept:]
                 raise
@@ -166,8 +180,14 @@ class PlayTable:
 
     def _play(self, game: PlayGame, action: int) -> None:
         side = game.ply % 2
-        game.history.append({"ply": game.ply, "side": side, "action": int(action),
-                             "text": describe(self.graph, game.vertex, action)})
+        game.history.append(
+            {
+                "ply": game.ply,
+                "side": side,
+                "action": int(action),
+                "text": describe(self.graph, game.vertex, action),
+            }
+        )
         game.vertex = self.graph.child_by_action(game.vertex, action)
         game.ply += 1
 
@@ -175,16 +195,22 @@ class PlayTable:
         graph, vertex = self.graph, game.vertex
         player = self.models.player(game.iteration, game.searchcount, graph)
         shares = []
-        if hasattr(player, "search"):   # a search player: its visit shares are shown
+        if hasattr(player, "search"):  # a search player: its visit shares are shown
             from gamegym.search.mcts import choose_action, visit_policy
+
             root = player.search(graph, vertex, game.rng)
             shares = move_shares(graph, vertex, visit_policy(root, graph.action_space_size))
             action = int(root.actions[choose_action(root, 0.0, game.rng)])
         else:
             action = int(player.choose(graph, vertex, game.rng))
         board = graph.board_at(vertex) if graph.has_board else None
-        game.model_move = {"ply": game.ply, "action": action, "cells": move_cells(board, action),
-                           "text": describe(graph, vertex, action), "shares": shares}
+        game.model_move = {
+            "ply": game.ply,
+            "action": action,
+            "cells": move_cells(board, action),
+            "text": describe(graph, vertex, action),
+            "shares": shares,
+        }
         self._play(game, action)
 
     def _over(self, game: PlayGame) -> bool:
@@ -198,15 +224,22 @@ class PlayTable:
             outcome = ""
             if view["over"]:
                 side = winner(self.graph, game.vertex, game.ply)
-                outcome = "a draw" if side is None else \
-                    "you won" if side == game.human else "you lost"
+                outcome = (
+                    "a draw" if side is None else "you won" if side == game.human else "you lost"
+                )
             elif game.ply >= self.max_moves:
                 view["over"] = True
                 view["result"] = f"cut at {game.ply} moves (selfplay.max_moves): neither won"
                 outcome = "a draw"
-            return {"id": game.token, "iteration": game.iteration,
-                    "searchcount": game.searchcount, "human": game.human,
-                    "you": view["players"][game.human], "position": view,
-                    "your_turn": not view["over"] and game.ply % 2 == game.human,
-                    "history": game.history, "model_move": game.model_move,
-                    "outcome": outcome}
+            return {
+                "id": game.token,
+                "iteration": game.iteration,
+                "searchcount": game.searchcount,
+                "human": game.human,
+                "you": view["players"][game.human],
+                "position": view,
+                "your_turn": not view["over"] and game.ply % 2 == game.human,
+                "history": game.history,
+                "model_move": game.model_move,
+                "outcome": outcome,
+            }

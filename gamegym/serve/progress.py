@@ -10,6 +10,7 @@
 
 Nothing here writes or locks: a gym may be running on the same folder.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,8 @@ from gamegym.data.session import Session
 
 __all__ = ["SessionProgress", "JsonlTail"]
 
-MAX_POINTS = 300          # points per live series sent to the page (older ones thinned out)
-MAX_RECORDS = 20_000      # status records kept in memory
+MAX_POINTS = 300  # points per live series sent to the page (older ones thinned out)
+MAX_RECORDS = 20_000  # status records kept in memory
 
 
 class JsonlTail:
@@ -50,7 +51,7 @@ class JsonlTail:
                 with open(self.path, "rb") as handle:
                     handle.seek(self._offset)
                     data = handle.read(size - self._offset)
-                end = data.rfind(b"\n") + 1      # whole lines only
+                end = data.rfind(b"\n") + 1  # whole lines only
                 self._offset += end
                 for line in data[:end].splitlines():
                     try:
@@ -59,7 +60,7 @@ class JsonlTail:
                         continue
                     if isinstance(record, dict):
                         self.records.append(record)
-                del self.records[:-self.keep]
+                del self.records[: -self.keep]
             return self.records
 
 
@@ -78,7 +79,7 @@ class SessionProgress:
         self.session = session
         self.status = JsonlTail(session.monitoring_dir / "status.jsonl")
         self.counter = SampleCounter(session.samples_dir)
-        self._train: dict[str, tuple[float, dict]] = {}   # file name -> (mtime, report)
+        self._train: dict[str, tuple[float, dict]] = {}  # file name -> (mtime, report)
         self._lock = threading.Lock()
 
     def snapshot(self) -> dict:
@@ -87,12 +88,19 @@ class SessionProgress:
             counts = self.counter.per_iteration()
             losses = self._losses()
         records = self.status.read()
-        live = [{"time": r.get("time"), "iteration": r.get("iteration"),
-                 "games": r.get("games"), "samples_per_s": r.get("samples_per_s"),
-                 "searches_per_s": r.get("searches_per_s"),
-                 "loss": (r.get("last_losses") or {}).get("loss")} for r in records]
+        live = [
+            {
+                "time": r.get("time"),
+                "iteration": r.get("iteration"),
+                "games": r.get("games"),
+                "samples_per_s": r.get("samples_per_s"),
+                "searches_per_s": r.get("searches_per_s"),
+                "loss": (r.get("last_losses") or {}).get("loss"),
+            }
+            for r in records
+        ]
         last = records[-1] if records else {}
-        holder = session.recorded_holder()   # never the lock itself: a gym may be starting
+        holder = session.recorded_holder()  # never the lock itself: a gym may be starting
         return {
             "time": time.time(),
             "running": holder is not None,
@@ -133,9 +141,17 @@ class SessionProgress:
                     report = json.loads(Path(entry.path).read_text())
                 except (OSError, ValueError):
                     continue
-                known = (mtime, {"iteration": int(name[:-5]),
-                                 "losses": {k: v for k, v in (report.get("losses") or {}).items()
-                                            if isinstance(v, (int, float))}})
+                known = (
+                    mtime,
+                    {
+                        "iteration": int(name[:-5]),
+                        "losses": {
+                            k: v
+                            for k, v in (report.get("losses") or {}).items()
+                            if isinstance(v, (int, float))
+                        },
+                    },
+                )
             seen[name] = known
         self._train = seen
         return sorted((report for _, report in seen.values()), key=lambda r: r["iteration"])
@@ -145,21 +161,29 @@ class SessionProgress:
         series: dict[str, list] = {}
         for row in read_jsonl(self.session.evaluation_dir / "results.jsonl"):
             try:
-                point = {"iteration": int(row["iteration"]), "score": float(row["score"]),
-                         **{k: int(row.get(k, 0)) for k in ("wins", "draws", "losses")}}
+                point = {
+                    "iteration": int(row["iteration"]),
+                    "score": float(row["score"]),
+                    **{k: int(row.get(k, 0)) for k in ("wins", "draws", "losses")},
+                }
                 opponent = str(row["opponent"])
-                if opponent.startswith("iteration:"):   # "previous": a new one every time
+                if opponent.startswith("iteration:"):  # "previous": a new one every time
                     opponent = "an earlier iteration"
             except (KeyError, TypeError, ValueError):
                 continue
             series.setdefault(opponent, []).append(point)
-        return {name: sorted(points, key=lambda p: p["iteration"])
-                for name, points in sorted(series.items())}
+        return {
+            name: sorted(points, key=lambda p: p["iteration"])
+            for name, points in sorted(series.items())
+        }
 
     def _ratings(self) -> dict:
         try:
             ratings = json.loads((self.session.evaluation_dir / "ratings.json").read_text())
         except (OSError, ValueError):
             return {}
-        return {str(k): v for k, v in ratings.items() if isinstance(v, (int, float))} \
-            if isinstance(ratings, dict) else {}
+        return (
+            {str(k): v for k, v in ratings.items() if isinstance(v, (int, float))}
+            if isinstance(ratings, dict)
+            else {}
+        )

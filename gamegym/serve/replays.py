@@ -9,6 +9,7 @@ skipped here and left for the trainer to quarantine.
 A game is named by (iteration, file name, game index); the file name is only accepted when it
 is one of the files the sample folder of that iteration lists, so no request builds a path.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,7 +44,7 @@ class SelfplayGames:
 
     def __init__(self, session: Session, graph: GameGraph):
         self.session, self.graph = session, graph
-        self._summaries: dict[str, tuple[float, list]] = {}   # path -> (mtime, games)
+        self._summaries: dict[str, tuple[float, list]] = {}  # path -> (mtime, games)
         self._lock = threading.Lock()
         self.names = side_names(graph.board_at(graph.roots[0]) if graph.has_board else None)
 
@@ -74,10 +75,20 @@ class SelfplayGames:
         for game, result in enumerate(arrays["result"]):
             moves = int(np.count_nonzero(arrays["game"] == game))
             truncated = bool(arrays["truncated"][game])
-            games.append({"game": game, "moves": moves, "truncated": truncated,
-                          "result": "cut" if truncated else
-                          f"{self.names[0]} won" if result > 0 else
-                          f"{self.names[1]} won" if result < 0 else "a draw"})
+            games.append(
+                {
+                    "game": game,
+                    "moves": moves,
+                    "truncated": truncated,
+                    "result": "cut"
+                    if truncated
+                    else f"{self.names[0]} won"
+                    if result > 0
+                    else f"{self.names[1]} won"
+                    if result < 0
+                    else "a draw",
+                }
+            )
         if len(self._summaries) >= CACHED_FILES:
             self._summaries.clear()
         self._summaries[str(path)] = (mtime, games)
@@ -109,24 +120,36 @@ class SelfplayGames:
         for ply, row in enumerate(rows):
             action = int(arrays["action"][row])
             view = position_view(graph, vertex, ply)
-            view["played"] = {"action": action, "text": describe(graph, vertex, action),
-                              "cells": move_cells(view["board"], action)}
+            view["played"] = {
+                "action": action,
+                "text": describe(graph, vertex, action),
+                "cells": move_cells(view["board"], action),
+            }
             view["shares"] = move_shares(graph, vertex, arrays["pi"][row])
             view["root_value"] = round(float(arrays["root_value"][row]), 3)
             positions.append(view)
             if action not in graph.actions_at(vertex):
-                raise ReplayError(f"game {game} of {file!r} plays action {action}, which is "
-                                  f"not legal at move {ply + 1}: not a game of this session's "
-                                  "rules")
+                raise ReplayError(
+                    f"game {game} of {file!r} plays action {action}, which is "
+                    f"not legal at move {ply + 1}: not a game of this session's "
+                    "rules"
+                )
             vertex = graph.child_by_action(vertex, action)
         truncated = bool(arrays["truncated"][game])
         last = position_view(graph, vertex, len(rows))
         if truncated:
-            last["result"] = result_line(graph, vertex, len(rows), side_names(last["board"]),
-                                         truncated=True)
+            last["result"] = result_line(
+                graph, vertex, len(rows), side_names(last["board"]), truncated=True
+            )
         positions.append(last)
-        return {"iteration": iteration, "file": file, "game": game, "truncated": truncated,
-                "positions": positions, "result": last["result"]}
+        return {
+            "iteration": iteration,
+            "file": file,
+            "game": game,
+            "truncated": truncated,
+            "positions": positions,
+            "result": last["result"],
+        }
 
     def _first_vertex(self, x: np.ndarray):
         graph = self.graph
@@ -136,8 +159,9 @@ class SelfplayGames:
         try:
             return graph.unnumpify(x)
         except NotImplementedError:
-            raise ReplayError("the game starts away from the game's roots and the game cannot "
-                              "unnumpify it") from None
+            raise ReplayError(
+                "the game starts away from the game's roots and the game cannot unnumpify it"
+            ) from None
 
 
 def _mtime(path) -> float:

@@ -1,4 +1,5 @@
 """The OpenSpiel adapter and OpenSpiel's bots (the extra .[openspiel]; skipped without it)."""
+
 import json
 import subprocess
 import sys
@@ -6,8 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-pyspiel = pytest.importorskip("pyspiel", reason='OpenSpiel is not installed: '
-                                                'pip install -e ".[openspiel]" adds it')
+pyspiel = pytest.importorskip(
+    "pyspiel", reason='OpenSpiel is not installed: pip install -e ".[openspiel]" adds it'
+)
 
 from gamegym.adapters.openspiel import OpenSpielGame, UnsuitableGame, suitability, to_openspiel  # noqa: E402
 from gamegym.evaluation.arena import make_player, run_match  # noqa: E402
@@ -18,10 +20,14 @@ from games.connectfour import ConnectFour  # noqa: E402
 from games.tictactoe import TicTacToe  # noqa: E402
 
 SPEC = "gamegym.adapters.openspiel:OpenSpielGame"
-CHECKED = [{"name": "tic_tac_toe"}, {"name": "connect_four"},
-           {"name": "breakthrough", "params": {"rows": 6, "columns": 5}},
-           {"name": "hex", "params": {"board_size": 5}}, {"name": "othello"},
-           {"name": "clobber"}]
+CHECKED = [
+    {"name": "tic_tac_toe"},
+    {"name": "connect_four"},
+    {"name": "breakthrough", "params": {"rows": 6, "columns": 5}},
+    {"name": "hex", "params": {"board_size": 5}},
+    {"name": "othello"},
+    {"name": "clobber"},
+]
 
 
 def test_tic_tac_toe_agrees_with_ours_move_by_move():
@@ -30,8 +36,8 @@ def test_tic_tac_toe_agrees_with_ours_move_by_move():
     for _ in range(300):
         u, v = theirs.roots[0], ours.roots[0]
         while True:
-            assert theirs.actions_at(u) == ours.actions_at(v)   # same legal moves, same ids
-            assert theirs.score_at(u) == ours.score_at(v)       # same result, mover's view
+            assert theirs.actions_at(u) == ours.actions_at(v)  # same legal moves, same ids
+            assert theirs.score_at(u) == ours.score_at(v)  # same result, mover's view
             if not ours.children_at(v):
                 assert not theirs.children_at(u)
                 break
@@ -42,19 +48,21 @@ def test_tic_tac_toe_agrees_with_ours_move_by_move():
 def test_vertices_observations_and_scores_follow_the_contract():
     game = OpenSpielGame("connect_four")
     assert game.roots == ((),) and game.action_space_size == 7
-    assert game.numpify(()).shape == (6, 7, 3)   # OpenSpiel's [3, 6, 7], planes moved last
+    assert game.numpify(()).shape == (6, 7, 3)  # OpenSpiel's [3, 6, 7], planes moved last
     vertex = ()
     for column in (3, 3, 4, 4, 5, 5):
         vertex = game.child_by_action(vertex, column)
     assert vertex == (3, 3, 4, 4, 5, 5) and game.mover(vertex) == 0
     won = game.child_by_action(vertex, 6)
-    assert game.children_at(won) == () and game.score_at(won) == -1.0   # the mover has lost
+    assert game.children_at(won) == () and game.score_at(won) == -1.0  # the mover has lost
     assert game.score_at(vertex) == 0.0
-    game.forget()                                   # states are rebuilt from the history
+    game.forget()  # states are rebuilt from the history
     assert game.score_at(won) == -1.0 and "player 0 to move" in game.render(vertex)
     assert game.describe_action(vertex, 6) == "x6"
-    assert load_game(SPEC, {"name": "connect_four"}).game_args == {"name": "connect_four",
-                                                                   "params": None}
+    assert load_game(SPEC, {"name": "connect_four"}).game_args == {
+        "name": "connect_four",
+        "params": None,
+    }
 
 
 @pytest.mark.parametrize("args", CHECKED, ids=lambda a: a["name"])
@@ -63,12 +71,20 @@ def test_gamegym_check_passes(args):
     assert check_graph(graph, games=15, seed=1) == []
 
 
-@pytest.mark.parametrize("name, property_", [
-    ("kuhn_poker", "it has chance nodes"), ("leduc_poker", "not a game of perfect information"),
-    ("backgammon", "it has chance nodes"), ("matrix_rps", "its moves are not sequential"),
-    ("bridge", "it has 4 players, not 2"), ("catch", "it has 1 players, not 2"),
-    ("bargaining", "it is not zero-sum"), ("dots_and_boxes", "turns do not strictly alternate"),
-    ("checkers", "turns do not strictly alternate")])
+@pytest.mark.parametrize(
+    "name, property_",
+    [
+        ("kuhn_poker", "it has chance nodes"),
+        ("leduc_poker", "not a game of perfect information"),
+        ("backgammon", "it has chance nodes"),
+        ("matrix_rps", "its moves are not sequential"),
+        ("bridge", "it has 4 players, not 2"),
+        ("catch", "it has 1 players, not 2"),
+        ("bargaining", "it is not zero-sum"),
+        ("dots_and_boxes", "turns do not strictly alternate"),
+        ("checkers", "turns do not strictly alternate"),
+    ],
+)
 def test_unsuitable_games_are_refused_naming_the_property(name, property_):
     with pytest.raises(UnsuitableGame, match=property_):
         OpenSpielGame(name)
@@ -79,9 +95,9 @@ def test_every_game_in_the_registry_is_taken_or_refused_with_a_reason():
     for name in pyspiel.registered_names():
         try:
             game = pyspiel.load_game(name)
-        except Exception:   # pyspiel.SpielError, or nfg_game's IndexError
+        except Exception:  # pyspiel.SpielError, or nfg_game's IndexError
             with pytest.raises(ValueError, match=f"OpenSpiel cannot load {name}"):
-                OpenSpielGame(name)   # needs parameters: said so
+                OpenSpielGame(name)  # needs parameters: said so
             continue
         reasons = suitability(game)
         try:
@@ -120,7 +136,7 @@ def test_openspiel_mcts_takes_a_win_and_our_players_hold_it_to_draws():
     rng = np.random.default_rng(0)
     graph = ConnectFour()
     vertex = graph.roots[0]
-    for column in (3, 3, 4, 4, 5, 5):       # the mover can win in column 2 or 6
+    for column in (3, 3, 4, 4, 5, 5):  # the mover can win in column 2 or 6
         vertex = graph.child_by_action(vertex, column)
     assert make_player("openspiel-mcts:200").choose(graph, vertex, rng) in (2, 6)
     ours = TicTacToe()
@@ -130,34 +146,78 @@ def test_openspiel_mcts_takes_a_win_and_our_players_hold_it_to_draws():
         result = run_match(ours, player, make_player("openspiel-mcts:300"), 6, rng)
         assert result.losses == 0
     opponent = make_player("openspiel-mcts:50")
-    same = [run_match(OpenSpielGame("tic_tac_toe"), opponent, make_player("random"), 4,
-                      np.random.default_rng(9)).to_dict() for _ in range(2)]
-    assert same[0] == same[1]               # seeded by the match's rng
+    same = [
+        run_match(
+            OpenSpielGame("tic_tac_toe"),
+            opponent,
+            make_player("random"),
+            4,
+            np.random.default_rng(9),
+        ).to_dict()
+        for _ in range(2)
+    ]
+    assert same[0] == same[1]  # seeded by the match's rng
 
 
 @pytest.mark.slow
 def test_new_and_resume_a_session_on_an_openspiel_game(tmp_path):
     config = tmp_path / "small.json"
-    config.write_text(json.dumps({
-        "network": {"kind": "dense", "width": 16, "blocks": 1},
-        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
-                     "gamelog_dump_threshold": 5},
-        "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
-        "status_interval": 0}))
+    config.write_text(
+        json.dumps(
+            {
+                "network": {"kind": "dense", "width": 16, "blocks": 1},
+                "selfplay": {
+                    "selfplayprocesses": 1,
+                    "searchthreadcount": 4,
+                    "searchcount": 16,
+                    "gamelog_dump_threshold": 5,
+                },
+                "train": {
+                    "min_samplecount": 60,
+                    "min_new_samples": 60,
+                    "epochs": 1,
+                    "batchsize": 32,
+                },
+                "status_interval": 0,
+            }
+        )
+    )
     session = tmp_path / "ost"
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "gamegym", *args], capture_output=True,
-                              text=True, timeout=240, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "gamegym", *args],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            stdin=subprocess.DEVNULL,
+        )
 
-    done = cli("new", str(session), "--game", SPEC, "--game-args", '{"name": "tic_tac_toe"}',
-               "--config", str(config))
+    done = cli(
+        "new",
+        str(session),
+        "--game",
+        SPEC,
+        "--game-args",
+        '{"name": "tic_tac_toe"}',
+        "--config",
+        str(config),
+    )
     assert done.returncode == 0, done.stderr
     done = cli("resume", str(session), "--max-iterations", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     status = json.loads(cli("status", str(session), "--json").stdout)
     assert status["iteration"] >= 2 and status["samples"] > 0
-    done = cli("evaluate", str(session), "--against", "openspiel-mcts:20", "--games", "2",
-               "--searchcount", "8", "--json")
+    done = cli(
+        "evaluate",
+        str(session),
+        "--against",
+        "openspiel-mcts:20",
+        "--games",
+        "2",
+        "--searchcount",
+        "8",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["games"] == 2

@@ -1,6 +1,7 @@
 """`gamegym bench JOB`: one subcommand per benchmark module, each with only its own flags and
 an example in its help; the one-command spellings of before still run the same job, with one
 deprecation line on stderr."""
+
 import json
 
 import pytest
@@ -15,37 +16,99 @@ NAMES = {"throughput", "learning", "replay", "calibrate", "peer"}
 # old spelling -> the subcommand spelling of the same job, and the command that runs it
 OLD_SPELLINGS = [
     (["bench"], ["bench", "throughput"], throughput.cmd_throughput),
-    (["bench", "--game", TICTACTOE, "--seconds", "3", "--learner", "alphazero,muzero"],
-     ["bench", "throughput", "--game", TICTACTOE, "--seconds", "3", "--learner",
-      "alphazero,muzero"], throughput.cmd_throughput),
-    (["bench", "--learning", TICTACTOE, "--minutes", "0.5", "--opponents", "solver"],
-     ["bench", "learning", TICTACTOE, "--minutes", "0.5", "--opponents", "solver"],
-     learning.cmd_learning),
-    (["bench", "--minutes", "3", f"--learning={TICTACTOE}", "--replay", "window", "curious",
-      "--seeds", "0", "1"],
-     ["bench", "replay", TICTACTOE, "--minutes", "3", "--modes", "window", "curious",
-      "--seeds", "0", "1"], replay.cmd_replay),
-    (["bench", "--learning", TICTACTOE, "--adapt-to", "games.tictactoe:TicTacToeVariant",
-      "--pretrain", "1"],
-     ["bench", "replay", TICTACTOE, "--adapt-to", "games.tictactoe:TicTacToeVariant",
-      "--pretrain", "1"], replay.cmd_replay),
-    (["bench", "--calibrate", "--pair", "mcts:10", "random", "--games", "2"],
-     ["bench", "calibrate", "--pair", "mcts:10", "random", "--games", "2"],
-     calibration.cmd_calibrate),
-    (["bench", "--peer", "openspiel", "--seconds", "0.5"],
-     ["bench", "peer", "openspiel", "--seconds", "0.5"], peer.cmd_peer),
+    (
+        ["bench", "--game", TICTACTOE, "--seconds", "3", "--learner", "alphazero,muzero"],
+        [
+            "bench",
+            "throughput",
+            "--game",
+            TICTACTOE,
+            "--seconds",
+            "3",
+            "--learner",
+            "alphazero,muzero",
+        ],
+        throughput.cmd_throughput,
+    ),
+    (
+        ["bench", "--learning", TICTACTOE, "--minutes", "0.5", "--opponents", "solver"],
+        ["bench", "learning", TICTACTOE, "--minutes", "0.5", "--opponents", "solver"],
+        learning.cmd_learning,
+    ),
+    (
+        [
+            "bench",
+            "--minutes",
+            "3",
+            f"--learning={TICTACTOE}",
+            "--replay",
+            "window",
+            "curious",
+            "--seeds",
+            "0",
+            "1",
+        ],
+        [
+            "bench",
+            "replay",
+            TICTACTOE,
+            "--minutes",
+            "3",
+            "--modes",
+            "window",
+            "curious",
+            "--seeds",
+            "0",
+            "1",
+        ],
+        replay.cmd_replay,
+    ),
+    (
+        [
+            "bench",
+            "--learning",
+            TICTACTOE,
+            "--adapt-to",
+            "games.tictactoe:TicTacToeVariant",
+            "--pretrain",
+            "1",
+        ],
+        [
+            "bench",
+            "replay",
+            TICTACTOE,
+            "--adapt-to",
+            "games.tictactoe:TicTacToeVariant",
+            "--pretrain",
+            "1",
+        ],
+        replay.cmd_replay,
+    ),
+    (
+        ["bench", "--calibrate", "--pair", "mcts:10", "random", "--games", "2"],
+        ["bench", "calibrate", "--pair", "mcts:10", "random", "--games", "2"],
+        calibration.cmd_calibrate,
+    ),
+    (
+        ["bench", "--peer", "openspiel", "--seconds", "0.5"],
+        ["bench", "peer", "openspiel", "--seconds", "0.5"],
+        peer.cmd_peer,
+    ),
 ]
 
 
-@pytest.mark.parametrize("old, new, command", OLD_SPELLINGS,
-                         ids=[" ".join(old[1:3]) or "bare" for old, _, _ in OLD_SPELLINGS])
+@pytest.mark.parametrize(
+    "old, new, command",
+    OLD_SPELLINGS,
+    ids=[" ".join(old[1:3]) or "bare" for old, _, _ in OLD_SPELLINGS],
+)
 def test_an_old_spelling_says_so_once_and_runs_the_same_job(old, new, command, capsys):
     old_args = parse_args(old)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "deprecated" in lines[0]
-    assert lines[0].endswith("gamegym " + " ".join(new))          # the spelling to use now
+    assert lines[0].endswith("gamegym " + " ".join(new))  # the spelling to use now
     new_args = parse_args(new)
-    assert capsys.readouterr().err == ""                            # the new one: no notice
+    assert capsys.readouterr().err == ""  # the new one: no notice
     assert old_args.run is command and vars(old_args) == vars(new_args)
 
 
@@ -65,17 +128,20 @@ def test_each_subcommand_has_a_help_text_with_an_example(name, capsys):
     assert stop.value.code == 0
     text = capsys.readouterr().out
     assert f"usage: gamegym bench {name}" in text
-    example = text[text.index("example"):]
+    example = text[text.index("example") :]
     assert f"gamegym bench {name}" in example
 
 
-@pytest.mark.parametrize("argv", [
-    ["bench", "learning", TICTACTOE, "--seconds", "3"],      # a throughput flag
-    ["bench", "throughput", "--minutes", "3"],                # a learning flag
-    ["bench", "calibrate", "--learner", "muzero"],            # nobody's flag there
-    ["bench", "peer", "openspiel", "--pair", "a", "b"],       # a calibrate flag
-    ["bench", "replay", TICTACTOE, "--keep", "folder"],       # a learning flag
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench", "learning", TICTACTOE, "--seconds", "3"],  # a throughput flag
+        ["bench", "throughput", "--minutes", "3"],  # a learning flag
+        ["bench", "calibrate", "--learner", "muzero"],  # nobody's flag there
+        ["bench", "peer", "openspiel", "--pair", "a", "b"],  # a calibrate flag
+        ["bench", "replay", TICTACTOE, "--keep", "folder"],  # a learning flag
+    ],
+)
 def test_a_subcommand_takes_only_its_own_flags(argv, capsys):
     with pytest.raises(SystemExit) as stop:
         build_parser().parse_args(argv)
@@ -91,15 +157,24 @@ def test_an_old_spelling_with_a_flag_of_no_job_is_still_refused(capsys):
 
 @pytest.mark.slow
 def test_an_old_spelling_runs_from_the_console():
-    done = gamegym("bench", "--calibrate", "--game", TICTACTOE, "--pair", "random", "solver",
-                   "--games", "2", "--json")
+    done = gamegym(
+        "bench",
+        "--calibrate",
+        "--game",
+        TICTACTOE,
+        "--pair",
+        "random",
+        "solver",
+        "--games",
+        "2",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     notices = [line for line in done.stderr.splitlines() if "deprecated" in line]
     assert len(notices) == 1 and "gamegym bench calibrate --game" in notices[0]
     figures = json.loads(done.stdout)
-    row, = figures["pairs"]
-    assert (row["player"], row["opponent"], row["games"], row["wins"]) == (
-        "random", "solver", 2, 0)
+    (row,) = figures["pairs"]
+    assert (row["player"], row["opponent"], row["games"], row["wins"]) == ("random", "solver", 2, 0)
 
 
 # ----- the learning bench's runs side by side --------------------------------------------------
@@ -107,48 +182,97 @@ def test_minutes_to_a_threshold_counts_from_where_the_curve_stays_there():
     from gamegym.bench.learning import minutes_to
 
     def point(minutes, losses, optimal, score):
-        return {"minutes": minutes, "optimal_move_rate": optimal,
-                "by_opponent": {"solver": {"losses": losses, "score": 0.5},
-                                "mcts:1000": {"losses": 0, "score": score}}}
-    curve = [point(0, 5, 0.5, 0.2), point(2, 0, 0.92, 0.95), point(4, 1, 0.95, 0.7),
-             point(6, 0, 0.96, 0.91), point(8, 0, 0.97, 0.93)]
-    assert minutes_to(curve) == {"no losses vs solver": 6, "90% vs mcts:1000": 6,
-                                 "90% optimal moves": 2}
+        return {
+            "minutes": minutes,
+            "optimal_move_rate": optimal,
+            "by_opponent": {
+                "solver": {"losses": losses, "score": 0.5},
+                "mcts:1000": {"losses": 0, "score": score},
+            },
+        }
+
+    curve = [
+        point(0, 5, 0.5, 0.2),
+        point(2, 0, 0.92, 0.95),
+        point(4, 1, 0.95, 0.7),
+        point(6, 0, 0.96, 0.91),
+        point(8, 0, 0.97, 0.93),
+    ]
+    assert minutes_to(curve) == {
+        "no losses vs solver": 6,
+        "90% vs mcts:1000": 6,
+        "90% optimal moves": 2,
+    }
     assert minutes_to(curve, score=0.99, optimal=0.99) == {
-        "no losses vs solver": 6, "99% vs mcts:1000": None, "99% optimal moves": None}
+        "no losses vs solver": 6,
+        "99% vs mcts:1000": None,
+        "99% optimal moves": None,
+    }
     assert minutes_to([]) == {}
 
 
 def test_variants_and_seeds_make_one_run_each_with_the_same_budget(monkeypatch, tmp_path):
     from gamegym.bench import learning
+
     calls = []
 
     def fake_run(**options):
         calls.append(options)
-        return {"learner": options["learner"], "curve": [
-            {"minutes": 0.0, "by_opponent": {"solver": {"losses": 3, "score": 0.2}}},
-            {"minutes": 1.0, "by_opponent": {"solver": {"losses": 0, "score": 0.5}}}]}
+        return {
+            "learner": options["learner"],
+            "curve": [
+                {"minutes": 0.0, "by_opponent": {"solver": {"losses": 3, "score": 0.2}}},
+                {"minutes": 1.0, "by_opponent": {"solver": {"losses": 0, "score": 0.5}}},
+            ],
+        }
+
     monkeypatch.setattr(learning, "run_learning_bench", fake_run)
     monkeypatch.setattr(learning, "plot_curves", lambda runs, path: None)
     gumbel = {"selfplay": {"search": "gumbel"}}
     figures = learning.run_learning_benches(
-        ["alphazero"], tmp_path / "plot.png", variants={"puct": {}, "gumbel": gumbel},
-        seeds=(0, 1), game="games.tictactoe:TicTacToe", minutes=2.0)
+        ["alphazero"],
+        tmp_path / "plot.png",
+        variants={"puct": {}, "gumbel": gumbel},
+        seeds=(0, 1),
+        game="games.tictactoe:TicTacToe",
+        minutes=2.0,
+    )
     assert [(c["overrides"], c["seed"], c["minutes"]) for c in calls] == [
-        (None, 0, 2.0), (None, 1, 2.0), (gumbel, 0, 2.0), (gumbel, 1, 2.0)]
-    assert [r["label"] for r in figures["runs"]] == ["puct seed 0", "puct seed 1",
-                                                      "gumbel seed 0", "gumbel seed 1"]
+        (None, 0, 2.0),
+        (None, 1, 2.0),
+        (gumbel, 0, 2.0),
+        (gumbel, 1, 2.0),
+    ]
+    assert [r["label"] for r in figures["runs"]] == [
+        "puct seed 0",
+        "puct seed 1",
+        "gumbel seed 0",
+        "gumbel seed 1",
+    ]
     assert figures["minutes_to"]["gumbel seed 1"] == {"no losses vs solver": 1.0}
 
 
 def test_a_variant_is_a_name_and_a_json_object():
     from gamegym.cli.main import build_parser
+
     args = build_parser().parse_args(
-        ["bench", "learning", "games.tictactoe:TicTacToe", "--variant", "puct={}",
-         "--variant", 'gumbel={"selfplay": {"search": "gumbel"}}', "--seeds", "0", "1"])
+        [
+            "bench",
+            "learning",
+            "games.tictactoe:TicTacToe",
+            "--variant",
+            "puct={}",
+            "--variant",
+            'gumbel={"selfplay": {"search": "gumbel"}}',
+            "--seeds",
+            "0",
+            "1",
+        ]
+    )
     assert args.variant == [("puct", {}), ("gumbel", {"selfplay": {"search": "gumbel"}})]
     assert args.seeds == [0, 1]
     for bad in ("gumbel", "=1", "x=[1]"):
         with pytest.raises(SystemExit):
-            build_parser().parse_args(["bench", "learning", "games.tictactoe:TicTacToe",
-                                       "--variant", bad])
+            build_parser().parse_args(
+                ["bench", "learning", "games.tictactoe:TicTacToe", "--variant", bad]
+            )

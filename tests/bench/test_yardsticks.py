@@ -1,5 +1,6 @@
 """The yardstick benches: `bench calibrate` (players against each other) and `bench peer
 openspiel` (our search ceiling beside OpenSpiel's MCTSBot), on tiny budgets."""
+
 import builtins
 import json
 import subprocess
@@ -15,19 +16,25 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 
 def test_calibration_plays_each_pair_and_times_the_moves():
     lines = []
-    figures = run_calibration(TICTACTOE, {}, [("mcts:30", "random"), ("solver", "alphabeta0:1")],
-                              games=4, seed=1, progress=lines.append)
+    figures = run_calibration(
+        TICTACTOE,
+        {},
+        [("mcts:30", "random"), ("solver", "alphabeta0:1")],
+        games=4,
+        seed=1,
+        progress=lines.append,
+    )
     first, second = figures["pairs"]
     assert (first["player"], first["opponent"], first["games"]) == ("mcts:30", "random", 4)
-    assert first["wins"] >= 3                         # 30 rollouts a move beat random
-    assert second["losses"] == 0                      # nobody beats the solver
+    assert first["wins"] >= 3  # 30 rollouts a move beat random
+    assert second["losses"] == 0  # nobody beats the solver
     assert first["seconds_per_move"][0] > 0 and second["seconds_per_move"][0] > 0
     assert all(t >= 0 for row in figures["pairs"] for t in row["seconds_per_move"])
     assert len(lines) == 2 and lines[0].strip().startswith("mcts:30 vs random")
-    again = run_calibration(TICTACTOE, {}, [("mcts:30", "random")], games=4, seed=1,
-                            progress=None)
-    assert {k: again["pairs"][0][k] for k in ("wins", "draws", "losses")} == \
-        {k: first[k] for k in ("wins", "draws", "losses")}
+    again = run_calibration(TICTACTOE, {}, [("mcts:30", "random")], games=4, seed=1, progress=None)
+    assert {k: again["pairs"][0][k] for k in ("wins", "draws", "losses")} == {
+        k: first[k] for k in ("wins", "draws", "losses")
+    }
 
 
 def test_calibration_names_a_bad_spec_before_playing():
@@ -50,13 +57,30 @@ def test_peer_bench_without_openspiel_names_the_extra(monkeypatch):
 
 def test_peer_bench_command_on_a_tiny_budget():
     pytest.importorskip("pyspiel", reason="the optional extra openspiel is not installed")
-    done = subprocess.run([sys.executable, "-m", "gamegym", "bench", "peer", "openspiel",
-                           "--seconds", "0.3", "--searchcount", "10", "--threads", "4", "--json"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gamegym",
+            "bench",
+            "peer",
+            "openspiel",
+            "--seconds",
+            "0.3",
+            "--searchcount",
+            "10",
+            "--threads",
+            "4",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
     assert len(figures["games"]) == 4
-    connectfour, = [r for r in figures["games"] if r["game"] == "games.connectfour:ConnectFour"]
+    (connectfour,) = [r for r in figures["games"] if r["game"] == "games.connectfour:ConnectFour"]
     assert connectfour["game_args"] == {"rows": 6, "columns": 7}
     assert connectfour["openspiel_game"] == "connect_four"
     for side in ("ours_1", "ours_4", "openspiel"):

@@ -1,4 +1,5 @@
 """Bad input gets a clear error naming the problem, and leaves no half-made session."""
+
 import json
 import os
 import random
@@ -14,12 +15,15 @@ from conftest import gamegym
 from gamegym.data.samples import read_sample_file, sample_files
 
 
-@pytest.mark.parametrize("game,message", [
-    ("games.nosuchgame:Game", "cannot import module 'games.nosuchgame'"),
-    ("games.tictactoe:NoSuchClass", "module 'games.tictactoe' has no class 'NoSuchClass'"),
-    ("numpy:ndarray", "'numpy:ndarray' is not a gamegym.GameGraph subclass"),
-    ("tictactoe", "must look like 'package.module:ClassName'"),
-])
+@pytest.mark.parametrize(
+    "game,message",
+    [
+        ("games.nosuchgame:Game", "cannot import module 'games.nosuchgame'"),
+        ("games.tictactoe:NoSuchClass", "module 'games.tictactoe' has no class 'NoSuchClass'"),
+        ("numpy:ndarray", "'numpy:ndarray' is not a gamegym.GameGraph subclass"),
+        ("tictactoe", "must look like 'package.module:ClassName'"),
+    ],
+)
 def test_new_with_a_bad_game(tmp_path, game, message):
     done = gamegym("new", str(tmp_path / "s"), "--game", game)
     assert done.returncode == 2 and message in done.stderr
@@ -27,23 +31,36 @@ def test_new_with_a_bad_game(tmp_path, game, message):
 
 
 def test_new_with_bad_game_arguments_and_bad_config(tmp_path):
-    done = gamegym("new", str(tmp_path / "s"), "--game", "games.santorini:Santorini",
-                   "--game-args", '{"dimension": 9}')
+    done = gamegym(
+        "new",
+        str(tmp_path / "s"),
+        "--game",
+        "games.santorini:Santorini",
+        "--game-args",
+        '{"dimension": 9}',
+    )
     assert done.returncode == 2 and "dimension" in done.stderr
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"selfplay": {"searchcont": 5}}))
-    done = gamegym("new", str(tmp_path / "s"), "--game", "games.tictactoe:TicTacToe",
-                   "--config", str(config))
+    done = gamegym(
+        "new", str(tmp_path / "s"), "--game", "games.tictactoe:TicTacToe", "--config", str(config)
+    )
     assert done.returncode == 2
-    assert "unknown config field 'selfplay.searchcont'; did you mean 'selfplay.searchcount'?" \
+    assert (
+        "unknown config field 'selfplay.searchcont'; did you mean 'selfplay.searchcount'?"
         in done.stderr
+    )
     assert not (tmp_path / "s").exists()
 
 
 def test_load_game_names_the_argument_a_game_refuses():
     from gamegym.game.graph import GameSpecError, load_game
-    with pytest.raises(GameSpecError, match=r"cannot build games.santorini:Santorini with "
-                       r"arguments \{\"dimension\": 9\}: Santorini dimension must be an integer"):
+
+    with pytest.raises(
+        GameSpecError,
+        match=r"cannot build games.santorini:Santorini with "
+        r"arguments \{\"dimension\": 9\}: Santorini dimension must be an integer",
+    ):
         load_game("games.santorini:Santorini", {"dimension": 9})
     with pytest.raises(GameSpecError, match="unexpected keyword argument 'size'"):
         load_game("games.tictactoe:TicTacToe", {"size": 4})
@@ -63,14 +80,20 @@ def test_model_that_does_not_fit_the_game_and_session_of_another_game(tmp_path):
     from gamegym.presets import INITIAL_MODELS
     from games.connectfour import ConnectFour
     from games.tictactoe import TicTacToe
-    with pytest.raises(GymError, match=r"model input shape \(6, 7, 2\) does not match numpify "
-                                       r"shape \(3, 3, 2\) of TicTacToe"):
-        GameGym(tmp_path / "a", graph=TicTacToe(),
-                initial_model=INITIAL_MODELS / "connectfour.keras")
+
+    with pytest.raises(
+        GymError,
+        match=r"model input shape \(6, 7, 2\) does not match numpify "
+        r"shape \(3, 3, 2\) of TicTacToe",
+    ):
+        GameGym(
+            tmp_path / "a", graph=TicTacToe(), initial_model=INITIAL_MODELS / "connectfour.keras"
+        )
     assert not (tmp_path / "a" / "config.json").exists()
     GameGym(tmp_path / "b", graph=TicTacToe())
-    with pytest.raises(GymError, match="is for game games.tictactoe:TicTacToe, not "
-                                       "games.connectfour:ConnectFour"):
+    with pytest.raises(
+        GymError, match="is for game games.tictactoe:TicTacToe, not games.connectfour:ConnectFour"
+    ):
         GameGym(tmp_path / "b", graph=ConnectFour())
     done = gamegym("new", str(tmp_path / "b"), "--game", "games.tictactoe:TicTacToe")
     assert done.returncode == 2 and "already exists" in done.stderr
@@ -93,28 +116,36 @@ def test_script_without_a_main_guard_is_told_so_and_stops(tmp_path):
     whether the script creates the session (its first model is made in a child) or resumes it."""
     script = tmp_path / "unguarded.py"
     script.write_text(UNGUARDED)
-    fix = "put the code that starts the gym under `if __name__ == \"__main__\":`"
+    fix = 'put the code that starts the gym under `if __name__ == "__main__":`'
     session = tmp_path / "s"
 
     def run_script():
-        return subprocess.run([sys.executable, str(script), str(session)], capture_output=True,
-                              text=True, timeout=180, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, str(script), str(session)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
 
     done = run_script()
     assert done.returncode == 1, done.stderr[-2000:]
     assert fix in done.stderr
     assert "the process making the first model of " in done.stderr
-    assert not session.exists()                  # no half-made session
+    assert not session.exists()  # no half-made session
 
     assert gamegym("new", str(session), "--game", "games.tictactoe:TicTacToe").returncode == 0
     done = run_script()
     assert done.returncode == 1, done.stderr[-2000:]
     assert fix in done.stderr
     # whichever child the supervisor sees die first (the Predictor or the Trainer, by timing)
-    assert re.search(r"(predictor|trainer|selfplayer\S*) died \(exit code 1\); its error is on the "
-                     r"console above: it died before it opened its log", done.stdout), done.stdout
+    assert re.search(
+        r"(predictor|trainer|selfplayer\S*) died \(exit code 1\); its error is on the "
+        r"console above: it died before it opened its log",
+        done.stdout,
+    ), done.stdout
     assert json.loads((session / "config.json").read_text())["game"] == "games.tictactoe:TicTacToe"
-    assert not (session / "session.lock").exists()   # the session is whole and not locked
+    assert not (session / "session.lock").exists()  # the session is whole and not locked
 
 
 WRITER = """
@@ -141,8 +172,9 @@ while True:
 def test_sigkill_of_a_writer_at_random_moments_leaves_only_whole_files(tmp_path):
     rng = random.Random(0)
     for _ in range(8):
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)],
-                                  stdout=subprocess.PIPE, text=True)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
         assert writer.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.05, 0.6))
         os.kill(writer.pid, signal.SIGKILL)
@@ -185,10 +217,12 @@ while True:
 def test_sigkill_of_a_model_publisher_at_random_moments_leaves_only_whole_models(tmp_path):
     from gamegym.data.session import Session
     from gamegym.presets import INITIAL_MODELS
+
     rng = random.Random(1)
     for _ in range(10):
-        writer = subprocess.Popen([sys.executable, "-c", MODEL_WRITER, str(tmp_path)],
-                                  stdout=subprocess.PIPE, text=True)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", MODEL_WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
         assert writer.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.02, 0.3))
         os.kill(writer.pid, signal.SIGKILL)
@@ -197,14 +231,14 @@ def test_sigkill_of_a_model_publisher_at_random_moments_leaves_only_whole_models
     session = Session(tmp_path)
     iterations = session.model_iterations()
     assert len(iterations) >= 10
-    assert iterations == list(range(len(iterations)))    # no gap: each kill lost at most one
+    assert iterations == list(range(len(iterations)))  # no gap: each kill lost at most one
     whole = (INITIAL_MODELS / "tictactoe.keras").read_bytes()
-    for iteration in iterations:                         # every visible model is all there
+    for iteration in iterations:  # every visible model is all there
         assert session.model_path(iteration).read_bytes() == whole
         assert session.model_is_sound(iteration)
-    current = json.loads((session.models_dir / "current.json").read_text())   # whole, too
+    current = json.loads((session.models_dir / "current.json").read_text())  # whole, too
     assert current["iteration"] in (iterations[-1], iterations[-1] - 1)  # killed before it moved
-    leftovers = list(tmp_path.rglob(".*.tmp*"))          # a killed save's temporary file ...
-    assert leftovers                                     # (some kill did land mid-save)
-    assert session.tidy() == len(leftovers)              # ... is removed at the next start
+    leftovers = list(tmp_path.rglob(".*.tmp*"))  # a killed save's temporary file ...
+    assert leftovers  # (some kill did land mid-save)
+    assert session.tidy() == len(leftovers)  # ... is removed at the next start
     assert not list(tmp_path.rglob(".*.tmp*"))

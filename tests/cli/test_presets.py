@@ -1,5 +1,6 @@
 """The bundled presets from the console (`gamegym presets`, `gamegym new --preset NAME`) and
 their starter models as package data: a wheel installed in a fresh venv finds them."""
+
 import json
 import os
 import shutil
@@ -32,7 +33,7 @@ def test_every_preset_says_what_it_is_for():
 
 def test_the_starter_models_are_in_the_package():
     assert INITIAL_MODELS.parent == ROOT / "gamegym"
-    assert sorted(PRESETS) == STARTERS            # one per whole preset
+    assert sorted(PRESETS) == STARTERS  # one per whole preset
     assert all(starter_model(name) == INITIAL_MODELS / f"{name}.keras" for name in STARTERS)
 
 
@@ -72,14 +73,13 @@ def test_a_config_file_changes_the_preset_section_by_section(tmp_path):
     assert config.selfplay.searchcount == 32 and config.seed == 7
     assert config.selfplay.searchthreadcount == preset["selfplay"]["searchthreadcount"]
     assert config.game_args == {"rows": 6, "columns": 7}
-    assert model == INITIAL_MODELS / "connectfour.keras"     # the network is the preset's
+    assert model == INITIAL_MODELS / "connectfour.keras"  # the network is the preset's
 
 
 def test_other_game_arguments_or_network_start_from_a_fresh_network(tmp_path, caplog):
     config, model = new_session_settings("connectfour", None, {"rows": 5, "columns": 6}, None)
     assert config.game_args == {"rows": 5, "columns": 6} and model is None
-    config, model = new_session_settings("tictactoe", "games.connectfour:ConnectFour", None,
-                                         None)
+    config, model = new_session_settings("tictactoe", "games.connectfour:ConnectFour", None, None)
     assert (config.game, config.game_args, model) == ("games.connectfour:ConnectFour", {}, None)
     wider = tmp_path / "wider.json"
     wider.write_text(json.dumps({"network": {"width": 128}}))
@@ -113,8 +113,9 @@ def test_new_with_a_preset_from_the_console(tmp_path):
 def run(command: list, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """A command outside the checkout: no PYTHONPATH to it, so only what is installed counts."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run(
+        [str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 
@@ -137,24 +138,43 @@ print(trial["initial_model_path"](config.game, config.game_args, config.network)
 
 @pytest.mark.slow
 def test_a_wheel_installed_in_a_fresh_venv_finds_every_starter_model(tmp_path):
-    source = tmp_path / "source"   # a copy, so the build leaves no build/ in the checkout
+    source = tmp_path / "source"  # a copy, so the build leaves no build/ in the checkout
     source.mkdir()
     for name in ("setup.cfg", "pyproject.toml", "README.md", "script_trialrun.py"):
         shutil.copy(ROOT / name, source / name)
     for package in ("gamegym", "games"):
-        shutil.copytree(ROOT / package, source / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "--no-cache-dir", "-w", tmp_path / "dist", "."], cwd=source)
-    wheel, = (tmp_path / "dist").glob("gamegym-*.whl")
+        shutil.copytree(
+            ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--no-cache-dir",
+            "-w",
+            tmp_path / "dist",
+            ".",
+        ],
+        cwd=source,
+    )
+    (wheel,) = (tmp_path / "dist").glob("gamegym-*.whl")
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv],
-        cwd=tmp_path)
+    run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv],
+        cwd=tmp_path,
+    )
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     # pip from the machine's site-packages installs into the venv; -I leaves the machine's
     # own gamegym (if any) alone
-    run([python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-cache-dir", "-I",
-         wheel], cwd=tmp_path)
+    run(
+        [python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-cache-dir", "-I", wheel],
+        cwd=tmp_path,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     found = run([python, "-c", FINDS_THE_MODELS], cwd=elsewhere).stdout
@@ -163,6 +183,7 @@ def test_a_wheel_installed_in_a_fresh_venv_finds_every_starter_model(tmp_path):
     rows = json.loads(listed)
     for name in STARTERS:
         assert Path(rows[name]["starter_model"]).is_relative_to(venv), rows[name]
-    model = run([python, "-c", TRIAL_RUN_FINDS_ITS_MODEL, source / "script_trialrun.py"],
-                cwd=elsewhere).stdout.strip()
+    model = run(
+        [python, "-c", TRIAL_RUN_FINDS_ITS_MODEL, source / "script_trialrun.py"], cwd=elsewhere
+    ).stdout.strip()
     assert Path(model).is_relative_to(venv) and Path(model).name == "tictactoe.keras"

@@ -1,4 +1,5 @@
 """Progress bars: drawn on a terminal (games done, elapsed, expected end), absent otherwise."""
+
 import io
 
 from gamegym.cli.progress import ProgressBars
@@ -13,13 +14,13 @@ def test_bars_on_a_terminal_show_progress_elapsed_and_the_expected_end():
         bars.update(games, description="iteration:3 vs solver, nearly")
     text = out.getvalue()
     assert "iteration:3 vs solver, nearly" in text and "3/4" in text and "games" in text
-    assert "0:00:0" in text        # elapsed
+    assert "0:00:0" in text  # elapsed
 
 
 def test_no_bars_where_the_output_is_not_a_terminal():
-    with ProgressBars(file=io.StringIO()) as bars:   # a file, not a terminal: off
+    with ProgressBars(file=io.StringIO()) as bars:  # a file, not a terminal: off
         assert not bars.enabled
         bar = bars.add("x", total=3, unit="games")
-        bars.update(bar, completed=1)               # no-ops
+        bars.update(bar, completed=1)  # no-ops
         bars.remove(bar)
     assert bar is None

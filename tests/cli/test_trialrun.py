@@ -1,6 +1,7 @@
 """The main job as a user meets it: `python script_trialrun.py` on a fresh session trains, stops,
 and ends with one line saying how strong the model is; its console has no TensorFlow noise and
 the gym's own process never imported TensorFlow."""
+
 import re
 import subprocess
 import sys
@@ -13,13 +14,27 @@ pytestmark = pytest.mark.slow
 
 def test_trial_run_trains_and_ends_with_a_verdict(tmp_path):
     session = tmp_path / "trialrun"
-    done = subprocess.run([sys.executable, str(ROOT / "script_trialrun.py"), "--session",
-                           str(session), "--minutes", "0.25"], capture_output=True, text=True,
-                          timeout=300, stdin=subprocess.DEVNULL, env=user_env())
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "script_trialrun.py"),
+            "--session",
+            str(session),
+            "--minutes",
+            "0.25",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env=user_env(),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stderr == "", done.stderr
     last = done.stdout.strip().splitlines()[-1]
-    assert re.fullmatch(r"\[gamegym\] iteration \d+ against the perfect player \(exact "
-                        r"solver\): \d+ wins, \d+ draws, \d+ losses in 20 games \(\d+ s\)",
-                        last), done.stdout
+    assert re.fullmatch(
+        r"\[gamegym\] iteration \d+ against the perfect player \(exact "
+        r"solver\): \d+ wins, \d+ draws, \d+ losses in 20 games \(\d+ s\)",
+        last,
+    ), done.stdout
     assert "gym exiting (TensorFlow not imported)" in (session / "logs" / "gym.log").read_text()

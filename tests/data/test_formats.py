@@ -2,6 +2,7 @@
 
 A file from a newer gamegym is refused with a message naming both versions (never quarantined
 or rewritten); an older one (no version recorded = version 1) is read as it is."""
+
 import io
 import json
 
@@ -44,7 +45,7 @@ def test_config_json_records_its_format_version(tmp_path):
 def test_a_config_json_without_a_version_is_version_1_and_loads(tmp_path):
     session = make_session(tmp_path)
     data = json.loads(session.config_path.read_text())
-    del data["format_version"]                       # as sessions made before versions were kept
+    del data["format_version"]  # as sessions made before versions were kept
     session.config_path.write_text(json.dumps(data))
     assert session.load_config() == CONFIG
 
@@ -55,8 +56,9 @@ def test_a_session_from_a_newer_gamegym_is_refused_naming_both_versions(tmp_path
     data["format_version"] = CONFIG_FORMAT + 1
     session.config_path.write_text(json.dumps(data))
     before = session.config_path.read_bytes()
-    with pytest.raises(SessionError, match=f"format version {CONFIG_FORMAT + 1}.*"
-                       f"up to {CONFIG_FORMAT}"):
+    with pytest.raises(
+        SessionError, match=f"format version {CONFIG_FORMAT + 1}.*up to {CONFIG_FORMAT}"
+    ):
         session.load_config()
     assert session.config_path.read_bytes() == before
 
@@ -122,8 +124,9 @@ def test_the_replay_state_of_version_1_loads(tmp_path):
 
 
 def test_a_replay_state_from_a_newer_gamegym_is_refused_naming_both_versions(tmp_path):
-    with pytest.raises(FormatError, match=f"format version {REPLAY_FORMAT + 1}.*"
-                       f"up to {REPLAY_FORMAT}"):
+    with pytest.raises(
+        FormatError, match=f"format version {REPLAY_FORMAT + 1}.*up to {REPLAY_FORMAT}"
+    ):
         read_state(state_bytes(tmp_path, REPLAY_FORMAT + 1))
 
 

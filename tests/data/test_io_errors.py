@@ -1,6 +1,7 @@
 """An I/O error at any write, fsync or rename of an iteration's work (sample files, the replay
 state, the model, current.json, the training report) is raised to the writer, never swallowed;
 after it the session resumes: it loads, and every file reported written is there and whole."""
+
 import errno
 import io
 import os
@@ -16,10 +17,18 @@ from gamegym.data.samples import GameRecord, read_sample_file, write_sample_file
 from gamegym.data.session import Session
 from gamegym.runtime.trainer import Trainer
 
-CONFIG = GymConfig(game="games.tictactoe:TicTacToe", train={
-    "replay": "curious", "num_updates_per_train_iter": 2, "batchsize": 4,
-    "min_samplecount": 4, "min_new_samples": 4, "replay_capacity": 100,
-    "validation_split": 0.0})
+CONFIG = GymConfig(
+    game="games.tictactoe:TicTacToe",
+    train={
+        "replay": "curious",
+        "num_updates_per_train_iter": 2,
+        "batchsize": 4,
+        "min_samplecount": 4,
+        "min_new_samples": 4,
+        "replay_capacity": 100,
+        "validation_split": 0.0,
+    },
+)
 OPS = ("write", "fsync", "replace")
 
 
@@ -36,6 +45,7 @@ class Learner:
         index = sampler.draw(4)
         sampler.update(index, np.full(len(index), 0.25))
         from types import SimpleNamespace
+
         return SimpleNamespace(history={"loss": [0.25]})
 
 
@@ -76,8 +86,9 @@ class Faults:
 
         def faulty_open(path, mode="r", *args, **kwargs):
             if "w" in mode or "a" in mode or "+" in mode:
-                return Handle(path, mode.replace("b", "").replace("+", "") + "b"
-                              if "+" not in mode else "rb+")
+                return Handle(
+                    path, mode.replace("b", "").replace("+", "") + "b" if "+" not in mode else "rb+"
+                )
             return real_open(path, mode, *args, **kwargs)
 
         monkeypatch.setattr(fileio.os, "fsync", fsync)
@@ -100,8 +111,11 @@ def one_iteration(session, reported):
     trainer = Trainer(session, CONFIG, None, Learner(), ZipModel(), np.random.default_rng(0))
     new = session.current_iteration() + 1
     assert trainer.train_once() == new
-    reported += [session.model_path(new), session.train_dir / f"{new}.json",
-                 session.replay_dir / f"{new}.npz"]
+    reported += [
+        session.model_path(new),
+        session.train_dir / f"{new}.json",
+        session.replay_dir / f"{new}.npz",
+    ]
 
 
 @pytest.fixture
@@ -116,6 +130,7 @@ def fresh(tmp_path):
         path = tmp_path / f"s{counter[0]}"
         shutil.copytree(template.path, path)
         return Session(path)
+
     return make
 
 
@@ -131,7 +146,7 @@ def test_every_io_error_of_an_iteration_is_raised_and_the_session_resumes(fresh,
                 Faults(patch, op, n)
                 with pytest.raises(OSError, match=f"injected {op} failure"):
                     one_iteration(session, reported)
-            resumed = Session(session.path)                  # as `gamegym resume` does
+            resumed = Session(session.path)  # as `gamegym resume` does
             resumed.tidy()
             assert resumed.load_config() == CONFIG
             iteration = resumed.recover_models()
@@ -142,14 +157,13 @@ def test_every_io_error_of_an_iteration_is_raised_and_the_session_resumes(fresh,
                 else:
                     assert path.is_file(), (op, n, path)
             assert not list(resumed.path.rglob(".*.tmp*")), (op, n)
-            one_iteration(resumed, [])                       # and it goes on
+            one_iteration(resumed, [])  # and it goes on
 
 
 def test_a_new_folder_is_made_durable_in_its_parent(tmp_path, monkeypatch):
     synced = []
     real = fileio._fsync_dir
-    monkeypatch.setattr(fileio, "_fsync_dir", lambda folder: synced.append(folder) or
-                        real(folder))
+    monkeypatch.setattr(fileio, "_fsync_dir", lambda folder: synced.append(folder) or real(folder))
     fileio.atomic_write_bytes(tmp_path / "samples" / "7" / "a.npz", b"data")
     assert tmp_path in synced and tmp_path / "samples" in synced
     assert tmp_path / "samples" / "7" in synced
@@ -158,6 +172,7 @@ def test_a_new_folder_is_made_durable_in_its_parent(tmp_path, monkeypatch):
 def test_a_folder_fsync_error_is_not_swallowed(tmp_path, monkeypatch):
     def fail(fd):
         raise OSError(errno.EIO, "injected")
+
     monkeypatch.setattr(fileio.os, "fsync", fail)
     with pytest.raises(OSError, match="injected"):
         fileio._fsync_dir(tmp_path)

@@ -1,5 +1,6 @@
 """The replay buffer: SumTree against brute force, the priority rule, eviction, and state files
 that survive a crash or damage (no TensorFlow: a stand-in learner and model)."""
+
 import json
 import logging
 from types import SimpleNamespace
@@ -29,7 +30,7 @@ def test_sumtree_sums_match_brute_force_after_random_updates(capacity):
         index = rng.integers(0, capacity, rng.integers(1, 20))
         value = rng.random(len(index)) * 10.0 ** rng.integers(-3, 6)
         tree.update(index, value)
-        _, last = np.unique(index[::-1], return_index=True)   # the last value of a repeat
+        _, last = np.unique(index[::-1], return_index=True)  # the last value of a repeat
         p[index[::-1][last]] = value[::-1][last]
         assert np.isclose(tree.total, p.sum(), rtol=1e-12)
         assert np.array_equal(tree.priorities(), p)
@@ -44,20 +45,19 @@ def test_sumtree_sums_match_brute_force_after_random_updates(capacity):
 @pytest.mark.parametrize("capacity", [5, 1024, 5000, 70_000])
 def test_sumtree_find_agrees_with_a_search_of_the_cumulative_sums(capacity):
     rng = np.random.default_rng(capacity)
-    p = rng.random(capacity) * (rng.random(capacity) > 0.3)      # a third of them empty
+    p = rng.random(capacity) * (rng.random(capacity) > 0.3)  # a third of them empty
     tree = SumTree(capacity)
     tree.fill(np.zeros(capacity))
-    for part in np.array_split(rng.permutation(capacity), 7):    # built by updates
+    for part in np.array_split(rng.permutation(capacity), 7):  # built by updates
         tree.update(part, p[part])
     mass = rng.random(20_000) * p.sum()
-    assert np.array_equal(tree.find(mass),
-                          np.searchsorted(np.cumsum(p), mass, side="right"))
+    assert np.array_equal(tree.find(mass), np.searchsorted(np.cumsum(p), mass, side="right"))
 
 
 def test_sumtree_samples_in_proportion_to_priority():
     rng = np.random.default_rng(0)
     p = rng.random(20) * 5 + 0.1
-    p[3] = 0.0                                   # never drawn
+    p[3] = 0.0  # never drawn
     tree = SumTree(20)
     tree.update(np.arange(20), p)
     draws = tree.sample(200_000, rng)
@@ -66,7 +66,7 @@ def test_sumtree_samples_in_proportion_to_priority():
     expected = p / p.sum() * len(draws)
     keep = expected > 0
     chi2 = ((counts[keep] - expected[keep]) ** 2 / expected[keep]).sum()
-    assert chi2 < CHI2_18_999        # 19 items with a priority: 18 degrees of freedom
+    assert chi2 < CHI2_18_999  # 19 items with a priority: 18 degrees of freedom
 
 
 def test_sumtree_find_is_exact_at_the_boundaries_and_never_lands_on_empty_items():
@@ -104,9 +104,16 @@ def write_files(session: Session, iteration: int, sizes: list[int], tag: str = "
 
 
 def buffer_config(**train) -> GymConfig:
-    settings = {"replay": "curious", "num_updates_per_train_iter": 4, "batchsize": 8,
-                "min_samplecount": 10, "min_new_samples": 10, "replay_capacity": 100,
-                "validation_split": 0.0, **train}
+    settings = {
+        "replay": "curious",
+        "num_updates_per_train_iter": 4,
+        "batchsize": 8,
+        "min_samplecount": 10,
+        "min_new_samples": 10,
+        "replay_capacity": 100,
+        "validation_split": 0.0,
+        **train,
+    }
     return GymConfig(game="games.tictactoe:TicTacToe", train=settings)
 
 
@@ -129,15 +136,21 @@ def train_steps(replay, iteration: int, steps: int, seed: int = 0) -> None:
 # ----- the priority rule ----------------------------------------------------------------------
 def test_priority_formula_on_known_numbers():
     curious = Priorities.of(TrainConfig(replay="curious", num_updates_per_train_iter=1))
-    assert (curious.c, curious.beta, curious.alpha, curious.epsilon, curious.new) == \
-        (1e4, 0.7, 0.7, 0.01, 1e5)   # the paper's values are the defaults
+    assert (curious.c, curious.beta, curious.alpha, curious.epsilon, curious.new) == (
+        1e4,
+        0.7,
+        0.7,
+        0.01,
+        1e5,
+    )  # the paper's values are the defaults
     # v = 1, L = 0.5: 1e4 * 0.7 + 0.51^0.7;  v = 3, L = -2: 1e4 * 0.343 + 2.01^0.7
-    assert np.allclose(curious([1, 3], [0.5, -2.0]),
-                       [7000 + 0.51 ** 0.7, 3430 + 2.01 ** 0.7], rtol=1e-12)
+    assert np.allclose(
+        curious([1, 3], [0.5, -2.0]), [7000 + 0.51**0.7, 3430 + 2.01**0.7], rtol=1e-12
+    )
     assert np.isclose(curious([1], [0.5])[0], 7000.6242, atol=1e-4)
     prioritized = Priorities.of(TrainConfig(replay="prioritized", num_updates_per_train_iter=1))
-    assert np.allclose(prioritized([1, 5], [0.5, 0.0]), [0.51 ** 0.7, 0.01 ** 0.7])
-    assert curious([2], [np.nan])[0] == 1e5   # a diverged loss: look at it again soon
+    assert np.allclose(prioritized([1, 5], [0.5, 0.0]), [0.51**0.7, 0.01**0.7])
+    assert curious([2], [np.nan])[0] == 1e5  # a diverged loss: look at it again soon
 
 
 def test_new_samples_enter_at_priority_max_and_only_drawn_ones_are_updated(session):
@@ -158,10 +171,10 @@ def test_new_samples_enter_at_priority_max_and_only_drawn_ones_are_updated(sessi
     assert (buffer.priorities()[untouched] == before[untouched]).all()
     assert (buffer.count[untouched] == 0).all()
     times = np.bincount(drawn, minlength=18)
-    assert (buffer.count[:18] == times).all()          # a sample drawn twice counts twice
-    expected = 1e4 * 0.7 ** times[drawn] + 0.51 ** 0.7
+    assert (buffer.count[:18] == times).all()  # a sample drawn twice counts twice
+    expected = 1e4 * 0.7 ** times[drawn] + 0.51**0.7
     assert np.allclose(buffer.priorities()[drawn], expected)
-    assert sampler.figures()["new_share"] == 1.0       # all were new when drawn
+    assert sampler.figures()["new_share"] == 1.0  # all were new when drawn
 
     # a learner may report more samples than it drew (every step of a sequence)
     sampler.update(np.arange(18), np.zeros(18))
@@ -174,10 +187,10 @@ def test_uniform_draws_ignore_priority_but_keep_counts(session):
     write_files(session, 0, [10, 10])
     replay = make_replay(session, buffer_config(replay="uniform"))
     batch, _ = replay.load(0)
-    replay.buffer.tree.update(np.arange(10), 1e-9)     # the first file almost never drawn...
+    replay.buffer.tree.update(np.arange(10), 1e-9)  # the first file almost never drawn...
     sampler = replay.sampler(batch, np.random.default_rng(1))
     draws = np.concatenate([sampler.draw(8) for _ in range(500)])
-    assert 0.4 < np.mean(draws < 10) < 0.6             # ...by priority, but uniform ignores it
+    assert 0.4 < np.mean(draws < 10) < 0.6  # ...by priority, but uniform ignores it
     sampler.update(draws[:8], np.ones(8))
     assert replay.buffer.count[:20].sum() == 8
 
@@ -185,12 +198,12 @@ def test_uniform_draws_ignore_priority_but_keep_counts(session):
 def test_curious_draws_new_samples_first(session):
     write_files(session, 0, [20])
     replay = make_replay(session, buffer_config())
-    train_steps(replay, 0, steps=30)                      # the first file: replayed many times
+    train_steps(replay, 0, steps=30)  # the first file: replayed many times
     write_files(session, 1, [20])
     batch, _ = replay.load(1)
     sampler = replay.sampler(batch, np.random.default_rng(2))
     index = sampler.draw(8)
-    assert (batch.iteration[index] == 1).all()             # p_max against c * beta^v + ...
+    assert (batch.iteration[index] == 1).all()  # p_max against c * beta^v + ...
     assert replay.figures()["new_share"] == 1.0
 
 
@@ -202,7 +215,7 @@ def test_capacity_evicts_the_oldest_first_and_keeps_the_newest_rows(tmp_path):
     write_files(session, 0, [10, 10])
     replay.load(0)
     assert len(replay.buffer) == 20
-    write_files(session, 1, [8, 9])                        # 37 rows for 25 slots
+    write_files(session, 1, [8, 9])  # 37 rows for 25 slots
     batch, facts = replay.load(1)
     assert len(batch) == 25 and list(facts["sources"].values()) == [8, 9]
     buffer = replay.buffer
@@ -211,17 +224,18 @@ def test_capacity_evicts_the_oldest_first_and_keeps_the_newest_rows(tmp_path):
     assert segments == [("0/f0-001.npz", 2, 10), ("1/f1-000.npz", 0, 8), ("1/f1-001.npz", 0, 9)]
     assert buffer.evicted == {"0/f0-000.npz"}
     assert sorted(np.bincount(batch.iteration, minlength=2).tolist()) == [8, 17]
-    assert len(set(batch.game.tolist())) == 3              # game ids unique in the buffer
+    assert len(set(batch.game.tolist())) == 3  # game ids unique in the buffer
     # the rows in the buffer are the file's own: step numbers 2..9 of file 0/001
     order = buffer.ring_order()
     assert batch.step[order][:8].tolist() == list(range(2, 10))
-    assert replay.buffer.new_files() == []                 # nothing is read twice
+    assert replay.buffer.new_files() == []  # nothing is read twice
 
 
 def test_a_file_larger_than_the_buffer_keeps_its_newest_rows(tmp_path):
     buffer = ReplayBuffer(tmp_path, capacity=5)
     path = write_files(Session(tmp_path / "x"), 0, [12])[0]
     from gamegym.data.samples import read_sample_file
+
     buffer.add(0, path, read_sample_file(path))
     assert len(buffer) == 5 and sorted(buffer.batch().step.tolist()) == [7, 8, 9, 10, 11]
 
@@ -232,8 +246,9 @@ def snapshot(replay) -> dict:
     buffer = replay.buffer
     order = buffer.ring_order()
     keys = [(s.key, r) for s in buffer.segments for r in range(s.row_from, s.row_to)]
-    return dict(zip(keys, zip(buffer.count[order].tolist(),
-                              buffer.tree.priorities(order).tolist())))
+    return dict(
+        zip(keys, zip(buffer.count[order].tolist(), buffer.tree.priorities(order).tolist()))
+    )
 
 
 def test_resume_continues_with_the_same_counts_and_priorities(session):
@@ -244,7 +259,7 @@ def test_resume_continues_with_the_same_counts_and_priorities(session):
     saved = snapshot(replay)
     assert (session.path / "replay" / "1.npz").is_file()
     again = make_replay(session, buffer_config())
-    write_files(session, 1, [5])                           # written after the commit: new
+    write_files(session, 1, [5])  # written after the commit: new
     again.load(1)
     restored = snapshot(again)
     assert {k: v for k, v in restored.items() if k in saved} == saved
@@ -277,8 +292,14 @@ class StandInLearner:
 def test_a_crash_between_the_two_writes_loses_only_the_iteration_in_flight(session):
     config = buffer_config()
     model = StandInModel()
-    trainer = Trainer(session, config, graph=None, learner=StandInLearner(), model=model,
-                      rng=np.random.default_rng(0))
+    trainer = Trainer(
+        session,
+        config,
+        graph=None,
+        learner=StandInLearner(),
+        model=model,
+        rng=np.random.default_rng(0),
+    )
     session.publish_model(model, 0)
     write_files(session, 0, [15, 15])
     assert trainer.ready()[0]
@@ -290,14 +311,14 @@ def test_a_crash_between_the_two_writes_loses_only_the_iteration_in_flight(sessi
     assert report["replay_figures"]["mean_replays"] > 0
 
     write_files(session, 1, [15])
-    model.fail = True                # the replay state of iteration 2 is written, its model not
+    model.fail = True  # the replay state of iteration 2 is written, its model not
     with pytest.raises(KeyboardInterrupt):
         trainer.train_once()
     assert (session.replay_dir / "2.npz").is_file() and session.current_iteration() == 1
 
-    resumed = make_replay(session, config)       # the next run: at iteration 1 again
+    resumed = make_replay(session, config)  # the next run: at iteration 1 again
     resumed.load(1)
-    assert not (session.replay_dir / "2.npz").exists()     # the orphan state is gone
+    assert not (session.replay_dir / "2.npz").exists()  # the orphan state is gone
     state = snapshot(resumed)
     assert {k: state[k] for k in after_one} == after_one  # iteration 1's priorities, exactly
     assert {v for k, v in state.items() if k not in after_one} == {(0, 1e5)}  # the file of
@@ -314,7 +335,7 @@ def test_a_damaged_state_falls_back_to_the_previous_one_then_rebuilds(session, c
     replay.commit(2)
     assert sorted(p.name for p in session.replay_dir.iterdir()) == ["1.npz", "2.npz"]
     newest = session.replay_dir / "2.npz"
-    newest.write_bytes(newest.read_bytes()[:100])          # torn
+    newest.write_bytes(newest.read_bytes()[:100])  # torn
 
     with caplog.at_level(logging.WARNING, logger="gamegym.data.replay"):
         older = make_replay(session, buffer_config())
@@ -334,12 +355,13 @@ def test_a_damaged_state_falls_back_to_the_previous_one_then_rebuilds(session, c
 
 def test_a_flipped_bit_in_the_priorities_is_caught(session):
     from gamegym.data.replaybuffer import ReplayStateError, read_state
+
     write_files(session, 0, [50])
     replay = make_replay(session, buffer_config())
     replay.load(0)
     replay.buffer.tree.update(np.arange(50), 1.0)
     data = bytearray(replay.buffer.state({}))
-    data[data.find(np.ones(4, np.float64).tobytes()) + 12] ^= 0x40   # inside the priorities
+    data[data.find(np.ones(4, np.float64).tobytes()) + 12] ^= 0x40  # inside the priorities
     with pytest.raises(ReplayStateError, match="CRC"):
         read_state(bytes(data))
 
@@ -358,7 +380,7 @@ def test_the_state_matches_the_files_on_disk(session, caplog):
     replay = make_replay(session, buffer_config())
     train_steps(replay, 0, steps=4)
     replay.commit(1)
-    gone.unlink()                                          # removed by hand
+    gone.unlink()  # removed by hand
     with caplog.at_level(logging.WARNING):
         again = make_replay(session, buffer_config())
         batch, _ = again.load(1)
@@ -371,8 +393,10 @@ def test_buffer_replays_need_sampled_minibatches():
     with pytest.raises(ConfigError, match="num_updates_per_train_iter.*curious.*priorities"):
         GymConfig(game="a:B", train={"replay": "curious"})
     with pytest.raises(ConfigError, match="replay_capacity"):
-        GymConfig(game="a:B", train={"replay": "uniform", "num_updates_per_train_iter": 5,
-                                     "replay_capacity": 100})
+        GymConfig(
+            game="a:B",
+            train={"replay": "uniform", "num_updates_per_train_iter": 5, "replay_capacity": 100},
+        )
     with pytest.raises(ConfigError, match="curious_beta"):
         GymConfig(game="a:B", train={"curious_beta": 1.5})
 
@@ -380,28 +404,35 @@ def test_buffer_replays_need_sampled_minibatches():
 # ----- the replay benchmark's figures ---------------------------------------------------------
 def test_minutes_to_perfect_play_needs_a_confirmed_point():
     from gamegym.bench.replay import minutes_to_perfect
+
     curve = [{"minutes": m, "losses": n} for m, n in [(0, 9), (1, 0), (2, 1), (3, 0), (4, 0)]]
-    assert minutes_to_perfect(curve) == 3          # 1 min was a lucky point
-    assert minutes_to_perfect(curve[:2]) == 1      # the last point needs no confirmation
+    assert minutes_to_perfect(curve) == 3  # 1 min was a lucky point
+    assert minutes_to_perfect(curve[:2]) == 1  # the last point needs no confirmation
     assert minutes_to_perfect(curve[:1]) is None
 
 
 def test_summary_medians_count_runs_that_never_got_there_as_longest():
     from gamegym.bench.replay import summarise
-    runs = [{"replay": "uniform", "minutes_to_perfect": t} for t in (2.0, 4.0, None)] + \
-        [{"replay": "curious", "minutes_to_perfect": t} for t in (1.0, 3.0, 2.0)] + \
-        [{"replay": "prioritized", "minutes_to_perfect": t} for t in (1.0, None, None)]
+
+    runs = (
+        [{"replay": "uniform", "minutes_to_perfect": t} for t in (2.0, 4.0, None)]
+        + [{"replay": "curious", "minutes_to_perfect": t} for t in (1.0, 3.0, 2.0)]
+        + [{"replay": "prioritized", "minutes_to_perfect": t} for t in (1.0, None, None)]
+    )
     summary = summarise(runs, ["uniform", "curious", "prioritized"])
     assert summary["uniform"]["median"] == 4.0 and summary["uniform"]["reached"] == 2
     assert summary["curious"]["median"] == 2.0 and summary["curious"]["ratio_to_uniform"] == 0.5
-    assert summary["prioritized"]["median"] is None and "ratio_to_uniform" not in \
-        summary["prioritized"]
+    assert (
+        summary["prioritized"]["median"] is None
+        and "ratio_to_uniform" not in summary["prioritized"]
+    )
 
 
 @pytest.mark.parametrize("mode", ["window", "uniform", "prioritized", "curious"])
 def test_every_preset_has_valid_replay_settings(mode):
     from gamegym.bench.replay import replay_overrides
     from gamegym.presets import PRESETS
+
     for name, preset in PRESETS.items():
         config = GymConfig.from_dict(preset).updated(replay_overrides(name, mode))
         assert config.train.replay == mode
@@ -410,6 +441,7 @@ def test_every_preset_has_valid_replay_settings(mode):
 
 def test_the_bench_times_the_sum_tree():
     from gamegym.bench.replay import sumtree_timing
+
     timing = sumtree_timing(items=1000, batch=16, repeats=3)
     assert (timing["items"], timing["batch"]) == (1000, 16)
     assert timing["draw_ms"] > 0 and timing["update_ms"] > 0

@@ -1,6 +1,7 @@
 """Curious replay with real processes: a gym killed with SIGKILL (all its processes at once)
 resumes with the replay state of its last published iteration, and a session continued into
 changed rules carries its samples and their priorities."""
+
 import json
 import re
 import subprocess
@@ -16,10 +17,20 @@ from gamegym.data.samples import read_sample_file
 pytestmark = pytest.mark.slow
 
 CURIOUS = {
-    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
-                 "gamelog_dump_threshold": 5},
-    "train": {"replay": "curious", "num_updates_per_train_iter": 8, "replay_capacity": 400,
-              "min_samplecount": 60, "min_new_samples": 60, "batchsize": 32},
+    "selfplay": {
+        "selfplayprocesses": 1,
+        "searchthreadcount": 4,
+        "searchcount": 16,
+        "gamelog_dump_threshold": 5,
+    },
+    "train": {
+        "replay": "curious",
+        "num_updates_per_train_iter": 8,
+        "replay_capacity": 400,
+        "min_samplecount": 60,
+        "min_new_samples": 60,
+        "batchsize": 32,
+    },
     "status_interval": 1.0,
 }
 
@@ -48,26 +59,31 @@ def assert_state_matches_the_files(session, iteration):
 
 def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_path):
     session = new_session(tmp_path)
-    gym = subprocess.Popen(gamegym_command("resume", str(session)), stdin=subprocess.DEVNULL,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    gym = subprocess.Popen(
+        gamegym_command("resume", str(session)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = []
     try:
-        for line in gym.stdout:       # the kill comes while iteration 3 is being trained
+        for line in gym.stdout:  # the kill comes while iteration 3 is being trained
             lines.append(line)
             if re.search(r"\bit [2-9] \|", line):
                 break
         else:
             raise AssertionError("the gym never reached iteration 2:\n" + "".join(lines))
-        assert "replay x" in "".join(lines)             # the status line has the replay part
+        assert "replay x" in "".join(lines)  # the status line has the replay part
     finally:
         processes = [psutil.Process(gym.pid), *psutil.Process(gym.pid).children(recursive=True)]
-        for process in processes:                          # everything at once
+        for process in processes:  # everything at once
             process.kill()
         psutil.wait_procs(processes, timeout=10)
         gym.wait()
     killed_at = current(session)
     state = assert_state_matches_the_files(session, killed_at)
-    assert state["count"].sum() > 0                        # it has trained: counts were saved
+    assert state["count"].sum() > 0  # it has trained: counts were saved
 
     done = gamegym("resume", str(session), "--max-iterations", "1")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -94,8 +110,15 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
     old_state = assert_state_matches_the_files(session, trained)
 
     blocked = tmp_path / "blocked"
-    done = gamegym("continue", str(session), str(blocked), "--game",
-               "games.tictactoe:TicTacToeVariant", "--game-args", '{"blocked": [0, 4]}')
+    done = gamegym(
+        "continue",
+        str(session),
+        str(blocked),
+        "--game",
+        "games.tictactoe:TicTacToeVariant",
+        "--game-args",
+        '{"blocked": [0, 4]}',
+    )
     assert done.returncode == 0, done.stderr
     assert current(blocked) == trained + 1
     config = json.loads((blocked / "config.json").read_text())
@@ -111,8 +134,8 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
     assert "restored from" in log and "rebuilt" not in log
     report = json.loads((blocked / "train" / f"{trained + 2}.json").read_text())
     new_files = [k for k in report["sources"] if int(k.split("/")[0]) == trained + 1]
-    assert new_files                                       # games under the new rules
-    for key in new_files:                                  # nobody marked a blocked cell
+    assert new_files  # games under the new rules
+    for key in new_files:  # nobody marked a blocked cell
         data = read_sample_file(blocked / "samples" / key)
         assert not data["legal"][:, [0, 4]].any() and not np.isin(data["action"], [0, 4]).any()
 
@@ -120,24 +143,36 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
 # the other learners with curious replay: MuZero draws sequences by their last step's priority
 # and reports every unrolled step's loss; Bootstrapped reports each sample's TD error
 LEARNERS = {
-    "muzero": {"network": {"kind": "dense", "width": 16, "blocks": 1},
-               "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
-               "train": {"learner": "muzero"}},
-    "bootstrapped": {"network": {"kind": "dense", "width": 16, "blocks": 1},
-                     "bootstrapped": {"heads": 3, "concurrent_games": 8,
-                                      "positions_per_iteration": 80, "target_update_period": 10},
-                     "train": {"learner": "bootstrapped"}},
+    "muzero": {
+        "network": {"kind": "dense", "width": 16, "blocks": 1},
+        "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
+        "train": {"learner": "muzero"},
+    },
+    "bootstrapped": {
+        "network": {"kind": "dense", "width": 16, "blocks": 1},
+        "bootstrapped": {
+            "heads": 3,
+            "concurrent_games": 8,
+            "positions_per_iteration": 80,
+            "target_update_period": 10,
+        },
+        "train": {"learner": "bootstrapped"},
+    },
 }
 
 
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
 def test_curious_replay_trains_every_learner(tmp_path, learner):
-    config = {section: {**CURIOUS.get(section, {}), **LEARNERS[learner].get(section, {})}
-              for section in ("selfplay", "train", "network", learner)}
+    config = {
+        section: {**CURIOUS.get(section, {}), **LEARNERS[learner].get(section, {})}
+        for section in ("selfplay", "train", "network", learner)
+    }
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**config, "status_interval": 1.0}))
     session = tmp_path / learner
-    done = gamegym("new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(path))
+    done = gamegym(
+        "new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(path)
+    )
     assert done.returncode == 0, done.stderr
     done = gamegym("resume", str(session), "--max-iterations", "2")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -146,7 +181,7 @@ def test_curious_replay_trains_every_learner(tmp_path, learner):
     # only drawn samples were replayed, and those got a priority from their own loss
     drawn = state["count"] > 0
     assert drawn.any()
-    assert np.all(state["priority"][~drawn] == 1e5)                # never drawn: priority_max
+    assert np.all(state["priority"][~drawn] == 1e5)  # never drawn: priority_max
     assert np.all(state["priority"][drawn] < 1e5)
     report = json.loads((session / "train" / f"{iteration}.json").read_text())
     assert (report["learner"], report["replay"]) == (learner, "curious")

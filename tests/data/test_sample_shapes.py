@@ -1,6 +1,7 @@
 """A sample file whose arrays do not fit the game (shape, dtype, action count, value range)
 is quarantined with a warning naming what is wrong, as a torn file is; the Trainer trains on
 the others instead of crashing."""
+
 import io
 import logging
 from types import SimpleNamespace
@@ -57,12 +58,21 @@ def damage(kind):
     elif kind == "negative policy":
         arrays["pi"][0, 0] = -0.5
     elif kind == "game ids":
-        arrays["game"][:] = 5                    # no such game in the file
+        arrays["game"][:] = 5  # no such game in the file
     return arrays
 
 
-KINDS = ["x shape", "x dtype", "action count", "action id", "legal shape", "z range",
-         "nan value", "negative policy", "game ids"]
+KINDS = [
+    "x shape",
+    "x dtype",
+    "action count",
+    "action id",
+    "legal shape",
+    "z range",
+    "nan value",
+    "negative policy",
+    "game ids",
+]
 
 
 def write(path, arrays):
@@ -85,9 +95,16 @@ def test_a_file_that_does_not_fit_the_game_is_quarantined(tmp_path, kind, caplog
 
 
 def config(**train):
-    return GymConfig(game="games.tictactoe:TicTacToe", train={
-        "min_samplecount": 4, "min_new_samples": 4, "validation_split": 0.0, "batchsize": 4,
-        **train})
+    return GymConfig(
+        game="games.tictactoe:TicTacToe",
+        train={
+            "min_samplecount": 4,
+            "min_new_samples": 4,
+            "validation_split": 0.0,
+            "batchsize": 4,
+            **train,
+        },
+    )
 
 
 class Learner:
@@ -106,8 +123,9 @@ class Model:
             handle.write(b"model")
 
 
-@pytest.mark.parametrize("replay", [{}, {"replay": "curious", "num_updates_per_train_iter": 1,
-                                         "replay_capacity": 100}])
+@pytest.mark.parametrize(
+    "replay", [{}, {"replay": "curious", "num_updates_per_train_iter": 1, "replay_capacity": 100}]
+)
 def test_the_trainer_trains_on_the_files_that_fit_and_quarantines_the_others(tmp_path, replay):
     cfg = config(**replay)
     session = Session(tmp_path / "s")

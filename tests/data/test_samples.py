@@ -1,4 +1,5 @@
 """Sample files: round trip, value targets, damaged files quarantined."""
+
 import numpy as np
 import pytest
 
@@ -38,17 +39,28 @@ def test_truncated_game_bootstraps_from_the_last_search_value():
 def test_n_step_targets_bootstrap_from_the_search_value_n_plies_later(tmp_path):
     samples = tmp_path / "samples"
     # root values 0.0, 0.1, ... per step; a won game of 5, a lost game of 3, a cut game of 4
-    write_sample_file(samples / "0" / "a.npz",
-                      [game(5, result=1.0), game(3, result=-1.0), game(4, truncated=True)])
+    write_sample_file(
+        samples / "0" / "a.npz",
+        [game(5, result=1.0), game(3, result=-1.0), game(4, truncated=True)],
+    )
     batch = load_samples(samples, min_iteration=0, max_count=100)
     assert np.array_equal(n_step_value_targets(batch, 0), batch.z)
-    one = [-0.1, -0.2, -0.3, -0.4, 1.0,    # -v[t+1]; at the last position its z, the result
-           -0.1, -0.2, -1.0,               # the lost game (z -1, 1, -1 by mover)
-           -0.1, -0.2, -0.3, 0.3]          # the cut game's last z is its own search value
+    one = [
+        -0.1,
+        -0.2,
+        -0.3,
+        -0.4,
+        1.0,  # -v[t+1]; at the last position its z, the result
+        -0.1,
+        -0.2,
+        -1.0,  # the lost game (z -1, 1, -1 by mover)
+        -0.1,
+        -0.2,
+        -0.3,
+        0.3,
+    ]  # the cut game's last z is its own search value
     assert np.allclose(n_step_value_targets(batch, 1), one)
-    two = [0.2, 0.3, 0.4, -1.0, 1.0,
-           0.2, 1.0, -1.0,
-           0.2, 0.3, -0.3, 0.3]
+    two = [0.2, 0.3, 0.4, -1.0, 1.0, 0.2, 1.0, -1.0, 0.2, 0.3, -0.3, 0.3]
     assert np.allclose(n_step_value_targets(batch, 2), two)
     assert np.array_equal(n_step_value_targets(batch, 5), batch.z)  # no game is longer than 5
 
@@ -56,9 +68,10 @@ def test_n_step_targets_bootstrap_from_the_search_value_n_plies_later(tmp_path):
     shuffled = batch.take(np.random.default_rng(0).permutation(len(batch)))
     expected = dict(zip(zip(batch.game.tolist(), batch.step.tolist()), two))
     got = n_step_value_targets(shuffled, 2)
-    assert np.allclose(got, [expected[key] for key in zip(shuffled.game.tolist(),
-                                                          shuffled.step.tolist())])
-    head = batch.take(np.arange(3))                  # steps 0-2 of the won game
+    assert np.allclose(
+        got, [expected[key] for key in zip(shuffled.game.tolist(), shuffled.step.tolist())]
+    )
+    head = batch.take(np.arange(3))  # steps 0-2 of the won game
     assert np.allclose(n_step_value_targets(head, 2), [0.2, -1.0, 1.0])  # z: 1, -1, 1
 
 
@@ -73,13 +86,13 @@ def test_round_trip_and_window(tmp_path):
     batch = load_samples(samples, min_iteration=0, max_count=100)
     assert len(batch) == 9
     assert sorted(set(batch.iteration.tolist())) == [0, 1]
-    assert len(set(batch.game.tolist())) == 3           # game ids unique across files
+    assert len(set(batch.game.tolist())) == 3  # game ids unique across files
     newest = load_samples(samples, min_iteration=1, max_count=100)
     assert len(newest) == 4 and set(newest.iteration.tolist()) == {1}
     sources = {}
     capped = load_samples(samples, min_iteration=0, max_count=6, sources=sources)
     assert len(capped) == 6 and capped.iteration.tolist() == [1, 1, 1, 1, 0, 0]  # newest first
-    assert sources == {"1/b.npz": 4, "0/a.npz": 2}      # the oldest file cut at max_count
+    assert sources == {"1/b.npz": 4, "0/a.npz": 2}  # the oldest file cut at max_count
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
@@ -93,7 +106,7 @@ def test_damaged_file_is_quarantined_and_the_rest_loads(tmp_path, damage):
         bad.write_bytes(bytes(raw[: len(raw) // 2]))
     else:
         middle = len(raw) // 2
-        raw[middle:middle + 8] = bytes(b ^ 0xFF for b in raw[middle:middle + 8])
+        raw[middle : middle + 8] = bytes(b ^ 0xFF for b in raw[middle : middle + 8])
         bad.write_bytes(bytes(raw))
     with pytest.raises(ValueError, match="damaged sample file"):
         read_sample_file(bad)
@@ -107,6 +120,7 @@ def test_damaged_file_is_quarantined_and_the_rest_loads(tmp_path, damage):
 def test_temporary_files_of_a_writer_are_not_samples(tmp_path):
     from gamegym.data.fileio import temporary_path
     from gamegym.data.samples import SampleCounter, sample_files
+
     samples = tmp_path / "samples"
     write_sample_file(samples / "0" / "a.npz", [game(3)])
     temporary_path(samples / "0" / "b.npz").write_bytes(b"half-written")
@@ -122,10 +136,10 @@ def test_a_learners_own_columns_travel_with_the_samples(tmp_path):
     for g, record in enumerate(games):
         record.extra["mask"] = [np.array([g, step, 1], np.float32) for step in range(len(record))]
     write_sample_file(samples / "0" / "a.npz", games)
-    write_sample_file(samples / "1" / "b.npz", [game(4, seed=3)])   # a file without the column
+    write_sample_file(samples / "1" / "b.npz", [game(4, seed=3)])  # a file without the column
     assert read_sample_file(samples / "0" / "a.npz")["mask"].shape == (5, 3)
     batch = load_samples(samples, min_iteration=0, max_count=100)
-    assert len(batch) == 9 and "mask" not in batch.extra      # not in every file: left out
+    assert len(batch) == 9 and "mask" not in batch.extra  # not in every file: left out
     (samples / "1" / "b.npz").unlink()
     only_a = load_samples(samples, min_iteration=0, max_count=100)
     assert only_a.extra["mask"].tolist() == [[0, 0, 1], [0, 1, 1], [0, 2, 1], [1, 0, 1], [1, 1, 1]]
@@ -145,6 +159,7 @@ def test_writers_in_one_process_never_reuse_a_file_name(tmp_path):
     # a single-process run makes a writer per round; two rounds within one second once wrote
     # the same name, and the second file replaced the first
     from gamegym.runtime.selfplay import SampleWriter
+
     for _ in range(3):
         writer = SampleWriter(tmp_path, "debug")
         writer.add(game(3), 0)

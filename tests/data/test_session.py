@@ -1,4 +1,5 @@
 """The session folder: lock, model registry, atomic files."""
+
 import json
 import os
 import subprocess
@@ -42,10 +43,19 @@ def test_missing_or_foreign_folder(tmp_path):
 
 def test_second_lock_names_the_holder_and_stale_lock_is_taken_over(tmp_path):
     session = make_session(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
-        "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"), str(session.path)],
-        stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
+                "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"
+            ),
+            str(session.path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(SessionLockedError, match=f"in use by gym process {holder.pid}"):
@@ -74,7 +84,7 @@ def test_atomic_json_and_leftovers(tmp_path):
 def test_a_line_appended_after_a_torn_one_is_kept(tmp_path):
     path = tmp_path / "evaluation" / "results.jsonl"
     append_jsonl(path, {"iteration": 1})
-    with open(path, "a") as handle:   # a writer killed in the middle of its line
+    with open(path, "a") as handle:  # a writer killed in the middle of its line
         handle.write('{"iteration": 2, "sco')
     append_jsonl(path, {"iteration": 3})
     append_jsonl(path, {"iteration": 4})
@@ -93,6 +103,7 @@ def test_current_iteration_falls_back_to_newest_model_file(tmp_path):
 
 def test_damaged_newest_model_is_quarantined_and_the_previous_one_used(tmp_path):
     import zipfile
+
     session = make_session(tmp_path)
     for it in (0, 1, 2):
         with zipfile.ZipFile(session.model_path(it), "w") as archive:
@@ -100,14 +111,16 @@ def test_damaged_newest_model_is_quarantined_and_the_previous_one_used(tmp_path)
             archive.writestr("model.weights.h5", bytes(range(256)) * 40)
         atomic_write_json(session.models_dir / "current.json", {"iteration": it})
     data = session.model_path(2).read_bytes()
-    session.model_path(2).write_bytes(data[: len(data) // 2])            # truncated
+    session.model_path(2).write_bytes(data[: len(data) // 2])  # truncated
     raw = bytearray(session.model_path(1).read_bytes())
-    raw[200:210] = bytes(b ^ 0xFF for b in raw[200:210])                 # flipped bytes
+    raw[200:210] = bytes(b ^ 0xFF for b in raw[200:210])  # flipped bytes
     session.model_path(1).write_bytes(bytes(raw))
     assert session.recover_models() == 0
     assert session.current_iteration() == 0
-    assert sorted(p.name.split("-")[-1] for p in session.quarantine_dir.iterdir()) == \
-        ["1.keras", "2.keras"]
+    assert sorted(p.name.split("-")[-1] for p in session.quarantine_dir.iterdir()) == [
+        "1.keras",
+        "2.keras",
+    ]
     assert session.model_iterations() == [0]
 
 
@@ -116,15 +129,36 @@ def test_resume_with_a_config_on_a_running_session_is_refused_and_changes_nothin
     before = session.config_path.read_bytes()
     changed = tmp_path / "changed.json"
     changed.write_text(json.dumps({"selfplay": {"searchcount": 7}}))
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
-        "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"), str(session.path)],
-        stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
+                "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"
+            ),
+            str(session.path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        done = subprocess.run([sys.executable, "-m", "gamegym", "resume", str(session.path),
-                               "--config", str(changed)], capture_output=True, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gamegym",
+                "resume",
+                str(session.path),
+                "--config",
+                str(changed),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -133,19 +167,24 @@ def test_resume_with_a_config_on_a_running_session_is_refused_and_changes_nothin
     assert session.config_path.read_bytes() == before
 
 
-HOLD = ("import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
-        "s.acquire_lock(); print('locked', flush=True); time.sleep(60)")
+HOLD = (
+    "import sys,time; from gamegym.data.session import Session; s=Session(sys.argv[1]); "
+    "s.acquire_lock(); print('locked', flush=True); time.sleep(60)"
+)
 
 
-def test_a_lock_file_naming_a_live_process_of_another_host_but_held_by_none_is_taken_over(
-        tmp_path):
+def test_a_lock_file_naming_a_live_process_of_another_host_but_held_by_none_is_taken_over(tmp_path):
     """The OS lock decides, not the pid in the file (on a shared folder it may be another
     machine's pid, alive here by chance)."""
     import psutil
+
     session = make_session(tmp_path)
     init = psutil.Process(1)
-    session.lock_path.write_text(json.dumps({"pid": 1, "create_time": init.create_time(),
-                                             "started": 0, "host": "another-machine"}))
+    session.lock_path.write_text(
+        json.dumps(
+            {"pid": 1, "create_time": init.create_time(), "started": 0, "host": "another-machine"}
+        )
+    )
     session.acquire_lock()
     assert json.loads(session.lock_path.read_text())["pid"] == os.getpid()
     session.release_lock()
@@ -153,11 +192,12 @@ def test_a_lock_file_naming_a_live_process_of_another_host_but_held_by_none_is_t
 
 def test_a_held_lock_is_refused_whatever_its_file_says(tmp_path):
     session = make_session(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(session.path)],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(session.path)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        session.lock_path.write_text("")                  # torn or emptied by hand, long ago
+        session.lock_path.write_text("")  # torn or emptied by hand, long ago
         os.utime(session.lock_path, (0, 0))
         with pytest.raises(SessionLockedError, match="is in use"):
             Session(session.path).acquire_lock()
@@ -171,14 +211,23 @@ def test_a_held_lock_is_refused_whatever_its_file_says(tmp_path):
 def test_of_many_gyms_racing_for_a_stale_lock_exactly_one_wins(tmp_path):
     session = make_session(tmp_path)
     session.lock_path.write_text(json.dumps({"pid": 999999, "create_time": 0, "started": 0}))
-    race = ("import sys,time; from gamegym.data.session import Session, SessionLockedError\n"
-            "s = Session(sys.argv[1]); time.sleep(max(0, float(sys.argv[2]) - time.time()))\n"
-            "try:\n    s.acquire_lock(); print('won', flush=True); time.sleep(3)\n"
-            "except SessionLockedError:\n    print('lost', flush=True)\n")
+    race = (
+        "import sys,time; from gamegym.data.session import Session, SessionLockedError\n"
+        "s = Session(sys.argv[1]); time.sleep(max(0, float(sys.argv[2]) - time.time()))\n"
+        "try:\n    s.acquire_lock(); print('won', flush=True); time.sleep(3)\n"
+        "except SessionLockedError:\n    print('lost', flush=True)\n"
+    )
     import time
+
     start = str(time.time() + 2.0)
-    racers = [subprocess.Popen([sys.executable, "-c", race, str(session.path), start],
-                               stdout=subprocess.PIPE, text=True) for _ in range(6)]
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", race, str(session.path), start],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
     outcomes = sorted(r.communicate(timeout=60)[0].strip() for r in racers)
     assert outcomes == ["lost"] * 5 + ["won"]
 
@@ -188,18 +237,20 @@ class ZipModel:
 
     def save(self, path):
         import zipfile
+
         with zipfile.ZipFile(path, "w") as archive:
             archive.writestr("config.json", "{}")
 
 
-@pytest.mark.parametrize("keep, kept", [(0, [0, 1, 2, 3, 4, 5]), (1, [0, 5]), (2, [0, 4, 5]),
-                                        (9, [0, 1, 2, 3, 4, 5])])
+@pytest.mark.parametrize(
+    "keep, kept", [(0, [0, 1, 2, 3, 4, 5]), (1, [0, 5]), (2, [0, 4, 5]), (9, [0, 1, 2, 3, 4, 5])]
+)
 def test_keep_models_keeps_the_newest_files_and_iteration_0(tmp_path, keep, kept):
     session = make_session(tmp_path)
     for iteration in range(6):
         session.publish_model(ZipModel(), iteration, keep=keep)
         assert session.current_iteration() == iteration
-        assert session.model_path(iteration).is_file()          # the new one never goes
+        assert session.model_path(iteration).is_file()  # the new one never goes
     assert session.model_iterations() == kept
     resumed = Session(session.path)
     assert resumed.recover_models() == 5 and resumed.model_is_sound(5)
@@ -207,5 +258,6 @@ def test_keep_models_keeps_the_newest_files_and_iteration_0(tmp_path, keep, kept
 
 def test_keep_models_is_checked():
     from gamegym.config import ConfigError
+
     with pytest.raises(ConfigError, match="keep_models"):
         GymConfig(game="games.tictactoe:TicTacToe", train={"keep_models": -1})

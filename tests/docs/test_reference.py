@@ -1,6 +1,7 @@
 """The generated reference pages (docs/hooks/reference.py) document every config field and
 every command-line flag, with a meaning for every field; the pages' field tables name fields
 that exist.  Fast: nothing here builds the site or starts a process."""
+
 from __future__ import annotations
 
 import argparse
@@ -45,6 +46,7 @@ def _flatten(data: dict, prefix: str = "") -> set[str]:
 
 def _learner_names() -> list[str]:
     from gamegym import config
+
     learners = config.LEARNERS
     return list(learners.names()) if hasattr(learners, "names") else list(learners)
 
@@ -53,10 +55,12 @@ def config_json_fields() -> set[str]:
     """Every key a session's config.json can hold, from what GymConfig writes for each
     learner (a learner's own section appears only when it is the session's learner)."""
     from gamegym.config import GymConfig
+
     names = set()
     for learner in _learner_names():
-        config = GymConfig.from_dict({"game": "games.tictactoe:TicTacToe",
-                                      "train": {"learner": learner}})
+        config = GymConfig.from_dict(
+            {"game": "games.tictactoe:TicTacToe", "train": {"learner": learner}}
+        )
         names |= _flatten(config.to_dict())
     return names
 
@@ -74,19 +78,28 @@ def documented_rows(page: str) -> dict[str, str]:
 def test_every_config_field_has_an_entry_with_a_meaning():
     rows = documented_rows(ref.config_page())
     fields = config_json_fields()
-    assert {"game", "seed", "network.width", "selfplay.searchcount", "train.learner",
-            "evaluate.opponents"} <= fields        # the enumeration itself sees the sections
+    assert {
+        "game",
+        "seed",
+        "network.width",
+        "selfplay.searchcount",
+        "train.learner",
+        "evaluate.opponents",
+    } <= fields  # the enumeration itself sees the sections
     missing = sorted(fields - set(rows))
     assert not missing, f"config fields without an entry in reference/config.md: {missing}"
     silent = sorted(name for name in fields if not rows[name])
-    assert not silent, (f"config fields without a meaning (write a comment after the field in "
-                        f"its dataclass): {silent}")
+    assert not silent, (
+        f"config fields without a meaning (write a comment after the field in "
+        f"its dataclass): {silent}"
+    )
     extra = sorted(set(rows) - fields)
     assert not extra, f"reference/config.md documents fields config.json does not hold: {extra}"
 
 
 def test_defaults_are_the_dataclass_defaults():
     from gamegym.config import GymConfig
+
     rows = {}
     for line in ref.config_page().splitlines():
         match = re.match(r"\| `([\w.]+)`(?: \*\*fixed\*\*)? \| `(.*?)` \|", line)
@@ -104,20 +117,20 @@ class _Sample:
     """A section written in every style the reference reads."""
 
     _section = "sample."
-    plain: int = 1                 # a trailing comment
-    wrapped: float = 0.5           # a comment that goes on
-                                   # on the next line, aligned
-    pushed: bool = True            # a comment continued
+    plain: int = 1  # a trailing comment
+    wrapped: float = 0.5  # a comment that goes on
+    #                                on the next line, aligned
+    pushed: bool = True  # a comment continued
     #                                after the hash, as config.py does
     # a group header above the next fields (not a continuation)
-    after_header: int = 2          # its own comment
+    after_header: int = 2  # its own comment
     told: str = dataclasses.field(default="x", metadata={"doc": "from metadata"})
     docstring: int = 3
     """From an attribute docstring."""
     # from the comment block above
     above: int = 4
     factory: list = dataclasses.field(default_factory=lambda: [1, 2])  # made by a factory
-    slot: Any = None               # filled at run time: not a field of its own
+    slot: Any = None  # filled at run time: not a field of its own
 
 
 def test_field_meanings_reads_every_comment_style():
@@ -149,11 +162,14 @@ def test_field_tables_find_a_field_by_its_short_name_and_refuse_unknown_ones():
 
 def test_every_field_table_in_the_docs_names_existing_fields():
     pages = sorted((ROOT / "docs").rglob("*.md"))
-    marks = [(page, m) for page in pages
-             for m in ref.FIELDS_MARK.finditer(page.read_text(encoding="utf-8"))]
+    marks = [
+        (page, m)
+        for page in pages
+        for m in ref.FIELDS_MARK.finditer(page.read_text(encoding="utf-8"))
+    ]
     assert marks, "the learner pages embed field tables"
     for _page, mark in marks:
-        ref.config_fields_table(mark.group(1).split())   # raises naming a missing field
+        ref.config_fields_table(mark.group(1).split())  # raises naming a missing field
 
 
 # ----- the command line ------------------------------------------------------------------------
@@ -181,6 +197,7 @@ def page_sections(page: str) -> dict[tuple, str]:
 
 def test_every_command_and_flag_has_an_entry():
     from gamegym.cli.main import build_parser
+
     commands = parser_commands(build_parser())
     sections = page_sections(ref.cli_page())
     assert ("new",) in commands and ("resume",) in commands
@@ -189,8 +206,9 @@ def test_every_command_and_flag_has_an_entry():
             continue
         assert words in sections, f"no section for 'gamegym {' '.join(words)}'"
         for argument in arguments:
-            assert f"`{argument}`" in sections[words], \
+            assert f"`{argument}`" in sections[words], (
                 f"'gamegym {' '.join(words)}' documents no {argument}"
+            )
 
 
 def test_sub_subcommands_are_walked():
@@ -209,13 +227,21 @@ def test_sub_subcommands_are_walked():
 # ----- the hook --------------------------------------------------------------------------------
 def test_the_hook_adds_the_generated_pages(tmp_path):
     """MkDocs itself loads the hook from mkdocs.yml's `hooks` and runs its on_files event."""
-    pytest.importorskip("mkdocs", reason='the optional extra docs is not installed: '
-                                  'pip install -e ".[docs]"')
+    pytest.importorskip(
+        "mkdocs", reason='the optional extra docs is not installed: pip install -e ".[docs]"'
+    )
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.structure.files import Files
+
     config = MkDocsConfig(config_file_path=str(ROOT / "mkdocs.yml"))
-    config.load_dict({"site_name": "t", "docs_dir": str(ROOT / "docs"),
-                      "site_dir": str(tmp_path / "site"), "hooks": [str(HOOK)]})
+    config.load_dict(
+        {
+            "site_name": "t",
+            "docs_dir": str(ROOT / "docs"),
+            "site_dir": str(tmp_path / "site"),
+            "hooks": [str(HOOK)],
+        }
+    )
     errors, _ = config.validate()
     assert not errors
     files = config.plugins.on_files(Files([]), config=config)
@@ -228,6 +254,7 @@ def test_the_package_table_lists_every_sub_package():
     table = ref.package_layout()
     for init in (ROOT / "gamegym").glob("*/__init__.py"):
         assert f"`gamegym.{init.parent.name}`" in table
-    markdown = ref.on_page_markdown("a\n{{ package_layout }}\n{{ config_fields seed }}\n",
-                                    None, None, None)
+    markdown = ref.on_page_markdown(
+        "a\n{{ package_layout }}\n{{ config_fields seed }}\n", None, None, None
+    )
     assert "`gamegym.game`" in markdown and "| `seed` |" in markdown

@@ -1,5 +1,6 @@
 """The tutorial's game (docs/tutorial/hex.py) keeps the GameGraph contract and plays Hex, and the
 commands the tutorial page shows run as shown (with smaller budgets; slow)."""
+
 from __future__ import annotations
 
 import json
@@ -58,7 +59,7 @@ def test_every_game_has_exactly_one_winner():
 
 def test_the_first_player_wins_and_the_render_is_the_real_board():
     for size in (2, 3):
-        assert solve(Hex(size), Hex(size).roots[0]).value == 1.0   # strategy stealing
+        assert solve(Hex(size), Hex(size).roots[0]).value == 1.0  # strategy stealing
     graph = Hex(3)
     # X plays a1, O plays c1 (in O's transposed frame c1 is cell a3 = action 6)
     after_x = graph.child_by_action(graph.roots[0], 0)
@@ -86,16 +87,22 @@ def test_the_page_shows_the_whole_game_and_the_commands():
 SMALLER = {"--max-iterations": "1", "--games": "2", "--searchcount": "8"}
 # iterations the smaller run makes: two resumes of one iteration each
 RENAMED = {"iteration:3": "iteration:1"}
-FASTER_CONFIG = {"train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1},
-                 "selfplay": {"searchcount": 16, "gamelog_dump_threshold": 5}}
+FASTER_CONFIG = {
+    "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1},
+    "selfplay": {"searchcount": 16, "gamelog_dump_threshold": 5},
+}
 
 
 def page_commands() -> list[str]:
     """The `gamegym ...` lines of the page's bash blocks, in order."""
     text = PAGE.read_text(encoding="utf-8")
     blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
-    return [line.strip() for block in blocks for line in block.splitlines()
-            if line.strip().startswith("gamegym ")]
+    return [
+        line.strip()
+        for block in blocks
+        for line in block.splitlines()
+        if line.strip().startswith("gamegym ")
+    ]
 
 
 def smaller(command: str) -> list[str]:
@@ -109,6 +116,7 @@ def smaller(command: str) -> list[str]:
 @pytest.mark.slow
 def test_the_pages_commands_run(tmp_path, monkeypatch):
     from conftest import gamegym
+
     shutil.copy(TUTORIAL / "hex.py", tmp_path / "hex.py")
     config = json.loads((TUTORIAL / "hex-config.json").read_text())
     for section, changes in FASTER_CONFIG.items():
@@ -118,7 +126,7 @@ def test_the_pages_commands_run(tmp_path, monkeypatch):
     done = set()
     for command in page_commands():
         words = smaller(command)
-        if words[1] == "evaluate" and tuple(words) in done:   # the same at a smaller budget
+        if words[1] == "evaluate" and tuple(words) in done:  # the same at a smaller budget
             continue
         done.add(tuple(words))
         moves = "0\n" * 20 if words[1] == "play" else None

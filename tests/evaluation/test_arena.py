@@ -1,4 +1,5 @@
 """Players, matches and ratings (gamegym.evaluation.arena), in-process."""
+
 import numpy as np
 import pytest
 
@@ -77,8 +78,9 @@ def test_human_player_answers_bad_input_and_asks_again():
     assert shown[0] == graph.render(graph.roots[0])
     assert shown[1].startswith("your moves: [0] ") and "[8] " in shown[1]
     complaints = shown[2:]
-    assert complaints == [f"'{a}' is not a move number between 0 and 8; try again"
-                          for a in ("", "x", "-1", "9")]
+    assert complaints == [
+        f"'{a}' is not a move number between 0 and 8; try again" for a in ("", "x", "-1", "9")
+    ]
 
 
 def test_make_player_specs():
@@ -92,16 +94,20 @@ def test_make_player_specs():
 
 
 def test_bad_player_specs_are_named():
-    bad = {"alphabeta": "needs alphabeta:DEPTH with depth >= 1",
-           "alphabeta:0": "needs alphabeta:DEPTH with depth >= 1",
-           "alphabeta:x": "needs alphabeta:DEPTH", "minimax:2": "unknown player 'minimax:2'; use",
-           "alphabeta0:x": "player 'alphabeta0:x' needs alphabeta0:DEPTH with depth >= 1",
-           "mcts:0": "player 'mcts:0' needs mcts:SIMULATIONS with simulations >= 1",
-           "mcts:x": "player 'mcts:x' needs mcts:SIMULATIONS", "mcts:-5": "needs mcts:SIMULATIONS",
-           "mcts": "needs mcts:SIMULATIONS",
-           "solver:1": "player 'solver' takes no ':1'",
-           "iteration:3": "cannot be made here without a session",
-           "previous": "cannot be made here"}   # the Evaluator's own name for an iteration
+    bad = {
+        "alphabeta": "needs alphabeta:DEPTH with depth >= 1",
+        "alphabeta:0": "needs alphabeta:DEPTH with depth >= 1",
+        "alphabeta:x": "needs alphabeta:DEPTH",
+        "minimax:2": "unknown player 'minimax:2'; use",
+        "alphabeta0:x": "player 'alphabeta0:x' needs alphabeta0:DEPTH with depth >= 1",
+        "mcts:0": "player 'mcts:0' needs mcts:SIMULATIONS with simulations >= 1",
+        "mcts:x": "player 'mcts:x' needs mcts:SIMULATIONS",
+        "mcts:-5": "needs mcts:SIMULATIONS",
+        "mcts": "needs mcts:SIMULATIONS",
+        "solver:1": "player 'solver' takes no ':1'",
+        "iteration:3": "cannot be made here without a session",
+        "previous": "cannot be made here",
+    }  # the Evaluator's own name for an iteration
     for spec, message in bad.items():
         with pytest.raises(ValueError, match=message):
             make_player(spec)
@@ -111,8 +117,7 @@ def test_ratings_anchor_random_at_zero_and_order_the_players():
     results = [
         {"player": "iteration:1", "opponent": "random", "wins": 6, "draws": 2, "losses": 2},
         {"player": "iteration:2", "opponent": "random", "wins": 9, "draws": 1, "losses": 0},
-        {"player": "iteration:2", "opponent": "iteration:1", "wins": 7, "draws": 1,
-         "losses": 2},
+        {"player": "iteration:2", "opponent": "iteration:1", "wins": 7, "draws": 1, "losses": 2},
         {"player": "alphabeta:2", "opponent": "random", "wins": 8, "draws": 2, "losses": 0},
     ]
     ratings = fit_ratings(results)
@@ -121,11 +126,11 @@ def test_ratings_anchor_random_at_zero_and_order_the_players():
     assert ratings["alphabeta:2"] > 0
     # an even result gives equal ratings, and Elo differences follow the logistic scale:
     # scoring 75% is about +191 Elo
-    even = fit_ratings([{"player": "a", "opponent": "random", "wins": 5, "draws": 0,
-                         "losses": 5}])
+    even = fit_ratings([{"player": "a", "opponent": "random", "wins": 5, "draws": 0, "losses": 5}])
     assert abs(even["a"]) < 1
-    strong = fit_ratings([{"player": "a", "opponent": "random", "wins": 75, "draws": 0,
-                           "losses": 25}], steps=5000)
+    strong = fit_ratings(
+        [{"player": "a", "opponent": "random", "wins": 75, "draws": 0, "losses": 25}], steps=5000
+    )
     assert strong["a"] == pytest.approx(191, abs=10)
     assert fit_ratings([]) == {}
 

@@ -1,5 +1,6 @@
 """Evaluating a session: ratings over iterations, `gamegym evaluate`, `gamegym play`, the
 Evaluator in a running gym, and the learning benchmark."""
+
 import json
 
 import numpy as np
@@ -19,9 +20,14 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 @pytest.fixture
 def two_iterations(tmp_path):
     """A tic-tac-toe session with iterations 0 and 1 (the same network published twice)."""
-    config = GymConfig(game=TICTACTOE, evaluate={"games": 4, "searchcount": 8,
-                                                 "opponents": ["random", "alphabeta:1",
-                                                               "previous", "mcts:20"]})
+    config = GymConfig(
+        game=TICTACTOE,
+        evaluate={
+            "games": 4,
+            "searchcount": 8,
+            "opponents": ["random", "alphabeta:1", "previous", "mcts:20"],
+        },
+    )
     gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
     gym.session.publish_model(load_model(gym.session.model_path(0)), 1)
     return gym
@@ -32,10 +38,12 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
     ratings = evaluate_iteration(session, config, TicTacToe(), 1, np.random.default_rng(0))
     rows = read_jsonl(session.evaluation_dir / "results.jsonl")
     assert [(r["player"], r["opponent"]) for r in rows] == [
-        ("iteration:1", "random"), ("iteration:1", "alphabeta:1"),
-        ("iteration:1", "iteration:0"), ("iteration:1", "mcts:20")]
-    assert all(r["wins"] + r["draws"] + r["losses"] == 4 and r["iteration"] == 1
-               for r in rows)
+        ("iteration:1", "random"),
+        ("iteration:1", "alphabeta:1"),
+        ("iteration:1", "iteration:0"),
+        ("iteration:1", "mcts:20"),
+    ]
+    assert all(r["wins"] + r["draws"] + r["losses"] == 4 and r["iteration"] == 1 for r in rows)
     stored = json.loads((session.evaluation_dir / "ratings.json").read_text())
     assert stored == ratings and ratings["random"] == 0
     assert set(ratings) == {"random", "alphabeta:1", "iteration:0", "iteration:1", "mcts:20"}
@@ -45,14 +53,25 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
 @pytest.mark.slow
 def test_evaluate_command(two_iterations):
     path = str(two_iterations.session.path)
-    done = gamegym("evaluate", path, "--against", "solver", "--games", "4",
-                   "--searchcount", "8", "--json")
+    done = gamegym(
+        "evaluate", path, "--against", "solver", "--games", "4", "--searchcount", "8", "--json"
+    )
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["player"] == "iteration:1" and record["opponent"] == "solver"
     assert record["wins"] == 0 and record["draws"] + record["losses"] == 4  # nobody beats it
-    done = gamegym("evaluate", path, "--iteration", "0", "--against", "iteration:1",
-                   "--games", "2", "--searchcount", "8")
+    done = gamegym(
+        "evaluate",
+        path,
+        "--iteration",
+        "0",
+        "--against",
+        "iteration:1",
+        "--games",
+        "2",
+        "--searchcount",
+        "8",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("iteration:0 vs iteration:1: ") and "in 2 games" in done.stdout
     done = gamegym("evaluate", path, "--against", "iteration:7", "--games", "2")
@@ -61,8 +80,9 @@ def test_evaluate_command(two_iterations):
     assert done.returncode == 2 and "unknown player 'minimax:2'" in done.stderr
     done = gamegym("evaluate", path, "--against", "mcts:0")
     assert done.returncode == 2 and "needs mcts:SIMULATIONS with simulations >= 1" in done.stderr
-    done = gamegym("evaluate", path, "--against", "mcts:30", "--games", "2", "--searchcount", "8",
-                   "--json")
+    done = gamegym(
+        "evaluate", path, "--against", "mcts:30", "--games", "2", "--searchcount", "8", "--json"
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["opponent"] == "mcts:30"
 
@@ -78,13 +98,15 @@ def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
     assert "'x' is not a move number between 0 and" in out
     assert out.rstrip().splitlines()[-1] in ("you won!", "you lost.", "a draw.")
     assert "your moves: [0] row " in out and "iteration:1 plays row " in out
-    done = gamegym("play", path, "--searchcount", "8", input="0\n")   # input ends mid-game
+    done = gamegym("play", path, "--searchcount", "8", input="0\n")  # input ends mid-game
     assert done.returncode == 1 and "game abandoned" in done.stdout
     done = gamegym("play", path, "--opponent", "mcts:50", input="0\n" * 5)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.startswith("you play first against mcts:50") and "mcts:50 plays row" in \
-        done.stdout
-    assert done.stdout.rstrip().splitlines()[-1] == "you lost."   # 0, 0, ...: no defence
+    assert (
+        done.stdout.startswith("you play first against mcts:50")
+        and "mcts:50 plays row" in done.stdout
+    )
+    assert done.stdout.rstrip().splitlines()[-1] == "you lost."  # 0, 0, ...: no defence
     done = gamegym("play", path, "--opponent", "mcts:x")
     assert done.returncode == 2 and "player 'mcts:x'" in done.stderr
 
@@ -92,11 +114,21 @@ def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
 @pytest.mark.slow
 def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
     config = tmp_path / "c.json"
-    config.write_text(json.dumps({
-        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
-        "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
-        "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
-        "status_interval": 1.0}))
+    config.write_text(
+        json.dumps(
+            {
+                "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
+                "train": {
+                    "min_samplecount": 60,
+                    "min_new_samples": 60,
+                    "epochs": 1,
+                    "batchsize": 32,
+                },
+                "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
+                "status_interval": 1.0,
+            }
+        )
+    )
     path = tmp_path / "s"
     assert gamegym("new", str(path), "--game", TICTACTOE, "--config", str(config)).returncode == 0
     done = gamegym("resume", str(path), "--max-iterations", "3")
@@ -107,12 +139,19 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
     ratings = json.loads((path / "evaluation" / "ratings.json").read_text())
     assert ratings["random"] == 0 and f"iteration:{rows[-1]['iteration']}" in ratings
     assert (path / "plots" / "rating.png").exists()
-    assert "Elo " in done.stdout     # the latest rating in the status line
+    assert "Elo " in done.stdout  # the latest rating in the status line
 
 
 def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
-    done = gamegym("bench", "learning", TICTACTOE, "--opponents", "solver,mcts:0",
-                   "--keep", str(tmp_path / "kept"))
+    done = gamegym(
+        "bench",
+        "learning",
+        TICTACTOE,
+        "--opponents",
+        "solver,mcts:0",
+        "--keep",
+        str(tmp_path / "kept"),
+    )
     assert done.returncode == 2 and "player 'mcts:0'" in done.stderr
     assert not (tmp_path / "kept").exists()
 
@@ -120,46 +159,78 @@ def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
 @pytest.mark.slow
 def test_learning_benchmark_json_and_plot(tmp_path):
     plot = tmp_path / "curve.png"
-    done = gamegym("bench", "learning", TICTACTOE, "--minutes", "0.4", "--interval", "0.2",
-                   "--eval-games", "2", "--eval-searchcount", "8", "--plot", str(plot),
-                   "--opponents", "solver,mcts:20", "--keep", str(tmp_path / "kept"), "--json",
-                   timeout=400)
+    done = gamegym(
+        "bench",
+        "learning",
+        TICTACTOE,
+        "--minutes",
+        "0.4",
+        "--interval",
+        "0.2",
+        "--eval-games",
+        "2",
+        "--eval-searchcount",
+        "8",
+        "--plot",
+        str(plot),
+        "--opponents",
+        "solver,mcts:20",
+        "--keep",
+        str(tmp_path / "kept"),
+        "--json",
+        timeout=400,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["game"] == TICTACTOE and figures["minutes"] == 0.4
     assert {"gym", "predictor", "trainer", "selfplayer"} <= set(figures["peak_rss_mib_by_role"])
     assert figures["eval_searchcount"] == 8 and figures["eval_threads"] == 8
-    assert figures["selfplay_searchcount"] == 64            # the tic-tac-toe preset's
+    assert figures["selfplay_searchcount"] == 64  # the tic-tac-toe preset's
     curve = figures["curve"]
     assert curve[0]["minutes"] == 0.0 and curve[0]["iteration"] == 0 and len(curve) >= 2
     assert [p["minutes"] for p in curve] == sorted(p["minutes"] for p in curve)
     assert figures["opponents"] == ["solver", "mcts:20"] and figures["opponent"] == "solver"
     for point in curve:
         assert point["wins"] + point["draws"] + point["losses"] == 2
-        assert point["by_opponent"]["solver"]["wins"] == point["wins"]   # the headline figure
+        assert point["by_opponent"]["solver"]["wins"] == point["wins"]  # the headline figure
         assert sum(point["by_opponent"]["mcts:20"][k] for k in ("wins", "draws", "losses")) == 2
         assert 0.0 <= point["optimal_move_rate"] <= 1.0
     final = figures["final"]
     assert final["opponent"] == "solver" and final["iteration"] == curve[-1]["iteration"]
-    assert final["wins"] + final["draws"] + final["losses"] == 8   # 4x the games of a point
+    assert final["wins"] + final["draws"] + final["losses"] == 8  # 4x the games of a point
     assert sum(final["by_opponent"]["mcts:20"][k] for k in ("wins", "draws", "losses")) == 8
-    for point in (final, curve[-1]):     # at least 2 self-play games of 5 or more plies
+    for point in (final, curve[-1]):  # at least 2 self-play games of 5 or more plies
         assert point["positions"] >= 10
     assert plot.stat().st_size > 1000
     kept = json.loads((tmp_path / "kept" / "models" / "current.json").read_text())
-    assert kept["iteration"] == final["iteration"]          # the session is kept
+    assert kept["iteration"] == final["iteration"]  # the session is kept
 
 
 @pytest.mark.slow
 def test_throughput_bench_reports_every_figure_the_targets_need():
-    done = gamegym("bench", "throughput", "--game", TICTACTOE, "--seconds", "3",
-                   "--selfplayers", "1", "--threads", "4", "--searchcount", "16",
-                   "--network-seconds", "1", "--json", timeout=300)
+    done = gamegym(
+        "bench",
+        "throughput",
+        "--game",
+        TICTACTOE,
+        "--seconds",
+        "3",
+        "--selfplayers",
+        "1",
+        "--threads",
+        "4",
+        "--searchcount",
+        "16",
+        "--network-seconds",
+        "1",
+        "--json",
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout)
     assert figures["searches_per_s"] > 0 and figures["efficiency"] > 0
     assert figures["cpu_efficiency"] > 0 and figures["ceiling_searches_per_cpu_s"] > 0
-    assert set(figures["rss_mb_by_role"]) == {"gym", "predictor", "selfplayer"}   # gym: the bench
+    assert set(figures["rss_mb_by_role"]) == {"gym", "predictor", "selfplayer"}  # gym: the bench
     assert all(mb > 10 for mb in figures["rss_mb_by_role"].values())
     assert set(figures["cpu_by_role"]) == {"gym", "predictor", "selfplayer"}
     assert figures["network_path"] == "onnx, in the Selfplayers"

@@ -1,6 +1,7 @@
 """gamegym.game.checker and `gamegym check`: correct games pass (two tiny ones here; every bundled
 game in tests/test_games.py), each broken rule is reported as exactly its kind at the vertex that
 broke it, and run_check and the command line print and exit as documented."""
+
 import io
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from gamegym.game.checker import GraphChecker, check_graph, run_check
 from gamegym.game.graph import GameGraph
 from games.tictactoe import TicTacToe
 
-ROOT, PAIR, END = (2, 3), (1, 1), (0, 0)   # the two roots of Nim and the end of every game
+ROOT, PAIR, END = (2, 3), (1, 1), (0, 0)  # the two roots of Nim and the end of every game
 
 
 class Nim(TwoPileNim):
@@ -245,8 +246,7 @@ BROKEN = [  # graph, the only kind it breaks, the first vertex that breaks it
     pytest.param(Raises(), "exception", repr(PAIR), id="Raises"),
     pytest.param(ScoreOutOfRange(), "score-out-of-range", repr(PAIR), id="ScoreOutOfRange"),
     pytest.param(WonAtNonTerminal(), "score-at-nonterminal", repr(PAIR), id="WonAtNonTerminal"),
-    pytest.param(ChildrenAtTerminal(), "children-at-terminal", repr(PAIR),
-                 id="ChildrenAtTerminal"),
+    pytest.param(ChildrenAtTerminal(), "children-at-terminal", repr(PAIR), id="ChildrenAtTerminal"),
     pytest.param(TerminalMismatch(), "terminal-mismatch", repr(END), id="TerminalMismatch"),
     pytest.param(WrongDtype(), "numpify-type", repr(ROOT), id="WrongDtype"),
     pytest.param(ShapeChanges(), "numpify-shape", repr(PAIR), id="ShapeChanges"),
@@ -271,16 +271,19 @@ BROKEN = [  # graph, the only kind it breaks, the first vertex that breaks it
 
 
 # ----- correct games ------------------------------------------------------------------------------
-@pytest.mark.parametrize("graph,games", [
-    pytest.param(Nim(), 20, id="Nim"),
-    pytest.param(Countdown(), 20, id="Countdown"),
-])
+@pytest.mark.parametrize(
+    "graph,games",
+    [
+        pytest.param(Nim(), 20, id="Nim"),
+        pytest.param(Countdown(), 20, id="Countdown"),
+    ],
+)
 def test_correct_graphs_pass(graph, games):
     checker = GraphChecker(graph, seed=0)
     assert checker.run(games) == []
     assert checker.notes == []
     assert checker.games_played == games
-    assert checker.positions > 2 * games     # every game has a root, a move and an end at least
+    assert checker.positions > 2 * games  # every game has a root, a move and an end at least
 
 
 def test_same_seed_same_walk():
@@ -308,19 +311,25 @@ def test_messages_say_what_broke():
     assert message(Cycle()) == "game not over after 30 moves (a cycle?)"
     assert "image (3, 3)" in message(IllegalImage())
     assert message(WrongActionMap()).startswith("symmetry 1: transform_actions maps")
-    assert message(Mirror()) == ("symmetry 1: transform_actions maps an action id to 0 but the "
-                                 "image child 4 has action id(s) [1]")
+    assert message(Mirror()) == (
+        "symmetry 1: transform_actions maps an action id to 0 but the "
+        "image child 4 has action id(s) [1]"
+    )
 
 
 def test_heuristic_messages_and_notes():
     checker = GraphChecker(HeuristicOutOfRange(), seed=0)
     assert checker.run(3)[0].message == "heuristic 1.5 is not in [-1, 1]"
-    assert checker.notes == ["swap_players is not implemented: the heuristic's antisymmetry "
-                             "is not checked"]
+    assert checker.notes == [
+        "swap_players is not implemented: the heuristic's antisymmetry is not checked"
+    ]
     assert check_graph(NotAntisymmetric(), games=2)[0].message == (
-        "heuristic 0.5 here but 0.5 with the players swapped (expected its negative)")
-    assert "favours the player to move at 3 of the 3 vertices where that player has lost" in \
-        check_graph(WrongView(), games=3)[0].message
+        "heuristic 0.5 here but 0.5 with the players swapped (expected its negative)"
+    )
+    assert (
+        "favours the player to move at 3 of the 3 vertices where that player has lost"
+        in check_graph(WrongView(), games=3)[0].message
+    )
     out = io.StringIO()
     assert run_check("games.connectfour:ConnectFour", {}, 3, 0, out) == 0
     assert "heuristic checked" in out.getvalue()
@@ -329,16 +338,15 @@ def test_heuristic_messages_and_notes():
 def test_missing_unnumpify_is_a_note_not_a_violation():
     checker = GraphChecker(NoUnnumpify(), seed=0)
     assert checker.run(5) == []
-    assert checker.notes == ["unnumpify is not implemented: the numpify round trip is not "
-                             "checked"]
+    assert checker.notes == ["unnumpify is not implemented: the numpify round trip is not checked"]
 
 
 def test_reports_are_deduplicated_by_kind():
     violations = check_graph(WrongDtype(), games=10, seed=0)
     assert len(violations) == 1
     only = violations[0]
-    assert only.count > 10                    # every vertex of every game
-    assert len(only.examples) == 2            # the first one plus two more examples are kept
+    assert only.count > 10  # every vertex of every game
+    assert len(only.examples) == 2  # the first one plus two more examples are kept
     assert only.subject == ROOT
 
 
@@ -354,17 +362,21 @@ def test_run_check_reports_and_exit_status():
     assert run_check(f"{__name__}:Nim", {}, 4, 0, out) == 0
     assert out.getvalue().splitlines()[-1] == "no contract violations found"
 
-    out = io.StringIO()                       # the game arguments reach the constructor
+    out = io.StringIO()  # the game arguments reach the constructor
     assert run_check(f"{__name__}:Countdown", {"start": 5}, 5, 0, out) == 0
     assert out.getvalue().startswith(
-        f"checked {__name__}:Countdown {{'start': 5}}: 5 random games (seed 0), ")
+        f"checked {__name__}:Countdown {{'start': 5}}: 5 random games (seed 0), "
+    )
     assert out.getvalue().splitlines()[-1] == "no contract violations found"
 
 
-@pytest.mark.parametrize("spec,error", [
-    ("no_such_module_here:Game", "cannot import module 'no_such_module_here' for game "),
-    ("numpy:ndarray", "'numpy:ndarray' is not a gamegym.GameGraph subclass"),
-])
+@pytest.mark.parametrize(
+    "spec,error",
+    [
+        ("no_such_module_here:Game", "cannot import module 'no_such_module_here' for game "),
+        ("numpy:ndarray", "'numpy:ndarray' is not a gamegym.GameGraph subclass"),
+    ],
+)
 def test_run_check_cannot_load_the_game(spec, error):
     out = io.StringIO()
     assert run_check(spec, None, 4, 0, out) == 2
@@ -393,8 +405,12 @@ def test_run_check_renders_the_vertex_and_rejects_bad_arguments():
 def test_gamegym_check_command():
     # the bundled games pass the checker in tests/test_games.py; this is the command's wiring
     spec, args = "games.santorini:Santorini", '{"dimension": 3, "units_per_player": 1}'
-    done = subprocess.run([sys.executable, "-m", "gamegym", "check", spec, "--game-args",
-                           args, "--games", "20"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gamegym", "check", spec, "--game-args", args, "--games", "20"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"checked {spec} ") and ": 20 random games (seed 0), " in lines[0]
@@ -406,9 +422,11 @@ def test_the_readme_example_game_passes_the_checker():
     text, so that copy of a Nim game stays correct; the tests' own is tests/nim.py."""
     import re
     from pathlib import Path
+
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    code = re.search(r"```python\n(import numpy as np\nfrom gamegym import GameGraph\n.*?)```",
-                     readme, re.S)
+    code = re.search(
+        r"```python\n(import numpy as np\nfrom gamegym import GameGraph\n.*?)```", readme, re.S
+    )
     assert code, "the README's example game is gone"
     namespace: dict = {}
     exec(compile(code.group(1), "README.md", "exec"), namespace)

@@ -1,6 +1,7 @@
 """The code a session folder names: `gamegym status` and `resume` say which module a session
 will import and from where; a game module path that is not an importable module name is
 refused before anything is imported."""
+
 import json
 
 import pytest
@@ -25,9 +26,17 @@ def test_the_origin_of_a_game_module_is_found_without_running_it(tmp_path, monke
         game_module_origin("theirs.nothing:Game")
 
 
-@pytest.mark.parametrize("spec", ["/tmp/evil:Game", "../evil:Game", ".evil:Game",
-                                  "games..tictactoe:TicTacToe", "~/evil:Game",
-                                  "games/tictactoe:TicTacToe"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "/tmp/evil:Game",
+        "../evil:Game",
+        ".evil:Game",
+        "games..tictactoe:TicTacToe",
+        "~/evil:Game",
+        "games/tictactoe:TicTacToe",
+    ],
+)
 def test_a_game_module_path_that_is_not_a_module_name_is_refused(spec):
     with pytest.raises(GameSpecError, match="is not an importable module name"):
         load_game(spec)

@@ -1,5 +1,6 @@
 """The `mcts:N` opponent (gamegym.game.uct.UCTPlayer) on known positions, and the game heuristics that
 `alphabeta:D` uses."""
+
 import numpy as np
 import pytest
 from nim import TwoPileNim
@@ -24,12 +25,15 @@ def after(graph, actions):
 POSITIONS = [
     pytest.param(TicTacToe(), (1, 1, 0, -1, -1, 0, 0, 0, 0), 2, id="tictactoe-win"),
     pytest.param(TicTacToe(), (-1, -1, 0, 1, 0, 0, 0, 0, 1), 2, id="tictactoe-block"),
-    pytest.param(ConnectFour(), after(ConnectFour(), [3, 0, 3, 0, 3, 6]), 3,
-                 id="connectfour-win-vertical"),
-    pytest.param(ConnectFour(), after(ConnectFour(), [6, 1, 6, 2, 0, 3]), 4,
-                 id="connectfour-block-row"),   # O has 1 2 3 on the bottom row; 0 is taken
-    pytest.param(ConnectFour(), after(ConnectFour(), [1, 6, 2, 6, 4, 0]), 3,
-                 id="connectfour-win-gap"),     # X has 1 2 _ 4 on the bottom row
+    pytest.param(
+        ConnectFour(), after(ConnectFour(), [3, 0, 3, 0, 3, 6]), 3, id="connectfour-win-vertical"
+    ),
+    pytest.param(
+        ConnectFour(), after(ConnectFour(), [6, 1, 6, 2, 0, 3]), 4, id="connectfour-block-row"
+    ),  # O has 1 2 3 on the bottom row; 0 is taken
+    pytest.param(
+        ConnectFour(), after(ConnectFour(), [1, 6, 2, 6, 4, 0]), 3, id="connectfour-win-gap"
+    ),  # X has 1 2 _ 4 on the bottom row
 ]
 
 
@@ -43,7 +47,7 @@ def test_a_proven_win_stops_the_search_and_is_reported():
     graph = TicTacToe()
     root = UCTPlayer(500).search(graph, (1, 1, 0, -1, -1, 0, 0, 0, 0), np.random.default_rng(0))
     assert root.proven == 1.0
-    assert root.total < 500   # stopped once the win was proven
+    assert root.total < 500  # stopped once the win was proven
 
 
 def random_vertices(graph, rng, games):
@@ -64,8 +68,11 @@ def positions_with_a_trap(graph, rng, count):
             children, actions = graph.children_at(vertex), graph.actions_at(vertex)
             if any(graph.score_at(c) == -1.0 for c in children):
                 continue
-            losing = {a for c, a in zip(children, actions)
-                      if any(graph.score_at(g) == -1.0 for g in graph.children_at(c))}
+            losing = {
+                a
+                for c, a in zip(children, actions)
+                if any(graph.score_at(g) == -1.0 for g in graph.children_at(c))
+            }
             if losing and len(losing) < len(actions):
                 found.append((vertex, losing))
                 break
@@ -90,8 +97,9 @@ def test_same_seed_same_game_and_only_legal_moves():
         assert action in graph.actions_at(vertex)
 
 
-@pytest.mark.parametrize("graph", [TicTacToe(), Santorini(3, 1), TwoPileNim()],
-                         ids=lambda g: type(g).__name__)
+@pytest.mark.parametrize(
+    "graph", [TicTacToe(), Santorini(3, 1), TwoPileNim()], ids=lambda g: type(g).__name__
+)
 def test_mcts_plays_whole_games_on_any_graph(graph):
     rng = np.random.default_rng(5)
     record = play_game(graph, (UCTPlayer(30), RandomPlayer()), rng)
@@ -110,8 +118,11 @@ def test_mcts_beats_random_and_refuses_bad_arguments():
 
 
 # ----- heuristics -------------------------------------------------------------------------------
-@pytest.mark.parametrize("graph", [ConnectFour(), ConnectFour(5, 4), Santorini(3, 1),
-                                   Santorini(5, 2)], ids=lambda g: f"{type(g).__name__}")
+@pytest.mark.parametrize(
+    "graph",
+    [ConnectFour(), ConnectFour(5, 4), Santorini(3, 1), Santorini(5, 2)],
+    ids=lambda g: f"{type(g).__name__}",
+)
 def test_heuristic_is_antisymmetric_in_range_and_zero_at_the_start(graph):
     assert graph.has_heuristic
     assert graph.heuristic_at(graph.roots[0]) == 0.0
@@ -122,16 +133,15 @@ def test_heuristic_is_antisymmetric_in_range_and_zero_at_the_start(graph):
         assert -1.0 < value < 1.0
         assert graph.heuristic_at(graph.swap_players(vertex)) == pytest.approx(-value, abs=1e-12)
         for k in range(graph.symmetry_count):
-            assert graph.heuristic_at(graph.transform(vertex, k)) == pytest.approx(value,
-                                                                                  abs=1e-12)
-    assert len({round(v, 6) for v in values}) > 10   # it tells positions apart
+            assert graph.heuristic_at(graph.transform(vertex, k)) == pytest.approx(value, abs=1e-12)
+    assert len({round(v, 6) for v in values}) > 10  # it tells positions apart
 
 
 def test_connectfour_heuristic_sees_open_threes_and_the_centre():
     graph = ConnectFour()
-    centre = after(graph, [3])                      # O to move; X holds the centre
+    centre = after(graph, [3])  # O to move; X holds the centre
     assert graph.heuristic_at(centre) < 0.0
-    three = after(graph, [1, 6, 2, 6, 3, 5])        # X to move: X has 1 2 3 open on both sides
+    three = after(graph, [1, 6, 2, 6, 3, 5])  # X to move: X has 1 2 3 open on both sides
     assert graph.heuristic_at(three) > 0.1
 
 
@@ -139,6 +149,6 @@ def test_alphabeta_uses_the_game_heuristic_and_alphabeta0_does_not():
     graph = ConnectFour()
     with_heuristic = AlphaBetaPlayer(2, heuristic=game_heuristic).search(graph, graph.roots[0])
     without = AlphaBetaPlayer(2).search(graph, graph.roots[0])
-    assert with_heuristic.best_actions == (3,)       # the centre column
+    assert with_heuristic.best_actions == (3,)  # the centre column
     assert without.best_actions == tuple(range(7)) and without.value == 0.0
-    assert game_heuristic(TicTacToe(), (0,) * 9) == 0.0   # no heuristic: the score
+    assert game_heuristic(TicTacToe(), (0,) * 9) == 0.0  # no heuristic: the score

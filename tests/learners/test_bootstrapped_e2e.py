@@ -1,6 +1,7 @@
 """A dummy run of the bootstrapped learner: real processes, `new` then `resume` twice, the sample
 files' masks, the target network carried across the resume, and the model playing in
 `evaluate` (majority vote) and in the Evaluator process."""
+
 import json
 
 import numpy as np
@@ -12,11 +13,20 @@ pytestmark = pytest.mark.slow
 HEADS = 3
 SMALL = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
-    "bootstrapped": {"heads": HEADS, "concurrent_games": 8, "positions_per_iteration": 80,
-                     "target_update_period": 10},
+    "bootstrapped": {
+        "heads": HEADS,
+        "concurrent_games": 8,
+        "positions_per_iteration": 80,
+        "target_update_period": 10,
+    },
     "selfplay": {"selfplayprocesses": 1, "gamelog_dump_threshold": 8},
-    "train": {"learner": "bootstrapped", "min_samplecount": 60, "min_new_samples": 60,
-              "batchsize": 16, "num_updates_per_train_iter": 7},
+    "train": {
+        "learner": "bootstrapped",
+        "min_samplecount": 60,
+        "min_new_samples": 60,
+        "batchsize": 16,
+        "num_updates_per_train_iter": 7,
+    },
     "evaluate": {"every": 1, "games": 2, "opponents": ["random"]},
     "status_interval": 2.0,
 }
@@ -25,11 +35,13 @@ SMALL = {
 def test_new_resume_twice_then_evaluate(tmp_path):
     from gamegym.learners.bootstrapped.qnetwork import parts, target_age
     from gamegym.nets.tfsetup import load_model
+
     config = tmp_path / "small.json"
     config.write_text(json.dumps(SMALL))
     session = tmp_path / "ttt"
-    done = gamegym("new", str(session), "--game", "games.tictactoe:TicTacToe", "--config",
-                   str(config))
+    done = gamegym(
+        "new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(config)
+    )
     assert done.returncode == 0, done.stderr
     done = gamegym("resume", str(session), "--max-iterations", "2")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -44,8 +56,10 @@ def test_new_resume_twice_then_evaluate(tmp_path):
     model = load_model(session / "models" / f"{first}.keras")
     assert target_age(model) == 7 * first % 10
     untrained, once = (load_model(session / "models" / f"{it}.keras") for it in (0, 1))
-    assert all(np.array_equal(a, b) for a, b in zip(parts(untrained)[0].get_weights(),
-                                                    parts(once)[1].get_weights()))
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(parts(untrained)[0].get_weights(), parts(once)[1].get_weights())
+    )
     files = sorted((session / "samples").glob("*/*.npz"))
     assert files
     with np.load(files[0]) as data:
@@ -73,10 +87,12 @@ def test_new_resume_twice_then_evaluate(tmp_path):
     from gamegym.data.session import Session
     from gamegym.evaluation.evaluator import evaluate_iteration
     from gamegym.game.graph import load_game
+
     stored = Session(session)
     config = stored.load_config()
-    ratings = evaluate_iteration(stored, config, load_game(config.game), after,
-                                 np.random.default_rng(0))
+    ratings = evaluate_iteration(
+        stored, config, load_game(config.game), after, np.random.default_rng(0)
+    )
     assert f"iteration:{after}" in ratings and "random" in ratings
 
 
@@ -85,19 +101,29 @@ def test_debug_single_process_waits_for_its_own_trainer(tmp_path):
     # is not split between selfplay.selfplayprocesses), then goes idle until the new model
     from gamegym import GameGym, GymConfig
     from gamegym.learners.bootstrapped.config import positions_per_iteration
-    config = GymConfig.from_dict({
-        "game": "games.tictactoe:TicTacToe", "debug_single_process": True,
-        "network": {"kind": "dense", "width": 16, "blocks": 1},
-        "bootstrapped": {"heads": 3, "concurrent_games": 8},
-        "selfplay": {"gamelog_dump_threshold": 8},
-        "train": {"learner": "bootstrapped", "min_samplecount": 60, "min_new_samples": 60,
-                  "batchsize": 16, "num_updates_per_train_iter": 5},
-        "status_interval": 0.0})
+
+    config = GymConfig.from_dict(
+        {
+            "game": "games.tictactoe:TicTacToe",
+            "debug_single_process": True,
+            "network": {"kind": "dense", "width": 16, "blocks": 1},
+            "bootstrapped": {"heads": 3, "concurrent_games": 8},
+            "selfplay": {"gamelog_dump_threshold": 8},
+            "train": {
+                "learner": "bootstrapped",
+                "min_samplecount": 60,
+                "min_new_samples": 60,
+                "batchsize": 16,
+                "num_updates_per_train_iter": 5,
+            },
+            "status_interval": 0.0,
+        }
+    )
     assert config.selfplay.selfplayprocesses == 2
-    assert positions_per_iteration(config) == 67        # ceil(60 / 0.9), all of it
+    assert positions_per_iteration(config) == 67  # ceil(60 / 0.9), all of it
     gym = GameGym(tmp_path / "debug", config=config)
     assert gym.resume(max_iterations=2, console=False) == 0
     assert gym.session.current_iteration() == 2
-    for iteration, needed in ((0, 67), (1, 60)):   # the first window, then min_new_samples
+    for iteration, needed in ((0, 67), (1, 60)):  # the first window, then min_new_samples
         files = list((tmp_path / "debug" / "samples" / str(iteration)).glob("debug-*.npz"))
         assert sum(len(np.load(f)["z"]) for f in files) >= needed

@@ -1,6 +1,7 @@
 """The Learner interface and the AlphaZero learner: it overfits one game, its models save and
 load, the train config may be a dataclass, a namespace or a dict, and symmetry augmentation
 moves the policy with the board."""
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -56,10 +57,18 @@ def random_game(graph, seed):
 def as_batch(records):
     arrays = records_to_arrays(records)
     n = len(arrays["z"])
-    return SampleBatch(x=arrays["x"], pi=arrays["pi"], z=arrays["z"], action=arrays["action"],
-                       root_value=arrays["root_value"], legal=arrays["legal"],
-                       game=arrays["game"], step=arrays["step"],
-                       iteration=np.zeros(n, np.int32), truncated=np.zeros(n, bool))
+    return SampleBatch(
+        x=arrays["x"],
+        pi=arrays["pi"],
+        z=arrays["z"],
+        action=arrays["action"],
+        root_value=arrays["root_value"],
+        legal=arrays["legal"],
+        game=arrays["game"],
+        step=arrays["step"],
+        iteration=np.zeros(n, np.int32),
+        truncated=np.zeros(n, bool),
+    )
 
 
 def test_alphazero_overfits_one_game():
@@ -71,8 +80,14 @@ def test_alphazero_overfits_one_game():
     assert isinstance(learner, Learner) and learner.name == "alphazero"
     model = learner.build_model(graph, {"kind": "dense", "width": 64, "blocks": 2})
     # the names of the brief (batch_size) on a plain namespace; one minibatch = the whole game
-    config = SimpleNamespace(epochs=200, batch_size=16, learning_rate=3e-3, validation_split=0.0,
-                             augment_symmetries=False, num_updates_per_train_iter=None)
+    config = SimpleNamespace(
+        epochs=200,
+        batch_size=16,
+        learning_rate=3e-3,
+        validation_split=0.0,
+        augment_symmetries=False,
+        num_updates_per_train_iter=None,
+    )
     learner.compile(model, config)
     report = learner.train_iteration(model, batch, config, np.random.default_rng(0), graph=graph)
     assert isinstance(report, TrainReport) and report.samples == len(batch)
@@ -99,12 +114,22 @@ def test_sampled_schedule_validation_and_dict_config():
     n_val = int(len(batch) * 0.25)
     learner = get_learner("alphazero")
     model = learner.build_model(graph, {"width": 16, "blocks": 1})
-    config = {"num_updates_per_train_iter": 5, "batch_size": 8, "validation_split": 0.25,
-              "augment_symmetries": True}
+    config = {
+        "num_updates_per_train_iter": 5,
+        "batch_size": 8,
+        "validation_split": 0.25,
+        "augment_symmetries": True,
+    }
     report = learner.train_iteration(model, batch, config, np.random.default_rng(1), graph=graph)
     assert {k: len(v) for k, v in report.history.items()} == {
-        "loss": 1, "policy_loss": 1, "value_loss": 1, "l2_loss": 1,
-        "val_loss": 1, "val_policy_loss": 1, "val_value_loss": 1}
+        "loss": 1,
+        "policy_loss": 1,
+        "value_loss": 1,
+        "l2_loss": 1,
+        "val_loss": 1,
+        "val_policy_loss": 1,
+        "val_value_loss": 1,
+    }
     assert report.samples == len(batch) - n_val
     assert np.isfinite(report.per_sample_loss).all()  # drawn, validation and unseen samples
 
@@ -117,7 +142,7 @@ def test_sampled_schedule_validation_and_dict_config():
     assert x.shape == (len(batch), 3, 3, 2) and (ids == np.arange(len(batch))).all()
     assert targets["pi"].shape == targets["legal"].shape == (len(batch), 9)
     assert targets["z"].shape == (len(batch),)
-    assert np.array_equal(targets["z"], batch.z)                 # the game result by default
+    assert np.array_equal(targets["z"], batch.z)  # the game result by default
 
 
 def three_games_with_search_values():
@@ -160,14 +185,19 @@ def test_models_save_and_load_with_the_same_outputs(tmp_path):
     # train the residual one a little so its batch-norm statistics are not the initial ones
     x = rng.random((16, 6, 7, 2)).astype(np.float32)
     legal = np.ones((16, 7), bool)
-    batch = SampleBatch(x=x, pi=np.full((16, 7), 1 / 7, np.float32),
-                        z=rng.choice([-1.0, 1.0], 16).astype(np.float32),
-                        action=np.zeros(16, np.int32), root_value=np.zeros(16, np.float32),
-                        legal=legal, game=np.zeros(16, np.int32),
-                        step=np.arange(16, dtype=np.int32),
-                        iteration=np.zeros(16, np.int32), truncated=np.zeros(16, bool))
-    get_learner("alphazero").train_iteration(residual, batch, {"epochs": 2, "batchsize": 8},
-                                             rng)
+    batch = SampleBatch(
+        x=x,
+        pi=np.full((16, 7), 1 / 7, np.float32),
+        z=rng.choice([-1.0, 1.0], 16).astype(np.float32),
+        action=np.zeros(16, np.int32),
+        root_value=np.zeros(16, np.float32),
+        legal=legal,
+        game=np.zeros(16, np.int32),
+        step=np.arange(16, dtype=np.int32),
+        iteration=np.zeros(16, np.int32),
+        truncated=np.zeros(16, bool),
+    )
+    get_learner("alphazero").train_iteration(residual, batch, {"epochs": 2, "batchsize": 8}, rng)
     for model, shape in ((dense, (3, 3, 2)), (residual, (6, 7, 2))):
         assert model.output_names == ["policy", "value"]
         path = tmp_path / f"{model.name}.keras"
@@ -208,7 +238,7 @@ def test_initial_models_fit_their_games(name):
     assert path.stat().st_size < 1_000_000
     preset = PRESETS[name]
     graph = load_game(preset["game"], preset["game_args"])
-    model = load_model(path)   # gamegym.nets.tfsetup: registers MuZero's MinMaxScale first
+    model = load_model(path)  # gamegym.nets.tfsetup: registers MuZero's MinMaxScale first
     learner = get_learner(preset_learner(preset))
     learner.check_fits(model, graph)
     evaluator = learner.make_evaluator(model, 0, fast=False)
@@ -217,14 +247,16 @@ def test_initial_models_fit_their_games(name):
     assert outputs["values"].shape == (1,)
     # the file is the preset's network, weight shape for weight shape; and the benches' check
     # (for AlphaZero's its config.json, without TensorFlow) says so too
-    network = GymConfig.from_dict(preset).network_options()   # the learner's fields included
+    network = GymConfig.from_dict(preset).network_options()  # the learner's fields included
     fresh = learner.build_model(graph, network)
-    assert (model.name, [w.shape for w in model.weights]) == \
-        (fresh.name, [w.shape for w in fresh.weights]), \
-        f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
-    assert initial_model_path(preset["game"], preset["game_args"], network,
-                              preset_learner(preset)) == path, \
-        f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
+    assert (model.name, [w.shape for w in model.weights]) == (
+        fresh.name,
+        [w.shape for w in fresh.weights],
+    ), f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
+    assert (
+        initial_model_path(preset["game"], preset["game_args"], network, preset_learner(preset))
+        == path
+    ), f"{path.name} is not the preset's network: run scripts/make_initialmodels.py"
 
 
 def test_a_starter_model_of_another_network_is_not_used(caplog):
@@ -237,7 +269,7 @@ def test_a_starter_model_of_another_network_is_not_used(caplog):
     with caplog.at_level("WARNING", logger="gamegym.presets"):
         assert initial_model_path(game, args, wider) is None
     assert "tictactoe.keras is not the network" in caplog.text
-    assert initial_model_path(game, {"size": 4}) is None        # no preset for these arguments
+    assert initial_model_path(game, {"size": 4}) is None  # no preset for these arguments
 
 
 def test_unknown_learner_is_named():
@@ -253,17 +285,14 @@ def fixed_symmetry(k):
 def test_rotation_moves_a_corner_move_to_the_next_corner():
     graph = TicTacToe()
     # opponent in the centre, mover in the bottom-right corner; pi: play the top-left corner
-    vertex = (0, 0, 0,
-              0, -1, 0,
-              0, 0, 1)
+    vertex = (0, 0, 0, 0, -1, 0, 0, 0, 1)
     pi = np.zeros(9, np.float32)
     pi[0] = 1.0
-    x, new_pi, new_legal = Augmenter(graph)(graph.numpify(vertex)[None], pi[None],
-                                            graph.legal_mask(vertex)[None], fixed_symmetry(1))
+    x, new_pi, new_legal = Augmenter(graph)(
+        graph.numpify(vertex)[None], pi[None], graph.legal_mask(vertex)[None], fixed_symmetry(1)
+    )
     # symmetry 1 turns the board 90° clockwise: top-left -> top-right, bottom-right -> bottom-left
-    rotated = (0, 0, 0,
-               0, -1, 0,
-               1, 0, 0)
+    rotated = (0, 0, 0, 0, -1, 0, 1, 0, 0)
     assert graph.transform(vertex, 1) == rotated and graph.unnumpify(x[0]) == rotated
     assert new_pi[0].tolist() == [0, 0, 1, 0, 0, 0, 0, 0, 0]
     assert new_legal[0].tolist() == [True, True, True, True, False, True, False, True, True]
@@ -276,8 +305,9 @@ def test_every_symmetry_moves_the_policy_with_the_board():
     pi[2] = 1.0  # the move to the top-right corner
     augment = Augmenter(graph)
     for k in range(graph.symmetry_count):
-        x, new_pi, new_legal = augment(graph.numpify(vertex)[None], pi[None],
-                                       graph.legal_mask(vertex)[None], fixed_symmetry(k))
+        x, new_pi, new_legal = augment(
+            graph.numpify(vertex)[None], pi[None], graph.legal_mask(vertex)[None], fixed_symmetry(k)
+        )
         image = graph.transform(vertex, k)
         assert graph.unnumpify(x[0]) == image
         # the image of the move's child is the child of the image reached by the new action
@@ -292,6 +322,11 @@ def test_augmentation_is_skipped_without_unnumpify():
     batch = as_batch([random_game(graph, seed=1)])
     learner = get_learner("alphazero")
     model = learner.build_model(graph, {"width": 8, "blocks": 1})
-    report = learner.train_iteration(model, batch, {"epochs": 1, "augment_symmetries": True},
-                                     np.random.default_rng(0), graph=graph)
+    report = learner.train_iteration(
+        model,
+        batch,
+        {"epochs": 1, "augment_symmetries": True},
+        np.random.default_rng(0),
+        graph=graph,
+    )
     assert len(report.history["loss"]) == 1

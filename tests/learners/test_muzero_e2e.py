@@ -1,6 +1,7 @@
 """A dummy run of the real thing with `train.learner = "muzero"`: real processes, a temporary
 session, two iterations with the Evaluator rating them, resume, evaluate; and every role in one
 process."""
+
 import json
 
 import numpy as np
@@ -13,10 +14,19 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 SMALL = {
     "network": {"width": 16, "blocks": 1},
     "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
-    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
-                 "gamelog_dump_threshold": 5},
-    "train": {"learner": "muzero", "min_samplecount": 60,
-              "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+    "selfplay": {
+        "selfplayprocesses": 1,
+        "searchthreadcount": 4,
+        "searchcount": 16,
+        "gamelog_dump_threshold": 5,
+    },
+    "train": {
+        "learner": "muzero",
+        "min_samplecount": 60,
+        "min_new_samples": 60,
+        "epochs": 1,
+        "batchsize": 32,
+    },
     "evaluate": {"every": 1, "games": 2, "searchcount": 8, "opponents": ["random", "previous"]},
     "status_interval": 2.0,
 }
@@ -42,18 +52,27 @@ def test_new_resume_evaluate_and_resume_again(tmp_path):
         assert all(np.isfinite(v) for v in report["losses"].values())
     files = sorted((session / "samples").glob("*/*.npz"))
     assert files
-    with np.load(files[0]) as data:     # the same sample files as AlphaZero's
+    with np.load(files[0]) as data:  # the same sample files as AlphaZero's
         assert data["x"].shape[1:] == (3, 3, 2) and data["pi"].shape[1] == 9
         assert np.allclose(data["pi"].sum(axis=1), 1.0, atol=1e-5)
-        assert (data["pi"][~data["legal"]] == 0).all()     # legal moves masked at the root
+        assert (data["pi"][~data["legal"]] == 0).all()  # legal moves masked at the root
     for role in ("predictor", "trainer", "selfplayer0", "evaluator"):
         log = (session / "logs" / f"{role}.log").read_text()
         assert "Traceback" not in log, log
     ratings = json.loads((session / "evaluation" / "ratings.json").read_text())
     assert ratings["random"] == 0 and any(name.startswith("iteration:") for name in ratings)
 
-    done = gamegym("evaluate", str(session), "--against", "random", "--games", "2",
-                   "--searchcount", "8", "--json")
+    done = gamegym(
+        "evaluate",
+        str(session),
+        "--against",
+        "random",
+        "--games",
+        "2",
+        "--searchcount",
+        "8",
+        "--json",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["wins"] + result["draws"] + result["losses"] == 2
@@ -67,8 +86,10 @@ def test_new_resume_evaluate_and_resume_again(tmp_path):
 def test_every_role_in_one_process(tmp_path):
     from gamegym.config import GymConfig
     from gamegym.runtime.gym import GameGym
-    config = GymConfig.from_dict({**SMALL, "game": TICTACTOE, "debug_single_process": True,
-                                  "evaluate": {}})
+
+    config = GymConfig.from_dict(
+        {**SMALL, "game": TICTACTOE, "debug_single_process": True, "evaluate": {}}
+    )
     gym = GameGym(tmp_path / "one", config=config)
     assert gym.resume(max_iterations=1, console=False) == 0
     assert gym.session.current_iteration() == 1

@@ -1,5 +1,6 @@
 """Every learner's network on the CPU fast path, checked against Keras (the reference), and the
 fast-path model files that let a Predictor on the CPU run without TensorFlow."""
+
 import multiprocessing
 import pickle
 
@@ -15,7 +16,7 @@ from gamegym.runtime.messages import EvalRequest, EvalResponse
 from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe
 
-TOLERANCE = 1e-4    # max abs difference from Keras
+TOLERANCE = 1e-4  # max abs difference from Keras
 KINDS = [("dense", TicTacToe), ("residual", ConnectFour)]
 
 
@@ -26,11 +27,21 @@ def trained_like(model, seed=0):
     for layer in model._flatten_layers() if hasattr(model, "_flatten_layers") else model.layers:
         if type(layer).__name__ == "BatchNormalization":
             c = layer.gamma.shape[0]
-            layer.set_weights([rng.uniform(0.5, 1.5, c), rng.normal(0, 0.3, c),
-                               rng.normal(0, 0.5, c), rng.uniform(0.2, 2.0, c)])
+            layer.set_weights(
+                [
+                    rng.uniform(0.5, 1.5, c),
+                    rng.normal(0, 0.3, c),
+                    rng.normal(0, 0.5, c),
+                    rng.uniform(0.2, 2.0, c),
+                ]
+            )
         elif type(layer).__name__ in ("Dense", "EinsumDense") and layer.trainable:
-            layer.set_weights([w * 1.5 + rng.normal(0, 0.05, w.shape).astype(np.float32)
-                               for w in layer.get_weights()])
+            layer.set_weights(
+                [
+                    w * 1.5 + rng.normal(0, 0.05, w.shape).astype(np.float32)
+                    for w in layer.get_weights()
+                ]
+            )
     return model
 
 
@@ -46,20 +57,28 @@ def max_diff(got: dict, want: dict) -> dict:
 
 
 def muzero_model(kind, game):
-    return trained_like(get_learner("muzero").build_model(
-        game(), {"kind": kind, "width": 16, "blocks": 2, "hidden_size": 12}, seed=2))
+    return trained_like(
+        get_learner("muzero").build_model(
+            game(), {"kind": kind, "width": 16, "blocks": 2, "hidden_size": 12}, seed=2
+        )
+    )
 
 
 def q_model(kind, game, prior):
-    return trained_like(get_learner("bootstrapped").build_model(
-        game(), {"kind": kind, "width": 16, "blocks": 2, "heads": 3, "prior_scale": prior}))
+    return trained_like(
+        get_learner("bootstrapped").build_model(
+            game(), {"kind": kind, "width": 16, "blocks": 2, "heads": 3, "prior_scale": prior}
+        )
+    )
 
 
 # ----- MuZero -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind, game", KINDS, ids=[k for k, _ in KINDS])
 def test_muzero_fast_path_matches_keras(kind, game):
     from gamegym.learners.muzero.fastnets import MuZeroFastEvaluator, muzero_form
+
     model = muzero_model(kind, game)
     learner = get_learner("muzero")
     reference = learner.make_evaluator(model, 0, fast=False)
@@ -83,10 +102,12 @@ def test_muzero_fast_path_matches_keras(kind, game):
 
 # ----- Bootstrapped -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("prior", [0.0, 2.0], ids=["no-prior", "prior"])
 @pytest.mark.parametrize("kind, game", KINDS, ids=[k for k, _ in KINDS])
 def test_q_network_fast_path_matches_keras(kind, game, prior):
     from gamegym.learners.bootstrapped.evaluators import q_form
+
     model = q_model(kind, game, prior)
     learner = get_learner("bootstrapped")
     online = model.get_layer("online")
@@ -98,8 +119,11 @@ def test_q_network_fast_path_matches_keras(kind, game, prior):
     evaluator = learner.make_evaluator(model, 2)
     assert evaluator.path == "onnx" and evaluator.portable().kinds == ("q",)
     net = q_form(model).nets["q"]
-    for fast in (evaluator.run, lambda kind, inputs: {"q": net(inputs["x"])[0]},
-                 pickle.loads(pickle.dumps(evaluator.portable())).run):
+    for fast in (
+        evaluator.run,
+        lambda kind, inputs: {"q": net(inputs["x"])[0]},
+        pickle.loads(pickle.dumps(evaluator.portable())).run,
+    ):
         got = fast("q", {"x": x})["q"]
         assert got.shape == want.shape and np.abs(got - want).max() < TOLERANCE
 
@@ -116,10 +140,18 @@ def test_q_network_takes_new_weights_on_the_fast_path():
 
 # ----- fast-path model files --------------------------------------------------------------------
 
-FORMS = [("alphazero", lambda: trained_like(get_learner("alphazero").build_model(
-              ConnectFour(), {"kind": "residual", "width": 8, "blocks": 1}, seed=0))),
-         ("muzero", lambda: muzero_model("residual", ConnectFour)),
-         ("bootstrapped", lambda: q_model("residual", ConnectFour, 1.0))]
+FORMS = [
+    (
+        "alphazero",
+        lambda: trained_like(
+            get_learner("alphazero").build_model(
+                ConnectFour(), {"kind": "residual", "width": 8, "blocks": 1}, seed=0
+            )
+        ),
+    ),
+    ("muzero", lambda: muzero_model("residual", ConnectFour)),
+    ("bootstrapped", lambda: q_model("residual", ConnectFour, 1.0)),
+]
 
 
 @pytest.mark.parametrize("learner_name, build", FORMS, ids=[f[0] for f in FORMS])
@@ -138,6 +170,7 @@ def test_a_fast_form_file_answers_as_the_evaluator_it_was_made_from(learner_name
 
 def test_a_fast_form_file_runs_on_numpy_without_onnxruntime(monkeypatch):
     from gamegym.nets import onnxnet
+
     model = muzero_model("dense", TicTacToe)
     learner = get_learner("muzero")
     data = to_bytes(learner.fast_form(model))
@@ -148,17 +181,19 @@ def test_a_fast_form_file_runs_on_numpy_without_onnxruntime(monkeypatch):
     want = learner.make_evaluator(model, 0, fast=False).run("initial", {"x": x})
     assert max(max_diff(evaluator.run("initial", {"x": x}), want).values()) < TOLERANCE
     conv = to_bytes(learner.fast_form(muzero_model("residual", ConnectFour)))
-    assert evaluator_from_bytes(conv, 0) is None     # NumPy convolutions: TensorFlow's job
+    assert evaluator_from_bytes(conv, 0) is None  # NumPy convolutions: TensorFlow's job
 
 
 def test_a_damaged_or_foreign_fast_form_file_is_a_clear_error():
-    model = get_learner("alphazero").build_model(TicTacToe(), {"kind": "dense", "width": 8,
-                                                               "blocks": 1}, seed=0)
+    model = get_learner("alphazero").build_model(
+        TicTacToe(), {"kind": "dense", "width": 8, "blocks": 1}, seed=0
+    )
     data = to_bytes(get_learner("alphazero").fast_form(model))
     with pytest.raises(FastModelError, match="m.fast.npz is not a readable fast-path model"):
         from_bytes(data[: len(data) // 2], "m.fast.npz")
     with pytest.raises(FastModelError, match="not a gamegym fast-path model file"):
         import io
+
         buffer = io.BytesIO()
         np.savez(buffer, header=np.frombuffer(b'{"format": "other"}', np.uint8))
         from_bytes(buffer.getvalue(), "m.fast.npz")
@@ -166,10 +201,10 @@ def test_a_damaged_or_foreign_fast_form_file_is_a_clear_error():
     with pytest.raises(FastModelError, match="form 'nosuch', which no loaded learner runs"):
         evaluator_from_bytes(to_bytes(form._replace(form="nosuch")), 0)
     net = form.nets["evaluate"]
-    broken = NumpyNet(net.steps[:1], net.inputs, net.outputs)   # outputs of missing steps
+    broken = NumpyNet(net.steps[:1], net.inputs, net.outputs)  # outputs of missing steps
     with pytest.raises(FastModelError, match="is damaged"):
         from_bytes(to_bytes(form._replace(nets={"evaluate": broken})))
-    with pytest.raises(FastModelError, match="is damaged: KeyError"):   # a net missing
+    with pytest.raises(FastModelError, match="is damaged: KeyError"):  # a net missing
         evaluator_from_bytes(to_bytes(form._replace(form="muzero")), 0)
 
 
@@ -181,7 +216,7 @@ def test_publishing_writes_the_fast_file_and_never_leaves_a_stale_one(tmp_path):
     for iteration in range(3):
         session.publish_model(model, iteration, fast_form=to_bytes(learner.fast_form(model)))
     assert all(session.fast_model_path(i).is_file() for i in range(3))
-    session.publish_model(model, 2)                   # no fast form this time: none is left
+    session.publish_model(model, 2)  # no fast form this time: none is left
     assert not session.fast_model_path(2).exists()
     session.prune_models(1)
     assert session.fast_model_path(0).is_file() and not session.fast_model_path(1).exists()
@@ -190,29 +225,40 @@ def test_publishing_writes_the_fast_file_and_never_leaves_a_stale_one(tmp_path):
 
 # ----- the Predictor on the CPU fast path -------------------------------------------------------
 
+
 def predictor_for(tmp_path, learner_name, models, fast_files=True, **predict):
     from gamegym.runtime.fastmodels import fast_model_bytes
     from gamegym.runtime.predictor import Predictor
+
     session = Session(tmp_path / "s")
-    config = GymConfig(game="games.connectfour:ConnectFour", train={"learner": learner_name},
-                       predict={"use_gpu": False, **predict})
+    config = GymConfig(
+        game="games.connectfour:ConnectFour",
+        train={"learner": learner_name},
+        predict={"use_gpu": False, **predict},
+    )
     session.create(config)
     learner = get_learner(learner_name)
     for iteration, model in enumerate(models):
-        session.publish_model(model, iteration, fast_form=fast_model_bytes(learner, model)
-                              if fast_files else None)
+        session.publish_model(
+            model, iteration, fast_form=fast_model_bytes(learner, model) if fast_files else None
+        )
     mine, theirs = multiprocessing.Pipe()
     return Predictor(session, config, [theirs], None), mine, theirs
 
 
 @pytest.mark.parametrize("learner_name, build", FORMS, ids=[f[0] for f in FORMS])
-def test_the_predictor_reads_fast_files_and_answers_as_tensorflow(tmp_path, monkeypatch,
-                                                                   learner_name, build):
+def test_the_predictor_reads_fast_files_and_answers_as_tensorflow(
+    tmp_path, monkeypatch, learner_name, build
+):
     from gamegym.runtime import predictor as predictor_module
+
     models = [build(), build()]
     predictor, mine, theirs = predictor_for(tmp_path, learner_name, models)
-    monkeypatch.setattr(predictor_module.Predictor, "_load_tensorflow",
-                        lambda *args: pytest.fail("the Predictor loaded a model with TensorFlow"))
+    monkeypatch.setattr(
+        predictor_module.Predictor,
+        "_load_tensorflow",
+        lambda *args: pytest.fail("the Predictor loaded a model with TensorFlow"),
+    )
     for iteration in (0, 1):
         predictor.load(iteration)
     learner = get_learner(learner_name)
@@ -229,19 +275,20 @@ def test_the_predictor_reads_fast_files_and_answers_as_tensorflow(tmp_path, monk
         assert max(diff.values()) < TOLERANCE, diff
 
 
-def test_the_predictor_converts_a_model_without_a_fast_file_and_falls_back_to_tensorflow(
-        tmp_path):
+def test_the_predictor_converts_a_model_without_a_fast_file_and_falls_back_to_tensorflow(tmp_path):
     import keras
-    model = get_learner("alphazero").build_model(ConnectFour(), {"kind": "dense", "width": 8,
-                                                                 "blocks": 1}, seed=0)
+
+    model = get_learner("alphazero").build_model(
+        ConnectFour(), {"kind": "dense", "width": 8, "blocks": 1}, seed=0
+    )
     predictor, _, _ = predictor_for(tmp_path, "alphazero", [model], fast_files=False)
-    predictor.load(0)                                   # converted here (TensorFlow is loaded)
+    predictor.load(0)  # converted here (TensorFlow is loaded)
     fast_file = predictor.models.fast_model_path(0)
     assert fast_file.is_file()
     assert predictor.evaluator.path == "onnx" and predictor.fast_files
-    fast_file.write_bytes(fast_file.read_bytes()[:100])   # damaged (and newer than the model)
+    fast_file.write_bytes(fast_file.read_bytes()[:100])  # damaged (and newer than the model)
     predictor.held.clear()
-    predictor.load(0)                                   # made again
+    predictor.load(0)  # made again
     assert from_bytes(fast_file.read_bytes()).form == "evaluate"
     assert predictor.evaluator.path == "onnx" and predictor.fast_files
     # a model the fast path does not know: no file, and TensorFlow from then on
@@ -256,15 +303,18 @@ def test_the_predictor_converts_a_model_without_a_fast_file_and_falls_back_to_te
 
 def test_a_gpu_keeps_the_predictor_on_tensorflow(monkeypatch):
     from gamegym.runtime import fastmodels
+
     config = GymConfig(game="games.tictactoe:TicTacToe").predict
     monkeypatch.setattr(fastmodels, "gpu_may_be_present", lambda: True)
     assert not fastmodels.cpu_fast_path(config)
-    assert fastmodels.cpu_fast_path(GymConfig(game="games.tictactoe:TicTacToe",
-                                              predict={"use_gpu": False}).predict)
+    assert fastmodels.cpu_fast_path(
+        GymConfig(game="games.tictactoe:TicTacToe", predict={"use_gpu": False}).predict
+    )
     monkeypatch.setattr(fastmodels, "gpu_may_be_present", lambda: False)
     assert fastmodels.cpu_fast_path(config)
-    assert not fastmodels.cpu_fast_path(GymConfig(game="games.tictactoe:TicTacToe",
-                                                  predict={"numpy_fastpath": False}).predict)
+    assert not fastmodels.cpu_fast_path(
+        GymConfig(game="games.tictactoe:TicTacToe", predict={"numpy_fastpath": False}).predict
+    )
 
 
 # ----- the Predictor process --------------------------------------------------------------------
@@ -282,17 +332,21 @@ def ask(conn, request):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("learner_name, build, fast_files",
-                         [(*f, True) for f in FORMS] + [(*FORMS[0], False)],
-                         ids=[f[0] for f in FORMS] + ["alphazero-converted"])
-def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(tmp_path, learner_name,
-                                                                    build, fast_files):
+@pytest.mark.parametrize(
+    "learner_name, build, fast_files",
+    [(*f, True) for f in FORMS] + [(*FORMS[0], False)],
+    ids=[f[0] for f in FORMS] + ["alphazero-converted"],
+)
+def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(
+    tmp_path, learner_name, build, fast_files
+):
     """A real Predictor process: its answers are the fast path's (bit for bit) and the
     TensorFlow path's (within TOLERANCE), it stays small, and its log says it never imported
     TensorFlow, also when it had to convert a model without a fast-path file (in a child)."""
     import psutil
 
     from gamegym.runtime.predictor import predictor_main
+
     model = build()
     learner = get_learner(learner_name)
     _, _, _ = predictor_for(tmp_path, learner_name, [model], fast_files=fast_files)
@@ -302,16 +356,28 @@ def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(tmp_path, lea
     client, predictor_end = ctx.Pipe()
     control_in, _control_out = ctx.Pipe(duplex=False)
     stop = ctx.Event()
-    process = ctx.Process(target=predictor_main, args=(
-        session.logs_dir, "INFO", "predictor", str(session.path), config, [predictor_end],
-        control_in, None), kwargs={"stop_event": stop})
+    process = ctx.Process(
+        target=predictor_main,
+        args=(
+            session.logs_dir,
+            "INFO",
+            "predictor",
+            str(session.path),
+            config,
+            [predictor_end],
+            control_in,
+            None,
+        ),
+        kwargs={"stop_event": stop},
+    )
     process.start()
     try:
         x = random_inputs((6, 7, 2), 11)
         reference = learner.make_evaluator(model, 0, fast=False)
         fast = learner.make_evaluator(model, 0).portable()
-        for request_id, (kind, inputs) in enumerate((fast.search_request(x),
-                                                     (fast.kinds[0], {"x": x}))):
+        for request_id, (kind, inputs) in enumerate(
+            (fast.search_request(x), (fast.kinds[0], {"x": x}))
+        ):
             answer = ask(client, EvalRequest(request_id, kind, inputs, 0))
             assert not answer.error
             want = fast.run(kind, inputs)

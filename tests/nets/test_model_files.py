@@ -1,5 +1,6 @@
 """Model files: only the Keras v3 format (.keras) is read, in Keras' safe mode; a model that
 carries code (a Lambda layer) or a legacy file is refused with a clear error naming the file."""
+
 import configparser
 import re
 import zipfile
@@ -35,10 +36,10 @@ def test_a_legacy_model_file_is_refused_naming_it(tmp_path, keras, name):
     model = keras.Model(inputs, keras.layers.Dense(2)(inputs))
     path = tmp_path / name
     if name.endswith(("h5", "hdf5")):
-        model.save(tmp_path / "model.h5")          # legacy HDF5
+        model.save(tmp_path / "model.h5")  # legacy HDF5
         (tmp_path / "model.h5").rename(path) if name != "model.h5" else None
     else:
-        path.mkdir()                                # a SavedModel folder
+        path.mkdir()  # a SavedModel folder
     with pytest.raises(ValueError, match=re.escape(str(path))) as error:
         load_model(path)
     assert ".keras" in str(error.value)
@@ -50,8 +51,11 @@ def test_models_load_in_safe_mode_explicitly(tmp_path, keras, monkeypatch):
     model.save(tmp_path / "m.keras")
     calls = []
     real = keras.models.load_model
-    monkeypatch.setattr(keras.models, "load_model",
-                        lambda *args, **kwargs: calls.append(kwargs) or real(*args, **kwargs))
+    monkeypatch.setattr(
+        keras.models,
+        "load_model",
+        lambda *args, **kwargs: calls.append(kwargs) or real(*args, **kwargs),
+    )
     loaded = load_model(tmp_path / "m.keras")
     x = np.ones((1, 3), np.float32)
     assert np.allclose(loaded(x), model(x))

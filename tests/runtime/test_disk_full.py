@@ -1,5 +1,6 @@
 """A full disk, for real: a small tmpfs that fills up (needs root to mount; skipped otherwise)
 and a file-size limit (RLIMIT_FSIZE, any user), which makes the kernel refuse writes."""
+
 import json
 import resource
 import subprocess
@@ -13,8 +14,12 @@ from gamegym.data.samples import read_sample_file
 pytestmark = pytest.mark.slow
 
 SMALL = {
-    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
-                 "gamelog_dump_threshold": 2},
+    "selfplay": {
+        "selfplayprocesses": 1,
+        "searchthreadcount": 4,
+        "searchcount": 16,
+        "gamelog_dump_threshold": 2,
+    },
     "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
     "status_interval": 1.0,
 }
@@ -28,8 +33,11 @@ def small_disk(tmp_path):
     while its Trainer starts TensorFlow: the room left after the filler goes covers that)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or 'not root'})")
     try:
@@ -41,6 +49,7 @@ def small_disk(tmp_path):
 def fill(mount, leave_bytes):
     """Fill the disk with a filler file until about `leave_bytes` are free."""
     import shutil
+
     free = shutil.disk_usage(mount).free
     filler = mount / "filler"
     with open(filler, "wb") as handle:
@@ -49,17 +58,18 @@ def fill(mount, leave_bytes):
 
 
 def test_new_on_a_full_disk_names_it_and_leaves_no_folder(small_disk):
-    fill(small_disk, 16 * 1024)          # less than the starter model
+    fill(small_disk, 16 * 1024)  # less than the starter model
     done = gamegym("new", str(small_disk / "s"), "--game", TICTACTOE)
     assert done.returncode == 2
     assert "is full" in done.stderr and "No space left on device" in done.stderr
     assert "Traceback" not in done.stderr
-    assert not (small_disk / "s").exists()     # no half-made session
+    assert not (small_disk / "s").exists()  # no half-made session
 
 
 def test_new_under_a_file_size_limit_names_it_and_leaves_no_folder(tmp_path):
-    def limit():   # any file past 16 KiB: the kernel refuses the write (EFBIG)
+    def limit():  # any file past 16 KiB: the kernel refuses the write (EFBIG)
         import signal
+
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
 
@@ -69,8 +79,7 @@ def test_new_under_a_file_size_limit_names_it_and_leaves_no_folder(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
-def test_gym_that_fills_the_disk_stops_cleanly_and_resumes_once_there_is_room(small_disk,
-                                                                             tmp_path):
+def test_gym_that_fills_the_disk_stops_cleanly_and_resumes_once_there_is_room(small_disk, tmp_path):
     config = tmp_path / "small.json"
     config.write_text(json.dumps(SMALL))
     session = small_disk / "s"
@@ -82,10 +91,10 @@ def test_gym_that_fills_the_disk_stops_cleanly_and_resumes_once_there_is_room(sm
     output = stopped.stdout + stopped.stderr
     assert stopped.returncode == 1, output
     assert "stopped with an error" in output and "is full" in output
-    assert "gamegym resume" in output                      # tells what to do next
+    assert "gamegym resume" in output  # tells what to do next
     assert not (session / "session.lock").exists()
-    assert not list(session.rglob(".*.tmp*"))              # no half-written file is left
-    for path in (session / "samples").glob("*/*.npz"):     # every published file loads
+    assert not list(session.rglob(".*.tmp*"))  # no half-written file is left
+    for path in (session / "samples").glob("*/*.npz"):  # every published file loads
         read_sample_file(path)
     current = json.loads((session / "models" / "current.json").read_text())
     for path in (session / "models").glob("*.keras"):

@@ -1,4 +1,5 @@
 """Fault tests with real processes: SIGKILL, a second gym, dead workers, orphans."""
+
 import json
 import os
 import re
@@ -14,7 +15,7 @@ from gamegym.data.samples import read_sample_file
 
 pytestmark = pytest.mark.slow
 
-CHANGES = {   # two Selfplayers, so one can die while the other plays on
+CHANGES = {  # two Selfplayers, so one can die while the other plays on
     "selfplay": {"selfplayprocesses": 2, "gamelog_dump_threshold": 3},
     "train": {"max_samplecount": 20000},
     "status_interval": 1.0,
@@ -27,8 +28,13 @@ def session(new_session):
 
 
 def start_gym(session):
-    return subprocess.Popen(gamegym_command("resume", str(session)), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        gamegym_command("resume", str(session)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def wait_for_line(process, needle, timeout=120):
@@ -75,8 +81,13 @@ def test_second_gym_fails_at_once_naming_the_first(session):
     try:
         wait_for_line(first, playing)
         started = time.monotonic()
-        second = subprocess.run(gamegym_command("resume", str(session)), capture_output=True, text=True,
-                                timeout=60, stdin=subprocess.DEVNULL)
+        second = subprocess.run(
+            gamegym_command("resume", str(session)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
         assert time.monotonic() - started < 30
         assert second.returncode == 2
         assert f"in use by gym process {first.pid}" in second.stderr
@@ -94,14 +105,21 @@ def test_sigkill_of_the_gym_leaves_no_orphans_and_resume_continues(session):
     gym.kill()
     gym.wait()
     assert not wait_gone(children, timeout=10), "children outlived the gym by 10 s"
-    assert (session / "session.lock").exists()          # stale lock left behind ...
+    assert (session / "session.lock").exists()  # stale lock left behind ...
     before = json.loads((session / "models" / "current.json").read_text())["iteration"]
     for path in (session / "samples").glob("*/*.npz"):  # ... every visible file loads
         read_sample_file(path)
-    files_before = {f"{p.parent.name}/{p.name}": len(read_sample_file(p)["z"])
-                    for p in (session / "samples").glob("*/*.npz")}
-    done = subprocess.run(gamegym_command("resume", str(session), "--max-iterations", "1"),
-                          capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    files_before = {
+        f"{p.parent.name}/{p.name}": len(read_sample_file(p)["z"])
+        for p in (session / "samples").glob("*/*.npz")
+    }
+    done = subprocess.run(
+        gamegym_command("resume", str(session), "--max-iterations", "1"),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stdout + done.stderr  # ... and does not block the resume
     after = json.loads((session / "models" / "current.json").read_text())["iteration"]
     assert after == before + 1
@@ -118,6 +136,7 @@ def assert_window_read_in_order(report, files_before, max_samplecount):
     oldest of those cut; the older ones were left out.  (Self-play can outrun the first
     training and fill the window before the kill: once it wrote 21,120 samples.)  Every
     sample of the iteration came from a distinct published file: none was read twice."""
+
     def key(name):
         iteration, file = name.split("/")
         return int(iteration), file
@@ -126,12 +145,16 @@ def assert_window_read_in_order(report, files_before, max_samplecount):
     assert sum(sources.values()) == report["samples"] <= max_samplecount
     full = report["samples"] == max_samplecount
     cut = min(map(key, sources))
-    partial = [name for name, n in sources.items()
-               if name in files_before and n < files_before[name]]
+    partial = [
+        name for name, n in sources.items() if name in files_before and n < files_before[name]
+    ]
     assert partial in ([], [name for name in sources if key(name) == cut]), partial
     assert not partial or full
-    in_window = {name: n for name, n in files_before.items()
-                 if int(name.split("/")[0]) >= report["window"][0]}
+    in_window = {
+        name: n
+        for name, n in files_before.items()
+        if int(name.split("/")[0]) >= report["window"][0]
+    }
     for name, n in in_window.items():
         if key(name) > cut:
             assert sources.get(name) == n, f"{name} ({n} samples) not read whole"
@@ -211,31 +234,45 @@ def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
     assert not list(session.rglob(".*.tmp*")), "a killed writer's temporary file was left"
     for path in (session / "samples").glob("*/*.npz"):
         read_sample_file(path)
-    done = subprocess.run(gamegym_command("resume", str(session), "--max-iterations", "1"),
-                          capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        gamegym_command("resume", str(session), "--max-iterations", "1"),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def games_played(session):
     """(actions, search values) of every game in the session's sample files."""
     from gamegym.data.samples import sample_files, sample_iterations
+
     games = []
     for iteration in sample_iterations(session / "samples"):
         for path in sample_files(session / "samples", iteration):
             arrays = read_sample_file(path)
             for game in range(len(arrays["result"])):
                 rows = arrays["game"] == game
-                games.append((tuple(arrays["action"][rows]),
-                              tuple(arrays["root_value"][rows].round(6))))
+                games.append(
+                    (tuple(arrays["action"][rows]), tuple(arrays["root_value"][rows].round(6)))
+                )
     return games
 
 
 def test_resumes_on_the_same_model_write_no_game_twice(new_session):
     # no training (the model stays iteration 0), one search thread: a run's games follow
     # from its seeds alone
-    session = new_session(changes={
-        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 1, "gamelog_dump_threshold": 2},
-        "train": {"min_samplecount": 100000, "max_samplecount": 100000}})
+    session = new_session(
+        changes={
+            "selfplay": {
+                "selfplayprocesses": 1,
+                "searchthreadcount": 1,
+                "gamelog_dump_threshold": 2,
+            },
+            "train": {"min_samplecount": 100000, "max_samplecount": 100000},
+        }
+    )
     counts = []
     for _ in range(2):
         done = gamegym("resume", session, "--max-seconds", "20", timeout=180)

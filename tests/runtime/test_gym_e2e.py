@@ -1,4 +1,5 @@
 """A dummy run of the real thing: real processes, a temporary session, resume, console exit."""
+
 import json
 import re
 import subprocess
@@ -42,8 +43,9 @@ def test_new_resume_files_and_resume_again(session):
         assert "Traceback" not in log, log
     assert not (session / "session.lock").exists()
     # the model runs on the CPU fast path, in the Selfplayer itself (predict defaults)
-    played = re.search(r"(\d+) batches evaluated here",
-                       (session / "logs" / "selfplayer0.log").read_text())
+    played = re.search(
+        r"(\d+) batches evaluated here", (session / "logs" / "selfplayer0.log").read_text()
+    )
     assert played and int(played.group(1)) > 0
 
     status = json.loads(gamegym("status", str(session), "--json").stdout)
@@ -59,20 +61,32 @@ def test_new_resume_files_and_resume_again(session):
     # TensorBoard: one run, the second resume goes on from the first (iterations and seconds)
     scalars = read_scalars(session / "tensorboard")
     assert [step for step, _ in scalars["train/loss"]] == list(range(1, after + 1))
-    assert scalars["train/learning_rate"][0][1] == json.loads(
-        (session / "config.json").read_text())["train"]["learning_rate"]
-    for tag in ("throughput/searches_per_s", "throughput/games_per_s", "predictor/mean_batch",
-                "memory/gym_rss_mib", "memory/selfplayer_rss_mib", "cpu/trainer_percent"):
+    assert (
+        scalars["train/learning_rate"][0][1]
+        == json.loads((session / "config.json").read_text())["train"]["learning_rate"]
+    )
+    for tag in (
+        "throughput/searches_per_s",
+        "throughput/games_per_s",
+        "predictor/mean_batch",
+        "memory/gym_rss_mib",
+        "memory/selfplayer_rss_mib",
+        "cpu/trainer_percent",
+    ):
         assert tag in scalars, sorted(scalars)
     steps = [step for step, _ in scalars["throughput/searches_per_s"]]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
-    assert len(steps) > len(first_run["throughput/searches_per_s"])   # more of the same run
+    assert len(steps) > len(first_run["throughput/searches_per_s"])  # more of the same run
 
 
 def test_exit_on_the_console_stops_everything(session):
-    gym = subprocess.Popen([sys.executable, "-m", "gamegym", "resume", str(session)],
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
+    gym = subprocess.Popen(
+        [sys.executable, "-m", "gamegym", "resume", str(session)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         lines = []
         for line in gym.stdout:  # wait until games have been played
@@ -101,6 +115,7 @@ def test_exit_on_the_console_stops_everything(session):
 
 def test_debug_single_process_trains_in_one_process(tmp_path):
     from gamegym import GameGym, GymConfig
+
     config = GymConfig(game="games.tictactoe:TicTacToe", debug_single_process=True, **SMALL)
     gym = GameGym(tmp_path / "debug", config=config)
     assert gym.resume(max_iterations=1, console=False) == 0

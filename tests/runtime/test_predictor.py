@@ -1,5 +1,6 @@
 """The batching Predictor and the CPU fast path (NumPy, ONNX Runtime) return what a direct model
 call returns; Selfplayers that run the model themselves get it from the Predictor."""
+
 import multiprocessing
 import threading
 from multiprocessing.connection import wait
@@ -45,8 +46,14 @@ def trained_like(model, seed=0):
     for layer in model.layers:
         if type(layer).__name__ == "BatchNormalization":
             c = layer.gamma.shape[0]
-            layer.set_weights([rng.uniform(0.5, 1.5, c), rng.normal(0, 0.3, c),
-                               rng.normal(0, 0.5, c), rng.uniform(0.2, 2.0, c)])
+            layer.set_weights(
+                [
+                    rng.uniform(0.5, 1.5, c),
+                    rng.normal(0, 0.3, c),
+                    rng.normal(0, 0.5, c),
+                    rng.uniform(0.2, 2.0, c),
+                ]
+            )
     return model
 
 
@@ -55,16 +62,21 @@ def preset_architectures():
     network a session without a preset gets."""
     from gamegym.game.graph import load_game
     from gamegym.presets import PRESETS
-    found = [(name, load_game(p["game"], p["game_args"]), p["network"])
-             for name, p in sorted(PRESETS.items())]
+
+    found = [
+        (name, load_game(p["game"], p["game_args"]), p["network"])
+        for name, p in sorted(PRESETS.items())
+    ]
     return found + [("santorini-5-2 (default network)", Santorini(5, 2), None)]
 
 
-@pytest.mark.parametrize("name, graph, network", preset_architectures(),
-                         ids=[a[0] for a in preset_architectures()])
+@pytest.mark.parametrize(
+    "name, graph, network", preset_architectures(), ids=[a[0] for a in preset_architectures()]
+)
 def test_fast_paths_match_keras_on_every_preset_architecture(name, graph, network):
     from gamegym.nets.builders import network_for_game
     from gamegym.nets.onnxnet import OnnxNet
+
     model = trained_like(network_for_game(graph, network, seed=3))
     x = positions(graph, 37)
     reference = [t.numpy() for t in model(x, training=False)]
@@ -84,9 +96,11 @@ def test_fast_paths_match_keras_on_every_preset_architecture(name, graph, networ
 
 def test_fast_path_survives_pickling_and_answers_alike():
     import pickle
+
     graph = ConnectFour()
-    model = trained_like(build_network(graph.numpify(graph.roots[0]).shape, 7, "residual", 8, 1,
-                                       seed=0))
+    model = trained_like(
+        build_network(graph.numpify(graph.roots[0]).shape, 7, "residual", 8, 1, seed=0)
+    )
     evaluator = ModelEvaluator(model, iteration=4)
     x = positions(graph, 9)
     copy = pickle.loads(pickle.dumps(evaluator.portable()))
@@ -98,8 +112,14 @@ def test_fast_path_survives_pickling_and_answers_alike():
 
 def test_numpy_fast_path_matches_keras():
     graph = Santorini(3, 1)
-    model = build_network(graph.numpify(graph.roots[0]).shape, graph.action_space_size,
-                          "dense", width=48, blocks=3, seed=1)
+    model = build_network(
+        graph.numpify(graph.roots[0]).shape,
+        graph.action_space_size,
+        "dense",
+        width=48,
+        blocks=3,
+        seed=1,
+    )
     x = positions(graph, 40)
     fast = NumpyNet.from_keras(model)
     assert fast is not None and not fast.has_conv
@@ -110,8 +130,9 @@ def test_numpy_fast_path_matches_keras():
     for fast_path in (True, False):
         probs, values = ModelEvaluator(model, fast=fast_path)(x)
         ref_probs, ref_values = direct(model, x)
-        assert np.allclose(probs, ref_probs, atol=1e-5) and np.allclose(values, ref_values,
-                                                                        atol=1e-5)
+        assert np.allclose(probs, ref_probs, atol=1e-5) and np.allclose(
+            values, ref_values, atol=1e-5
+        )
 
 
 @pytest.mark.parametrize("name", ["swish", "sigmoid"])
@@ -121,8 +142,9 @@ def test_numpy_activations_are_exact_and_quiet_at_large_inputs(name):
     import tensorflow as tf
 
     from gamegym.nets.numpynet import ACTIVATIONS
+
     x = np.array([-1e4, -500.0, -90.0, -20.0, -1.0, 0.0, 0.5, 30.0, 1e4], np.float32)
-    with np.errstate(over="raise", divide="raise", invalid="raise"):   # numpy's warnings
+    with np.errstate(over="raise", divide="raise", invalid="raise"):  # numpy's warnings
         got = ACTIVATIONS[name](x)
     assert got.dtype == np.float32
     want = tf.keras.activations.get(name)(tf.constant(x)).numpy()
@@ -131,12 +153,13 @@ def test_numpy_activations_are_exact_and_quiet_at_large_inputs(name):
 
 def test_unknown_layers_and_fast_off_stay_on_tensorflow():
     import keras
+
     graph = ConnectFour()
     shape = graph.numpify(graph.roots[0]).shape
     inputs = keras.Input(shape)
     x = keras.layers.Flatten()(keras.layers.Conv2D(4, 3, strides=2)(inputs))
     odd = keras.Model(inputs, [keras.layers.Dense(7)(x), keras.layers.Dense(1)(x)])
-    assert NumpyNet.from_keras(odd) is None     # a strided convolution
+    assert NumpyNet.from_keras(odd) is None  # a strided convolution
     model = build_network(shape, 7, "residual", 8, 1, seed=0)
     for evaluator in (ModelEvaluator(odd), ModelEvaluator(model, fast=False)):
         assert evaluator.path == "tensorflow" and evaluator.portable() is None
@@ -154,9 +177,11 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
     graph = Santorini(3, 1)
     shape = graph.numpify(graph.roots[0]).shape
     session = Session(tmp_path / "s")
-    config = GymConfig(game="games.santorini:Santorini", game_args={"dimension": 3,
-                                                                    "units_per_player": 1},
-                       predict={"evaluate_in_selfplayers": False})   # every answer from here
+    config = GymConfig(
+        game="games.santorini:Santorini",
+        game_args={"dimension": 3, "units_per_player": 1},
+        predict={"evaluate_in_selfplayers": False},
+    )  # every answer from here
     session.create(config)
     models = [build_network(shape, 73, "dense", 32, 2, seed=s) for s in (1, 2)]
     session.publish_model(models[0], 0)
@@ -164,9 +189,20 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
     pipes = [ctx.Pipe() for _ in range(3)]
     control_in, control_out = ctx.Pipe(duplex=False)
     stop, reports = ctx.Event(), ctx.Queue()
-    process = ctx.Process(target=predictor_main, args=(
-        session.logs_dir, "INFO", "predictor", str(session.path), config,
-        [p[0] for p in pipes], control_in, reports), kwargs={"stop_event": stop})
+    process = ctx.Process(
+        target=predictor_main,
+        args=(
+            session.logs_dir,
+            "INFO",
+            "predictor",
+            str(session.path),
+            config,
+            [p[0] for p in pipes],
+            control_in,
+            reports,
+        ),
+        kwargs={"stop_event": stop},
+    )
     process.start()
     try:
         xs = [positions(graph, n, seed=n) for n in (5, 9, 3)]
@@ -216,6 +252,7 @@ def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
     import psutil
 
     from gamegym.runtime.predictor import Predictor
+
     graph = Santorini(3, 1) if fast else ConnectFour()
     shape = graph.numpify(graph.roots[0]).shape
     kind = "dense" if fast else "residual"
@@ -223,7 +260,7 @@ def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
     config = GymConfig(game="games.santorini:Santorini", predict={"numpy_fastpath": fast})
     session.create(config)
     models = [build_network(shape, graph.action_space_size, kind, 16, 1, seed=s) for s in (1, 2)]
-    for iteration in range(3):   # one more iteration than the Predictor holds: every load loads
+    for iteration in range(3):  # one more iteration than the Predictor holds: every load loads
         session.publish_model(models[iteration % 2], iteration)
     predictor = Predictor(session, config, [], None)
     x = positions(graph, 16)
@@ -245,11 +282,13 @@ def test_reloads_keep_memory_flat_and_answers_right(tmp_path, fast):
 
 def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_path):
     from gamegym.runtime.predictor import HOLD, Predictor
+
     graph = Santorini(3, 1)
     shape = graph.numpify(graph.roots[0]).shape
     session = Session(tmp_path / "s")
-    config = GymConfig(game="games.santorini:Santorini",
-                       predict={"evaluate_in_selfplayers": False})   # every answer from here
+    config = GymConfig(
+        game="games.santorini:Santorini", predict={"evaluate_in_selfplayers": False}
+    )  # every answer from here
     session.create(config)
     models = [build_network(shape, 73, "dense", 16, 1, seed=s) for s in range(HOLD + 1)]
     for iteration, model in enumerate(models):
@@ -260,15 +299,17 @@ def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_pat
         predictor.load(iteration)
     assert sorted(predictor.held) == list(range(1, HOLD + 1))
     x = positions(graph, 4)
-    pending = [(theirs, EvalRequest(1, "evaluate", {"x": x}, iteration=1)),
-               (theirs, EvalRequest(2, "evaluate", {"x": x[:1]}, iteration=0)),
-               (theirs, EvalRequest(3, "evaluate", {"x": x[:2]}))]
+    pending = [
+        (theirs, EvalRequest(1, "evaluate", {"x": x}, iteration=1)),
+        (theirs, EvalRequest(2, "evaluate", {"x": x[:1]}, iteration=0)),
+        (theirs, EvalRequest(3, "evaluate", {"x": x[:2]})),
+    ]
     predictor._evaluate(pending)
     answers = {a.request_id: a for a in (mine.recv() for _ in range(3))}
     assert answers[1].iteration == 1 and not answers[1].error
     assert np.allclose(answers[1].outputs["probs"], direct(models[1], x)[0], atol=1e-5)
     assert answers[2].outputs == {} and "iteration 0 is no longer held" in answers[2].error
-    assert answers[3].iteration == HOLD     # untagged: the newest
+    assert answers[3].iteration == HOLD  # untagged: the newest
     assert np.allclose(answers[3].outputs["values"], direct(models[HOLD], x[:2])[1], atol=1e-5)
 
 
@@ -276,6 +317,7 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
     from gamegym.nets.inference import FastEvaluator, PipeService
     from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
     from gamegym.runtime.predictor import Predictor
+
     graph = Santorini(3, 1)
     shape = graph.numpify(graph.roots[0]).shape
     session = Session(tmp_path / "s")
@@ -287,7 +329,7 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
     client_end, predictor_end = multiprocessing.Pipe()
     predictor = Predictor(session, config, [predictor_end], None)
     predictor.load(0)
-    assert client_end.recv() == Reload(0)            # announced to every client on load
+    assert client_end.recv() == Reload(0)  # announced to every client on load
     x = positions(graph, 6)
     # a request the client could have answered itself is answered, and the iteration announced
     pending = [(predictor_end, EvalRequest(1, "evaluate", {"x": x}))]
@@ -303,9 +345,10 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
 
     # the client side: a Reload read on the pipe makes it fetch, then it answers itself
     service = PipeService(client_end, timeout=5.0)
-    predictor.load(1)                                 # sends Reload(1)
-    thread = threading.Thread(target=lambda: predictor._receive(
-        wait([predictor_end], 5), [], predictor.live))
+    predictor.load(1)  # sends Reload(1)
+    thread = threading.Thread(
+        target=lambda: predictor._receive(wait([predictor_end], 5), [], predictor.live)
+    )
     thread.start()
     outputs, iteration = service.submit("evaluate", {"x": x})()
     thread.join()
@@ -313,7 +356,7 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
     probs, values = direct(models[1], x)
     assert np.allclose(outputs["probs"], probs, atol=1e-5)
     assert np.allclose(outputs["values"], values, atol=1e-5)
-    assert not predictor_end.poll()                   # nothing more was sent to the Predictor
+    assert not predictor_end.poll()  # nothing more was sent to the Predictor
     # a kind the evaluator does not answer still goes to the Predictor
     service.submit("recurrent", {"x": x})
     assert predictor_end.recv().kind == "recurrent"
@@ -322,9 +365,9 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
 def test_no_evaluator_is_handed_out_when_the_session_turns_it_off(tmp_path):
     from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
     from gamegym.runtime.predictor import Predictor
+
     session = Session(tmp_path / "s")
-    config = GymConfig(game="games.santorini:Santorini",
-                       predict={"evaluate_in_selfplayers": False})
+    config = GymConfig(game="games.santorini:Santorini", predict={"evaluate_in_selfplayers": False})
     session.create(config)
     session.publish_model(build_network((3, 3, 9), 73, "dense", 16, 1, seed=0), 0)
     client_end, predictor_end = multiprocessing.Pipe()
@@ -333,7 +376,7 @@ def test_no_evaluator_is_handed_out_when_the_session_turns_it_off(tmp_path):
     client_end.send(EvaluatorRequest(-1))
     predictor._receive([predictor_end], [], predictor.live)
     assert client_end.recv() == EvaluatorUpdate(0, None)
-    assert not client_end.poll()                      # and no Reload was announced
+    assert not client_end.poll()  # and no Reload was announced
 
 
 class Constant:
@@ -351,11 +394,12 @@ class Constant:
 def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest_two():
     from gamegym.nets.inference import PipeService
     from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
+
     client_end, predictor_end = multiprocessing.Pipe()
     service = PipeService(client_end, timeout=5.0)
     asked = []
 
-    def predictor(count):   # answers `count` EvaluatorRequests, announcing again meanwhile
+    def predictor(count):  # answers `count` EvaluatorRequests, announcing again meanwhile
         for _ in range(count):
             request = predictor_end.recv()
             asked.append(request)
@@ -367,15 +411,15 @@ def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest
         predictor_end.send(Reload(iteration))
         thread = threading.Thread(target=predictor, args=(1,))
         thread.start()
-        service._next_check = 0.0          # read the pipe at this submit
+        service._next_check = 0.0  # read the pipe at this submit
         outputs, answered = service.submit("evaluate", x)()
         thread.join()
         assert answered == iteration and outputs["values"].tolist() == [iteration] * 3
         service._next_check = 0.0
-        assert service.submit("evaluate", x)()[1] == iteration   # no second fetch
+        assert service.submit("evaluate", x)()[1] == iteration  # no second fetch
     assert asked == [EvaluatorRequest(3), EvaluatorRequest(4), EvaluatorRequest(5)]
     assert sorted(service.local) == [4, 5] and service.requests == 0
-    predictor_end.send(Reload(3))            # older than both held: not fetched again
+    predictor_end.send(Reload(3))  # older than both held: not fetched again
     service._next_check = 0.0
     assert service.submit("evaluate", x, iteration=5)()[1] == 5
     assert service._wanted is None and not predictor_end.poll()
@@ -384,12 +428,15 @@ def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest
     second = service.submit("evaluate", x, iteration=2)
     requests = [predictor_end.recv(), predictor_end.recv()]
     for request in reversed(requests):
-        predictor_end.send(EvalResponse(request.request_id, request.iteration, {"v": request.iteration}))
+        predictor_end.send(
+            EvalResponse(request.request_id, request.iteration, {"v": request.iteration})
+        )
     assert first() == ({"v": 3}, 3) and second() == ({"v": 2}, 2)
 
 
 def test_without_onnxruntime_dense_models_take_numpy_and_conv_models_tensorflow(monkeypatch):
     from gamegym.nets import onnxnet
+
     monkeypatch.setattr(onnxnet, "available", lambda: False)
     graph = ConnectFour()
     shape = graph.numpify(graph.roots[0]).shape
@@ -403,29 +450,44 @@ def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
     """A client sends a second large request while the Predictor sends the large answer to the
     first: with both larger than the pipe's socket buffers, neither may wait on the other."""
     import socket
+
     graph = Santorini(3, 1)
     shape = graph.numpify(graph.roots[0]).shape
     session = Session(tmp_path / "s")
-    config = GymConfig(game="games.santorini:Santorini", game_args={"dimension": 3,
-                                                                    "units_per_player": 1},
-                       predict={"evaluate_in_selfplayers": False, "batchsize": 8})
+    config = GymConfig(
+        game="games.santorini:Santorini",
+        game_args={"dimension": 3, "units_per_player": 1},
+        predict={"evaluate_in_selfplayers": False, "batchsize": 8},
+    )
     session.create(config)
     session.publish_model(build_network(shape, 73, "dense", 8, 1, seed=1), 0)
     ctx = multiprocessing.get_context("spawn")
     mine, theirs = ctx.Pipe()
     control_in, control_out = ctx.Pipe(duplex=False)
     stop, reports = ctx.Event(), ctx.Queue()
-    process = ctx.Process(target=predictor_main, args=(
-        session.logs_dir, "INFO", "predictor", str(session.path), config, [theirs], control_in,
-        reports), kwargs={"stop_event": stop})
+    process = ctx.Process(
+        target=predictor_main,
+        args=(
+            session.logs_dir,
+            "INFO",
+            "predictor",
+            str(session.path),
+            config,
+            [theirs],
+            control_in,
+            reports,
+        ),
+        kwargs={"stop_event": stop},
+    )
     process.start()
     theirs.close()
     pair = socket.socket(fileno=mine.fileno())
-    buffered = pair.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) + \
-        pair.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    buffered = pair.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) + pair.getsockopt(
+        socket.SOL_SOCKET, socket.SO_RCVBUF
+    )
     pair.detach()
     answer_bytes_per_row = 73 * 4 + 4
-    rows = 4 * 2 * buffered // answer_bytes_per_row + 1       # answers of 4x both buffers
+    rows = 4 * 2 * buffered // answer_bytes_per_row + 1  # answers of 4x both buffers
     x = positions(graph, rows, seed=3)
     assert x.nbytes > 4 * 2 * buffered
     got = []

@@ -1,6 +1,7 @@
 """The Ray backend with real Ray: a two-node `ray.cluster_utils.Cluster` on this machine, a node
 removed mid-run, `exit`, SIGTERM of a gym that started its own Ray.  Skipped without Ray
 (`pip install -e ".[ray]"`; CI installs it)."""
+
 import json
 import os
 import re
@@ -20,12 +21,17 @@ pytestmark = pytest.mark.slow
 
 # every Ray here listens on 127.0.0.1 only, without a token (set before ray is imported)
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-ray = pytest.importorskip("ray", reason="ray is not installed: pip install -e \".[ray]\"")
+ray = pytest.importorskip("ray", reason='ray is not installed: pip install -e ".[ray]"')
 
 SMALL = {
-    "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16,
-                 "gamelog_dump_threshold": 3, "ray_selfplayer_cpus": 0.5,
-                 "ray_predictor_cpus": 0.5},
+    "selfplay": {
+        "selfplayprocesses": 1,
+        "searchthreadcount": 4,
+        "searchcount": 16,
+        "gamelog_dump_threshold": 3,
+        "ray_selfplayer_cpus": 0.5,
+        "ray_predictor_cpus": 0.5,
+    },
     "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
     "status_interval": 1.0,
 }
@@ -38,8 +44,18 @@ def new_session(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ray")
     config = folder / "small.json"
     config.write_text(json.dumps(SMALL))
-    done = subprocess.run(gamegym_command("new", str(folder / "ttt"), "--game", "games.tictactoe:TicTacToe",
-                              "--config", str(config)), capture_output=True, text=True)
+    done = subprocess.run(
+        gamegym_command(
+            "new",
+            str(folder / "ttt"),
+            "--game",
+            "games.tictactoe:TicTacToe",
+            "--config",
+            str(config),
+        ),
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     return folder / "ttt"
 
@@ -54,6 +70,7 @@ def cluster(monkeypatch):
     """Two nodes of one CPU each on this machine; whatever Ray process they started is gone
     afterwards (the agents of a removed node outlive it by a minute otherwise)."""
     from ray.cluster_utils import Cluster
+
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     node = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
     cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
@@ -70,8 +87,13 @@ def cluster(monkeypatch):
 
 
 def start_gym(session, *args):
-    return subprocess.Popen(gamegym_command("resume", str(session), *args), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        gamegym_command("resume", str(session), *args),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def read_until(gym, pattern, lines, timeout=150):
@@ -99,19 +121,19 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
     gym = start_gym(session, "--ray", cluster.address, "--max-iterations", "8")
     lines = []
     try:
-        read_until(gym, r"ray 2 nodes, selfplayers 2/2, searches/s by node \S+ \d+ \S+ \d+",
-                   lines)
-        ours = psutil.Process().children(recursive=True)   # the cluster's processes
-        killed = [p for p in actor_processes() if p in ours and
-                  "SelfplayerActor" in " ".join(p.cmdline())]
-        killed[0].kill()                   # a killed worker process: restarted on its node
+        read_until(gym, r"ray 2 nodes, selfplayers 2/2, searches/s by node \S+ \d+ \S+ \d+", lines)
+        ours = psutil.Process().children(recursive=True)  # the cluster's processes
+        killed = [
+            p for p in actor_processes() if p in ours and "SelfplayerActor" in " ".join(p.cmdline())
+        ]
+        killed[0].kill()  # a killed worker process: restarted on its node
         read_until(gym, r"selfplayer\d on node \S+ died; restarting it", lines)
         read_until(gym, r"ray 2 nodes, selfplayers 2/2", lines)
         lost_at = int(read_until(gym, r"it ([1-9]) ", lines).group(1))
         cluster.remove_node(cluster.worker)
         read_until(gym, r"node \S+ left the cluster: its 1 Selfplayers", lines)
         read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
-        read_until(gym, rf"it ({lost_at + 2}|{lost_at + 3}) ", lines)   # training goes on
+        read_until(gym, rf"it ({lost_at + 2}|{lost_at + 3}) ", lines)  # training goes on
         gym.stdin.write("exit\n")
         gym.stdin.flush()
         assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
@@ -124,7 +146,7 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
     while actor_processes() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not actor_processes(), "an actor outlived the gym"
-    assert cluster.head_node.remaining_processes_alive()   # a joined cluster is left running
+    assert cluster.head_node.remaining_processes_alive()  # a joined cluster is left running
     # every sample file is whole and in the folder of the iteration that played it; both
     # nodes' Selfplayers wrote some; the Trainer read them
     files = sorted((session / "samples").glob("*/*.npz"))
@@ -142,8 +164,9 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
     for name in ("selfplayer0", "selfplayer1"):
         log = (session / "logs" / f"{name}.log").read_text()
         assert f"{name} starting" in log and "Traceback" not in log
-    status = subprocess.run(gamegym_command("status", str(session), "--json"), capture_output=True,
-                            text=True)
+    status = subprocess.run(
+        gamegym_command("status", str(session), "--json"), capture_output=True, text=True
+    )
     assert json.loads(status.stdout)["backend"]["name"] == "ray"
 
 

@@ -2,6 +2,7 @@
 needed): nodes filled as their CPUs allow, one object put per model iteration, sample files
 written by the gym, restarts, lost nodes, the stop; and the actors' relay and the clear error
 without Ray.  tests/test_ray.py runs the real thing."""
+
 import io
 import json
 import sys
@@ -44,12 +45,14 @@ class Actor:
     def __getattr__(self, method):
         def remote(*args):
             self.calls.append((method, args))
-            if method == "take":    # answered by the test
+            if method == "take":  # answered by the test
                 ref = Ref(ready=False)
                 self.takes.append(ref)
                 return ref
-            return Ref({"address": f"socket-{self.node}", "publish": args[:1],
-                        "stop": []}.get(method))
+            return Ref(
+                {"address": f"socket-{self.node}", "publish": args[:1], "stop": []}.get(method)
+            )
+
         if method.startswith("_"):
             raise AttributeError(method)
         return SimpleNamespace(remote=remote)
@@ -62,8 +65,14 @@ class FakeRay(types.ModuleType):
         super().__init__("ray")
         self.__version__ = "fake"
         self.exceptions = SimpleNamespace(RayError=RayError)
-        self.node_list = [{"NodeID": "head0000", "Alive": True, "NodeManagerAddress": "10.0.0.1",
-                           "Resources": {"CPU": 2.0}}]
+        self.node_list = [
+            {
+                "NodeID": "head0000",
+                "Alive": True,
+                "NodeManagerAddress": "10.0.0.1",
+                "Resources": {"CPU": 2.0},
+            }
+        ]
         self.actors: list[Actor] = []
         self.puts: list = []
         self.shut_down = False
@@ -97,7 +106,9 @@ class FakeRay(types.ModuleType):
                     actor.takes = []
                     fake.actors.append(actor)
                     return actor
+
                 return SimpleNamespace(remote=make)
+
         return Options()
 
     def wait(self, refs, num_returns=1, timeout=None):
@@ -124,7 +135,8 @@ def fake_ray(monkeypatch):
     fake = FakeRay()
     strategies = types.ModuleType("ray.util.scheduling_strategies")
     strategies.NodeAffinitySchedulingStrategy = lambda node_id, soft: SimpleNamespace(
-        node_id=node_id, soft=soft)
+        node_id=node_id, soft=soft
+    )
     monkeypatch.setitem(sys.modules, "ray", fake)
     monkeypatch.setitem(sys.modules, "ray.util", types.ModuleType("ray.util"))
     monkeypatch.setitem(sys.modules, "ray.util.scheduling_strategies", strategies)
@@ -135,15 +147,28 @@ def make_backend(tmp_path, selfplay=None, address="auto"):
     import multiprocessing
 
     from gamegym.runtime.ray.backend import RayBackend
-    config = GymConfig(game="games.tictactoe:TicTacToe", selfplay={
-        "backend": "ray", "ray_address": address, "selfplayprocesses": 8, **(selfplay or {})})
+
+    config = GymConfig(
+        game="games.tictactoe:TicTacToe",
+        selfplay={
+            "backend": "ray",
+            "ray_address": address,
+            "selfplayprocesses": 8,
+            **(selfplay or {}),
+        },
+    )
     session = Session(tmp_path / "s")
     session.create(config)
     session.model_path(0).write_bytes(b"model 0")
     (session.models_dir / "current.json").write_text(json.dumps({"iteration": 0}))
     gym = SimpleNamespace(monitor=Monitor(), force=False)
-    host = SimpleNamespace(session=session, config=config, gym=gym, run_number=1,
-                           ctx=multiprocessing.get_context("spawn"))
+    host = SimpleNamespace(
+        session=session,
+        config=config,
+        gym=gym,
+        run_number=1,
+        ctx=multiprocessing.get_context("spawn"),
+    )
     backend = RayBackend(host)
     backend.start()
     return backend
@@ -167,25 +192,40 @@ def game(n=3):
 
 
 def take_answer(files=(), reports=(), closed=False, error="", pid=4242):
-    return {"files": list(files), "reports": list(reports), "logs": ["a line"], "closed": closed,
-            "error": error, "pid": pid}
+    return {
+        "files": list(files),
+        "reports": list(reports),
+        "logs": ["a line"],
+        "closed": closed,
+        "error": error,
+        "pid": pid,
+    }
 
 
 def test_each_node_gets_a_predictor_and_the_selfplayers_its_cpus_hold(fake_ray, tmp_path):
     fake_ray.node_list += [
-        {"NodeID": "gpu00000", "Alive": True, "NodeManagerAddress": "10.0.0.2",
-         "Resources": {"CPU": 4.0, "GPU": 1.0}},
-        {"NodeID": "tiny0000", "Alive": True, "NodeManagerAddress": "10.0.0.3",
-         "Resources": {"CPU": 0.75}}]
+        {
+            "NodeID": "gpu00000",
+            "Alive": True,
+            "NodeManagerAddress": "10.0.0.2",
+            "Resources": {"CPU": 4.0, "GPU": 1.0},
+        },
+        {
+            "NodeID": "tiny0000",
+            "Alive": True,
+            "NodeManagerAddress": "10.0.0.3",
+            "Resources": {"CPU": 0.75},
+        },
+    ]
     backend = make_backend(tmp_path)
-    assert not fake_ray.alive("SelfplayerActor")     # they wait for their Predictor's address
+    assert not fake_ray.alive("SelfplayerActor")  # they wait for their Predictor's address
     answer_addresses(backend)
     by_node = {}
     for actor in fake_ray.alive("SelfplayerActor"):
         assert actor.options["num_cpus"] == 0.5 and actor.options["max_restarts"] == 0
-        assert actor.args[3] == f"socket-{actor.node}"   # its own node's Predictor
+        assert actor.args[3] == f"socket-{actor.node}"  # its own node's Predictor
         by_node[actor.node] = by_node.get(actor.node, 0) + 1
-    assert by_node == {"head0000": 3, "gpu00000": 7}      # (CPUs - 0.5) / 0.5, at most 8
+    assert by_node == {"head0000": 3, "gpu00000": 7}  # (CPUs - 0.5) / 0.5, at most 8
     predictors = {a.node: a for a in fake_ray.alive("PredictorActor")}
     assert set(predictors) == {"head0000", "gpu00000"}
     assert predictors["gpu00000"].options["num_gpus"] == 1
@@ -193,17 +233,24 @@ def test_each_node_gets_a_predictor_and_the_selfplayers_its_cpus_hold(fake_ray, 
     assert all(not a.options["scheduling_strategy"].soft for a in fake_ray.actors)
     names = [a.args[0] for a in fake_ray.alive("SelfplayerActor")]
     assert sorted(names) == sorted(f"selfplayer{i}" for i in range(10))
-    assert len({a.args[2] for a in fake_ray.alive("SelfplayerActor")}) == 10   # seeds
+    assert len({a.args[2] for a in fake_ray.alive("SelfplayerActor")}) == 10  # seeds
     status = backend.status()
     assert (status["nodes"], status["selfplayers"], status["selfplayers_alive"]) == (2, 10, 0)
 
 
 def test_pids_name_this_machines_actors_its_predictor_and_the_ray_it_started(
-        fake_ray, tmp_path, monkeypatch):
+    fake_ray, tmp_path, monkeypatch
+):
     """What the throughput bench measures the CPU time of: the Selfplayers and the Predictor on
     this machine by name, and the Ray processes the gym started; another node's are not here."""
-    fake_ray.node_list.append({"NodeID": "gpu00000", "Alive": True,
-                               "NodeManagerAddress": "10.0.0.2", "Resources": {"CPU": 2.0}})
+    fake_ray.node_list.append(
+        {
+            "NodeID": "gpu00000",
+            "Alive": True,
+            "NodeManagerAddress": "10.0.0.2",
+            "Resources": {"CPU": 2.0},
+        }
+    )
     backend = make_backend(tmp_path)
     here, there = backend.groups["head0000"], backend.groups["gpu00000"]
     assert here.slots and there.slots
@@ -212,14 +259,18 @@ def test_pids_name_this_machines_actors_its_predictor_and_the_ray_it_started(
         slot.pid = 110 + i
     for i, slot in enumerate(there.slots):
         slot.pid = 210 + i
-    monkeypatch.setattr(backend.connection, "ray_pids", lambda: [110, 900])   # 110: an actor
-    assert backend.pids() == {**{slot.name: slot.pid for slot in here.slots},
-                              "predictor": 100, "ray-daemon900": 900}
+    monkeypatch.setattr(backend.connection, "ray_pids", lambda: [110, 900])  # 110: an actor
+    assert backend.pids() == {
+        **{slot.name: slot.pid for slot in here.slots},
+        "predictor": 100,
+        "ray-daemon900": 900,
+    }
 
 
 def test_a_model_iteration_is_put_once_for_every_node(fake_ray, tmp_path):
-    fake_ray.node_list.append({"NodeID": "other000", "Alive": True, "NodeManagerAddress": "x",
-                               "Resources": {"CPU": 2.0}})
+    fake_ray.node_list.append(
+        {"NodeID": "other000", "Alive": True, "NodeManagerAddress": "x", "Resources": {"CPU": 2.0}}
+    )
     backend = make_backend(tmp_path)
     backend.session.model_path(1).write_bytes(b"model 1")
     backend.model_channel().send(Reload(1))
@@ -228,7 +279,7 @@ def test_a_model_iteration_is_put_once_for_every_node(fake_ray, tmp_path):
     for predictor in fake_ray.alive("PredictorActor"):
         published = [args for method, args in predictor.calls if method == "publish"]
         assert [(it, ref.value) for it, ref in published] == [(0, b"model 0"), (1, b"model 1")]
-    assert backend.model_ref.value == b"model 1"   # the newest only is held
+    assert backend.model_ref.value == b"model 1"  # the newest only is held
 
 
 def test_taken_sample_files_are_written_by_the_gym_tagged_and_counted(fake_ray, tmp_path):
@@ -242,21 +293,24 @@ def test_taken_sample_files_are_written_by_the_gym_tagged_and_counted(fake_ray, 
     [path] = (backend.session.samples_dir / "3").glob("*.npz")
     assert path.name.startswith("selfplayer0-")
     assert path.read_bytes() == data and len(read_sample_file(path)["z"]) == 5
-    assert not list(backend.session.samples_dir.rglob(".*"))        # nothing half-written
+    assert not list(backend.session.samples_dir.rglob(".*"))  # nothing half-written
     monitor = backend.host.gym.monitor
     assert monitor.totals["selfplayer.samples"] == 5 and monitor.totals["selfplayer.games"] == 2
-    assert len(actor.takes) == 2 and not actor.takes[-1].ready        # the next take is open
+    assert len(actor.takes) == 2 and not actor.takes[-1].ready  # the next take is open
     assert "a line" in (backend.session.logs_dir / "selfplayer0.log").read_text()
     status = backend.status()
     assert status["selfplayers_alive"] == 1
     assert list(status["searches_per_s_by_node"].values())[0] > 0
-    assert "ray 1 node, selfplayers 1/1, searches/s by node head00@10.0.0.1" in \
-        backend_summary(status)
+    assert "ray 1 node, selfplayers 1/1, searches/s by node head00@10.0.0.1" in backend_summary(
+        status
+    )
 
 
 def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_limit(
-        fake_ray, tmp_path, capsys):
+    fake_ray, tmp_path, capsys
+):
     from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS
+
     backend = make_backend(tmp_path, {"selfplayprocesses": 1})
     answer_addresses(backend)
     seeds = []
@@ -271,14 +325,17 @@ def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_li
     assert "selfplayer0 on node head00@10.0.0.1 died; restarting it" in capsys.readouterr().out
     actor.takes[-1].answer(take_answer(error="Traceback ...\nPredictorTimeout: no answer"))
     failure = backend.poll()
-    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (too many restarts: "
-                              f"{MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see ")
+    assert failure.startswith(
+        "selfplayer0 on node head00@10.0.0.1 died (too many restarts: "
+        f"{MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
+    )
     assert failure.endswith("selfplayer0.log")
 
 
 def test_a_lost_node_costs_its_selfplayers_and_restarts_nothing(fake_ray, tmp_path, capsys):
-    fake_ray.node_list.append({"NodeID": "gone0000", "Alive": True, "NodeManagerAddress": "y",
-                               "Resources": {"CPU": 1.0}})
+    fake_ray.node_list.append(
+        {"NodeID": "gone0000", "Alive": True, "NodeManagerAddress": "y", "Resources": {"CPU": 1.0}}
+    )
     backend = make_backend(tmp_path, {"selfplayprocesses": 1})
     answer_addresses(backend)
     gone = [a for a in fake_ray.alive("SelfplayerActor") if a.node == "gone0000"]
@@ -289,23 +346,22 @@ def test_a_lost_node_costs_its_selfplayers_and_restarts_nothing(fake_ray, tmp_pa
     assert [a.node for a in fake_ray.alive("SelfplayerActor")] == ["head0000"]
     assert [a.node for a in fake_ray.alive("PredictorActor")] == ["head0000"]
     assert backend.status()["nodes"] == 1 and backend.status()["selfplayers"] == 1
-    fake_ray.node_list[1].update(Alive=True, NodeID="back0000")   # a node joins: filled
+    fake_ray.node_list[1].update(Alive=True, NodeID="back0000")  # a node joins: filled
     backend._last_reconcile = 0.0
     backend.poll()
     answer_addresses(backend)
     assert sorted(a.node for a in fake_ray.alive("SelfplayerActor")) == ["back0000", "head0000"]
 
 
-def test_a_failed_predictor_takes_its_selfplayers_down_and_comes_back_with_them(
-        fake_ray, tmp_path):
+def test_a_failed_predictor_takes_its_selfplayers_down_and_comes_back_with_them(fake_ray, tmp_path):
     backend = make_backend(tmp_path, {"selfplayprocesses": 2})
     answer_addresses(backend)
     first = fake_ray.alive("SelfplayerActor")
     backend.groups["head0000"].last_poll = 0.0
-    backend.poll()   # opens the Predictor's take
+    backend.poll()  # opens the Predictor's take
     [predictor] = fake_ray.alive("PredictorActor")
     predictor.takes[-1].answer(take_answer(error="Traceback\nValueError: cannot load model"))
-    backend.poll()   # the failure, then the restart of the Predictor
+    backend.poll()  # the failure, then the restart of the Predictor
     assert predictor.killed and all(a.killed for a in first)
     answer_addresses(backend)
     assert len(fake_ray.alive("PredictorActor")) == 1
@@ -316,11 +372,11 @@ def test_the_stop_takes_the_last_files_then_kills_everything(fake_ray, tmp_path)
     backend = make_backend(tmp_path, {"selfplayprocesses": 1})
     answer_addresses(backend)
     [actor] = fake_ray.alive("SelfplayerActor")
-    actor.takes[-1].answer(take_answer())              # playing: it has a pid
+    actor.takes[-1].answer(take_answer())  # playing: it has a pid
     backend.poll()
     data, samples = encode_sample_file([game(4)])
 
-    def last_files():   # the actor finishes its move and flushes while the gym waits
+    def last_files():  # the actor finishes its move and flushes while the gym waits
         time.sleep(0.3)
         actor.takes[-1].answer(take_answer([(0, data, samples, 1)], closed=True))
 
@@ -335,9 +391,10 @@ def test_the_stop_takes_the_last_files_then_kills_everything(fake_ray, tmp_path)
 
 def test_a_cluster_address_where_nothing_listens_is_refused_at_once(fake_ray, tmp_path):
     import socket
+
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]          # closed when the block ends: nothing listens
+        port = free.getsockname()[1]  # closed when the block ends: nothing listens
     with pytest.raises(ConfigError, match=rf"no Ray cluster answers at 127.0.0.1:{port}"):
         make_backend(tmp_path, address=f"127.0.0.1:{port}")
     assert not hasattr(fake_ray, "init_kwargs")
@@ -346,7 +403,8 @@ def test_a_cluster_address_where_nothing_listens_is_refused_at_once(fake_ray, tm
 def test_without_ray_asking_for_it_names_the_extra(monkeypatch, tmp_path, capsys):
     from gamegym.cli.main import main
     from gamegym.runtime.ray.cluster import import_ray
-    monkeypatch.setitem(sys.modules, "ray", None)      # as if not installed
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
     with pytest.raises(ConfigError, match=r'pip install -e "\.\[ray\]"'):
         import_ray()
     session = Session(tmp_path / "s")
@@ -360,10 +418,12 @@ def test_without_ray_asking_for_it_names_the_extra(monkeypatch, tmp_path, capsys
 def test_config_fields_of_the_ray_backend_are_checked():
     config = GymConfig(game="a:b", selfplay={"backend": "ray", "ray_address": "10.1.2.3:6379"})
     assert config.selfplay.backend == "ray"
-    for bad, field in [({"backend": "cluster"}, "selfplay.backend"),
-                       ({"ray_address": "my-cluster"}, "selfplay.ray_address"),
-                       ({"ray_selfplayer_cpus": 0}, "selfplay.ray_selfplayer_cpus"),
-                       ({"ray_object_store_mib": 10}, "selfplay.ray_object_store_mib")]:
+    for bad, field in [
+        ({"backend": "cluster"}, "selfplay.backend"),
+        ({"ray_address": "my-cluster"}, "selfplay.ray_address"),
+        ({"ray_selfplayer_cpus": 0}, "selfplay.ray_selfplayer_cpus"),
+        ({"ray_object_store_mib": 10}, "selfplay.ray_object_store_mib"),
+    ]:
         with pytest.raises(ConfigError, match=field):
             GymConfig(game="a:b", selfplay=bad)
 
@@ -371,6 +431,7 @@ def test_config_fields_of_the_ray_backend_are_checked():
 def test_a_selfplayer_actors_files_wait_for_the_gym_and_are_whole(tmp_path):
     from gamegym.runtime.ray.actors import OutboxWriter, Relay
     from gamegym.runtime.selfplay import selfplay_loop
+
     relay = Relay(max_files=2)
 
     class Driver:
@@ -379,14 +440,16 @@ def test_a_selfplayer_actors_files_wait_for_the_gym_and_are_whole(tmp_path):
         def play(self, should_stop):
             for i in range(9):
                 self.searches_done += 10
-                yield game(3), i // 3     # three games per iteration
+                yield game(3), i // 3  # three games per iteration
 
     cfg = SimpleNamespace(gamelog_dump_threshold=3)
-    player = threading.Thread(target=selfplay_loop, args=(
-        Driver(), cfg, OutboxWriter(relay, "selfplayer7"), threading.Event(), relay))
+    player = threading.Thread(
+        target=selfplay_loop,
+        args=(Driver(), cfg, OutboxWriter(relay, "selfplayer7"), threading.Event(), relay),
+    )
     player.start()
     time.sleep(0.3)
-    assert player.is_alive()                      # two files out, the third waits for the gym
+    assert player.is_alive()  # two files out, the third waits for the gym
     first = relay.take(1.0)
     player.join(5.0)
     rest = relay.take(1.0)
@@ -397,7 +460,7 @@ def test_a_selfplayer_actors_files_wait_for_the_gym_and_are_whole(tmp_path):
             assert len(arrays["z"]) == samples == 9 and len(arrays["result"]) == games == 3
     reports = first["reports"] + rest["reports"]
     assert sum(r.figures.get("games", 0) for r in reports) == 9
-    assert sum(r.figures.get("samples", 0) for r in reports) == 0   # the gym counts them
+    assert sum(r.figures.get("samples", 0) for r in reports) == 0  # the gym counts them
     relay.close()
     assert relay.take(5.0)["closed"]
 
@@ -423,11 +486,16 @@ def test_the_reaper_kills_what_a_killed_gym_started_and_only_that(tmp_path):
     import subprocess
 
     import psutil
+
     script = tmp_path / "gym.py"
     script.write_text(REAPED)
     here = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])
-    gym = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                           env={**os.environ, "PYTHONPATH": here})
+    gym = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": here},
+    )
     kept, reaped = (psutil.Process(int(pid)) for pid in gym.stdout.readline().split())
     try:
         gym.send_signal(signal.SIGKILL)

@@ -1,6 +1,7 @@
 """The chaos soak (scripts/soak.py) in small: a real session, faults injected on a seeded
 schedule, every invariant checked after every cycle; then the soak goes on in the same folder
 and adds to its counts."""
+
 import json
 import subprocess
 import sys
@@ -13,9 +14,22 @@ pytestmark = pytest.mark.slow
 
 
 def soak(folder, *args):
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "soak.py"), "--seed", "3",
-                           "--json", "--folder", str(folder), *args],
-                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "soak.py"),
+            "--seed",
+            "3",
+            "--json",
+            "--folder",
+            str(folder),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.stdout.strip(), done.stderr
     return done, json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -4,6 +4,7 @@ Selfplayer's bounded wait for answers.
 The children here are stand-ins with the `multiprocessing.Process` attributes the supervisor
 reads, so each decision is checked exactly and quickly; tests/test_faults.py kills real ones.
 """
+
 import multiprocessing
 import threading
 import time
@@ -55,7 +56,7 @@ def supervisor(tmp_path, monkeypatch):
     supervisor = Supervisor(FakeGym(tmp_path), None, None)
     spawned = []
 
-    def spawn(child):               # a restart: record it, the new process lives
+    def spawn(child):  # a restart: record it, the new process lives
         spawned.append(child.name)
         child.process = LiveProcess()
 
@@ -63,13 +64,13 @@ def supervisor(tmp_path, monkeypatch):
     supervisor.spawned = spawned
     assert isinstance(supervisor.backend, ProcessBackend)
     (tmp_path / "logs").mkdir()
-    joins, supervisor.backend._joins = multiprocessing.Pipe(duplex=False)   # to the Predictor
+    joins, supervisor.backend._joins = multiprocessing.Pipe(duplex=False)  # to the Predictor
     supervisor.joins = joins
     for name in ("predictor", "trainer", "selfplayer0", "selfplayer1"):
         owner = supervisor.children if name == "trainer" else supervisor.backend.children
         args = ("path", None, 0, None, None, 0) if name.startswith("selfplayer") else (0,)
         owner[name] = Child(name, None, args, LiveProcess(), extra={"index": 0})
-        (tmp_path / "logs" / f"{name}.log").write_text("started\n")   # as a real child does
+        (tmp_path / "logs" / f"{name}.log").write_text("started\n")  # as a real child does
     return supervisor
 
 
@@ -91,13 +92,14 @@ def test_dead_selfplayer_is_restarted_with_a_new_seed_until_the_limit(supervisor
         check(supervisor)
         seeds.append(slot.args[-1])
     assert supervisor.spawned == ["selfplayer1"] * MAX_SELFPLAYER_RESTARTS
-    assert len(set(seeds)) == MAX_SELFPLAYER_RESTARTS      # no restart replays the same games
+    assert len(set(seeds)) == MAX_SELFPLAYER_RESTARTS  # no restart replays the same games
     assert not supervisor.gym.stop_requested.is_set()
-    slot.process = DeadProcess(-9)                         # one death too many
+    slot.process = DeadProcess(-9)  # one death too many
     check(supervisor)
     assert len(supervisor.spawned) == MAX_SELFPLAYER_RESTARTS
     assert supervisor.failure.startswith(
-        f"selfplayer1 died (too many restarts: {MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see ")
+        f"selfplayer1 died (too many restarts: {MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
+    )
     assert supervisor.failure.endswith("selfplayer1.log")
     assert supervisor.gym.reasons == [supervisor.failure]
 
@@ -126,7 +128,7 @@ def test_selfplayer_wait_for_the_predictor_times_out():
     with pytest.raises(PredictorTimeout, match="no answer from the Predictor within 0.3 s"):
         client([TicTacToe().roots[0]])
     assert 0.3 <= time.monotonic() - started < 3.0
-    assert predictor_end.poll()                           # the request did go out
+    assert predictor_end.poll()  # the request did go out
 
 
 def test_selfplayer_skips_answers_to_requests_it_gave_up():
@@ -134,11 +136,15 @@ def test_selfplayer_skips_answers_to_requests_it_gave_up():
     graph = TicTacToe()
     client = PositionEvaluator(graph, PipeService(mine, timeout=5.0))
     size = graph.action_space_size
-    predictor_end.send(EvalResponse(0, 3, {"probs": np.zeros((1, size), np.float32),
-                                           "values": np.array([0.9], np.float32)}))  # stale
+    predictor_end.send(
+        EvalResponse(
+            0, 3, {"probs": np.zeros((1, size), np.float32), "values": np.array([0.9], np.float32)}
+        )
+    )  # stale
     answer = np.full((1, size), 1.0 / size, np.float32)
-    predictor_end.send(EvalResponse(1, 3, {"probs": answer,
-                                           "values": np.array([-0.25], np.float32)}))
+    predictor_end.send(
+        EvalResponse(1, 3, {"probs": answer, "values": np.array([-0.25], np.float32)})
+    )
     probs, values = client([graph.roots[0]])
     assert np.array_equal(probs, answer) and values.tolist() == [-0.25]
     assert client.iteration == 3
@@ -147,11 +153,12 @@ def test_selfplayer_skips_answers_to_requests_it_gave_up():
 def test_the_restart_budget_counts_restarts_in_a_sliding_window(supervisor):
     """A long session with rare crashes never runs out of restarts; a burst still stops it."""
     from gamegym.runtime.backends import RESTART_WINDOW_S
+
     now = [1000.0]
     supervisor.backend.clock = lambda: now[0]
     slot = child(supervisor, "selfplayer1")
     seeds = []
-    for _ in range(4 * MAX_SELFPLAYER_RESTARTS):     # a death every window / limit + a bit
+    for _ in range(4 * MAX_SELFPLAYER_RESTARTS):  # a death every window / limit + a bit
         now[0] += RESTART_WINDOW_S / MAX_SELFPLAYER_RESTARTS + 1.0
         slot.process = DeadProcess(-9)
         check(supervisor)
@@ -159,7 +166,7 @@ def test_the_restart_budget_counts_restarts_in_a_sliding_window(supervisor):
     assert not supervisor.gym.stop_requested.is_set()
     assert len(supervisor.spawned) == 4 * MAX_SELFPLAYER_RESTARTS
     assert len(set(seeds)) == len(seeds)
-    for _ in range(MAX_SELFPLAYER_RESTARTS):          # a burst: the window fills up
+    for _ in range(MAX_SELFPLAYER_RESTARTS):  # a burst: the window fills up
         now[0] += 1.0
         slot.process = DeadProcess(-9)
         check(supervisor)
@@ -175,11 +182,12 @@ def test_a_restarted_selfplayer_gets_a_channel_of_its_own(tmp_path):
     from multiprocessing.connection import Connection
 
     from gamegym.runtime.messages import NewClient
+
     gym = FakeGym(tmp_path)
     gym.config = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"selfplayprocesses": 2})
     gym.monitor = SimpleNamespace(watch=lambda name, pid: None, backend=None)
     supervisor = Supervisor(gym, None, None)
-    held = {}     # what each started process holds, as spawn hands it over
+    held = {}  # what each started process holds, as spawn hands it over
 
     def spawn(child):
         child.process = LiveProcess()
@@ -196,10 +204,10 @@ def test_a_restarted_selfplayer_gets_a_channel_of_its_own(tmp_path):
     predictor, slot = backend.children["predictor"], backend.children["selfplayer1"]
     assert slot.args[3].closed and all(end.closed for end in predictor.args[2])  # gym's copies
     slot.process = DeadProcess(-9)
-    os.write(held["selfplayer1"][0].fileno(), b"\x00\x00\x10\x00torn")   # killed mid-message
-    held["selfplayer1"][0].close()                               # ... and gone
+    os.write(held["selfplayer1"][0].fileno(), b"\x00\x00\x10\x00torn")  # killed mid-message
+    held["selfplayer1"][0].close()  # ... and gone
     check(supervisor)
-    with pytest.raises((EOFError, OSError)):                     # a clean disconnect
+    with pytest.raises((EOFError, OSError)):  # a clean disconnect
         held["predictor"][1].recv()
     joins = held["joins"]
     assert joins.poll(5)
@@ -207,7 +215,7 @@ def test_a_restarted_selfplayer_gets_a_channel_of_its_own(tmp_path):
     assert isinstance(joined, NewClient)
     held["selfplayer1"][1].send("from the new incarnation")
     assert joined.conn.recv() == "from the new incarnation"
-    assert held["predictor"][0].poll() is False                  # the other slot: untouched
+    assert held["predictor"][0].poll() is False  # the other slot: untouched
 
 
 class StoppedProcess(LiveProcess):
@@ -222,10 +230,12 @@ class StoppedProcess(LiveProcess):
 
 @pytest.mark.parametrize("role", ["trainer", "predictor", "selfplayer0"])
 def test_a_process_without_a_heartbeat_is_named_killed_and_handled_as_a_crash(
-        supervisor, role, caplog, capsys):
+    supervisor, role, caplog, capsys
+):
     import logging
 
     from gamegym.runtime.heartbeat import Heartbeat
+
     now = [500.0]
     supervisor.clock = lambda: now[0]
     deadline = supervisor.config.heartbeat_timeout
@@ -234,7 +244,7 @@ def test_a_process_without_a_heartbeat_is_named_killed_and_handled_as_a_crash(
         for slot in owner.values():
             slot.heartbeat = Heartbeat()
             slot.heartbeat.seen(now[0])
-            slot.heartbeat.beat()                    # started up
+            slot.heartbeat.beat()  # started up
     stuck = child(supervisor, role)
     stuck.process = StoppedProcess()
     with caplog.at_level(logging.WARNING):
@@ -242,15 +252,16 @@ def test_a_process_without_a_heartbeat_is_named_killed_and_handled_as_a_crash(
             now[0] += 1.0
             for _name, slot in {**supervisor.children, **supervisor.backend.children}.items():
                 if slot is not stuck:
-                    slot.heartbeat.beat()            # the others beat on
+                    slot.heartbeat.beat()  # the others beat on
             supervisor._check_heartbeats()
     assert stuck.process.killed
     message = f"{role} is not responding (no heartbeat for"
     assert message in caplog.text and message in capsys.readouterr().out
-    others = [c for c in {**supervisor.children, **supervisor.backend.children}.values()
-              if c is not stuck]
+    others = [
+        c for c in {**supervisor.children, **supervisor.backend.children}.values() if c is not stuck
+    ]
     assert not any(getattr(c.process, "killed", False) for c in others)
-    stuck.process = DeadProcess(-9)                  # what the kill leaves
+    stuck.process = DeadProcess(-9)  # what the kill leaves
     check(supervisor)
     if role == "selfplayer0":
         assert supervisor.spawned == ["selfplayer0"] and not supervisor.failure

@@ -5,6 +5,7 @@ simulation into child a backs up exactly q(a).  `search_bandit` is the root of a
 search written out plainly: Gumbel-Top-k, then sequential halving with up to `batch`
 simulations in flight, then the move and the improved policy.
 """
+
 import math
 
 import numpy as np
@@ -50,7 +51,7 @@ def search_bandit(q, logits, simulations, rng, value=0.0, batch=1, params=Gumbel
     in_flight = []
     while halving.remaining or in_flight:
         index = halving.next_action(scores, len(in_flight)) if len(in_flight) < batch else None
-        if index is None:            # back up everything in flight (one evaluator batch)
+        if index is None:  # back up everything in flight (one evaluator batch)
             for a in in_flight:
                 visits[a] += 1
                 sums[a] += q[a]
@@ -65,15 +66,19 @@ def search_bandit(q, logits, simulations, rng, value=0.0, batch=1, params=Gumbel
 # worked by hand from floor(n / (ceil(log2 m) * k)) simulations per action and phase
 HAND_PHASES = [
     # m, n, [(actions, simulations) per phase], simulations per action, most first
-    (16, 200, [(16, 48), (8, 48), (4, 48), (2, 56)],   # 200 // 64 = 3, 200 // 32 = 6,
-     [49, 49, 21, 21, 9, 9, 9, 9] + [3] * 8),          # 200 // 16 = 12, 200 // 8 = 25 (+3 more)
-    (16, 16, [(16, 16)], [1] * 16),                    # 16 // 64 -> 1 each, budget spent
-    (16, 4, [(16, 4)], [1] * 4 + [0] * 12),            # only the 4 best by g + logits
-    (2, 2, [(2, 2)], [1, 1]),                          # log2 2 = 1: 2 // 2 = 1 each
-    (4, 50, [(4, 24), (2, 26)], [19, 19, 6, 6]),       # 50 // 8 = 6, 50 // 4 = 12 (+1 more)
-    (3, 10, [(3, 3), (2, 7)], [5, 4, 1]),              # ceil(log2 3) = 2: 10 // 6 = 1, 10 // 4
+    (
+        16,
+        200,
+        [(16, 48), (8, 48), (4, 48), (2, 56)],  # 200 // 64 = 3, 200 // 32 = 6,
+        [49, 49, 21, 21, 9, 9, 9, 9] + [3] * 8,
+    ),  # 200 // 16 = 12, 200 // 8 = 25 (+3 more)
+    (16, 16, [(16, 16)], [1] * 16),  # 16 // 64 -> 1 each, budget spent
+    (16, 4, [(16, 4)], [1] * 4 + [0] * 12),  # only the 4 best by g + logits
+    (2, 2, [(2, 2)], [1, 1]),  # log2 2 = 1: 2 // 2 = 1 each
+    (4, 50, [(4, 24), (2, 26)], [19, 19, 6, 6]),  # 50 // 8 = 6, 50 // 4 = 12 (+1 more)
+    (3, 10, [(3, 3), (2, 7)], [5, 4, 1]),  # ceil(log2 3) = 2: 10 // 6 = 1, 10 // 4
     (16, 32, [(16, 16), (8, 8), (4, 8)], [4] * 4 + [2] * 4 + [1] * 8),  # 1, 1, 2 rounds
-    (1, 5, [(1, 5)], [5]),                             # one legal move takes the whole budget
+    (1, 5, [(1, 5)], [5]),  # one legal move takes the whole budget
 ]
 
 
@@ -115,17 +120,17 @@ def test_halving_spends_exactly_the_budget(m):
 
 
 def test_a_halving_waits_for_the_simulations_in_flight():
-    halving = SequentialHalving([3, 1, 0, 2], 8)     # phases (4, 4), (2, 4)
-    scores = np.array([0.0, 5.0, 1.0, 2.0])          # the ranking when the phase is over
+    halving = SequentialHalving([3, 1, 0, 2], 8)  # phases (4, 4), (2, 4)
+    scores = np.array([0.0, 5.0, 1.0, 2.0])  # the ranking when the phase is over
     first = [halving.next_action(lambda: scores, in_flight=i) for i in range(4)]
-    assert first == [3, 1, 0, 2]                     # round one: best by g + logits first
-    assert halving.next_action(lambda: scores, in_flight=4) is None   # not backed up yet
+    assert first == [3, 1, 0, 2]  # round one: best by g + logits first
+    assert halving.next_action(lambda: scores, in_flight=4) is None  # not backed up yet
     assert halving.issued == 4
     second = [halving.next_action(lambda: scores, in_flight=i) for i in range(4)]
-    assert second == [1, 3, 1, 3]                    # the two best by scores, twice each
+    assert second == [1, 3, 1, 3]  # the two best by scores, twice each
     assert halving.next_action(lambda: scores) is None and halving.remaining == 0
     assert halving.finalists() == [1, 3]
-    assert halving.choose(np.array([0.0, 1.0, 3.0, 2.0])) == 3   # child 2 is out
+    assert halving.choose(np.array([0.0, 1.0, 3.0, 2.0])) == 3  # child 2 is out
 
 
 def test_concurrent_simulations_do_not_change_the_search():
@@ -135,8 +140,10 @@ def test_concurrent_simulations_do_not_change_the_search():
         size = int(bandit.integers(2, 20))
         q, logits = bandit.uniform(-1, 1, size), bandit.normal(size=size)
         n = int(bandit.integers(1, 100))
-        runs = [search_bandit(q, logits, n, np.random.default_rng(seed), batch=batch)
-                for batch in (1, 3, 8)]
+        runs = [
+            search_bandit(q, logits, n, np.random.default_rng(seed), batch=batch)
+            for batch in (1, 3, 8)
+        ]
         for move, policy, visits, _, _ in runs[1:]:
             assert move == runs[0][0]
             np.testing.assert_array_equal(visits, runs[0][2])
@@ -151,7 +158,7 @@ def test_gumbel_top_k_samples_without_replacement_from_the_prior():
     np.testing.assert_array_equal(gumbel, again)
     np.testing.assert_array_equal(considered, same)
     assert len(set(considered.tolist())) == 3
-    assert np.all(np.diff((gumbel + logits)[considered]) <= 0)   # best first
+    assert np.all(np.diff((gumbel + logits)[considered]) <= 0)  # best first
     assert len(gumbel_top_k(logits, 16, np.random.default_rng(0))[1]) == 4
     rng = np.random.default_rng(1)
     firsts = np.bincount([gumbel_top_k(logits, 2, rng)[1][0] for _ in range(20000)], minlength=4)
@@ -173,8 +180,9 @@ def test_finds_the_winning_move_when_every_move_is_searched(simulations, rest):
     (50 + 1) * 0.1 = 5.1 over the rest, which a Gumbel gap exceeds with chance ~0.6%)."""
     q = one_winner(simulations, rest)
     for seed in range(10):
-        move, policy, visits, _, _ = search_bandit(q, np.zeros(simulations), simulations,
-                                                   np.random.default_rng(seed))
+        move, policy, visits, _, _ = search_bandit(
+            q, np.zeros(simulations), simulations, np.random.default_rng(seed)
+        )
         assert visits.tolist() == [1] * simulations
         assert move == simulations // 2
         assert np.argmax(policy) == simulations // 2
@@ -190,18 +198,20 @@ def test_finds_the_winning_move_whenever_it_is_searched(simulations, rest):
     q, winner = one_winner(9, rest), 4
     visited = 0
     for seed in range(40):
-        move, policy, visits, _, _ = search_bandit(q, np.zeros(9), simulations,
-                                                   np.random.default_rng(seed))
+        move, policy, visits, _, _ = search_bandit(
+            q, np.zeros(9), simulations, np.random.default_rng(seed)
+        )
         assert visits.sum() == simulations
         if visits[winner]:
             visited += 1
             assert move == winner, seed
             assert np.argmax(policy) == winner
-    assert visited >= 4    # about 40 * simulations / 9
+    assert visited >= 4  # about 40 * simulations / 9
     noiseless = GumbelParams(gumbel_scale=0.0)
     for uniform_logits in (np.zeros(9), np.full(9, -2.0)):
-        move, _, visits, _, _ = search_bandit(q, uniform_logits, 9, np.random.default_rng(0),
-                                              params=noiseless)
+        move, _, visits, _, _ = search_bandit(
+            q, uniform_logits, 9, np.random.default_rng(0), params=noiseless
+        )
         assert visits.tolist() == [1] * 9 and move == winner
 
 
@@ -210,8 +220,12 @@ def random_bandit(seed: int):
     """(q [A], logits [A], simulations, rng) of a random bandit."""
     rng = np.random.default_rng(seed)
     size = int(rng.integers(2, 13))
-    return (rng.uniform(-1, 1, size), rng.normal(size=size) * 1.5,
-            int(rng.choice([1, 2, 3, 4, 8, 16, 32, 64])), rng)
+    return (
+        rng.uniform(-1, 1, size),
+        rng.normal(size=size) * 1.5,
+        int(rng.choice([1, 2, 3, 4, 8, 16, 32, 64])),
+        rng,
+    )
 
 
 def test_the_move_is_never_worse_than_the_priors_sample():
@@ -259,16 +273,16 @@ def test_completed_q_and_sigma_match_the_papers_formula():
     improved policy = softmax(log prior + sigma), i.e. prior * exp(sigma) normalised."""
     logits = logits_from_priors([0.4, 0.3, 0.2, 0.1])
     visits = np.array([3, 1, 0, 0])
-    q = np.array([0.5, -0.5, np.nan, np.nan])     # unvisited entries are never read
+    q = np.array([0.5, -0.5, np.nan, np.nan])  # unvisited entries are never read
     v_mix = 17 / 175
     assert mixed_value(0.2, logits, q, visits) == pytest.approx(v_mix, rel=1e-12)
     completed = completed_q(0.2, logits, q, visits)
     np.testing.assert_allclose(completed, [0.5, -0.5, v_mix, v_mix], rtol=1e-12)
-    sigma = [5.3, 0.0, 5.3 * (0.5 + v_mix), 5.3 * (0.5 + v_mix)]   # 5.3 * 0.5971428... = 3.16486
+    sigma = [5.3, 0.0, 5.3 * (0.5 + v_mix), 5.3 * (0.5 + v_mix)]  # 5.3 * 0.5971428... = 3.16486
     np.testing.assert_allclose(transformed_q(completed, visits), sigma, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(qtransform(0.2, logits, q, visits), sigma, rtol=1e-12, atol=1e-12)
-    weights = np.array([0.4, 0.3, 0.2, 0.1]) * np.exp(sigma)      # 80.135, 0.3, 4.737, 2.369
-    expected = weights / weights.sum()                             # 0.9154, 0.0034, 0.0541, 0.0271
+    weights = np.array([0.4, 0.3, 0.2, 0.1]) * np.exp(sigma)  # 80.135, 0.3, 4.737, 2.369
+    expected = weights / weights.sum()  # 0.9154, 0.0034, 0.0541, 0.0271
     np.testing.assert_allclose(improved_policy(logits, 0.2, q, visits), expected, rtol=1e-12)
     assert expected[0] == pytest.approx(0.91540, abs=1e-5)
 
@@ -278,7 +292,7 @@ def test_completed_q_edge_cases():
     # nothing visited: v_mix is the network value, every q the same, sigma 0, the prior back
     assert mixed_value(-0.3, logits, np.zeros(2), np.zeros(2)) == -0.3
     np.testing.assert_allclose(qtransform(-0.3, logits, np.zeros(2), np.zeros(2)), [0, 0])
-    np.testing.assert_allclose(improved_policy(logits, -0.3, np.zeros(2), np.zeros(2)), [.5, .5])
+    np.testing.assert_allclose(improved_policy(logits, -0.3, np.zeros(2), np.zeros(2)), [0.5, 0.5])
     # all visited: v_mix unused; q (0.2, 0.6) -> q_hat (0, 1), sigma (0, (50 + 10) * 0.1)
     np.testing.assert_allclose(qtransform(0.9, logits, [0.2, 0.6], [10, 2]), [0.0, 6.0])
     # one visited child of prior 0.5: v_mix = (v + N * q) / (1 + N) = (0.9 + 3 * -1) / 4
@@ -294,7 +308,7 @@ def test_a_policy_target_puts_nothing_on_illegal_moves():
     assert target.dtype == np.float32 and target.shape == (9,)
     assert target[[0, 1, 3, 4, 5, 7, 8]].sum() == 0
     assert target[6] > target[2] and target.sum() == pytest.approx(1.0)
-    assert logits_from_priors([0.0, 1.0])[0] > -1e3     # a zero prior still has a finite logit
+    assert logits_from_priors([0.0, 1.0])[0] > -1e3  # a zero prior still has a finite logit
 
 
 # ----- below the root --------------------------------------------------------------------------
@@ -336,7 +350,7 @@ def test_interior_visits_follow_the_improved_policy():
 
 # ----- playout-cap randomization ----------------------------------------------------------------
 def test_playout_cap_is_seeded_and_has_the_expected_frequency():
-    cap = PlayoutCap(full_searchcount=100, fast_searchcount=16)      # full_probability 0.25
+    cap = PlayoutCap(full_searchcount=100, fast_searchcount=16)  # full_probability 0.25
     rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
     a = [cap.draw(rng_a) for _ in range(20000)]
     b = [cap.draw(rng_b) for _ in range(20000)]
@@ -354,11 +368,15 @@ def test_playout_cap_is_seeded_and_has_the_expected_frequency():
     assert all(PlayoutCap(10, 2, 1.0).draw(rng) == (True, 10) for _ in range(100))
 
 
-@pytest.mark.parametrize("kwargs", [dict(full_searchcount=0, fast_searchcount=1),
-                                    dict(full_searchcount=8, fast_searchcount=9),
-                                    dict(full_searchcount=8, fast_searchcount=0),
-                                    dict(full_searchcount=8, fast_searchcount=2,
-                                         full_probability=1.5)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(full_searchcount=0, fast_searchcount=1),
+        dict(full_searchcount=8, fast_searchcount=9),
+        dict(full_searchcount=8, fast_searchcount=0),
+        dict(full_searchcount=8, fast_searchcount=2, full_probability=1.5),
+    ],
+)
 def test_playout_cap_refuses_bad_settings(kwargs):
     with pytest.raises(ValueError):
         PlayoutCap(**kwargs)

@@ -6,6 +6,7 @@ the NumPy functions of gamegym.search.gumbel (recursive, one simulation at a tim
 list-based interior rule of the hot loop (`interior_index`) is checked against
 `interior_action` on whole searches, and on random nodes one by one.
 """
+
 import math
 
 import numpy as np
@@ -32,15 +33,9 @@ from gamegym.search.rules import GumbelRule, PuctRule, search_rule
 from games.tictactoe import TicTacToe
 
 # tic-tac-toe boards from the mover's view (1 = mine, -1 = theirs), one winning move: cell 2
-WIN_OF_TWO = (1, 1, 0,
-              -1, -1, 0,
-              -1, 1, -1)     # 2 empty cells: 2 wins, 5 lets the opponent win at 2
-WIN_OF_FOUR = (1, 1, 0,
-               -1, -1, 0,
-               -1, 0, 0)     # 4 empty cells: 2 wins
-MUST_BLOCK = (-1, -1, 0,
-              1, 0, 0,
-              0, 0, 0)
+WIN_OF_TWO = (1, 1, 0, -1, -1, 0, -1, 1, -1)  # 2 empty cells: 2 wins, 5 lets the opponent win at 2
+WIN_OF_FOUR = (1, 1, 0, -1, -1, 0, -1, 0, 0)  # 4 empty cells: 2 wins
+MUST_BLOCK = (-1, -1, 0, 1, 0, 0, 0, 0, 0)
 
 
 def gumbel_params(searchcount, threads=1, **kwargs) -> SearchParams:
@@ -49,6 +44,7 @@ def gumbel_params(searchcount, threads=1, **kwargs) -> SearchParams:
 
 def pseudo_network(graph):
     """A deterministic, non-uniform evaluator (a hash of the vertex)."""
+
     def evaluate(vertices):
         probs = np.empty((len(vertices), graph.action_space_size), np.float32)
         values = np.empty(len(vertices), np.float32)
@@ -57,6 +53,7 @@ def pseudo_network(graph):
             probs[row] = rng.dirichlet(np.ones(graph.action_space_size))
             values[row] = rng.uniform(-0.9, 0.9)
         return probs, values
+
     return evaluate
 
 
@@ -79,13 +76,15 @@ class CountingEvaluator:
         def collect():
             self.outstanding -= 1
             return self(vertices)
+
         return collect
 
 
 def search_once(vertex, searchcount, threads=1, evaluate=None, seed=0, **kwargs):
     graph = TicTacToe()
-    search = Search(graph, evaluate or uniform_evaluator(9),
-                    gumbel_params(searchcount, threads, **kwargs))
+    search = Search(
+        graph, evaluate or uniform_evaluator(9), gumbel_params(searchcount, threads, **kwargs)
+    )
     root = search.run(search.new_root(vertex), np.random.default_rng(seed))
     return search, root
 
@@ -102,15 +101,25 @@ def test_interior_index_matches_interior_action_on_random_nodes():
         priors = priors / priors.sum() if priors.sum() > 0 else np.full(size, 1 / size)
         visits = rng.integers(0, 6, size).astype(float) * (rng.random() < 0.9)
         if rng.random() < 0.3:
-            visits += rng.random(size) < 0.3          # virtual loss on some children
+            visits += rng.random(size) < 0.3  # virtual loss on some children
         sums = np.where(visits > 0, rng.uniform(-1, 1, size) * visits, 0.0)
         value = float(rng.uniform(-1, 1))
-        params = GumbelParams(value_scale=float(rng.choice([0.1, 1.0, 0.0])),
-                              maxvisit_init=float(rng.choice([50.0, 0.0, 5.0])))
-        expected = interior_action(logits_from_priors(priors), value, mean_values(sums, visits),
-                                   visits, params)
-        got = interior_index(priors.tolist(), value, sums.tolist(), visits.tolist(),
-                             params.value_scale, params.maxvisit_init, params.epsilon)
+        params = GumbelParams(
+            value_scale=float(rng.choice([0.1, 1.0, 0.0])),
+            maxvisit_init=float(rng.choice([50.0, 0.0, 5.0])),
+        )
+        expected = interior_action(
+            logits_from_priors(priors), value, mean_values(sums, visits), visits, params
+        )
+        got = interior_index(
+            priors.tolist(),
+            value,
+            sums.tolist(),
+            visits.tolist(),
+            params.value_scale,
+            params.maxvisit_init,
+            params.epsilon,
+        )
         assert got == expected, seed
 
 
@@ -119,31 +128,44 @@ def test_interior_index_where_every_weight_underflows():
     child's underflows, and the answer is still the reference's (sigma outweighs the prior)."""
     priors, visits = [0.0, 0.5, 0.5], [20000.0, 10000.0, 10000.0]
     sums = [20000.0, -10000.0, -9000.0]
-    expected = interior_action(logits_from_priors(priors), 0.0, mean_values(sums, visits),
-                               np.asarray(visits))
+    expected = interior_action(
+        logits_from_priors(priors), 0.0, mean_values(sums, visits), np.asarray(visits)
+    )
     assert interior_index(priors, 0.0, sums, visits) == expected == 0
 
 
 def reference_gumbel(graph, evaluate, vertex, count, seed, params=GumbelParams()):
     """A plain recursive Gumbel search with gamegym.search.gumbel's NumPy functions: (root
     visits [A], the move, the policy target over action ids)."""
+
     def new_node(v):
         children = graph.children_at(v)
         if not children:
             return {"terminal": True, "value": graph.score_at(v)}
         probs, values = evaluate([v])
         prior = np.array([probs[0][a] for a in graph.actions_at(v)], np.float64)
-        return {"terminal": False, "value": float(values[0]), "children": list(children),
-                "actions": graph.actions_at(v), "prior": prior / prior.sum(),
-                "N": np.zeros(len(children)), "W": np.zeros(len(children)),
-                "sub": [None] * len(children)}
+        return {
+            "terminal": False,
+            "value": float(values[0]),
+            "children": list(children),
+            "actions": graph.actions_at(v),
+            "prior": prior / prior.sum(),
+            "N": np.zeros(len(children)),
+            "W": np.zeros(len(children)),
+            "sub": [None] * len(children),
+        }
 
     def simulate(node, i=None):
         if node["terminal"]:
             return node["value"]
         if i is None:
-            i = interior_action(logits_from_priors(node["prior"]), node["value"],
-                                mean_values(node["W"], node["N"]), node["N"], params)
+            i = interior_action(
+                logits_from_priors(node["prior"]),
+                node["value"],
+                mean_values(node["W"], node["N"]),
+                node["N"],
+                params,
+            )
         if node["sub"][i] is None:
             node["sub"][i] = new_node(node["children"][i])
             value = -node["sub"][i]["value"]
@@ -159,15 +181,20 @@ def reference_gumbel(graph, evaluate, vertex, count, seed, params=GumbelParams()
     halving = SequentialHalving(considered, count)
 
     def scores():
-        return gumbel_scores(gumbel, logits, root["value"], mean_values(root["W"], root["N"]),
-                             root["N"], params)
+        return gumbel_scores(
+            gumbel, logits, root["value"], mean_values(root["W"], root["N"]), root["N"], params
+        )
 
     while (index := halving.next_action(scores)) is not None:
         simulate(root, index)
-    policy = improved_policy(logits, root["value"], mean_values(root["W"], root["N"]),
-                             root["N"], params)
-    return root["N"], halving.choose(scores()), to_action_space(policy, root["actions"],
-                                                                 graph.action_space_size)
+    policy = improved_policy(
+        logits, root["value"], mean_values(root["W"], root["N"]), root["N"], params
+    )
+    return (
+        root["N"],
+        halving.choose(scores()),
+        to_action_space(policy, root["actions"], graph.action_space_size),
+    )
 
 
 @pytest.mark.parametrize("count", [2, 7, 50, 200])
@@ -177,8 +204,9 @@ def test_one_thread_equals_the_reference_gumbel_search(count, os_threads):
     evaluate = pseudo_network(graph)
     for seed in range(3):
         for vertex in (graph.roots[0], MUST_BLOCK):
-            search, root = search_once(vertex, count, evaluate=evaluate, seed=seed,
-                                       os_threads=os_threads)
+            search, root = search_once(
+                vertex, count, evaluate=evaluate, seed=seed, os_threads=os_threads
+            )
             visits, move, policy = reference_gumbel(graph, evaluate, vertex, count, seed)
             assert root.visits == visits.tolist()
             assert search.choose(root, 1.0, None) == move
@@ -213,8 +241,7 @@ def test_spends_exactly_the_searchcount(threads, os_threads, later):
     graph = TicTacToe()
     for count in (2, 16, 100, 333):
         evaluate = CountingEvaluator(pseudo_network(graph), later)
-        search, root = search_once(graph.roots[0], count, threads, evaluate,
-                                   os_threads=os_threads)
+        search, root = search_once(graph.roots[0], count, threads, evaluate, os_threads=os_threads)
         assert sum(root.visits) == root.total == search.searches_done == count
         assert all(v == int(v) and v >= 0 for v in root.visits)
         if threads > 1 and count >= 16:
@@ -226,8 +253,9 @@ def test_the_policy_target_is_the_improved_policy_of_the_root():
     graph = TicTacToe()
     search, root = search_once(MUST_BLOCK, 60, 4, pseudo_network(graph))
     visits = np.asarray(root.visits, np.float64)
-    expected = improved_policy(logits_from_priors(root.priors), root.value,
-                               mean_values(root.values, visits), visits)
+    expected = improved_policy(
+        logits_from_priors(root.priors), root.value, mean_values(root.values, visits), visits
+    )
     target = search.policy_target(root)
     np.testing.assert_allclose(target[list(root.actions)], expected, rtol=1e-6)
     assert target[[0, 1, 3]].sum() == 0 and math.isclose(target.sum(), 1.0, rel_tol=1e-6)
@@ -250,7 +278,7 @@ def test_never_plays_an_illegal_move_when_the_prior_favours_it():
 def test_with_the_solver_a_proven_win_is_the_move_and_the_whole_target():
     for seed in range(5):
         search, root = search_once(WIN_OF_FOUR, 50, 4, seed=seed, solver=True)
-        assert root.proven == 1.0 and search.searches_done < 50   # stops once proven
+        assert root.proven == 1.0 and search.searches_done < 50  # stops once proven
         assert root.actions[search.choose(root, 0.0, None)] == 2
         target = search.policy_target(root)
         assert target[2] == 1.0 and target.sum() == 1.0
@@ -266,8 +294,10 @@ def test_the_rule_answers_only_for_the_root_it_searched():
 
 # ----- self-play ---------------------------------------------------------------------------------
 def selfplay_config(**selfplay):
-    return GymConfig(game="games.tictactoe:TicTacToe",
-                     selfplay={"search": "gumbel", "searchcount": 16, **selfplay}).selfplay
+    return GymConfig(
+        game="games.tictactoe:TicTacToe",
+        selfplay={"search": "gumbel", "searchcount": 16, **selfplay},
+    ).selfplay
 
 
 def play(cfg, seed, threads=None, search_class=Search):
@@ -275,8 +305,7 @@ def play(cfg, seed, threads=None, search_class=Search):
     params = SearchParams.from_selfplay(cfg)
     if threads is not None:
         params = SearchParams(**{**vars(params), "threads": threads})
-    evaluate = (pseudo_network(graph) if search_class is Search
-                else uniform_latent_evaluator(9))
+    evaluate = pseudo_network(graph) if search_class is Search else uniform_latent_evaluator(9)
     search = search_class(graph, evaluate, params)
     return selfplay_game(graph, search, cfg, np.random.default_rng(seed)), search
 
@@ -288,7 +317,7 @@ def test_same_seed_and_one_thread_play_the_same_game():
     assert first.action == again.action
     np.testing.assert_array_equal(np.stack(first.pi), np.stack(again.pi))
     other = [play(cfg, seed)[0].action for seed in range(6, 12)]
-    assert any(actions != first.action for actions in other)   # the Gumbel noise explores
+    assert any(actions != first.action for actions in other)  # the Gumbel noise explores
 
 
 def test_every_move_starts_from_a_fresh_root():
@@ -354,6 +383,7 @@ def oracle_latent_evaluator(graph):
     """A perfect model of tic-tac-toe for a LatentSearch: the hidden state is (board, ended);
     the reward is the real outcome for the mover, an illegal move loses; uniform policy, value
     0 everywhere."""
+
     def evaluate(nodes):
         hidden, rewards = [], []
         for node in nodes:
@@ -372,8 +402,13 @@ def oracle_latent_evaluator(graph):
             hidden.append(state)
             rewards.append(reward)
         n = len(nodes)
-        return (np.full((n, 9), 1 / 9, np.float32), np.zeros(n, np.float32),
-                np.asarray(rewards, np.float32), hidden)
+        return (
+            np.full((n, 9), 1 / 9, np.float32),
+            np.zeros(n, np.float32),
+            np.asarray(rewards, np.float32),
+            hidden,
+        )
+
     return evaluate
 
 
@@ -403,23 +438,32 @@ def test_search_rules_are_a_registry():
     class Greedy(PuctRule):
         name = "test-greedy"
 
-    try:   # a registered rule is a valid config value at once
+    try:  # a registered rule is a valid config value at once
         cfg = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"search": "test-greedy"})
-        assert isinstance(Search(TicTacToe(), uniform_evaluator(9),
-                                 SearchParams.from_selfplay(cfg.selfplay)).rule, Greedy)
+        assert isinstance(
+            Search(
+                TicTacToe(), uniform_evaluator(9), SearchParams.from_selfplay(cfg.selfplay)
+            ).rule,
+            Greedy,
+        )
     finally:
         SEARCHES.unregister("test-greedy")
 
 
-@pytest.mark.parametrize("selfplay,message", [
-    ({"search": "Gumbel"}, r"selfplay.search' must be one of \['gumbel', 'puct'\]"),
-    ({"gumbel_considered": 0}, "selfplay.gumbel_considered"),
-    ({"gumbel_value_scale": -1}, "selfplay.gumbel_value_scale"),
-    ({"playout_cap_probability": 0}, "selfplay.playout_cap_probability"),
-    ({"playout_cap_probability": 0.25, "searchcount": 10, "fast_searchcount": 20},
-     r"fast_searchcount' \(20\) must be <= selfplay.searchcount \(10\)"),
-    ({"dirichlet_fraction": 1.5}, "selfplay.dirichlet_fraction"),
-])
+@pytest.mark.parametrize(
+    "selfplay,message",
+    [
+        ({"search": "Gumbel"}, r"selfplay.search' must be one of \['gumbel', 'puct'\]"),
+        ({"gumbel_considered": 0}, "selfplay.gumbel_considered"),
+        ({"gumbel_value_scale": -1}, "selfplay.gumbel_value_scale"),
+        ({"playout_cap_probability": 0}, "selfplay.playout_cap_probability"),
+        (
+            {"playout_cap_probability": 0.25, "searchcount": 10, "fast_searchcount": 20},
+            r"fast_searchcount' \(20\) must be <= selfplay.searchcount \(10\)",
+        ),
+        ({"dirichlet_fraction": 1.5}, "selfplay.dirichlet_fraction"),
+    ],
+)
 def test_config_refuses_bad_search_settings(selfplay, message):
     with pytest.raises(ConfigError, match=message):
         GymConfig(game="games.tictactoe:TicTacToe", selfplay=selfplay)

@@ -1,4 +1,5 @@
 """MCTS on known positions with fixed seeds, and the threaded search against a plain reference."""
+
 import math
 
 import numpy as np
@@ -20,19 +21,23 @@ from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe
 
 
-def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0,
-                os_threads=False, solver=False):
+def best_action(
+    graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0, os_threads=False, solver=False
+):
     evaluate = evaluate or uniform_evaluator(graph.action_space_size)
-    search = Search(graph, evaluate, SearchParams(searchcount=searchcount, threads=threads,
-                                                  os_threads=os_threads, solver=solver))
+    search = Search(
+        graph,
+        evaluate,
+        SearchParams(
+            searchcount=searchcount, threads=threads, os_threads=os_threads, solver=solver
+        ),
+    )
     root = search.run(Node(vertex), np.random.default_rng(seed))
     return root.actions[choose_action(root, 0.0, np.random.default_rng(seed))], root
 
 
 # tic-tac-toe boards from the mover's view: 1 = mine, -1 = theirs
-FORK_FOR_ME = (1, 0, 0,
-               0, -1, 0,
-               0, 0, 1)     # a position where only some moves keep the draw
+FORK_FOR_ME = (1, 0, 0, 0, -1, 0, 0, 0, 1)  # a position where only some moves keep the draw
 
 
 MODES = [(1, False), (4, False), (4, True)]  # (concurrent searches, on OS threads)
@@ -41,16 +46,18 @@ MODES = [(1, False), (4, False), (4, True)]  # (concurrent searches, on OS threa
 @pytest.mark.parametrize("solver", [True, False])
 @pytest.mark.parametrize("threads,os_threads", MODES)
 def test_finds_a_forced_win(threads, os_threads, solver):
-    action, _ = best_action(TicTacToe(), WIN_IN_ONE, threads=threads, os_threads=os_threads,
-                            solver=solver)
+    action, _ = best_action(
+        TicTacToe(), WIN_IN_ONE, threads=threads, os_threads=os_threads, solver=solver
+    )
     assert action == 2
 
 
 @pytest.mark.parametrize("solver", [True, False])
 @pytest.mark.parametrize("threads,os_threads", MODES)
 def test_blocks_a_forced_loss(threads, os_threads, solver):
-    action, _ = best_action(TicTacToe(), MUST_BLOCK, threads=threads, os_threads=os_threads,
-                            solver=solver)
+    action, _ = best_action(
+        TicTacToe(), MUST_BLOCK, threads=threads, os_threads=os_threads, solver=solver
+    )
     assert action == 2
 
 
@@ -90,7 +97,8 @@ class ShuffledTicTacToe(TicTacToe):
     def expansion(self, vertex):
         children, actions = super().expansion(vertex)
         order = np.random.default_rng([self.seed, hash(vertex) & 0xFFFFFFFF]).permutation(
-            len(children))
+            len(children)
+        )
         return tuple(children[i] for i in order), tuple(actions[i] for i in order)
 
 
@@ -103,23 +111,33 @@ def test_choice_does_not_depend_on_child_order(vertex, expected):
 
 def reference_search(graph, evaluate, vertex, count, c):
     """A plain recursive PUCT search (no threads, no virtual loss): visits per child."""
+
     def new_node(v):
         children = graph.children_at(v)
         if not children:
             return {"terminal": True, "value": graph.score_at(v)}
         probs, values = evaluate([v])
         prior = np.array([probs[0][a] for a in graph.actions_at(v)], dtype=np.float64)
-        return {"terminal": False, "value": float(values[0]), "children": list(children),
-                "prior": list(prior / prior.sum()), "N": [0] * len(children),
-                "W": [0.0] * len(children), "sub": [None] * len(children)}
+        return {
+            "terminal": False,
+            "value": float(values[0]),
+            "children": list(children),
+            "prior": list(prior / prior.sum()),
+            "N": [0] * len(children),
+            "W": [0.0] * len(children),
+            "sub": [None] * len(children),
+        }
 
     def simulate(node):
         if node["terminal"]:
             return node["value"]
         total = sum(node["N"])
         scale = c * math.sqrt(total + 1)
-        scores = [(node["W"][i] / node["N"][i] if node["N"][i] else 0.0)
-                  + scale * node["prior"][i] / (1 + node["N"][i]) for i in range(len(node["N"]))]
+        scores = [
+            (node["W"][i] / node["N"][i] if node["N"][i] else 0.0)
+            + scale * node["prior"][i] / (1 + node["N"][i])
+            for i in range(len(node["N"]))
+        ]
         i = int(np.argmax(scores))
         if node["sub"][i] is None:
             node["sub"][i] = new_node(node["children"][i])
@@ -138,6 +156,7 @@ def reference_search(graph, evaluate, vertex, count, c):
 
 def pseudo_network(graph):
     """A deterministic, non-uniform evaluator (a hash of the vertex), to make the test bite."""
+
     def evaluate(vertices):
         probs = np.empty((len(vertices), graph.action_space_size), np.float32)
         values = np.empty(len(vertices), np.float32)
@@ -146,6 +165,7 @@ def pseudo_network(graph):
             probs[row] = rng.dirichlet(np.ones(graph.action_space_size))
             values[row] = rng.uniform(-0.9, 0.9)
         return probs, values
+
     return evaluate
 
 
@@ -155,8 +175,13 @@ def test_one_thread_equals_the_sequential_reference(make_graph, os_threads):
     graph = make_graph()
     evaluate = pseudo_network(graph)
     vertex = graph.roots[0]
-    search = Search(graph, evaluate, SearchParams(searchcount=300, threads=1, virtualloss=3.0,
-                                                  os_threads=os_threads, solver=False))
+    search = Search(
+        graph,
+        evaluate,
+        SearchParams(
+            searchcount=300, threads=1, virtualloss=3.0, os_threads=os_threads, solver=False
+        ),
+    )
     root = search.run(Node(vertex), np.random.default_rng(0), searchcount=299)
     expected = reference_search(graph, evaluate, vertex, 299, SearchParams().exploration_const)
     assert root.visits == expected
@@ -173,13 +198,16 @@ def test_threaded_search_counts_every_search_and_batches(threads, os_threads):
         calls.append(len(vertices))
         return uniform(vertices)
 
-    search = Search(graph, evaluate, SearchParams(searchcount=500, threads=threads,
-                                                  os_threads=os_threads, solver=False))
+    search = Search(
+        graph,
+        evaluate,
+        SearchParams(searchcount=500, threads=threads, os_threads=os_threads, solver=False),
+    )
     root = search.run(Node(graph.roots[0]), np.random.default_rng(1))
-    assert sum(root.visits) == 500           # virtual loss fully removed
+    assert sum(root.visits) == 500  # virtual loss fully removed
     assert all(v >= 0 for v in root.visits)
     assert search.searches_done == 500
-    assert max(calls) > 1                     # leaves of several threads went in one batch
+    assert max(calls) > 1  # leaves of several threads went in one batch
     assert max(calls) <= threads
 
 
@@ -191,8 +219,11 @@ def test_dirichlet_noise_is_seeded():
         search = Search(graph, pseudo_network(graph), params)
         visits.append(search.run(Node(graph.roots[0]), np.random.default_rng(7)).visits)
     assert visits[0] == visits[1]
-    other = Search(graph, pseudo_network(graph), params).run(
-        Node(graph.roots[0]), np.random.default_rng(8)).visits
+    other = (
+        Search(graph, pseudo_network(graph), params)
+        .run(Node(graph.roots[0]), np.random.default_rng(8))
+        .visits
+    )
     assert other != visits[0]
 
 
@@ -214,6 +245,7 @@ class AsyncUniform:
         def collect():
             self.outstanding -= 1
             return self.uniform(vertices)
+
         return collect
 
 
@@ -241,6 +273,7 @@ def test_next_batch_is_selected_while_one_is_in_flight():
 
 # ----- MCTS-solver -------------------------------------------------------------------------------
 
+
 def proven_nodes(node):
     """Every node of a search tree with a proven value."""
     stack, found = [node], []
@@ -255,13 +288,16 @@ def proven_nodes(node):
 @pytest.mark.parametrize("threads,os_threads", MODES)
 def test_solver_proves_a_win_in_one_and_stops(threads, os_threads):
     graph = TicTacToe()
-    search = Search(graph, uniform_evaluator(9), SearchParams(searchcount=400, threads=threads,
-                                                              os_threads=os_threads, solver=True))
+    search = Search(
+        graph,
+        uniform_evaluator(9),
+        SearchParams(searchcount=400, threads=threads, os_threads=os_threads, solver=True),
+    )
     root = search.run(Node(WIN_IN_ONE), np.random.default_rng(0))
     assert root.proven == 1.0 and root.mean_value() == 1.0
-    assert search.searches_done < 400            # nothing left to search once the root is proven
+    assert search.searches_done < 400  # nothing left to search once the root is proven
     policy = visit_policy(root, 9)
-    assert policy[2] == 1.0                      # the policy target is the proven win only
+    assert policy[2] == 1.0  # the policy target is the proven win only
     rng = np.random.default_rng(0)
     assert {root.actions[choose_action(root, 1.0, rng)] for _ in range(50)} == {2}
 
@@ -269,12 +305,14 @@ def test_solver_proves_a_win_in_one_and_stops(threads, os_threads):
 def test_solver_never_plays_a_move_proven_to_lose():
     graph = TicTacToe()
     for seed in range(5):
-        search = Search(graph, uniform_evaluator(9),
-                        SearchParams(searchcount=60, threads=4, solver=True))
+        search = Search(
+            graph, uniform_evaluator(9), SearchParams(searchcount=60, threads=4, solver=True)
+        )
         root = search.run(Node(MUST_BLOCK), np.random.default_rng(seed))
-        losing = [a for a, c in zip(root.actions, root.children)
-                  if c is not None and c.proven == 1.0]
-        assert losing                            # the search proved some moves lose
+        losing = [
+            a for a, c in zip(root.actions, root.children) if c is not None and c.proven == 1.0
+        ]
+        assert losing  # the search proved some moves lose
         policy = visit_policy(root, 9)
         assert policy[losing].sum() == 0 and math.isclose(policy.sum(), 1.0, rel_tol=1e-6)
         rng = np.random.default_rng(seed)
@@ -292,16 +330,18 @@ def test_every_proven_value_is_the_exact_value(make_graph, threads, os_threads):
     checked = 0
     for _game in range(6):
         vertex = graph.roots[0]
-        for _ in range(int(rng.integers(0, 6))):    # a few random opening moves
+        for _ in range(int(rng.integers(0, 6))):  # a few random opening moves
             children = graph.children_at(vertex)
             if not children:
                 break
             vertex = children[int(rng.integers(len(children)))]
         if not graph.children_at(vertex):
             continue
-        search = Search(graph, pseudo_network(graph),
-                        SearchParams(searchcount=800, threads=threads, os_threads=os_threads,
-                                     solver=True))
+        search = Search(
+            graph,
+            pseudo_network(graph),
+            SearchParams(searchcount=800, threads=threads, os_threads=os_threads, solver=True),
+        )
         root = search.run(Node(vertex), rng)
         for node in proven_nodes(root):
             assert node.proven == exact.value(node.vertex), node.vertex
@@ -313,8 +353,9 @@ def test_every_proven_value_is_the_exact_value(make_graph, threads, os_threads):
 def test_proven_root_keeps_its_value_when_the_tree_is_reused():
     """Self-play moves down into the searched child; a proven child needs no more searches."""
     graph = TicTacToe()
-    search = Search(graph, uniform_evaluator(9),
-                    SearchParams(searchcount=400, threads=4, solver=True))
+    search = Search(
+        graph, uniform_evaluator(9), SearchParams(searchcount=400, threads=4, solver=True)
+    )
     root = search.run(Node(MUST_BLOCK), np.random.default_rng(0))
     child = root.children[root.actions.index(5)]  # not blocking: the opponent wins at cell 2
     assert child is not None and child.proven == 1.0
@@ -344,8 +385,12 @@ def test_self_play_with_the_solver_records_exact_endings():
     """Whole self-play games: every move played is one the policy target allows, and the
     positions the search proved carry their exact value as the search value."""
     graph = TicTacToe()
-    cfg = GymConfig.from_dict({"game": "games.tictactoe:TicTacToe",
-                               "selfplay": {"search_solver": True, "searchcount": 50}}).selfplay
+    cfg = GymConfig.from_dict(
+        {
+            "game": "games.tictactoe:TicTacToe",
+            "selfplay": {"search_solver": True, "searchcount": 50},
+        }
+    ).selfplay
     search = Search(graph, uniform_evaluator(9), SearchParams.from_selfplay(cfg))
     exact = Solver(graph)
     rng = np.random.default_rng(5)
@@ -355,7 +400,7 @@ def test_self_play_with_the_solver_records_exact_endings():
         vertex = graph.roots[0]
         for pi, action, root_value in zip(record.pi, record.action, record.root_value):
             assert math.isclose(pi.sum(), 1.0, rel_tol=1e-6) and pi[action] > 0
-            if abs(root_value) == 1.0:           # proven won or lost (a mean is never exactly 1)
+            if abs(root_value) == 1.0:  # proven won or lost (a mean is never exactly 1)
                 assert root_value == exact.value(vertex)
                 exact_values += 1
             vertex = graph.child_by_action(vertex, action)

@@ -1,5 +1,6 @@
 """Playout-cap randomization in self-play, the sample files' policy_weight column, and the
 learners' policy losses that ignore the fast-search positions."""
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -40,9 +41,16 @@ class RecordingSearch(Search):
 
 
 def capped(search="puct", probability=0.5, **selfplay):
-    return GymConfig(game=GAME, selfplay={
-        "search": search, "searchcount": 16, "fast_searchcount": 4,
-        "playout_cap_probability": probability, **selfplay}).selfplay
+    return GymConfig(
+        game=GAME,
+        selfplay={
+            "search": search,
+            "searchcount": 16,
+            "fast_searchcount": 4,
+            "playout_cap_probability": probability,
+            **selfplay,
+        },
+    ).selfplay
 
 
 def play_games(cfg, seed, games=4):
@@ -57,7 +65,7 @@ def test_each_move_draws_a_full_or_a_fast_search_seeded(rule):
     records, search = play_games(capped(rule), 11)
     weights = [w for r in records for w in r.policy_weight]
     assert len(weights) == sum(len(r) for r in records) == len(search.moves)
-    assert set(weights) == {0.0, 1.0}                 # both kinds in 4 games at p = 0.5
+    assert set(weights) == {0.0, 1.0}  # both kinds in 4 games at p = 0.5
     for weight, (count, explore) in zip(weights, search.moves):
         assert (count, explore) == ((16, True) if weight else (4, False))
     again, _ = play_games(capped(rule), 11)
@@ -123,9 +131,19 @@ def test_fast_positions_carry_weight_zero_in_the_sample_file(tmp_path):
     assert batch.policy_weight.tolist() == [1, 0, 0, 1, 0, 1, 1]
     assert batch.take(np.array([1, 3])).policy_weight.tolist() == [0, 1]
     with pytest.raises(ValueError, match="2 policy weights for 3 positions"):
-        records_to_arrays(tiny_records([[1, 0]])[:0] + [GameRecord(
-            x=[np.zeros((3, 3, 2))] * 3, pi=[np.zeros(9)] * 3, action=[0] * 3,
-            root_value=[0.0] * 3, legal=[np.ones(9, bool)] * 3, policy_weight=[1, 0])])
+        records_to_arrays(
+            tiny_records([[1, 0]])[:0]
+            + [
+                GameRecord(
+                    x=[np.zeros((3, 3, 2))] * 3,
+                    pi=[np.zeros(9)] * 3,
+                    action=[0] * 3,
+                    root_value=[0.0] * 3,
+                    legal=[np.ones(9, bool)] * 3,
+                    policy_weight=[1, 0],
+                )
+            ]
+        )
 
 
 def test_old_sample_files_read_as_all_full_searches(tmp_path):
@@ -133,14 +151,15 @@ def test_old_sample_files_read_as_all_full_searches(tmp_path):
     write_old_file(samples / "0" / "old.npz", tiny_records([[0, 0, 0]]))
     write_sample_file(samples / "1" / "new.npz", tiny_records([[0, 1]]))
     assert read_sample_file(samples / "0" / "old.npz")["policy_weight"].tolist() == [1, 1, 1]
-    batch = load_samples(samples, 0, 100)          # newest files first
+    batch = load_samples(samples, 0, 100)  # newest files first
     assert batch.policy_weight.tolist() == [0, 1, 1, 1, 1]
     buffer = ReplayBuffer(samples, capacity=100)
     for iteration, path in buffer.new_files():
         buffer.add(iteration, path, buffer.read(iteration, path))
     assert buffer.batch().policy_weight.tolist() == [1, 1, 1, 0, 1]
-    plain = SampleBatch(**{k: v for k, v in vars(batch).items()
-                           if k not in ("policy_weight", "extra")})
+    plain = SampleBatch(
+        **{k: v for k, v in vars(batch).items() if k not in ("policy_weight", "extra")}
+    )
     assert plain.policy_weight.tolist() == [1] * 5
 
 
@@ -149,9 +168,24 @@ def weighted_batch():
     records = tiny_records([[1, 0, 1, 0, 0], [0, 1, 1, 0]])
     arrays = records_to_arrays(records)
     n = len(arrays["z"])
-    return SampleBatch(**{k: arrays[k] for k in ("x", "pi", "z", "action", "root_value", "legal",
-                                                  "game", "step", "policy_weight")},
-                       iteration=np.zeros(n, np.int32), truncated=np.ones(n, bool))
+    return SampleBatch(
+        **{
+            k: arrays[k]
+            for k in (
+                "x",
+                "pi",
+                "z",
+                "action",
+                "root_value",
+                "legal",
+                "game",
+                "step",
+                "policy_weight",
+            )
+        },
+        iteration=np.zeros(n, np.int32),
+        truncated=np.ones(n, bool),
+    )
 
 
 def softmax_cross_entropy(pi, logits):
@@ -163,6 +197,7 @@ def softmax_cross_entropy(pi, logits):
 def test_alphazero_policy_loss_ignores_fast_positions():
     from gamegym.learners import get_learner
     from gamegym.nets.tfsetup import configure_tensorflow
+
     configure_tensorflow(use_gpu=False, threads=2)
     graph, batch = TicTacToe(), weighted_batch()
     learner = get_learner("alphazero")
@@ -185,6 +220,7 @@ def test_muzero_policy_loss_ignores_fast_positions():
     from gamegym.learners import get_learner
     from gamegym.learners.muzero.unrolls import Unrolls
     from gamegym.nets.tfsetup import configure_tensorflow
+
     configure_tensorflow(use_gpu=False, threads=2)
     graph, batch = TicTacToe(), weighted_batch()
     learner = get_learner("muzero")
@@ -205,14 +241,21 @@ def test_muzero_policy_loss_ignores_fast_positions():
 # ----- end to end ------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_gumbel_session_with_playout_caps_trains_an_iteration(new_session):
-    session = new_session(changes={"selfplay": {
-        "search": "gumbel", "playout_cap_probability": 0.5, "fast_searchcount": 4}})
+    session = new_session(
+        changes={
+            "selfplay": {"search": "gumbel", "playout_cap_probability": 0.5, "fast_searchcount": 4}
+        }
+    )
     done = gamegym("resume", str(session), "--max-iterations", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((session / "train" / "1.json").read_text())
     assert np.isfinite(report["losses"]["loss"]) and np.isfinite(report["losses"]["policy_loss"])
-    weights = np.concatenate([read_sample_file(p)["policy_weight"]
-                              for p in sorted((session / "samples").glob("*/*.npz"))])
+    weights = np.concatenate(
+        [
+            read_sample_file(p)["policy_weight"]
+            for p in sorted((session / "samples").glob("*/*.npz"))
+        ]
+    )
     assert set(weights.tolist()) == {0.0, 1.0}
     assert 0.3 < weights.mean() < 0.7
 
@@ -222,19 +265,39 @@ def test_a_muzero_session_with_gumbel_and_playout_caps_trains_an_iteration(tmp_p
     """Every role in one process (the cheapest real run): MuZero's latent search under the
     Gumbel rule with playout caps writes weighted samples and trains on them."""
     from gamegym.runtime.gym import GameGym
-    config = GymConfig.from_dict({
-        "game": GAME, "debug_single_process": True, "status_interval": 0.0,
-        "network": {"width": 16, "blocks": 1},
-        "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
-        "selfplay": {"searchthreadcount": 4, "searchcount": 16, "gamelog_dump_threshold": 5,
-                     "search": "gumbel", "playout_cap_probability": 0.5,
-                     "fast_searchcount": 4},
-        "train": {"learner": "muzero", "min_samplecount": 60,
-                  "min_new_samples": 60, "epochs": 1, "batchsize": 32}})
+
+    config = GymConfig.from_dict(
+        {
+            "game": GAME,
+            "debug_single_process": True,
+            "status_interval": 0.0,
+            "network": {"width": 16, "blocks": 1},
+            "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
+            "selfplay": {
+                "searchthreadcount": 4,
+                "searchcount": 16,
+                "gamelog_dump_threshold": 5,
+                "search": "gumbel",
+                "playout_cap_probability": 0.5,
+                "fast_searchcount": 4,
+            },
+            "train": {
+                "learner": "muzero",
+                "min_samplecount": 60,
+                "min_new_samples": 60,
+                "epochs": 1,
+                "batchsize": 32,
+            },
+        }
+    )
     gym = GameGym(tmp_path / "mz", config=config)
     assert gym.resume(max_iterations=1, console=False) == 0
     report = json.loads((tmp_path / "mz" / "train" / "1.json").read_text())
     assert report["learner"] == "muzero" and np.isfinite(report["losses"]["policy_loss"])
-    weights = np.concatenate([read_sample_file(p)["policy_weight"]
-                              for p in sorted((tmp_path / "mz" / "samples").glob("*/*.npz"))])
+    weights = np.concatenate(
+        [
+            read_sample_file(p)["policy_weight"]
+            for p in sorted((tmp_path / "mz" / "samples").glob("*/*.npz"))
+        ]
+    )
     assert set(weights.tolist()) == {0.0, 1.0}

@@ -1,6 +1,7 @@
 """The web page's server through Starlette's TestClient: what it answers, what it refuses (with a
 4xx and no change), and that it only reads the session folder.  The model is a random player
 here (no TensorFlow) except in the one test that plays the real starter network."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,10 @@ def client(session) -> TestClient:
 
 def folder_state(path: Path) -> dict:
     """Every file under a folder with its size and modification time."""
-    return {str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in sorted(path.rglob("*"))}
+    return {
+        str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(path.rglob("*"))
+    }
 
 
 def new_game(client, **body) -> dict:
@@ -73,7 +76,7 @@ def random_game(seed: int = 0) -> GameRecord:
 
 def test_page_and_static_files(client):
     page = client.get("/")
-    assert page.status_code == 200 and "<canvas id=\"chart-scores\"" in page.text
+    assert page.status_code == 200 and '<canvas id="chart-scores"' in page.text
     for name in ("app.js", "board.js", "chart.js", "style.css"):
         assert client.get(f"/static/{name}").status_code == 200
     assert client.get("/static/../app.py").status_code == 404
@@ -111,15 +114,18 @@ def test_the_model_moves_first_when_the_person_plays_second(client):
     assert state["history"][0]["side"] == 0 and state["model_move"]["ply"] == 0
 
 
-@pytest.mark.parametrize("body, status, words", [
-    ({"action": 99}, 400, "not a legal move"),
-    ({"action": -1}, 400, "not a legal move"),
-    ({"action": "4"}, 400, "must be an integer"),
-    ({"action": True}, 400, "must be an integer"),
-    ({"action": 4.0}, 400, "must be an integer"),
-    ({}, 400, "'action' is missing"),
-    ([4], 400, "JSON object"),
-])
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        ({"action": 99}, 400, "not a legal move"),
+        ({"action": -1}, 400, "not a legal move"),
+        ({"action": "4"}, 400, "must be an integer"),
+        ({"action": True}, 400, "must be an integer"),
+        ({"action": 4.0}, 400, "must be an integer"),
+        ({}, 400, "'action' is missing"),
+        ([4], 400, "JSON object"),
+    ],
+)
 def test_bad_moves_change_nothing(client, body, status, words):
     state = new_game(client)
     client.post(f"/api/games/{state['id']}/move", json={"action": 4})
@@ -135,21 +141,27 @@ def test_bad_moves_change_nothing(client, body, status, words):
 def test_malformed_json(client):
     state = new_game(client)
     for data in (b"{", b"\xff\xfe", b"", b"null", b"x" * 5000):
-        response = client.post(f"/api/games/{state['id']}/move", content=data,
-                               headers={"Content-Type": "application/json"})
+        response = client.post(
+            f"/api/games/{state['id']}/move",
+            content=data,
+            headers={"Content-Type": "application/json"},
+        )
         assert 400 <= response.status_code < 500 and response.json()["error"]
     assert client.get(f"/api/games/{state['id']}").json()["position"]["ply"] == 0
 
 
-@pytest.mark.parametrize("body, status, words", [
-    ({"iteration": 7}, 404, "no model iteration 7"),
-    ({"iteration": -1}, 404, "no model iteration -1"),
-    ({"iteration": "0"}, 400, "must be an integer"),
-    ({}, 400, "'iteration' is missing"),
-    ({"iteration": 0, "side": "middle"}, 400, "side"),
-    ({"iteration": 0, "searchcount": 0}, 400, "searches per move"),
-    ({"iteration": 0, "searchcount": 10**9}, 400, "searches per move"),
-])
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        ({"iteration": 7}, 404, "no model iteration 7"),
+        ({"iteration": -1}, 404, "no model iteration -1"),
+        ({"iteration": "0"}, 400, "must be an integer"),
+        ({}, 400, "'iteration' is missing"),
+        ({"iteration": 0, "side": "middle"}, 400, "side"),
+        ({"iteration": 0, "searchcount": 0}, 400, "searches per move"),
+        ({"iteration": 0, "searchcount": 10**9}, 400, "searches per move"),
+    ],
+)
 def test_bad_new_games(client, body, status, words):
     response = client.post("/api/games", json=body)
     assert response.status_code == status and words in response.json()["error"]
@@ -170,8 +182,9 @@ def test_selfplay_replay(client, session):
     assert len(games) == 3 and {g["file"] for g in games} == {"sp-1-000001-1.npz"}
     first = games[-1]
     assert first["game"] == 0 and first["moves"] == len(records[0])
-    replay = client.get("/api/selfplay/game", params={
-        "iteration": 0, "file": first["file"], "game": 0}).json()
+    replay = client.get(
+        "/api/selfplay/game", params={"iteration": 0, "file": first["file"], "game": 0}
+    ).json()
     positions = replay["positions"]
     assert len(positions) == len(records[0]) + 1
     assert [p["played"]["action"] for p in positions[:-1]] == records[0].action
@@ -179,16 +192,19 @@ def test_selfplay_replay(client, session):
     assert positions[-1]["over"] and replay["result"] in ("X won", "O won", "a draw")
 
 
-@pytest.mark.parametrize("params, status", [
-    ({"iteration": 0, "file": "../../config.json", "game": 0}, 404),
-    ({"iteration": 0, "file": "/etc/passwd", "game": 0}, 404),
-    ({"iteration": 0, "file": "..", "game": 0}, 404),
-    ({"iteration": 0, "file": "sp-1-000001-1.npz", "game": 9}, 404),
-    ({"iteration": 5, "file": "sp-1-000001-1.npz", "game": 0}, 404),
-    ({"iteration": "../0", "file": "sp-1-000001-1.npz", "game": 0}, 400),
-    ({"iteration": -1, "file": "sp-1-000001-1.npz", "game": 0}, 400),
-    ({"iteration": 0, "file": "sp-1-000001-1.npz", "game": "x"}, 400),
-])
+@pytest.mark.parametrize(
+    "params, status",
+    [
+        ({"iteration": 0, "file": "../../config.json", "game": 0}, 404),
+        ({"iteration": 0, "file": "/etc/passwd", "game": 0}, 404),
+        ({"iteration": 0, "file": "..", "game": 0}, 404),
+        ({"iteration": 0, "file": "sp-1-000001-1.npz", "game": 9}, 404),
+        ({"iteration": 5, "file": "sp-1-000001-1.npz", "game": 0}, 404),
+        ({"iteration": "../0", "file": "sp-1-000001-1.npz", "game": 0}, 400),
+        ({"iteration": -1, "file": "sp-1-000001-1.npz", "game": 0}, 400),
+        ({"iteration": 0, "file": "sp-1-000001-1.npz", "game": "x"}, 400),
+    ],
+)
 def test_replay_refuses_what_is_not_listed(client, session, params, status):
     write_sample_file(session / "samples" / "0" / "sp-1-000001-1.npz", [random_game()])
     response = client.get("/api/selfplay/game", params=params)
@@ -198,31 +214,68 @@ def test_replay_refuses_what_is_not_listed(client, session, params, status):
 def test_progress_reads_the_gym_records(client, session):
     assert client.get("/api/progress").json()["live"] == []
     status = session / "monitoring" / "status.jsonl"
-    rows = [{"time": 100.0 + i, "iteration": 1, "games": 10 * i, "samples_per_s": 5.0 + i,
-             "searches_per_s": 300.0, "last_losses": {"loss": 2.0}} for i in range(3)]
-    status.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"time": 10')   # torn line
+    rows = [
+        {
+            "time": 100.0 + i,
+            "iteration": 1,
+            "games": 10 * i,
+            "samples_per_s": 5.0 + i,
+            "searches_per_s": 300.0,
+            "last_losses": {"loss": 2.0},
+        }
+        for i in range(3)
+    ]
+    status.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"time": 10')  # torn line
     (session / "train" / "1.json").write_text(json.dumps({"losses": {"loss": 1.5}}))
     (session / "evaluation" / "results.jsonl").write_text(
-        json.dumps({"player": "iteration:1", "opponent": "random", "iteration": 1, "wins": 3,
-                    "draws": 1, "losses": 0, "games": 4, "score": 0.875}) + "\n" +
-        json.dumps({"player": "iteration:1", "opponent": "iteration:0", "iteration": 1,
-                    "wins": 1, "draws": 0, "losses": 1, "games": 2, "score": 0.5}) + "\n")
+        json.dumps(
+            {
+                "player": "iteration:1",
+                "opponent": "random",
+                "iteration": 1,
+                "wins": 3,
+                "draws": 1,
+                "losses": 0,
+                "games": 4,
+                "score": 0.875,
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "player": "iteration:1",
+                "opponent": "iteration:0",
+                "iteration": 1,
+                "wins": 1,
+                "draws": 0,
+                "losses": 1,
+                "games": 2,
+                "score": 0.5,
+            }
+        )
+        + "\n"
+    )
     progress = client.get("/api/progress").json()
     assert [r["samples_per_s"] for r in progress["live"]] == [5.0, 6.0, 7.0]
     assert progress["losses"] == [{"iteration": 1, "losses": {"loss": 1.5}}]
     assert progress["evaluation"]["random"][0]["score"] == 0.875
     assert progress["evaluation"]["an earlier iteration"][0]["score"] == 0.5
-    with open(status, "a") as handle:    # the torn line completed, one more after it
+    with open(status, "a") as handle:  # the torn line completed, one more after it
         handle.write('3.0, "iteration": 2, "samples_per_s": 9.0}\n')
-    assert [r["samples_per_s"] for r in client.get("/api/progress").json()["live"]] == \
-        [5.0, 6.0, 7.0, 9.0]
+    assert [r["samples_per_s"] for r in client.get("/api/progress").json()["live"]] == [
+        5.0,
+        6.0,
+        7.0,
+        9.0,
+    ]
 
 
 def test_only_reads_the_session_even_while_a_gym_holds_it(session):
     me = psutil.Process()
     lock = session / "session.lock"
-    lock.write_text(json.dumps({"pid": me.pid, "create_time": me.create_time(),
-                                "started": time.time()}))
+    lock.write_text(
+        json.dumps({"pid": me.pid, "create_time": me.create_time(), "started": time.time()})
+    )
     write_sample_file(session / "samples" / "0" / "sp-1-000001-1.npz", [random_game()])
     before = folder_state(session)
     client = TestClient(create_app(session, players=RandomModels))
@@ -230,8 +283,9 @@ def test_only_reads_the_session_even_while_a_gym_holds_it(session):
     state = new_game(client)
     client.post(f"/api/games/{state['id']}/move", json={"action": 4})
     client.get("/api/selfplay")
-    client.get("/api/selfplay/game", params={"iteration": 0, "file": "sp-1-000001-1.npz",
-                                             "game": 0})
+    client.get(
+        "/api/selfplay/game", params={"iteration": 0, "file": "sp-1-000001-1.npz", "game": 0}
+    )
     assert folder_state(session) == before
 
 
@@ -242,15 +296,18 @@ def test_unknown_session(tmp_path, capsys):
     with pytest.raises(SessionError, match="not a gamegym session"):
         create_app(tmp_path / "plain")
     from gamegym.cli.main import main
+
     assert main(["serve", str(tmp_path / "missing")]) == 2
     assert "no session folder" in capsys.readouterr().err
 
 
 def test_listening_beyond_this_computer_warns(session, monkeypatch, capsys):
     import uvicorn
+
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: calls.append(kwargs))
     from gamegym.serve import run_server
+
     assert run_server(session, port=8123) == 0
     assert calls[-1]["host"] == "127.0.0.1" and "warning" not in capsys.readouterr().err
     assert run_server(session, host="0.0.0.0", port=8123) == 0
@@ -263,9 +320,11 @@ def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
     from conftest import TICTACTOE, gamegym
 
     from gamegym.presets import INITIAL_MODELS
+
     path = tmp_path / "ttt"
-    done = gamegym("new", path, "--game", TICTACTOE, "--initial-model",
-                   INITIAL_MODELS / "tictactoe.keras")
+    done = gamegym(
+        "new", path, "--game", TICTACTOE, "--initial-model", INITIAL_MODELS / "tictactoe.keras"
+    )
     assert done.returncode == 0, done.stderr
     before = folder_state(path)
     client = TestClient(create_app(path))
@@ -273,9 +332,9 @@ def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
     shares = state["model_move"]["shares"]
     assert 0 < len(shares) <= 8 and 0.5 < sum(s["share"] for s in shares) <= 1.0 + 1e-6
     assert state["model_move"]["action"] == state["history"][0]["action"]
-    again = new_game(client, side="second", searchcount=16)   # the loaded model is kept
+    again = new_game(client, side="second", searchcount=16)  # the loaded model is kept
     assert again["position"]["ply"] == 1
-    assert folder_state(path) == before      # loading and playing the model wrote nothing
+    assert folder_state(path) == before  # loading and playing the model wrote nothing
 
 
 def test_a_model_that_cannot_answer_undoes_the_move(session):

@@ -7,6 +7,7 @@ the folder GAMEGYM_SCREENSHOTS names when it is set; then the gym also trains lo
 evaluated against the solver too, so the charts have more to show (the README's pictures:
 `GAMEGYM_SCREENSHOTS=docs python -m pytest -n 0 tests/serve/test_serve_browser.py`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,8 +32,14 @@ from gamegym.presets import INITIAL_MODELS, PRESETS
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 PLAYED = "#play-board[data-state=your-turn], #play-board[data-state=over]"
 
 
@@ -41,8 +48,10 @@ def browser():
     if os.environ.get("GAMEGYM_SKIP_BROWSER") == "1":
         pytest.skip("GAMEGYM_SKIP_BROWSER=1")
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"no {CHROMIUM}: install Debian's chromium (apt-get install chromium) or "
-                    "set GAMEGYM_SKIP_BROWSER=1 to skip the browser tests")
+        pytest.fail(
+            f"no {CHROMIUM}: install Debian's chromium (apt-get install chromium) or "
+            "set GAMEGYM_SKIP_BROWSER=1 to skip the browser tests"
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -60,9 +69,18 @@ def preset_session(folder: Path, preset: str, changes: dict | None = None) -> Pa
     config = folder / f"{preset}.json"
     config.write_text(json.dumps({"network": spec["network"], **(changes or {})}))
     path = folder / preset
-    done = gamegym("new", path, "--game", spec["game"], "--game-args",
-                   json.dumps(spec["game_args"]), "--config", config,
-                   "--initial-model", INITIAL_MODELS / f"{preset}.keras")
+    done = gamegym(
+        "new",
+        path,
+        "--game",
+        spec["game"],
+        "--game-args",
+        json.dumps(spec["game_args"]),
+        "--config",
+        config,
+        "--initial-model",
+        INITIAL_MODELS / f"{preset}.keras",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return path
 
@@ -85,7 +103,10 @@ def served(session: Path, log: Path):
     with open(log, "w") as output:
         server = subprocess.Popen(
             [sys.executable, "-m", "gamegym", "serve", str(session), "--port", str(port)],
-            stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 60
@@ -140,13 +161,21 @@ def points(page, chart: str) -> int:
 
 def test_watch_a_session_learn_and_play_it_out(browser, tmp_path):
     pictures = bool(os.environ.get("GAMEGYM_SCREENSHOTS"))
-    changes = {"selfplay": SMALL["selfplay"], "train": SMALL["train"], "status_interval": 1.0,
-               "evaluate": {"every": 1, "opponents": ["random"], "games": 4, "searchcount": 8}}
+    changes = {
+        "selfplay": SMALL["selfplay"],
+        "train": SMALL["train"],
+        "status_interval": 1.0,
+        "evaluate": {"every": 1, "opponents": ["random"], "games": 4, "searchcount": 8},
+    }
     if pictures:
         changes["selfplay"] = {**SMALL["selfplay"], "searchcount": 32}
         changes["train"] = {**SMALL["train"], "min_samplecount": 400, "min_new_samples": 400}
-        changes["evaluate"] = {"every": 1, "opponents": ["random", "solver"], "games": 10,
-                               "searchcount": 32}
+        changes["evaluate"] = {
+            "every": 1,
+            "opponents": ["random", "solver"],
+            "games": 10,
+            "searchcount": 32,
+        }
     session = preset_session(tmp_path, "tictactoe", changes)
     with served(session, tmp_path / "serve.log") as url:
         page, errors = open_page(browser, url)
@@ -154,15 +183,29 @@ def test_watch_a_session_learn_and_play_it_out(browser, tmp_path):
         # a gym trains the session meanwhile: the page follows it, and disturbs nothing; the
         # gym is stopped (SIGTERM: a clean stop) once an iteration has been trained and rated
         with open(tmp_path / "gym.log", "w") as output:
-            gym = subprocess.Popen([sys.executable, "-m", "gamegym", "resume", str(session),
-                                    "--max-iterations", "8" if pictures else "50",
-                                    "--max-seconds", "900"], stdout=output,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            gym = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "gamegym",
+                    "resume",
+                    str(session),
+                    "--max-iterations",
+                    "8" if pictures else "50",
+                    "--max-seconds",
+                    "900",
+                ],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         try:
             page.wait_for_selector("#running.on", timeout=300_000)
-            page.wait_for_function("['chart-scores', 'chart-loss'].every(id => Number("
-                                   "document.getElementById(id).dataset.points || 0) > 0)",
-                                   timeout=900_000)
+            page.wait_for_function(
+                "['chart-scores', 'chart-loss'].every(id => Number("
+                "document.getElementById(id).dataset.points || 0) > 0)",
+                timeout=900_000,
+            )
             if not pictures:
                 gym.send_signal(signal.SIGTERM)
             assert gym.wait(timeout=900) == 0, (tmp_path / "gym.log").read_text()
@@ -186,14 +229,17 @@ def test_watch_a_session_learn_and_play_it_out(browser, tmp_path):
             if page.get_attribute("#play-board", "data-state") == "over":
                 break
             ply = int(page.get_attribute("#play-board", "data-ply"))
-            if ply:   # a click on a taken cell is refused on the page, nothing is sent
+            if ply:  # a click on a taken cell is refused on the page, nothing is sent
                 page.click("#play-board .cell:has(.piece) >> nth=0")
                 assert page.inner_text("#play-error") == "no move starts there"
             targets = page.locator("#play-board .cell.target")
             targets.nth(int(rng.integers(targets.count()))).click()
-            page.wait_for_function(f"document.getElementById('play-board').dataset.ply > {ply}"
-                                   " && document.getElementById('play-board').dataset.state"
-                                   " !== 'busy'", timeout=120_000)
+            page.wait_for_function(
+                f"document.getElementById('play-board').dataset.ply > {ply}"
+                " && document.getElementById('play-board').dataset.state"
+                " !== 'busy'",
+                timeout=120_000,
+            )
             check_history(url, page, "games.tictactoe:TicTacToe", {})
         state = check_history(url, page, "games.tictactoe:TicTacToe", {})
         assert page.get_attribute("#play-board", "data-state") == "over"
@@ -207,8 +253,7 @@ def test_watch_a_session_learn_and_play_it_out(browser, tmp_path):
         # the model moves first when asked
         page.select_option("#side", "second")
         page.click("#new-game")
-        page.wait_for_selector("#play-board[data-state=your-turn][data-ply='1']",
-                               timeout=120_000)
+        page.wait_for_selector("#play-board[data-state=your-turn][data-ply='1']", timeout=120_000)
         assert page.locator("#play-board .piece").count() == 1
 
         # a self-play game replayed with its visit shares
@@ -230,15 +275,13 @@ def test_connect_four_and_santorini_by_clicks(browser, tmp_path):
         page.fill("#searchcount", "8")
         page.click("#new-game")
         page.wait_for_selector("#play-board[data-state=your-turn]", timeout=120_000)
-        page.click("#play-board [data-cell='3']")      # the top of column 4: the disc drops
-        page.wait_for_selector("#play-board[data-ply='2'][data-state=your-turn]",
-                               timeout=120_000)
-        state = check_history(url, page, "games.connectfour:ConnectFour",
-                              {"rows": 6, "columns": 7})
+        page.click("#play-board [data-cell='3']")  # the top of column 4: the disc drops
+        page.wait_for_selector("#play-board[data-ply='2'][data-state=your-turn]", timeout=120_000)
+        state = check_history(url, page, "games.connectfour:ConnectFour", {"rows": 6, "columns": 7})
         assert state["history"][0]["action"] == 3
         assert page.locator("#play-board [data-cell='38'] .piece.p0").count() == 1
         assert page.locator("#play-board .piece").count() == 2
-        assert page.locator("#play-board .cell.last .piece.p1").count() == 1   # its reply
+        assert page.locator("#play-board .cell.last .piece.p1").count() == 1  # its reply
         shoot(page.locator("#play"), tmp_path, "serve-connectfour.png")
         assert not errors
 
@@ -249,20 +292,20 @@ def test_connect_four_and_santorini_by_clicks(browser, tmp_path):
         page.fill("#searchcount", "8")
         page.click("#new-game")
         page.wait_for_selector("#play-board[data-state=your-turn]", timeout=120_000)
-        page.click("#play-board [data-cell='4']")      # place the worker in the centre
-        page.wait_for_selector("#play-board[data-ply='2'][data-state=your-turn]",
-                               timeout=120_000)
+        page.click("#play-board [data-cell='4']")  # place the worker in the centre
+        page.wait_for_selector("#play-board[data-ply='2'][data-state=your-turn]", timeout=120_000)
         # the only worker is chosen by itself: click where it goes, then where it builds
         assert page.locator("#play-board .cell.selected").count() == 1
         destination = page.get_attribute("#play-board .cell.target >> nth=0", "data-cell")
         page.click(f"#play-board [data-cell='{destination}']")
         assert page.locator("#play-board .cell.selected").count() == 2
-        page.click(f"#play-board [data-cell='{destination}']")       # taken back
+        page.click(f"#play-board [data-cell='{destination}']")  # taken back
         assert page.locator("#play-board .cell.selected").count() == 1
         page.click(f"#play-board [data-cell='{destination}']")
         page.click("#play-board .cell.target >> nth=0")
-        page.wait_for_selector("#play-board[data-ply='4'], #play-board[data-state=over]",
-                               timeout=120_000)
+        page.wait_for_selector(
+            "#play-board[data-ply='4'], #play-board[data-state=over]", timeout=120_000
+        )
         page.wait_for_selector(PLAYED, timeout=120_000)
         state = check_history(url, page, "games.santorini:Santorini", args)
         assert len(state["history"]) >= 3 and "builds" in state["history"][2]["text"]

@@ -2,6 +2,7 @@
 
 May import: gamegym.game, gamegym.search, gamegym.nets, gamegym.data, gamegym.learners.base.
 """
+
 from gamegym.learners.alphazero.learner import AlphaZeroLearner
 
 __all__ = ["AlphaZeroLearner"]

@@ -26,6 +26,7 @@ Augmentation draws one random symmetry per sample per minibatch rather than addi
 copies: the cost per epoch stays that of the plain batch, and over epochs the model still sees
 the images (AlphaGo Zero's scheme).  It needs the game's `unnumpify` and is skipped without it.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,13 +59,16 @@ class AlphaZeroLearner(Learner):
     # ----- model ------------------------------------------------------------------------------
     def build_model(self, graph, network_config, seed: int | None = None):
         from gamegym.nets.builders import network_for_game
+
         return network_for_game(graph, network_config, seed=seed)
 
     def compile(self, model, train_config) -> None:
         from gamegym.nets.tfsetup import import_keras, import_tensorflow
+
         keras, tf = import_keras(), import_tensorflow()
         self.optimizer = keras.optimizers.Adam(
-            learning_rate=float(option(train_config, "learning_rate")))
+            learning_rate=float(option(train_config, "learning_rate"))
+        )
         self._model = model
 
         def losses(x, pi, z, legal, policy_weight, training):
@@ -82,8 +86,7 @@ class AlphaZeroLearner(Learner):
                 total = tf.reduce_mean(per_sample) + l2
             grads = tape.gradient(total, model.trainable_variables)
             self.optimizer.apply_gradients(zip(grads, model.trainable_variables))
-            policy_mean = tf.math.divide_no_nan(tf.reduce_sum(policy),
-                                                tf.reduce_sum(policy_weight))
+            policy_mean = tf.math.divide_no_nan(tf.reduce_sum(policy), tf.reduce_sum(policy_weight))
             return per_sample, tf.stack([total, policy_mean, tf.reduce_mean(value), l2])
 
         @tf.function(reduce_retracing=True)
@@ -99,6 +102,7 @@ class AlphaZeroLearner(Learner):
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
         from gamegym.nets.inference import ModelEvaluator
+
         return ModelEvaluator(model, iteration, fast)
 
     def fast_form(self, model):
@@ -106,6 +110,7 @@ class AlphaZeroLearner(Learner):
 
     def selfplayer(self, graph, service, config, rng):
         from gamegym.search.play import SearchSelfplay
+
         return SearchSelfplay(graph, service, config, rng)
 
     def is_model_file_of(self, path, graph, network_config) -> bool:
@@ -115,6 +120,7 @@ class AlphaZeroLearner(Learner):
         tests/test_learner.py checks every weight shape of the committed files against a
         freshly built network."""
         from gamegym.nets.builders import network_kind, network_options
+
         options = network_options(network_config)
         shape = tuple(graph.numpify(graph.roots[0]).shape)
         name = f"{network_kind(shape, options['kind'])}_{options['width']}x{options['blocks']}"
@@ -124,16 +130,24 @@ class AlphaZeroLearner(Learner):
             layers = {layer["config"]["name"]: layer["config"] for layer in config["layers"]}
             stored_shape = tuple(layers[config["input_layers"][0]]["batch_shape"][1:])
             policy = layers[config["output_layers"][0][0]]["units"]
-            l2 = {(c.get("kernel_regularizer") or {}).get("config", {}).get("l2", 0.0)
-                  for c in layers.values() if "kernel_initializer" in c}
+            l2 = {
+                (c.get("kernel_regularizer") or {}).get("config", {}).get("l2", 0.0)
+                for c in layers.values()
+                if "kernel_initializer" in c
+            }
         except (OSError, KeyError, IndexError, TypeError, ValueError, zipfile.BadZipFile):
             return False
         return (config.get("name"), stored_shape, policy, l2) == (
-            name, shape, graph.action_space_size, {float(options["l2"])})
+            name,
+            shape,
+            graph.action_space_size,
+            {float(options["l2"])},
+        )
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         from gamegym.nets.inference import PositionEvaluator
         from gamegym.search.play import MCTSPlayer
+
         return MCTSPlayer(PositionEvaluator(graph, service), searchcount, threads)
 
     # ----- targets ----------------------------------------------------------------------------
@@ -147,15 +161,20 @@ class AlphaZeroLearner(Learner):
         z = n_step_value_targets(batch, int(option(train_config, "value_td_steps")))
         if mix:
             z = ((1.0 - mix) * z + mix * np.asarray(batch.root_value, np.float32)).astype(
-                np.float32)
-        targets = {"pi": np.asarray(batch.pi, np.float32), "z": z,
-                   "legal": np.asarray(batch.legal, bool),
-                   "policy_weight": np.asarray(batch.policy_weight, np.float32)}
+                np.float32
+            )
+        targets = {
+            "pi": np.asarray(batch.pi, np.float32),
+            "z": z,
+            "legal": np.asarray(batch.legal, bool),
+            "policy_weight": np.asarray(batch.policy_weight, np.float32),
+        }
         return np.asarray(batch.x, np.float32), targets, np.arange(len(batch))
 
     # ----- training ---------------------------------------------------------------------------
-    def train_iteration(self, model, batch, train_config, rng, graph=None,
-                        sampler=None) -> TrainReport:
+    def train_iteration(
+        self, model, batch, train_config, rng, graph=None, sampler=None
+    ) -> TrainReport:
         self._ready(model, train_config)
         self.optimizer.learning_rate.assign(float(option(train_config, "learning_rate")))
         weight = np.array(option(train_config, "value_loss_weight"), np.float32)  # a tensor arg
@@ -174,9 +193,17 @@ class AlphaZeroLearner(Learner):
         history: dict[str, list[float]] = {name: [] for name in LOSS_NAMES}
         losses = np.full(n, np.nan, np.float32)  # per example: at its last training step
         updates = option(train_config, "num_updates_per_train_iter")
-        if sampler is not None:   # the replay draws each minibatch and hears its losses
-            self._epoch(x, targets, _Draws(sampler, size, int(updates) or 1), weight, augment,
-                        rng, losses, history)
+        if sampler is not None:  # the replay draws each minibatch and hears its losses
+            self._epoch(
+                x,
+                targets,
+                _Draws(sampler, size, int(updates) or 1),
+                weight,
+                augment,
+                rng,
+                losses,
+                history,
+            )
             self._validate(x, targets, val, weight, losses, history)
         elif updates:
             steps = [rng.choice(train, size) for _ in range(int(updates))]
@@ -185,7 +212,7 @@ class AlphaZeroLearner(Learner):
         else:
             for _ in range(int(option(train_config, "epochs"))):
                 perm = rng.permutation(train)
-                steps = [perm[i:i + size] for i in range(0, len(perm), size)]
+                steps = [perm[i : i + size] for i in range(0, len(perm), size)]
                 self._epoch(x, targets, steps, weight, augment, rng, losses, history)
                 self._validate(x, targets, val, weight, losses, history)
         # not drawn by the sampled schedule: their losses are computed here, except with a
@@ -195,8 +222,12 @@ class AlphaZeroLearner(Learner):
             losses[unseen] = self._example_losses(x, targets, unseen, weight)
         per_sample = np.full(len(batch), np.nan, np.float32)
         per_sample[ids] = losses
-        return TrainReport(history=history, samples=len(train), seconds=time.time() - start,
-                           per_sample_loss=per_sample)
+        return TrainReport(
+            history=history,
+            samples=len(train),
+            seconds=time.time() - start,
+            per_sample_loss=per_sample,
+        )
 
     def _epoch(self, x, targets, steps, weight, augment, rng, losses, history) -> None:
         sums = np.zeros(len(LOSS_NAMES))
@@ -204,8 +235,9 @@ class AlphaZeroLearner(Learner):
             xb, pi, legal = x[index], targets["pi"][index], targets["legal"][index]
             if augment is not None:
                 xb, pi, legal = augment(xb, pi, legal, rng)
-            per_sample, stats = self._train_step(xb, pi, targets["z"][index], legal,
-                                                 targets["policy_weight"][index], weight)
+            per_sample, stats = self._train_step(
+                xb, pi, targets["z"][index], legal, targets["policy_weight"][index], weight
+            )
             losses[index] = per_sample.numpy()
             if isinstance(steps, _Draws):
                 steps.sampler.update(index, losses[index])
@@ -221,7 +253,8 @@ class AlphaZeroLearner(Learner):
         history.setdefault("val_loss", []).append(float(np.mean(policy + weight * value)))
         carried = float(targets["policy_weight"][val].sum())
         history.setdefault("val_policy_loss", []).append(
-            float(policy.sum()) / carried if carried > 0 else 0.0)
+            float(policy.sum()) / carried if carried > 0 else 0.0
+        )
         history.setdefault("val_value_loss", []).append(float(value.mean()))
 
     def _example_losses(self, x, targets, index, weight) -> np.ndarray:
@@ -232,12 +265,16 @@ class AlphaZeroLearner(Learner):
         """(policy_loss [N], value_loss [N]) of the samples `index` under the current model,
         in chunks (the policy loss weighted by each sample's policy_weight)."""
         names = ("pi", "z", "legal", "policy_weight")
-        parts = [self._eval_step(x[chunk], *(targets[name][chunk] for name in names))
-                 for chunk in (index[i:i + EVAL_BATCH] for i in range(0, len(index), EVAL_BATCH))]
+        parts = [
+            self._eval_step(x[chunk], *(targets[name][chunk] for name in names))
+            for chunk in (index[i : i + EVAL_BATCH] for i in range(0, len(index), EVAL_BATCH))
+        ]
         if not parts:
             return np.zeros(0, np.float32), np.zeros(0, np.float32)
-        return (np.concatenate([p.numpy() for p, _ in parts]),
-                np.concatenate([v.numpy() for _, v in parts]))
+        return (
+            np.concatenate([p.numpy() for p, _ in parts]),
+            np.concatenate([v.numpy() for _, v in parts]),
+        )
 
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
         self._ready(model, train_config)

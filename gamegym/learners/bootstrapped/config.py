@@ -1,4 +1,5 @@
 """Bootstrapped DQN's own config section: `"bootstrapped": {...}` in config.json."""
+
 from __future__ import annotations
 
 import math
@@ -15,30 +16,30 @@ class BootstrappedConfig:
     search fields only to `q_search` and the Q-value MCTS player)."""
 
     _section = "bootstrapped."
-    NETWORK = ("heads", "prior_scale")   # fields that shape the network
-    FIXED = ("heads", "prior_scale")     # fields a resumed session may not change
+    NETWORK = ("heads", "prior_scale")  # fields that shape the network
+    FIXED = ("heads", "prior_scale")  # fields a resumed session may not change
 
-    heads: int = 10                 # K Q-heads on the shared torso; 1 = plain DQN
-    prior_scale: float = 0.0        # weight of a fixed random prior network added to every
-                                    # head, never trained (0 = none)
-    epsilon: float | None = None    # chance of a random legal move in self-play;
-                                    # None: 0 with several heads, 0.1 with one (DQN)
-    head_per_side: bool = False     # each side of a game draws its own head
-    concurrent_games: int = 64      # games a Selfplayer plays at once, one Q request for a
-                                    # move in each of them
+    heads: int = 10  # K Q-heads on the shared torso; 1 = plain DQN
+    prior_scale: float = 0.0  # weight of a fixed random prior network added to every
+    #                                 head, never trained (0 = none)
+    epsilon: float | None = None  # chance of a random legal move in self-play;
+    #                                 None: 0 with several heads, 0.1 with one (DQN)
+    head_per_side: bool = False  # each side of a game draws its own head
+    concurrent_games: int = 64  # games a Selfplayer plays at once, one Q request for a
+    #                                 move in each of them
     positions_per_iteration: int | None = None  # a Selfplayer waits for the next model once
-                                    # its finished games hold this many positions; None: its
-                                    # share of what the Trainer waits for
-                                    # (train.min_new_samples); 0: never waits
-    mask_probability: float = 0.5   # p: each head trains on a position with chance p (a
-                                    # Bernoulli mask drawn in self-play, stored)
+    # its finished games hold this many positions; None: its
+    # share of what the Trainer waits for
+    # (train.min_new_samples); 0: never waits
+    mask_probability: float = 0.5  # p: each head trains on a position with chance p (a
+    #                                 Bernoulli mask drawn in self-play, stored)
     target_update_period: int = 500  # gradient steps between copies of the online Q-network
-                                    # to the target network
-    double_q: bool = True           # the online network picks the opponent's next move, the
-                                    # target network values it (double DQN)
-    discount: float = 1.0           # gamma in y = r - gamma * max Q_target(s', a')
-    q_search: bool = False          # evaluation: the model plays by MCTS with the heads' mean
-                                    # Q as leaf value, not by the heads' majority vote
+    # to the target network
+    double_q: bool = True  # the online network picks the opponent's next move, the
+    #                                 target network values it (double DQN)
+    discount: float = 1.0  # gamma in y = r - gamma * max Q_target(s', a')
+    q_search: bool = False  # evaluation: the model plays by MCTS with the heads' mean
+    #                                 Q as leaf value, not by the heads' majority vote
 
     def validate(self) -> None:
         int_in(self, "heads", 1, 256)
@@ -63,14 +64,19 @@ def check_selfplay_pause(config) -> str | None:
     if not given:
         return None
     needed = config.samples_per_iteration()
-    count = ("1 (debug_single_process)" if config.debug_single_process else
-             f"selfplay.selfplayprocesses ({config.selfplay.selfplayprocesses})")
+    count = (
+        "1 (debug_single_process)"
+        if config.debug_single_process
+        else f"selfplay.selfplayprocesses ({config.selfplay.selfplayprocesses})"
+    )
     if given * config.selfplayers() >= needed:
         return None
-    return (f"'bootstrapped.positions_per_iteration' ({given}) times {count} must be at least "
-            f"train.min_new_samples ({config.train.min_new_samples}) and "
-            f"train.min_samplecount / (1 - train.validation_split) ({needed}): the "
-            "Selfplayers wait for a model the Trainer trains only on that many samples")
+    return (
+        f"'bootstrapped.positions_per_iteration' ({given}) times {count} must be at least "
+        f"train.min_new_samples ({config.train.min_new_samples}) and "
+        f"train.min_samplecount / (1 - train.validation_split) ({needed}): the "
+        "Selfplayers wait for a model the Trainer trains only on that many samples"
+    )
 
 
 def positions_per_iteration(config) -> int:
@@ -81,4 +87,3 @@ def positions_per_iteration(config) -> int:
     if given is not None:
         return given
     return math.ceil(config.samples_per_iteration() / config.selfplayers())
-

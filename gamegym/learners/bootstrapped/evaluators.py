@@ -12,6 +12,7 @@ container's online Q-network answers (gamegym.learners.bootstrapped.qnetwork).
                    Selfplayers and what the Predictor reads from a fast-path model file
   q_form           the online network as a fast form (gamegym.nets.portable)
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +43,9 @@ def _check(kind: str, x: np.ndarray, input_shape: tuple) -> None:
     if kind != "q":
         raise ValueError(f"this model answers 'q' requests, not {kind!r}")
     if x.shape[1:] != input_shape:
-        raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's input "
-                         f"shape {input_shape}")
+        raise ValueError(
+            f"positions of shape {x.shape[1:]} do not fit the model's input shape {input_shape}"
+        )
 
 
 @register_form("q")
@@ -69,19 +71,22 @@ class QModelEvaluator:
 
     def __init__(self, model, iteration: int = 0, fast: bool = True):
         from gamegym.nets.tfsetup import import_tensorflow
+
         tf = import_tensorflow()
         self.iteration = iteration
         self.online = model.get_layer("online")
         self.input_shape = tuple(int(d) for d in self.online.inputs[0].shape[1:])
-        self._conv = not tf.config.list_logical_devices("GPU")   # the GPU path stays TensorFlow
+        self._conv = not tf.config.list_logical_devices("GPU")  # the GPU path stays TensorFlow
         self.fast = self._fast_path(model, iteration) if fast else None
         if self.fast is not None:
-            self.online = None   # the weights live in the fast path's copy
+            self.online = None  # the weights live in the fast path's copy
             return
         online = self.online
 
-        @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
-                     reduce_retracing=True)
+        @tf.function(
+            input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
+            reduce_retracing=True,
+        )
         def predict(x):
             return online(x, training=False)
 

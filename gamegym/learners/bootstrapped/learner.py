@@ -24,6 +24,7 @@ random symmetric image), discount, double_q, target_update_period.  A sample's l
 prioritised replays) is its squared TD error averaged over the heads that train on it (over all
 heads when its mask is all 0); a sample that makes no transition reports 0.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,7 +41,7 @@ __all__ = ["BootstrappedLearner", "transitions"]
 log = logging.getLogger("gamegym.learners.bootstrapped.learner")
 LOSS_NAMES = ("loss", "td_loss", "l2_loss")
 EVAL_BATCH = 1024
-IMAGE_CACHE_BYTES = 64 * 2**20   # memory for symmetric images of positions remembered
+IMAGE_CACHE_BYTES = 64 * 2**20  # memory for symmetric images of positions remembered
 COLUMNS = ("action", "reward", "done", "next_x", "next_legal", "mask")  # a transition's targets
 
 
@@ -50,8 +51,10 @@ def transitions(batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     the game), done bool [M].  Needs the "terminal" column of the learner's self-play."""
     terminal = batch.extra.get("terminal")
     if terminal is None:
-        raise ValueError("the samples have no 'terminal' column: they were not played by the "
-                         "bootstrapped learner's self-play")
+        raise ValueError(
+            "the samples have no 'terminal' column: they were not played by the "
+            "bootstrapped learner's self-play"
+        )
     terminal = np.asarray(terminal, bool)
     n = len(batch)
     following = np.full(n, -1, np.int64)
@@ -75,7 +78,7 @@ class BootstrappedLearner(Learner):
         self._model = None
         self._options: tuple = ()
         self._train_step = self._eval_step = None
-        self.images: dict = {}   # (position bytes, symmetry) -> image, for augmentation
+        self.images: dict = {}  # (position bytes, symmetry) -> image, for augmentation
 
     # ----- model ------------------------------------------------------------------------------
     @classmethod
@@ -87,11 +90,15 @@ class BootstrappedLearner(Learner):
 
     def play_rule(self, config) -> str:
         heads = config.learner_config.heads
-        return (f"the majority vote of its {heads} heads" if heads > 1 else
-                "the best move of its one head")
+        return (
+            f"the majority vote of its {heads} heads"
+            if heads > 1
+            else "the best move of its one head"
+        )
 
     def build_model(self, graph, network_config, seed: int | None = None):
         from gamegym.learners.bootstrapped.qnetwork import build_q_model
+
         return build_q_model(graph, network_config, seed=seed)
 
     def compile(self, model, train_config) -> None:
@@ -99,9 +106,11 @@ class BootstrappedLearner(Learner):
         import tensorflow as tf
 
         from gamegym.learners.bootstrapped.qnetwork import parts
+
         online, target = parts(model)
         self.optimizer = keras.optimizers.Adam(
-            learning_rate=float(option(train_config, "learning_rate")))
+            learning_rate=float(option(train_config, "learning_rate"))
+        )
         self._model, self.online, self.target = model, online, target
         gamma = float(option(train_config, "discount"))
         double = bool(option(train_config, "double_q"))
@@ -122,7 +131,7 @@ class BootstrappedLearner(Learner):
         def errors(x, action, y, training):
             q = online(x, training=training)
             chosen = tf.one_hot(action, tf.shape(q)[-1], dtype=q.dtype)[:, None, :]
-            return tf.reduce_sum(q * chosen, axis=-1) - y          # [B, K]
+            return tf.reduce_sum(q * chosen, axis=-1) - y  # [B, K]
 
         def sample_losses(error, mask):
             """float32 [B]: squared TD error averaged over the heads the sample trains."""
@@ -161,6 +170,7 @@ class BootstrappedLearner(Learner):
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
         from gamegym.learners.bootstrapped.evaluators import QModelEvaluator
+
         return QModelEvaluator(model, iteration, fast)
 
     def fast_form(self, model):
@@ -168,13 +178,16 @@ class BootstrappedLearner(Learner):
 
     def selfplayer(self, graph, service, config, rng):
         from gamegym.learners.bootstrapped.play import QSelfplay
+
         return QSelfplay(graph, service, config, rng)
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         """The heads' majority vote; with evaluate.q_search an MCTS with the mean Q."""
         from gamegym.learners.bootstrapped.play import MeanQEvaluator, VotePlayer
+
         if config is not None and config.learner_config.q_search:
             from gamegym.search.play import MCTSPlayer
+
             return MCTSPlayer(MeanQEvaluator(graph, service), searchcount, threads)
         return VotePlayer(service)
 
@@ -190,14 +203,20 @@ class BootstrappedLearner(Learner):
         nxt = np.where(done, ids, following)
         mask = batch.extra.get("mask")
         if mask is None:
-            raise ValueError("the samples have no 'mask' column: they were not played by the "
-                             "bootstrapped learner's self-play")
+            raise ValueError(
+                "the samples have no 'mask' column: they were not played by the "
+                "bootstrapped learner's self-play"
+            )
         next_legal = np.asarray(batch.legal, bool)[nxt]
         next_legal[done] = False
-        targets = {"action": np.asarray(batch.action, np.int32)[ids],
-                   "reward": np.where(done, z[ids], 0.0).astype(np.float32), "done": done,
-                   "next_x": x[nxt], "next_legal": next_legal,
-                   "mask": np.asarray(mask, np.float32)[ids]}
+        targets = {
+            "action": np.asarray(batch.action, np.int32)[ids],
+            "reward": np.where(done, z[ids], 0.0).astype(np.float32),
+            "done": done,
+            "next_x": x[nxt],
+            "next_legal": next_legal,
+            "mask": np.asarray(mask, np.float32)[ids],
+        }
         return x[ids], targets, ids
 
     def td_targets(self, model, batch, train_config=None) -> tuple[np.ndarray, np.ndarray]:
@@ -205,16 +224,19 @@ class BootstrappedLearner(Learner):
         every head under the model's current target network (see the module docstring)."""
         self._ready(model, train_config)
         _, targets, ids = self.make_targets(batch, train_config=train_config)
-        y = self._td_targets(targets["reward"], targets["done"], targets["next_x"],
-                             targets["next_legal"])
+        y = self._td_targets(
+            targets["reward"], targets["done"], targets["next_x"], targets["next_legal"]
+        )
         return ids, y.numpy()
 
     # ----- training ---------------------------------------------------------------------------
-    def train_iteration(self, model, batch, train_config, rng, graph=None,
-                        sampler=None) -> TrainReport:
+    def train_iteration(
+        self, model, batch, train_config, rng, graph=None, sampler=None
+    ) -> TrainReport:
         self._ready(model, train_config)
         self.optimizer.learning_rate.assign(float(option(train_config, "learning_rate")))
         from gamegym.learners.bootstrapped.qnetwork import set_target_age, target_age
+
         start = time.time()
         x, targets, ids = self.make_targets(batch, graph, train_config)
         m = len(ids)
@@ -228,10 +250,18 @@ class BootstrappedLearner(Learner):
         augment = None
         if option(train_config, "augment_symmetries") and graph is not None:
             from gamegym.learners.alphazero.learner import Augmenter
+
             augment = Augmenter(graph)
             augment = augment if augment.ok else None
-        run = _Run(self, x, targets, augment, rng, target_age(model),
-                   int(option(train_config, "target_update_period")))
+        run = _Run(
+            self,
+            x,
+            targets,
+            augment,
+            rng,
+            target_age(model),
+            int(option(train_config, "target_update_period")),
+        )
         for steps in self._schedule(train_config, batch, ids, train, size, rng, sampler):
             run.epoch(steps)
             if len(val):
@@ -244,10 +274,15 @@ class BootstrappedLearner(Learner):
             run.losses[unseen] = self._example_losses(x, targets, unseen)
         per_sample = np.zeros(len(batch), np.float32)
         per_sample[ids] = run.losses
-        log.info("%d gradient steps, %d target copies; target age %d", run.steps, run.copies,
-                 run.age)
-        return TrainReport(history=run.history, samples=len(train), seconds=time.time() - start,
-                           per_sample_loss=per_sample)
+        log.info(
+            "%d gradient steps, %d target copies; target age %d", run.steps, run.copies, run.age
+        )
+        return TrainReport(
+            history=run.history,
+            samples=len(train),
+            seconds=time.time() - start,
+            per_sample_loss=per_sample,
+        )
 
     @staticmethod
     def _schedule(train_config, batch, ids, train, size, rng, sampler):
@@ -263,18 +298,21 @@ class BootstrappedLearner(Learner):
         else:
             for _ in range(int(option(train_config, "epochs"))):
                 perm = rng.permutation(train)
-                yield [perm[i:i + size] for i in range(0, len(perm), size)]
+                yield [perm[i : i + size] for i in range(0, len(perm), size)]
 
     def _check_heads(self, mask: np.ndarray) -> None:
         heads = int(self.online.outputs[0].shape[1])
         if mask.shape[1] != heads:
-            raise ValueError(f"the samples' masks cover {mask.shape[1]} heads, the network "
-                             f"has {heads}")
+            raise ValueError(
+                f"the samples' masks cover {mask.shape[1]} heads, the network has {heads}"
+            )
 
     def _example_losses(self, x, targets, index) -> np.ndarray:
         """float32 [len(index)]: per-example losses under the current model, in chunks."""
-        parts = [self._eval_step(x[chunk], *(targets[c][chunk] for c in COLUMNS)).numpy()
-                 for chunk in (index[i:i + EVAL_BATCH] for i in range(0, len(index), EVAL_BATCH))]
+        parts = [
+            self._eval_step(x[chunk], *(targets[c][chunk] for c in COLUMNS)).numpy()
+            for chunk in (index[i : i + EVAL_BATCH] for i in range(0, len(index), EVAL_BATCH))
+        ]
         return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:
@@ -314,7 +352,7 @@ class _Run:
                 losses, stats = self.step(index)
                 self.losses[index] = losses
                 sums += stats
-            if drawn is not None:   # every drawn sample hears its loss (0: no transition)
+            if drawn is not None:  # every drawn sample hears its loss (0: no transition)
                 reported = np.zeros(len(drawn), np.float32)
                 examples = steps.example[drawn]
                 reported[examples >= 0] = self.losses[examples[examples >= 0]]
@@ -324,12 +362,17 @@ class _Run:
 
     def step(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         t = self.targets
-        x, action, next_x, next_legal = (self.x[index], t["action"][index], t["next_x"][index],
-                                          t["next_legal"][index])
+        x, action, next_x, next_legal = (
+            self.x[index],
+            t["action"][index],
+            t["next_x"][index],
+            t["next_legal"][index],
+        )
         if self.augment is not None:
             x, action, next_x, next_legal = self._images(x, action, next_x, next_legal)
-        losses, stats = self.learner._train_step(x, action, t["reward"][index], t["done"][index],
-                                                 next_x, next_legal, t["mask"][index])
+        losses, stats = self.learner._train_step(
+            x, action, t["reward"][index], t["done"][index], next_x, next_legal, t["mask"][index]
+        )
         self.steps += 1
         self.age += 1
         if self.age >= self.period:
@@ -349,7 +392,7 @@ class _Run:
             k = int(ks[i])
             x[i] = self._image(x[i], k)
             action[i] = augment.perms[k][action[i]]
-            if next_legal[i].any():   # not done: s' is a real position
+            if next_legal[i].any():  # not done: s' is a real position
                 next_x[i] = self._image(next_x[i], k)
                 next_legal[i] = augment.permute(next_legal[i], k)
         return x, action, next_x, next_legal
@@ -360,7 +403,7 @@ class _Run:
         key = (x.tobytes(), k)
         image = cache.get(key)
         if image is None:
-            if len(cache) * (2 * x.nbytes + 200) >= IMAGE_CACHE_BYTES:   # key, image, dict
+            if len(cache) * (2 * x.nbytes + 200) >= IMAGE_CACHE_BYTES:  # key, image, dict
                 cache.clear()
             image = cache[key] = self.augment.image(x, k)
         return image

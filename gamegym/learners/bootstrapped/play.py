@@ -12,6 +12,7 @@ The model call behind "q" requests is in gamegym.learners.bootstrapped.evaluator
 A "q" request has inputs {"x": float32 [B, *input_shape]} and answers {"q": float32 [B, K, A]},
 the value of each action id for the mover at each position, per head, in [-1, 1].
 """
+
 from __future__ import annotations
 
 import time
@@ -26,10 +27,9 @@ from gamegym.game.players import Player
 from gamegym.learners.bootstrapped.config import positions_per_iteration
 from gamegym.nets.inference import softmax
 
-__all__ = ["QSelfplay", "VotePlayer", "MeanQEvaluator", "vote",
-           "epsilon_for", "DQN_EPSILON"]
+__all__ = ["QSelfplay", "VotePlayer", "MeanQEvaluator", "vote", "epsilon_for", "DQN_EPSILON"]
 
-DQN_EPSILON = 0.1        # bootstrapped.epsilon when it is not set and the network has one head
+DQN_EPSILON = 0.1  # bootstrapped.epsilon when it is not set and the network has one head
 PRIOR_TEMPERATURE = 0.25  # MeanQEvaluator: priors = softmax(mean Q / this) over legal moves
 
 
@@ -59,7 +59,7 @@ class _Game:
     __slots__ = ("vertex", "x", "heads", "record")
 
     def __init__(self, vertex, x: np.ndarray, heads: tuple[int, int]):
-        self.vertex, self.x, self.heads = vertex, x, heads   # the acting head of either side
+        self.vertex, self.x, self.heads = vertex, x, heads  # the acting head of either side
         self.record = GameRecord(extra={"mask": [], "head": [], "terminal": []})
 
 
@@ -89,7 +89,7 @@ class QSelfplay:
     def __init__(self, graph: GameGraph, service, config, rng: np.random.Generator):
         self.graph, self.service, self.rng = graph, service, rng
         cfg = config.selfplay
-        own = config.learner_config          # the bootstrapped section
+        own = config.learner_config  # the bootstrapped section
         self.heads = int(own.heads)
         self.mask_probability = float(own.mask_probability)
         self.epsilon = epsilon_for(own.epsilon, self.heads)
@@ -99,19 +99,19 @@ class QSelfplay:
         self.head_per_side = own.head_per_side
         self.temperature = cfg.temperature
         self.opening = cfg.temperature_drop_move if cfg.temperature > 0 else 0
-        self.searches_done = 0    # moves decided (one Q evaluation each; there is no tree)
-        self.iteration = -1       # the newest model iteration that answered
-        self.played = 0           # positions of games finished with it (since the last wait)
+        self.searches_done = 0  # moves decided (one Q evaluation each; there is no tree)
+        self.iteration = -1  # the newest model iteration that answered
+        self.played = 0  # positions of games finished with it (since the last wait)
         self._games: list[_Game] = []
-        self._done: deque = deque()   # finished (record, iteration) not yet handed out
-        self._waiting_since: float | None = None   # when the current wait for a model began
+        self._done: deque = deque()  # finished (record, iteration) not yet handed out
+        self._waiting_since: float | None = None  # when the current wait for a model began
 
     # ----- the driver -------------------------------------------------------------------------
     def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int] | None]:
         if not self._games:
             self._games = [self._new_game() for _ in range(self.concurrent)]
         groups = [self._games[i::2] for i in range(min(2, len(self._games)))]
-        in_flight: deque = deque()   # (group index, answer), in the order submitted
+        in_flight: deque = deque()  # (group index, answer), in the order submitted
         while not should_stop():
             if self._done:
                 yield self._done.popleft()
@@ -139,7 +139,7 @@ class QSelfplay:
         yield None
         while not should_stop():
             if time.monotonic() - self._waiting_since > self.WAIT_LIMIT:
-                self.played, self._waiting_since = 0, None   # play a round more with this model
+                self.played, self._waiting_since = 0, None  # play a round more with this model
                 return
             time.sleep(self.PROBE_SECONDS)
             _, iteration = self.service.submit("q", {"x": probe})()
@@ -188,7 +188,7 @@ class QSelfplay:
             record.extra["terminal"].append(False)
             game.vertex = graph.child_by_action(game.vertex, action)
             if not graph.children_at(game.vertex):
-                score = float(graph.score_at(game.vertex))   # the next mover's view
+                score = float(graph.score_at(game.vertex))  # the next mover's view
                 record.result = score if len(record) % 2 == 0 else -score
                 record.extra["terminal"][-1] = True
             elif len(record) >= self.max_moves:
@@ -204,8 +204,12 @@ class QSelfplay:
         if iteration == self.iteration:
             self.played += len(game.record)
         fresh = self._new_game()
-        game.vertex, game.x, game.heads, game.record = fresh.vertex, fresh.x, fresh.heads, \
-            fresh.record
+        game.vertex, game.x, game.heads, game.record = (
+            fresh.vertex,
+            fresh.x,
+            fresh.heads,
+            fresh.record,
+        )
 
 
 class VotePlayer(Player):

@@ -1,4 +1,5 @@
 """MuZero's own config section: `"muzero": {...}` in config.json (train.learner "muzero")."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,12 +14,12 @@ class MuZeroConfig:
     """MuZero's options; the shared sections (network, selfplay, train) apply as well."""
 
     _section = "muzero."
-    NETWORK = ("hidden_size",)   # fields that shape the network (the network builder reads them)
-    FIXED = ("hidden_size",)     # fields a resumed session may not change
+    NETWORK = ("hidden_size",)  # fields that shape the network (the network builder reads them)
+    FIXED = ("hidden_size",)  # fields a resumed session may not change
 
-    hidden_size: int = 0            # units of a dense network's hidden state (0 = network.width);
-                                    # a residual network's hidden state is `width` planes
-    num_unroll_steps: int = 5       # dynamics steps unrolled from each sample (K)
+    hidden_size: int = 0  # units of a dense network's hidden state (0 = network.width);
+    #                                 a residual network's hidden state is `width` planes
+    num_unroll_steps: int = 5  # dynamics steps unrolled from each sample (K)
     reward_loss_weight: float = 1.0  # weight of the reward MSE (the paper's: 1)
 
     def validate(self) -> None:

@@ -8,6 +8,7 @@ kind, each one call (`gamegym.nets.numpynet.NetBuilder` puts h before f, and g b
 run by ONNX Runtime (or NumPy for dense networks when it is missing; `choose_runner`).
 `muzero_form` reads them from a Keras container; `MuZeroFastEvaluator.from_form` runs them.
 """
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -20,8 +21,8 @@ from gamegym.nets.portable import FAST_PATH_MAX_PARAMS, FastForm, choose_runner,
 
 __all__ = ["MuZeroFastEvaluator", "muzero_form", "PARTS", "MINMAX_EPSILON"]
 
-PARTS = ("representation", "dynamics", "prediction")   # the container's layers: h, g, f
-MINMAX_EPSILON = 1e-6   # gamegym.nets.layers.MinMaxScale.EPSILON
+PARTS = ("representation", "dynamics", "prediction")  # the container's layers: h, g, f
+MINMAX_EPSILON = 1e-6  # gamegym.nets.layers.MinMaxScale.EPSILON
 
 
 def muzero_form(model) -> FastForm | None:
@@ -40,15 +41,27 @@ def muzero_form(model) -> FastForm | None:
     hidden = initial.add_model(h, [initial.input("x", shape)], "h/")
     heads = hidden and initial.add_model(f, hidden, "f/")
     recurrent = NetBuilder()
-    moved = recurrent.add_model(g, [recurrent.input("hidden", hidden_shape),
-                                    recurrent.input("action", (actions,))], "g/")
+    moved = recurrent.add_model(
+        g, [recurrent.input("hidden", hidden_shape), recurrent.input("action", (actions,))], "g/"
+    )
     next_heads = moved and recurrent.add_model(f, moved[:1], "f/")
-    if not (hidden and heads and moved and next_heads and len(hidden) == 1 and len(heads) == 2 and len(moved) == 2):
+    if not (
+        hidden
+        and heads
+        and moved
+        and next_heads
+        and len(hidden) == 1
+        and len(heads) == 2
+        and len(moved) == 2
+    ):
         return None
-    nets = {"initial": initial.build(hidden + heads),
-            "recurrent": recurrent.build(moved + next_heads)}
-    return FastForm(MuZeroFastEvaluator.form, nets,
-                    {"input_shape": list(shape), "actions": actions})
+    nets = {
+        "initial": initial.build(hidden + heads),
+        "recurrent": recurrent.build(moved + next_heads),
+    }
+    return FastForm(
+        MuZeroFastEvaluator.form, nets, {"input_shape": list(shape), "actions": actions}
+    )
 
 
 @register_form("muzero")
@@ -58,19 +71,20 @@ class MuZeroFastEvaluator:
       "recurrent"  {"hidden": [B, ...], "action": [B]} -> {"hidden", "reward", "probs", "values"}
     It pickles without TensorFlow."""
 
-    form: ClassVar[str]   # the fast form it runs, set by gamegym.nets.portable.register_form
+    form: ClassVar[str]  # the fast form it runs, set by gamegym.nets.portable.register_form
     kinds = ("initial", "recurrent")
 
     def __init__(self, nets: dict, iteration: int, input_shape: tuple, actions: int):
-        self.nets = nets              # "initial", "recurrent" -> OnnxNet or NumpyNet
+        self.nets = nets  # "initial", "recurrent" -> OnnxNet or NumpyNet
         self.iteration = iteration
         self.input_shape = tuple(input_shape)
         self.actions = actions
         self._eye = np.eye(actions, dtype=np.float32)
 
     @classmethod
-    def from_form(cls, form: FastForm, iteration: int,
-                  conv: bool = True) -> MuZeroFastEvaluator | None:
+    def from_form(
+        cls, form: FastForm, iteration: int, conv: bool = True
+    ) -> MuZeroFastEvaluator | None:
         """The evaluator of a fast form, or None when a net cannot run here."""
         nets = {kind: choose_runner(form.nets[kind], conv) for kind in cls.kinds}
         if None in nets.values():
@@ -79,7 +93,7 @@ class MuZeroFastEvaluator:
 
     @property
     def path(self) -> str:
-        """"onnx" or "numpy"."""
+        """ "onnx" or "numpy"."""
         return "onnx" if type(self.nets["initial"]).__name__ == "OnnxNet" else "numpy"
 
     def portable(self):
@@ -91,20 +105,27 @@ class MuZeroFastEvaluator:
         if kind == "initial":
             x = np.asarray(inputs["x"], np.float32)
             if x.shape[1:] != self.input_shape:
-                raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's "
-                                 f"input shape {self.input_shape}")
+                raise ValueError(
+                    f"positions of shape {x.shape[1:]} do not fit the model's "
+                    f"input shape {self.input_shape}"
+                )
             hidden, logits, value = self.nets["initial"](x)
             return {"hidden": hidden, "probs": softmax(logits), "values": value.reshape(-1)}
         if kind == "recurrent":
             action = self._eye[np.asarray(inputs["action"], np.int64)]
             hidden, reward, logits, value = self.nets["recurrent"](inputs["hidden"], action)
-            return {"hidden": hidden, "reward": reward.reshape(-1), "probs": softmax(logits),
-                    "values": value.reshape(-1)}
-        raise ValueError(f"a MuZero model answers 'initial' and 'recurrent' requests, "
-                         f"not {kind!r}")
+            return {
+                "hidden": hidden,
+                "reward": reward.reshape(-1),
+                "probs": softmax(logits),
+                "values": value.reshape(-1),
+            }
+        raise ValueError(f"a MuZero model answers 'initial' and 'recurrent' requests, not {kind!r}")
 
     def search_request(self, x: np.ndarray) -> tuple[str, dict]:
         """The request a search makes for most of its leaves, for positions x (benchmarks)."""
         hidden = self.run("initial", {"x": x})["hidden"]
-        return "recurrent", {"hidden": hidden,
-                             "action": np.arange(len(x), dtype=np.int32) % self.actions}
+        return "recurrent", {
+            "hidden": hidden,
+            "action": np.arange(len(x), dtype=np.int32) % self.actions,
+        }

@@ -37,6 +37,7 @@ loss (`SequenceDraws`); `TrainReport.per_sample_loss` holds each sample's latest
 Training options read from the train config as AlphaZero's (see gamegym.learners.alphazero.learner), and
 `num_unroll_steps`, `reward_loss_weight`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -75,20 +76,24 @@ class MuZeroLearner(Learner):
     @classmethod
     def check_config(cls, config) -> str | None:
         if config.selfplay.search_solver:
-            return ("'selfplay.search_solver' cannot be used with train.learner 'muzero': the "
-                    "solver proves positions of the GameGraph, and MuZero searches a learned "
-                    "model")
+            return (
+                "'selfplay.search_solver' cannot be used with train.learner 'muzero': the "
+                "solver proves positions of the GameGraph, and MuZero searches a learned "
+                "model"
+            )
         return None
 
     def build_model(self, graph, network_config, seed: int | None = None):
         from gamegym.learners.muzero.nets import build_muzero_network
         from gamegym.search.latent import require_alternating
+
         require_alternating(graph)
         return build_muzero_network(graph, network_config, seed=seed)
 
     def check_fits(self, model, graph) -> None:
         from gamegym.learners.muzero.nets import muzero_parts
         from gamegym.search.latent import require_alternating
+
         require_alternating(graph)
         muzero_parts(model)
 
@@ -96,8 +101,10 @@ class MuZeroLearner(Learner):
         import keras
 
         from gamegym.learners.muzero.nets import muzero_parts
+
         self.optimizer = keras.optimizers.Adam(
-            learning_rate=float(option(train_config, "learning_rate")))
+            learning_rate=float(option(train_config, "learning_rate"))
+        )
         self._model = model
         self._steps = make_steps(model, muzero_parts(model), self.optimizer)
 
@@ -108,6 +115,7 @@ class MuZeroLearner(Learner):
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
         from gamegym.learners.muzero.nets import MuZeroEvaluator
+
         return MuZeroEvaluator(model, iteration, fast)
 
     def fast_form(self, model):
@@ -117,21 +125,26 @@ class MuZeroLearner(Learner):
         from gamegym.search.latent import LatentEvaluator, LatentSearch
         from gamegym.search.mcts import SearchParams
         from gamegym.search.play import SearchSelfplay
-        search = LatentSearch(graph, LatentEvaluator(graph, service),
-                              SearchParams.from_selfplay(config.selfplay))
+
+        search = LatentSearch(
+            graph, LatentEvaluator(graph, service), SearchParams.from_selfplay(config.selfplay)
+        )
         return SearchSelfplay(graph, service, config, rng, search=search)
 
     def stub_search(self, graph, params):
         """The latent search with a uniform model (the bench's search ceiling)."""
         from gamegym.search.latent import LatentSearch, uniform_latent_evaluator
+
         return LatentSearch(graph, uniform_latent_evaluator(graph.action_space_size), params)
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         from gamegym.search.latent import LatentEvaluator, LatentSearch, require_alternating
         from gamegym.search.play import MCTSPlayer
+
         require_alternating(graph)
-        return MCTSPlayer(LatentEvaluator(graph, service), searchcount, threads,
-                          search_class=LatentSearch)
+        return MCTSPlayer(
+            LatentEvaluator(graph, service), searchcount, threads, search_class=LatentSearch
+        )
 
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):
@@ -145,17 +158,22 @@ class MuZeroLearner(Learner):
         mix = float(option(train_config, "value_target_mix"))
         if mix:
             z = ((1.0 - mix) * z + mix * np.asarray(batch.root_value, np.float32)).astype(
-                np.float32)
+                np.float32
+            )
         targets = unroll_targets(batch, unroll, z)
         actions = targets.pop("actions")
         targets["pi"] = np.asarray(batch.pi, np.float32)
         targets["policy_weight"] = np.asarray(batch.policy_weight, np.float32)
-        return ({"x": np.asarray(batch.x, np.float32), "actions": actions}, targets,
-                np.arange(len(batch)))
+        return (
+            {"x": np.asarray(batch.x, np.float32), "actions": actions},
+            targets,
+            np.arange(len(batch)),
+        )
 
     # ----- training ---------------------------------------------------------------------------
-    def train_iteration(self, model, batch, train_config, rng, graph=None,
-                        sampler=None) -> TrainReport:
+    def train_iteration(
+        self, model, batch, train_config, rng, graph=None, sampler=None
+    ) -> TrainReport:
         self._ready(model, train_config)
         self.optimizer.learning_rate.assign(float(option(train_config, "learning_rate")))
         weight = loss_weights(train_config)
@@ -170,7 +188,7 @@ class MuZeroLearner(Learner):
         n_val = min(int(n * float(option(train_config, "validation_split"))), n - 1)
         val, train = order[:n_val], order[n_val:]
         history: dict[str, list[float]] = {name: [] for name in LOSS_NAMES}
-        losses = np.full(n, np.nan, np.float32)   # per sample: its latest step loss
+        losses = np.full(n, np.nan, np.float32)  # per sample: its latest step loss
         updates = option(train_config, "num_updates_per_train_iter")
         if sampler is not None:
             draws = SequenceDraws(sampler, batch, data.unroll, size, int(updates) or 1, rng)
@@ -183,7 +201,7 @@ class MuZeroLearner(Learner):
         else:
             for _ in range(int(option(train_config, "epochs"))):
                 perm = rng.permutation(train)
-                steps = [perm[i:i + size] for i in range(0, len(perm), size)]
+                steps = [perm[i : i + size] for i in range(0, len(perm), size)]
                 self._epoch(data, steps, weight, rng, losses, history)
                 self._validate(data, val, weight, rng, losses, history)
         # not trained on: their losses are computed here, except with a replay's sampler (it
@@ -191,8 +209,9 @@ class MuZeroLearner(Learner):
         unseen = np.flatnonzero(np.isnan(losses)) if sampler is None else ()
         if len(unseen):
             losses[unseen] = self._start_losses(data, unseen, weight)
-        return TrainReport(history=history, samples=len(train), seconds=time.time() - start,
-                           per_sample_loss=losses)
+        return TrainReport(
+            history=history, samples=len(train), seconds=time.time() - start, per_sample_loss=losses
+        )
 
     def _epoch(self, data, steps, weight, rng, losses, history, sampler=None) -> None:
         sums = np.zeros(len(LOSS_NAMES))
@@ -212,7 +231,7 @@ class MuZeroLearner(Learner):
             return
         sums, count = np.zeros(len(LOSS_NAMES)), 0
         for i in range(0, len(val), EVAL_BATCH):
-            starts = val[i:i + EVAL_BATCH]
+            starts = val[i : i + EVAL_BATCH]
             step_losses, stats = self._steps.evaluate(*data.minibatch(starts, rng), weight)
             rows, step_losses = data.trained(starts, step_losses.numpy())
             losses[rows] = step_losses
@@ -226,9 +245,9 @@ class MuZeroLearner(Learner):
         parts = []
         for i in range(0, len(index), EVAL_BATCH):
             x, _, pi, value, value_mask, _, _, policy_mask = data.minibatch(
-                index[i:i + EVAL_BATCH], None, steps=0)
-            parts.append(self._steps.start(x, pi, value, value_mask, policy_mask,
-                                           weight).numpy())
+                index[i : i + EVAL_BATCH], None, steps=0
+            )
+            parts.append(self._steps.start(x, pi, value, value_mask, policy_mask, weight).numpy())
         return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
 
     def per_sample_loss(self, model, batch, train_config=None) -> np.ndarray:

@@ -29,6 +29,7 @@ networks without it: gamegym.learners.muzero.fastnets, as AlphaZero's; `portable
 evaluator to a process without TensorFlow), except convolutional ones when TensorFlow has a
 GPU, and with one traced TensorFlow function per kind otherwise.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -37,7 +38,7 @@ import numpy as np
 
 from gamegym.nets.tfsetup import import_keras
 
-keras = import_keras()   # quietly: TensorFlow's start goes to the log
+keras = import_keras()  # quietly: TensorFlow's start goes to the log
 layers = keras.layers
 
 from gamegym.learners.muzero.fastnets import PARTS, MuZeroFastEvaluator, muzero_form  # noqa: E402
@@ -64,8 +65,10 @@ def build_muzero_network(graph, preset=None, seed: int | None = None) -> keras.M
     regularizer = keras.regularizers.L2(options["l2"]) if options["l2"] else None
 
     def weights() -> dict:
-        return {"kernel_initializer": keras.initializers.GlorotUniform(seed=next(seeds)),
-                "kernel_regularizer": regularizer}
+        return {
+            "kernel_initializer": keras.initializers.GlorotUniform(seed=next(seeds)),
+            "kernel_regularizer": regularizer,
+        }
 
     width, blocks = options["width"], options["blocks"]
     build = _dense_parts if kind == "dense" else _residual_parts
@@ -76,14 +79,18 @@ def build_muzero_network(graph, preset=None, seed: int | None = None) -> keras.M
     policy, value = f(hidden)
     next_hidden, reward = g([hidden, action])
     next_policy, next_value = f(next_hidden)
-    return keras.Model([position, action], [policy, value, reward, next_policy, next_value],
-                       name=f"muzero_{kind}_{width}x{blocks}")
+    return keras.Model(
+        [position, action],
+        [policy, value, reward, next_policy, next_value],
+        name=f"muzero_{kind}_{width}x{blocks}",
+    )
 
 
 def _heads(torso, actions, width, weights):
     policy = layers.Dense(actions, name="policy", **weights())(torso)
-    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden",
-                          **weights())(torso)
+    hidden = layers.Dense(max(8, width // 2), activation="swish", name="value_hidden", **weights())(
+        torso
+    )
     return policy, layers.Dense(1, activation="tanh", name="value", **weights())(hidden)
 
 
@@ -127,13 +134,15 @@ def _residual_parts(shape, actions, width, blocks, hidden_size, weights):
         return x
 
     observation = keras.Input(shape=shape, name="observation")
-    h = keras.Model(observation, MinMaxScale(name="h_scale")(tower(observation, "h")),
-                    name="representation")
+    h = keras.Model(
+        observation, MinMaxScale(name="h_scale")(tower(observation, "h")), name="representation"
+    )
 
     state = keras.Input(shape=(rows, columns, width), name="hidden")
     action = keras.Input(shape=(actions,), name="action")
     plane = layers.Reshape((rows, columns, 1))(
-        layers.Dense(rows * columns, name="action_plane", **weights())(action))
+        layers.Dense(rows * columns, name="action_plane", **weights())(action)
+    )
     x = tower(layers.Concatenate()([state, plane]), "g")
     reward = layers.Flatten()(layers.Conv2D(2, 1, name="reward_conv", **weights())(x))
     reward = layers.Dense(1, activation="tanh", name="reward", **weights())(reward)
@@ -150,9 +159,10 @@ def muzero_parts(model) -> tuple:
     try:
         return tuple(model.get_layer(name) for name in PARTS)
     except ValueError:
-        raise ValueError(f"model {model.name!r} is not a MuZero container (it needs layers "
-                         f"{', '.join(PARTS)}); was the session made by another learner?"
-                         ) from None
+        raise ValueError(
+            f"model {model.name!r} is not a MuZero container (it needs layers "
+            f"{', '.join(PARTS)}); was the session made by another learner?"
+        ) from None
 
 
 class MuZeroEvaluator:
@@ -162,6 +172,7 @@ class MuZeroEvaluator:
 
     def __init__(self, model, iteration: int = 0, fast: bool = True):
         from gamegym.nets.tfsetup import import_tensorflow
+
         tf = import_tensorflow()
         self.iteration = iteration
         self.model = model
@@ -169,7 +180,7 @@ class MuZeroEvaluator:
         self.input_shape = tuple(int(d) for d in h.inputs[0].shape[1:])
         self.actions = int(g.inputs[1].shape[-1])
         self.fast = None
-        self._conv = not tf.config.list_logical_devices("GPU")   # the GPU path stays TensorFlow
+        self._conv = not tf.config.list_logical_devices("GPU")  # the GPU path stays TensorFlow
         if fast:
             self.fast = self._fast_path(model, iteration)
         if self.fast is not None:
@@ -178,20 +189,31 @@ class MuZeroEvaluator:
         hidden_shape = tuple(int(d) for d in h.outputs[0].shape[1:])
         eye = tf.eye(self.actions)
 
-        @tf.function(input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
-                     reduce_retracing=True)
+        @tf.function(
+            input_signature=[tf.TensorSpec([None, *self.input_shape], tf.float32)],
+            reduce_retracing=True,
+        )
         def initial(x):
             hidden = h(x, training=False)
             logits, value = f(hidden, training=False)
             return hidden, tf.nn.softmax(logits, axis=-1), tf.reshape(value, [-1])
 
-        @tf.function(input_signature=[tf.TensorSpec([None, *hidden_shape], tf.float32),
-                                      tf.TensorSpec([None], tf.int32)], reduce_retracing=True)
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, *hidden_shape], tf.float32),
+                tf.TensorSpec([None], tf.int32),
+            ],
+            reduce_retracing=True,
+        )
         def recurrent(hidden, action):
             hidden, reward = g([hidden, tf.gather(eye, action)], training=False)
             logits, value = f(hidden, training=False)
-            return (hidden, tf.reshape(reward, [-1]), tf.nn.softmax(logits, axis=-1),
-                    tf.reshape(value, [-1]))
+            return (
+                hidden,
+                tf.reshape(reward, [-1]),
+                tf.nn.softmax(logits, axis=-1),
+                tf.reshape(value, [-1]),
+            )
 
         self._initial, self._recurrent = initial, recurrent
 
@@ -228,20 +250,30 @@ class MuZeroEvaluator:
         if kind == "initial":
             x = np.asarray(inputs["x"], np.float32)
             if x.shape[1:] != self.input_shape:
-                raise ValueError(f"positions of shape {x.shape[1:]} do not fit the model's "
-                                 f"input shape {self.input_shape}")
+                raise ValueError(
+                    f"positions of shape {x.shape[1:]} do not fit the model's "
+                    f"input shape {self.input_shape}"
+                )
             hidden, probs, values = self._initial(x)
             return {"hidden": hidden.numpy(), "probs": probs.numpy(), "values": values.numpy()}
         if kind == "recurrent":
             hidden, reward, probs, values = self._recurrent(
-                np.asarray(inputs["hidden"], np.float32), np.asarray(inputs["action"], np.int32))
-            return {"hidden": hidden.numpy(), "reward": reward.numpy(), "probs": probs.numpy(),
-                    "values": values.numpy()}
-        raise ValueError(f"a MuZero model answers {' and '.join(map(repr, self.kinds))} "
-                         f"requests, not {kind!r}")
+                np.asarray(inputs["hidden"], np.float32), np.asarray(inputs["action"], np.int32)
+            )
+            return {
+                "hidden": hidden.numpy(),
+                "reward": reward.numpy(),
+                "probs": probs.numpy(),
+                "values": values.numpy(),
+            }
+        raise ValueError(
+            f"a MuZero model answers {' and '.join(map(repr, self.kinds))} requests, not {kind!r}"
+        )
 
     def search_request(self, x: np.ndarray) -> tuple[str, dict]:
         """The request a search makes for most of its leaves, for positions x (benchmarks)."""
         hidden = self.run("initial", {"x": x})["hidden"]
-        return "recurrent", {"hidden": hidden,
-                             "action": np.arange(len(x), dtype=np.int32) % self.actions}
+        return "recurrent", {
+            "hidden": hidden,
+            "action": np.arange(len(x), dtype=np.int32) % self.actions,
+        }

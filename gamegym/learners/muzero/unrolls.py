@@ -2,25 +2,37 @@
 unroll, minibatches of sequences, sequences drawn through a replay's sampler, and the traced
 training steps with the paper's gradient scaling.  TensorFlow is imported only by the functions
 that run the networks."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from gamegym.learners.base import option
 
-__all__ = ["unroll_targets", "Unrolls", "augment_sequences", "SequenceDraws", "scale_gradient",
-           "unroll_predictions", "step_weights", "make_steps", "loss_weights"]
+__all__ = [
+    "unroll_targets",
+    "Unrolls",
+    "augment_sequences",
+    "SequenceDraws",
+    "scale_gradient",
+    "unroll_predictions",
+    "step_weights",
+    "make_steps",
+    "loss_weights",
+]
 
 HIDDEN_GRADIENT_SCALE = 0.5
-PRESENT, ABSORBING, UNKNOWN = 0, 1, 2       # what step k of an unroll is
-END, TRUNCATED, CUT, MIDDLE = 0, 1, 2, 3    # what follows a game's row in the batch
+PRESENT, ABSORBING, UNKNOWN = 0, 1, 2  # what step k of an unroll is
+END, TRUNCATED, CUT, MIDDLE = 0, 1, 2, 3  # what follows a game's row in the batch
 MAX_DRAW_ROUNDS = 200
 
 
 def loss_weights(train_config) -> np.ndarray:
     """float32 [2]: the weights of the value and the reward losses (a tensor argument)."""
-    return np.array([option(train_config, "value_loss_weight"),
-                     option(train_config, "reward_loss_weight")], np.float32)
+    return np.array(
+        [option(train_config, "value_loss_weight"), option(train_config, "reward_loss_weight")],
+        np.float32,
+    )
 
 
 def unroll_targets(batch, unroll: int, z: np.ndarray) -> dict:
@@ -30,7 +42,7 @@ def unroll_targets(batch, unroll: int, z: np.ndarray) -> dict:
     n = len(batch)
     order = np.lexsort((batch.step, batch.game))
     game, step = np.asarray(batch.game)[order], np.asarray(batch.step)[order]
-    follows = np.zeros(n, bool)          # sorted position p + 1 is the next move of p's game
+    follows = np.zeros(n, bool)  # sorted position p + 1 is the next move of p's game
     follows[:-1] = (game[1:] == game[:-1]) & (step[1:] == step[:-1] + 1)
     last_of_game = np.ones(n, bool)
     last_of_game[:-1] = game[1:] != game[:-1]
@@ -44,7 +56,7 @@ def unroll_targets(batch, unroll: int, z: np.ndarray) -> dict:
     zs = np.asarray(z, np.float32)[order]
     actions_sorted = np.asarray(batch.action, np.int32)[order]
 
-    pos = np.arange(n)                    # sorted position of each step, -1 when none
+    pos = np.arange(n)  # sorted position of each step, -1 when none
     state = np.full(n, PRESENT, np.int8)
     rows = np.full((n, unroll + 1), -1, np.int64)
     actions = np.full((n, unroll), -1, np.int32)
@@ -59,8 +71,9 @@ def unroll_targets(batch, unroll: int, z: np.ndarray) -> dict:
             reward[:, k] = np.where(present & (kind == END), zs[np.maximum(pos, 0)], 0.0)
             reward_mask[:, k] = (state == ABSORBING) | (present & (kind != CUT))
             moved = present & (kind == MIDDLE)
-            state = np.where(moved, PRESENT, np.where(
-                present, np.where(kind == END, ABSORBING, UNKNOWN), state)).astype(np.int8)
+            state = np.where(
+                moved, PRESENT, np.where(present, np.where(kind == END, ABSORBING, UNKNOWN), state)
+            ).astype(np.int8)
             pos = np.where(moved, pos + 1, -1)
         here = state == PRESENT
         rows[here, k] = order[pos[here]]
@@ -68,11 +81,17 @@ def unroll_targets(batch, unroll: int, z: np.ndarray) -> dict:
         value_mask[:, k] = here | (state == ABSORBING)
         if k < unroll:
             actions[here, k] = actions_sorted[pos[here]]
-    out: dict[str, np.ndarray] = {"rows": rows, "actions": actions, "value": value, "value_mask": value_mask,
-           "reward": reward, "reward_mask": reward_mask}
+    out: dict[str, np.ndarray] = {
+        "rows": rows,
+        "actions": actions,
+        "value": value,
+        "value_mask": value_mask,
+        "reward": reward,
+        "reward_mask": reward_mask,
+    }
     back = np.empty(n, np.int64)
     back[order] = np.arange(n)
-    return {k: v[back] for k, v in out.items()}   # indexed by batch row again
+    return {k: v[back] for k, v in out.items()}  # indexed by batch row again
 
 
 class Unrolls:
@@ -80,6 +99,7 @@ class Unrolls:
 
     def __init__(self, inputs: dict, targets: dict, graph, augment: bool):
         from gamegym.learners.alphazero.learner import Augmenter
+
         self.x, self.actions = inputs["x"], inputs["actions"]
         self.targets = targets
         self.unroll = self.actions.shape[1]
@@ -94,27 +114,35 @@ class Unrolls:
         the game, and after a fast search of playout-cap randomization)."""
         steps = self.unroll if steps is None else steps
         t = self.targets
-        rows = t["rows"][starts, :steps + 1]
+        rows = t["rows"][starts, : steps + 1]
         x = self.x[starts]
         actions = self.actions[starts, :steps]
         missing = actions < 0
         if missing.any():
             actions = actions.copy()
-            actions[missing] = (rng.integers(0, self.action_space, int(missing.sum()))
-                                if rng is not None else 0)
+            actions[missing] = (
+                rng.integers(0, self.action_space, int(missing.sum())) if rng is not None else 0
+            )
         present = rows >= 0
         pi = t["pi"][np.maximum(rows, 0)] * present[..., None]
         weights = t.get("policy_weight")
         policy_mask = present if weights is None else present * weights[np.maximum(rows, 0)]
         if augment and self.augmenter is not None and self.augmenter.ok:
             x, actions, pi = augment_sequences(self.augmenter, x, actions, pi, rng)
-        return (x, actions, pi.astype(np.float32), t["value"][starts, :steps + 1],
-                t["value_mask"][starts, :steps + 1], t["reward"][starts, :steps + 1],
-                t["reward_mask"][starts, :steps + 1], policy_mask.astype(np.float32))
+        return (
+            x,
+            actions,
+            pi.astype(np.float32),
+            t["value"][starts, : steps + 1],
+            t["value_mask"][starts, : steps + 1],
+            t["reward"][starts, : steps + 1],
+            t["reward_mask"][starts, : steps + 1],
+            policy_mask.astype(np.float32),
+        )
 
     def trained(self, starts, step_losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sample ids, their step losses) of the steps of these unrolls that are samples."""
-        rows = self.targets["rows"][starts, :step_losses.shape[1]]
+        rows = self.targets["rows"][starts, : step_losses.shape[1]]
         here = rows >= 0
         return rows[here], step_losses[here].astype(np.float32)
 
@@ -149,8 +177,9 @@ class SequenceDraws:
     priority.  The Learner then reports every unrolled step's own loss to `sampler.update`.
     """
 
-    def __init__(self, sampler, batch, unroll: int, size: int, count: int,
-                 rng: np.random.Generator):
+    def __init__(
+        self, sampler, batch, unroll: int, size: int, count: int, rng: np.random.Generator
+    ):
         self.sampler, self.size, self.count, self.rng = sampler, size, count, rng
         self.unroll = unroll
         n = len(batch)
@@ -158,7 +187,7 @@ class SequenceDraws:
         game, step = np.asarray(batch.game)[order], np.asarray(batch.step)[order]
         follows = np.zeros(n, bool)
         follows[:-1] = (game[1:] == game[:-1]) & (step[1:] == step[:-1] + 1)
-        first = np.zeros(n, np.int64)       # sorted position where each row's run begins
+        first = np.zeros(n, np.int64)  # sorted position where each row's run begins
         starts = np.flatnonzero(np.r_[True, ~follows[:-1]]) if n else np.zeros(0, np.int64)
         first[starts] = starts
         first = np.maximum.accumulate(first) if n else first
@@ -167,10 +196,10 @@ class SequenceDraws:
         low = np.where(is_last, np.maximum(first, pos - unroll), pos - unroll)
         high = np.where(is_last, pos, pos - unroll)
         none = low < first
-        low[none], high[none] = 0, -1       # no sequence ends here
+        low[none], high[none] = 0, -1  # no sequence ends here
         self.order = order
         self.low, self.high = np.empty(n, np.int64), np.empty(n, np.int64)
-        self.low[order], self.high[order] = low, high   # indexed by batch row
+        self.low[order], self.high[order] = low, high  # indexed by batch row
 
     def __len__(self) -> int:
         return self.count
@@ -191,22 +220,27 @@ class SequenceDraws:
                 need -= len(j)
             if need == 0:
                 return np.concatenate(chosen)
-        raise RuntimeError("the replay's sampler keeps drawing samples that end no sequence "
-                           "(the first rows of games); cannot fill a minibatch")
+        raise RuntimeError(
+            "the replay's sampler keeps drawing samples that end no sequence "
+            "(the first rows of games); cannot fill a minibatch"
+        )
 
 
 def scale_gradient(tensor, scale: float):
     """The tensor unchanged, its gradient multiplied by `scale` (the paper's scale_gradient)."""
     import tensorflow as tf
+
     return tensor * scale + tf.stop_gradient(tensor) * (1.0 - scale)
 
 
-def unroll_predictions(parts, x, actions, training: bool,
-                       hidden_scale: float = HIDDEN_GRADIENT_SCALE):
+def unroll_predictions(
+    parts, x, actions, training: bool, hidden_scale: float = HIDDEN_GRADIENT_SCALE
+):
     """(policy logits [B, K+1, A], values [B, K+1], rewards [B, K+1]) of h, then K steps of g
     with the `actions` [B, K] (int); the gradient into each dynamics step is scaled by
     `hidden_scale`.  The reward of step 0 is 0."""
     import tensorflow as tf
+
     h, g, f = parts
     action_space = int(g.inputs[1].shape[-1])
     hidden = h(x, training=training)
@@ -237,27 +271,33 @@ class _Steps:
 def make_steps(model, parts, optimizer) -> _Steps:
     import tensorflow as tf
 
-    def losses(x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight,
-               training):
+    def losses(
+        x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight, training
+    ):
         logits, values, rewards = unroll_predictions(parts, x, actions, training)
         policy = tf.nn.softmax_cross_entropy_with_logits(labels=pi, logits=logits) * policy_mask
         value_loss = tf.square(value - values) * value_mask
         reward_loss = tf.square(reward - rewards) * reward_mask
-        step_losses = policy + weight[0] * value_loss + weight[1] * reward_loss   # [B, K+1]
+        step_losses = policy + weight[0] * value_loss + weight[1] * reward_loss  # [B, K+1]
         unroll = actions.shape[1]
         scale = tf.constant(step_weights(unroll)) if unroll else tf.ones([1])
         sequence = tf.reduce_sum(step_losses * scale, axis=1)
         stats = [tf.reduce_mean(sequence)] + [
             tf.reduce_sum(part) / tf.maximum(tf.reduce_sum(mask), 1.0)
-            for part, mask in ((policy, policy_mask), (value_loss, value_mask),
-                               (reward_loss, reward_mask))]
+            for part, mask in (
+                (policy, policy_mask),
+                (value_loss, value_mask),
+                (reward_loss, reward_mask),
+            )
+        ]
         return step_losses, stats
 
     @tf.function(reduce_retracing=True)
     def train(x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight):
         with tf.GradientTape() as tape:
-            step_losses, stats = losses(x, actions, pi, value, value_mask, reward, reward_mask,
-                                        policy_mask, weight, True)
+            step_losses, stats = losses(
+                x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight, True
+            )
             l2 = tf.add_n(model.losses) if model.losses else tf.constant(0.0)
             total = stats[0] + l2
         grads = tape.gradient(total, model.trainable_variables)
@@ -266,8 +306,9 @@ def make_steps(model, parts, optimizer) -> _Steps:
 
     @tf.function(reduce_retracing=True)
     def evaluate(x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight):
-        step_losses, stats = losses(x, actions, pi, value, value_mask, reward, reward_mask,
-                                    policy_mask, weight, False)
+        step_losses, stats = losses(
+            x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight, False
+        )
         return step_losses, tf.stack([*stats, tf.constant(0.0)])
 
     @tf.function(reduce_retracing=True)

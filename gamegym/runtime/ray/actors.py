@@ -16,6 +16,7 @@ gamegym, the game's module and Ray, and never the session folder:
 Both keep their reports and log lines in a `Relay` until the gym takes them (`take`); the gym
 writes the log lines into the session's logs/ and the sample files into samples/.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,8 +40,8 @@ __all__ = ["Relay", "NodeModels", "PredictorActor", "SelfplayerActor", "OUTBOX_F
 
 log = logging.getLogger("gamegym.runtime.ray.actors")
 
-OUTBOX_FILES = 4     # encoded sample files a Selfplayer actor holds for the gym at most
-LOG_LINES = 500      # log lines an actor keeps between two takes (the oldest go first)
+OUTBOX_FILES = 4  # encoded sample files a Selfplayer actor holds for the gym at most
+LOG_LINES = 500  # log lines an actor keeps between two takes (the oldest go first)
 MODELS_PREFIX = "gamegym-models-"
 
 
@@ -53,7 +54,7 @@ class Relay:
         self._reports: list = []
         self._logs: deque = deque(maxlen=LOG_LINES)
         self._files: list = []
-        self.closed = False    # nothing more will come (the Selfplayer stopped)
+        self.closed = False  # nothing more will come (the Selfplayer stopped)
 
     def put(self, report) -> None:
         """A Report (the `reports.put` of Counters and the Predictor)."""
@@ -83,8 +84,12 @@ class Relay:
         """Everything kept so far, waiting up to `wait_s` for a file, a report or the close."""
         with self._cond:
             self._cond.wait_for(lambda: self._files or self._reports or self.closed, wait_s)
-            out = {"files": self._files, "reports": self._reports, "logs": list(self._logs),
-                   "closed": self.closed}
+            out = {
+                "files": self._files,
+                "reports": self._reports,
+                "logs": list(self._logs),
+                "closed": self.closed,
+            }
             self._files, self._reports = [], []
             self._logs.clear()
             self._cond.notify_all()
@@ -99,7 +104,7 @@ class _RelayHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.relay.log(self.format(record))
-        except Exception:   # a log line must never break the actor
+        except Exception:  # a log line must never break the actor
             self.handleError(record)
 
 
@@ -107,7 +112,8 @@ def start_logging(name: str, relay: Relay, level: str) -> logging.Logger:
     """An actor's log lines go to the gym (through the relay) and to Ray's worker log on
     the node (stderr)."""
     formatter = logging.Formatter(
-        f"%(asctime)s %(levelname)s {name}[%(process)d] %(name)s: %(message)s")
+        f"%(asctime)s %(levelname)s {name}[%(process)d] %(name)s: %(message)s"
+    )
     root = logging.getLogger()
     root.setLevel(level)
     for handler in (_RelayHandler(relay), logging.StreamHandler(sys.stderr)):
@@ -118,6 +124,7 @@ def start_logging(name: str, relay: Relay, level: str) -> logging.Logger:
 
 def node_id() -> str:
     import ray
+
     return ray.get_runtime_context().get_node_id()
 
 
@@ -152,8 +159,9 @@ class NodeModels:
 def remove_stale_folders() -> None:
     """Model folders of Predictor actors that were killed (their pid is gone)."""
     import psutil
+
     for folder in Path(tempfile.gettempdir()).glob(f"{MODELS_PREFIX}*-*"):
-        pid = folder.name[len(MODELS_PREFIX):].split("-")[0]
+        pid = folder.name[len(MODELS_PREFIX) :].split("-")[0]
         if pid.isdigit() and not psutil.pid_exists(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -164,6 +172,7 @@ class PredictorActor:
     def __init__(self, name: str, config, authkey: bytes):
         from gamegym.nets.tfsetup import configure_tensorflow
         from gamegym.runtime.predictor import Predictor
+
         self.relay = Relay()
         self.log = start_logging(name, self.relay, config.log_level)
         self.log.info("%s starting (pid %d) on node %s", name, os.getpid(), node_id())
@@ -189,9 +198,9 @@ class PredictorActor:
         while not self.stop_event.is_set():
             try:
                 conn = self.listener.accept()
-            except OSError:   # closed at stop
+            except OSError:  # closed at stop
                 return
-            except Exception as error:   # a client with the wrong key: refused, go on
+            except Exception as error:  # a client with the wrong key: refused, go on
                 self.log.warning("refused a connection: %s", error)
                 continue
             self.predictor.add_client(conn)
@@ -239,7 +248,7 @@ class OutboxWriter(SampleWriter):
 
     def publish(self, iteration: int, data: bytes, samples: int, games: int) -> int:
         self.relay.put_file((iteration, data, samples, games))
-        return 0   # written (and counted) by the gym when it takes the file
+        return 0  # written (and counted) by the gym when it takes the file
 
 
 class SelfplayerActor:
@@ -249,6 +258,7 @@ class SelfplayerActor:
         from gamegym.game.graph import load_game
         from gamegym.learners import get_learner
         from gamegym.nets.inference import PipeService
+
         self.name = name
         self.relay = Relay()
         self.log = start_logging(name, self.relay, config.log_level)
@@ -256,7 +266,8 @@ class SelfplayerActor:
         graph = load_game(config.game, config.game_args)
         self.service = PipeService(Client(address, authkey=authkey))
         self.driver = get_learner(config.train.learner).selfplayer(
-            graph, self.service, config, np.random.default_rng(seed))
+            graph, self.service, config, np.random.default_rng(seed)
+        )
         self.config = config
         self.stop_event = threading.Event()
         self.error = ""
@@ -264,12 +275,19 @@ class SelfplayerActor:
 
     def _play(self) -> None:
         from gamegym.runtime.selfplay import selfplay_loop
+
         try:
-            games = selfplay_loop(self.driver, self.config.selfplay,
-                                  OutboxWriter(self.relay, self.name), self.stop_event, self.relay,
-                                  service=self.service)
-            self.log.info("played %d games; %d requests to the Predictor", games,
-                          self.service.requests)
+            games = selfplay_loop(
+                self.driver,
+                self.config.selfplay,
+                OutboxWriter(self.relay, self.name),
+                self.stop_event,
+                self.relay,
+                service=self.service,
+            )
+            self.log.info(
+                "played %d games; %d requests to the Predictor", games, self.service.requests
+            )
         except Exception:
             self.error = traceback.format_exc()
             self.log.exception("%s failed", self.name)

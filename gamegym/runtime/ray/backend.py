@@ -20,6 +20,7 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
   killed; a Ray the gym started itself is shut down (and killed by a reaper process should the
   gym die), a cluster it joined is left running.
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,11 +47,11 @@ __all__ = ["RayBackend"]
 
 log = logging.getLogger("gamegym.runtime.ray.backend")
 
-TAKE_WAIT_S = 2.0        # a Selfplayer's take returns at least this often (with its reports)
-RECONCILE_S = 3.0        # how often nodes are listed and dead actors restarted
-PREDICTOR_POLL_S = 2.0   # how often the Predictors' reports are taken
-STORE_STATS_S = 30.0     # how often the object store's use is asked for
-RATE_WINDOW_S = 20.0     # searches/s per node over this window
+TAKE_WAIT_S = 2.0  # a Selfplayer's take returns at least this often (with its reports)
+RECONCILE_S = 3.0  # how often nodes are listed and dead actors restarted
+PREDICTOR_POLL_S = 2.0  # how often the Predictors' reports are taken
+STORE_STATS_S = 30.0  # how often the object store's use is asked for
+RATE_WINDOW_S = 20.0  # searches/s per node over this window
 
 
 @dataclass
@@ -60,13 +61,13 @@ class Slot:
     name: str
     index: int
     writer: SampleWriter
-    actor: Any = None          # a Ray actor handle (Ray has no types)
-    take: Any = None        # the open take call (an ObjectRef)
+    actor: Any = None  # a Ray actor handle (Ray has no types)
+    take: Any = None  # the open take call (an ObjectRef)
     pid: int | None = None
-    restarts: int = 0          # all restarts of the run (each one seeds anew)
+    restarts: int = 0  # all restarts of the run (each one seeds anew)
     budget: RestartBudget = field(default_factory=RestartBudget)
-    closed: bool = False       # stopped, its last files written
-    died: str = ""             # why its last actor died
+    closed: bool = False  # stopped, its last files written
+    died: str = ""  # why its last actor died
 
 
 @dataclass
@@ -75,17 +76,17 @@ class NodeGroup:
 
     node_id: str
     label: str
-    selfplayers: int                 # how many the node holds
+    selfplayers: int  # how many the node holds
     gpus: float = 0.0
-    predictor: Any = None            # the node's Predictor actor (a Ray handle)
-    address: Any = None           # where the node's Selfplayers connect
-    address_ref: Any = None       # the open address call, until it answers
-    poll_ref: Any = None          # the open take call to the Predictor
-    pid: int | None = None           # the Predictor's process id (on its node)
+    predictor: Any = None  # the node's Predictor actor (a Ray handle)
+    address: Any = None  # where the node's Selfplayers connect
+    address_ref: Any = None  # the open address call, until it answers
+    poll_ref: Any = None  # the open take call to the Predictor
+    pid: int | None = None  # the Predictor's process id (on its node)
     last_poll: float = 0.0
     restarts: int = 0
     budget: RestartBudget = field(default_factory=RestartBudget)
-    died: str = ""                   # why its last Predictor died
+    died: str = ""  # why its last Predictor died
     slots: list = field(default_factory=list)
 
 
@@ -97,7 +98,7 @@ class RayBackend(SelfplayBackend):
 
     @classmethod
     def check_available(cls, config) -> None:
-        import_ray(local=config.selfplay.ray_address == "local")   # else an error naming the extra
+        import_ray(local=config.selfplay.ray_address == "local")  # else an error naming the extra
 
     @classmethod
     def describe(cls, config) -> dict:
@@ -108,16 +109,16 @@ class RayBackend(SelfplayBackend):
         self.address = self.config.selfplay.ray_address
         self.ray = import_ray(local=self.address == "local")
         self.connection = RayConnection(self.ray, self.address)
-        self.authkey = os.urandom(32)   # only this run's actors may talk to its Predictors
+        self.authkey = os.urandom(32)  # only this run's actors may talk to its Predictors
         self._control_in, self._control_out = host.ctx.Pipe(duplex=False)
         self.groups: dict[str, NodeGroup] = {}
         self.model_ref = None
         self.iteration = -1
         self._next_index = 0
         self._last_reconcile = 0.0
-        self._searches: dict[str, deque] = defaultdict(deque)   # node label -> (time, searches)
+        self._searches: dict[str, deque] = defaultdict(deque)  # node label -> (time, searches)
         self._logs = ActorLogs(self.session.logs_dir)
-        self._store = (0.0, None)     # (when asked, object store figures)
+        self._store = (0.0, None)  # (when asked, object store figures)
         self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0, "takes": 0}
         self.stopping = False
 
@@ -134,7 +135,7 @@ class RayBackend(SelfplayBackend):
         """One object put per iteration; each node's Predictor fetches it once."""
         started = time.perf_counter()
         data = self.session.model_path(iteration).read_bytes()
-        self.model_ref = self.ray.put(data)   # the previous one is freed once its users let go
+        self.model_ref = self.ray.put(data)  # the previous one is freed once its users let go
         self.iteration = iteration
         for group in self.groups.values():
             if group.predictor is not None:
@@ -157,16 +158,20 @@ class RayBackend(SelfplayBackend):
                 self._add_node(node, info)
         for group in self.groups.values():
             if group.predictor is None and group.selfplayers:
-                failure = self._restart(group, f"the Predictor on node {group.label}",
-                                        f"predictor-{group.label}", "restarting it and its "
-                                        "Selfplayers")
+                failure = self._restart(
+                    group,
+                    f"the Predictor on node {group.label}",
+                    f"predictor-{group.label}",
+                    "restarting it and its Selfplayers",
+                )
                 if failure:
                     return failure
                 self._start_predictor(group)
             for slot in group.slots:
                 if slot.actor is None and not slot.closed and group.address is not None:
-                    failure = self._restart(slot, f"{slot.name} on node {group.label}",
-                                            slot.name, "restarting it")
+                    failure = self._restart(
+                        slot, f"{slot.name} on node {group.label}", slot.name, "restarting it"
+                    )
                     if failure:
                         return failure
                     self._start_selfplayer(group, slot)
@@ -175,8 +180,10 @@ class RayBackend(SelfplayBackend):
     def _restart(self, thing, what: str, log_name: str, action: str) -> str:
         """Count a restart of a slot or a node's Predictor; past the limit, the failure."""
         if not thing.budget.take(time.monotonic()):
-            return (f"{what} died (too many restarts: {thing.budget.spent()}); see "
-                    f"{log_path(self.session.logs_dir, log_name)}")
+            return (
+                f"{what} died (too many restarts: {thing.budget.spent()}); see "
+                f"{log_path(self.session.logs_dir, log_name)}"
+            )
         thing.restarts += 1
         log.warning("%s died (%s); %s", what, thing.died, action)
         print(f"[gamegym] {what} died; {action}", flush=True)
@@ -192,29 +199,50 @@ class RayBackend(SelfplayBackend):
         group = NodeGroup(node, label, count, gpus if self.config.predict.use_gpu else 0.0)
         self.groups[node] = group
         if not count:
-            log.warning("node %s has %.1f CPUs: no room for a Predictor (%.2f) and a Selfplayer "
-                        "(%.2f); nothing runs there", label, cpus, cfg.ray_predictor_cpus,
-                        cfg.ray_selfplayer_cpus)
+            log.warning(
+                "node %s has %.1f CPUs: no room for a Predictor (%.2f) and a Selfplayer "
+                "(%.2f); nothing runs there",
+                label,
+                cpus,
+                cfg.ray_predictor_cpus,
+                cfg.ray_selfplayer_cpus,
+            )
             return
         for _ in range(count):
             name = f"selfplayer{self._next_index}"
-            group.slots.append(Slot(name, self._next_index, SampleWriter(
-                self.session.samples_dir, name)))
+            group.slots.append(
+                Slot(name, self._next_index, SampleWriter(self.session.samples_dir, name))
+            )
             self._next_index += 1
-        log.info("node %s (%.1f CPUs, %.0f GPUs): a Predictor and %d Selfplayers", label, cpus,
-                 gpus, count)
+        log.info(
+            "node %s (%.1f CPUs, %.0f GPUs): a Predictor and %d Selfplayers",
+            label,
+            cpus,
+            gpus,
+            count,
+        )
         self._start_predictor(group)
 
     def _pinned(self, group: NodeGroup, **resources):
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-        return dict(scheduling_strategy=NodeAffinitySchedulingStrategy(group.node_id, soft=False),
-                    max_restarts=0, max_concurrency=4, **resources)
+
+        return dict(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(group.node_id, soft=False),
+            max_restarts=0,
+            max_concurrency=4,
+            **resources,
+        )
 
     def _start_predictor(self, group: NodeGroup) -> None:
         from gamegym.runtime.ray.actors import PredictorActor
-        actor = self.ray.remote(PredictorActor).options(**self._pinned(
-            group, num_cpus=self.config.selfplay.ray_predictor_cpus,
-            num_gpus=1 if group.gpus >= 1 else 0))
+
+        actor = self.ray.remote(PredictorActor).options(
+            **self._pinned(
+                group,
+                num_cpus=self.config.selfplay.ray_predictor_cpus,
+                num_gpus=1 if group.gpus >= 1 else 0,
+            )
+        )
         group.predictor = actor.remote(f"predictor-{group.label}", self.config, self.authkey)
         group.address, group.poll_ref = None, None
         group.address_ref = group.predictor.address.remote()
@@ -222,8 +250,10 @@ class RayBackend(SelfplayBackend):
 
     def _start_selfplayer(self, group: NodeGroup, slot: Slot) -> None:
         from gamegym.runtime.ray.actors import SelfplayerActor
-        actor = self.ray.remote(SelfplayerActor).options(**self._pinned(
-            group, num_cpus=self.config.selfplay.ray_selfplayer_cpus))
+
+        actor = self.ray.remote(SelfplayerActor).options(
+            **self._pinned(group, num_cpus=self.config.selfplay.ray_selfplayer_cpus)
+        )
         seed = restart_seed(self.config.seed, self.host.run_number, slot.index, slot.restarts)
         slot.actor = actor.remote(slot.name, self.config, seed, group.address, self.authkey)
         slot.take = slot.actor.take.remote(TAKE_WAIT_S)
@@ -233,8 +263,11 @@ class RayBackend(SelfplayBackend):
         count = len(group.slots)
         log.warning("node %s is gone; %d Selfplayers lost", group.label, count)
         if count:
-            print(f"[gamegym] node {group.label} left the cluster: its {count} Selfplayers and "
-                  "their games in flight are lost", flush=True)
+            print(
+                f"[gamegym] node {group.label} left the cluster: its {count} Selfplayers and "
+                "their games in flight are lost",
+                flush=True,
+            )
         self._kill_group(group)
         del self.groups[group.node_id]
 
@@ -249,7 +282,7 @@ class RayBackend(SelfplayBackend):
         if actor is not None:
             try:
                 self.ray.kill(actor, no_restart=True)
-            except Exception as error:   # already gone
+            except Exception as error:  # already gone
                 log.debug("kill: %s", error)
 
     # ----- watch ----------------------------------------------------------------------------
@@ -266,8 +299,9 @@ class RayBackend(SelfplayBackend):
 
     def _collect(self, timeout: float) -> None:
         """Write the sample files of every take that answered and open the next one."""
-        open_takes = {s.take: (g, s) for g in self.groups.values() for s in g.slots
-                      if s.take is not None}
+        open_takes = {
+            s.take: (g, s) for g in self.groups.values() for s in g.slots if s.take is not None
+        }
         if not open_takes:
             return
         ready, _ = self.ray.wait(list(open_takes), num_returns=len(open_takes), timeout=timeout)
@@ -322,8 +356,11 @@ class RayBackend(SelfplayBackend):
         and is restarted with them."""
         now = time.monotonic()
         for group in list(self.groups.values()):
-            if group.predictor is not None and group.address_ref is not None and \
-                    self.ray.wait([group.address_ref], timeout=0)[0]:
+            if (
+                group.predictor is not None
+                and group.address_ref is not None
+                and self.ray.wait([group.address_ref], timeout=0)[0]
+            ):
                 answer, error = self._get(group.address_ref)
                 group.address_ref = None
                 if error:
@@ -382,17 +419,24 @@ class RayBackend(SelfplayBackend):
                 rates[label] = round(sum(n for _, n in events) / span, 1)
         slots = [s for g in self.groups.values() for s in g.slots]
         files = self.head["files"]
-        return {"name": self.name, "address": self.address, "started_ray": self.connection.started,
-                "nodes": sum(1 for g in self.groups.values() if g.predictor is not None),
-                "selfplayers": len(slots),
-                "selfplayers_alive": sum(1 for s in slots if s.actor is not None and s.pid),
-                "searches_per_s_by_node": rates,
-                "head_write_ms_per_file": round(1000 * self.head["write_s"] / files, 2)
-                if files else None,
-                "head_broadcast_ms": round(1000 * self.head["broadcast_s"] /
-                                           max(1, self.head["broadcasts"]), 2),
-                "head_files": files, "head_takes": self.head["takes"],
-                "object_store": self._store_use(now)}
+        return {
+            "name": self.name,
+            "address": self.address,
+            "started_ray": self.connection.started,
+            "nodes": sum(1 for g in self.groups.values() if g.predictor is not None),
+            "selfplayers": len(slots),
+            "selfplayers_alive": sum(1 for s in slots if s.actor is not None and s.pid),
+            "searches_per_s_by_node": rates,
+            "head_write_ms_per_file": round(1000 * self.head["write_s"] / files, 2)
+            if files
+            else None,
+            "head_broadcast_ms": round(
+                1000 * self.head["broadcast_s"] / max(1, self.head["broadcasts"]), 2
+            ),
+            "head_files": files,
+            "head_takes": self.head["takes"],
+            "object_store": self._store_use(now),
+        }
 
     def _store_use(self, now: float) -> dict | None:
         """Object store use across the cluster, asked at most every STORE_STATS_S."""
@@ -404,14 +448,19 @@ class RayBackend(SelfplayBackend):
 
     def pids(self) -> dict[str, int]:
         """Actors' process ids on this machine, and the Ray processes the gym started."""
-        pids = {s.name: s.pid for g in self.groups.values() for s in g.slots
-                if s.pid and g.node_id == self.connection.local_node}
-        local = self.groups.get(self.connection.local_node)   # groups are keyed by node
+        pids = {
+            s.name: s.pid
+            for g in self.groups.values()
+            for s in g.slots
+            if s.pid and g.node_id == self.connection.local_node
+        }
+        local = self.groups.get(self.connection.local_node)  # groups are keyed by node
         if local is not None and local.pid:
             pids["predictor"] = local.pid
-        actors = set(pids.values())   # Ray's own processes (an idle worker may be an actor now)
-        pids.update({f"ray-daemon{pid}": pid for pid in self.connection.ray_pids()
-                     if pid not in actors})
+        actors = set(pids.values())  # Ray's own processes (an idle worker may be an actor now)
+        pids.update(
+            {f"ray-daemon{pid}": pid for pid in self.connection.ray_pids() if pid not in actors}
+        )
         return pids
 
     # ----- stop -----------------------------------------------------------------------------
@@ -420,7 +469,7 @@ class RayBackend(SelfplayBackend):
         self.stopping = True
         slots = [s for g in self.groups.values() for s in g.slots if s.actor is not None]
         for slot in slots:
-            if slot.pid is None:   # not playing yet: nothing to flush
+            if slot.pid is None:  # not playing yet: nothing to flush
                 self._kill(slot.actor)
                 slot.actor = slot.take = None
             else:
@@ -433,7 +482,7 @@ class RayBackend(SelfplayBackend):
                     log.warning("Selfplayers did not stop in time; killing them")
                     break
                 self._collect(timeout=0.2)
-        except OSError as error:   # e.g. the disk is full: the games still out are lost
+        except OSError as error:  # e.g. the disk is full: the games still out are lost
             log.error("could not write the Selfplayers' last games: %s", error)
         finally:
             for group in self.groups.values():
@@ -444,7 +493,7 @@ class RayBackend(SelfplayBackend):
     def stop(self) -> None:
         self.stopping = True
         stops = {g.label: g.predictor.stop.remote() for g in self.groups.values() if g.predictor}
-        if stops:   # (a Ray call without a connection would start a Ray of its own)
+        if stops:  # (a Ray call without a connection would start a Ray of its own)
             ready, _ = self.ray.wait(list(stops.values()), num_returns=len(stops), timeout=5.0)
             for label, ref in stops.items():
                 if ref in ready:
@@ -455,8 +504,10 @@ class RayBackend(SelfplayBackend):
         self.connection.close()
 
     def alive(self) -> bool:
-        return any(g.predictor is not None or any(s.actor is not None for s in g.slots)
-                   for g in self.groups.values())
+        return any(
+            g.predictor is not None or any(s.actor is not None for s in g.slots)
+            for g in self.groups.values()
+        )
 
 
 class ActorLogs:
@@ -472,10 +523,8 @@ class ActorLogs:
         handler = self.handlers.get(name)
         if handler is None:
             handler = logging.handlers.RotatingFileHandler(
-                log_path(self.logs_dir, name), maxBytes=5_000_000, backupCount=3,
-                encoding="utf-8")
+                log_path(self.logs_dir, name), maxBytes=5_000_000, backupCount=3, encoding="utf-8"
+            )
             self.handlers[name] = handler
         for line in lines:
             handler.emit(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
-
-

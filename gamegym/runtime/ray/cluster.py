@@ -13,6 +13,7 @@ linger for a minute or more; the gym promises that nothing it started outlives i
 The reaper is a small child process that waits for the gym's death and then terminates exactly
 the processes it was given (checked by pid and start time, so a reused pid is left alone).
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,8 +33,10 @@ __all__ = ["import_ray", "RayConnection", "object_store_use", "RAY_MISSING"]
 
 log = logging.getLogger("gamegym.runtime.ray.cluster")
 
-RAY_MISSING = ("selfplay.backend 'ray' needs Ray, which is not installed; install the extra: "
-               "pip install -e \".[ray]\" (in a checkout) or pip install \"gamegym[ray]\"")
+RAY_MISSING = (
+    "selfplay.backend 'ray' needs Ray, which is not installed; install the extra: "
+    'pip install -e ".[ray]" (in a checkout) or pip install "gamegym[ray]"'
+)
 
 
 def import_ray(local: bool = False):
@@ -41,7 +44,7 @@ def import_ray(local: bool = False):
     will start Ray on this machine, which then listens on 127.0.0.1 only (not on the network)
     and asks for Ray's token (Ray reads both settings when it is first imported)."""
     if local and "ray" not in sys.modules:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # loopback only
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback only
         os.environ.setdefault("RAY_AUTH_MODE", "token")
     try:
         import ray
@@ -56,23 +59,28 @@ class RayConnection:
     def __init__(self, ray, address: str):
         self.ray = ray
         self.address = address
-        self.started = False        # this gym started the Ray it uses
+        self.started = False  # this gym started the Ray it uses
         self.reaper: Reaper | None = None
-        self.local_node = None      # the node id of this machine
+        self.local_node = None  # the node id of this machine
 
     def open(self, selfplay_config, ctx) -> None:
         options = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
-        with _gym_signals():   # Ray's own SIGTERM handling would end the gym without a stop
+        with _gym_signals():  # Ray's own SIGTERM handling would end the gym without a stop
             if self.address == "local":
                 before = set(_descendants())
-                with _python_path():   # workers import the game and gamegym as this process
-                    self.ray.init(num_cpus=os.cpu_count(),
-                                  object_store_memory=selfplay_config.ray_object_store_mib * 2**20,
-                                  **options)
+                with _python_path():  # workers import the game and gamegym as this process
+                    self.ray.init(
+                        num_cpus=os.cpu_count(),
+                        object_store_memory=selfplay_config.ray_object_store_mib * 2**20,
+                        **options,
+                    )
                 self.started = True
                 self.reaper = start_reaper(ctx, [p for p in _descendants() if p not in before])
-                print(f"[gamegym] started Ray on this machine ({os.cpu_count()} CPUs, object "
-                      f"store {selfplay_config.ray_object_store_mib} MiB)", flush=True)
+                print(
+                    f"[gamegym] started Ray on this machine ({os.cpu_count()} CPUs, object "
+                    f"store {selfplay_config.ray_object_store_mib} MiB)",
+                    flush=True,
+                )
             else:
                 check_reachable(self.address)
                 self.ray.init(address=self.address, **options)
@@ -86,7 +94,7 @@ class RayConnection:
 
     def close(self) -> None:
         if self.ray.is_initialized():
-            self.ray.shutdown()   # a Ray this gym started stops with it; a joined one runs on
+            self.ray.shutdown()  # a Ray this gym started stops with it; a joined one runs on
             log.info("ray %s", "shut down" if self.started else f"left running at {self.address}")
         if self.reaper is not None:
             self.reaper.stop()
@@ -102,20 +110,25 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
             return
     except (OSError, ValueError) as error:
-        raise ConfigError(f"config field 'selfplay.ray_address': no Ray cluster answers at "
-                          f"{address} ({error}); start one there with 'ray start --head', or "
-                          "give --ray alone to start Ray on this machine") from None
+        raise ConfigError(
+            f"config field 'selfplay.ray_address': no Ray cluster answers at "
+            f"{address} ({error}); start one there with 'ray start --head', or "
+            "give --ray alone to start Ray on this machine"
+        ) from None
 
 
 def object_store_use() -> dict | None:
     """Object store use across the cluster: {"used_mib", "objects"}, None when unknown."""
     try:
         from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+
         reply = get_memory_info_reply(get_state_from_address(None), timeout_seconds=5)
         stats = reply.store_stats
-        return {"used_mib": round(stats.object_store_bytes_used / 2**20, 2),
-                "objects": int(stats.num_local_objects)}
-    except Exception as error:   # a private API: its absence costs the figure only
+        return {
+            "used_mib": round(stats.object_store_bytes_used / 2**20, 2),
+            "objects": int(stats.num_local_objects),
+        }
+    except Exception as error:  # a private API: its absence costs the figure only
         log.debug("object store figures: %s", error)
         return None
 
@@ -155,6 +168,7 @@ class _python_path:
 
 def _descendants() -> list[int]:
     import psutil
+
     try:
         return [p.pid for p in psutil.Process().children(recursive=True)]
     except psutil.Error:
@@ -188,15 +202,16 @@ def start_reaper(ctx, pids: list[int]) -> Reaper:
         except psutil.Error:
             continue
     stop_in, stop_out = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=reap_when_orphaned, args=(processes, stop_in),
-                          name="ray-reaper", daemon=True)
+    process = ctx.Process(
+        target=reap_when_orphaned, args=(processes, stop_in), name="ray-reaper", daemon=True
+    )
     process.start()
     return Reaper(process, stop_out, [pid for pid, _ in processes])
 
 
 def reap_when_orphaned(processes: list[tuple[int, float]], stop_conn) -> None:
     """The reaper's entry point: wait for the gym's death or a stop; on death, terminate."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C is the gym's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is the gym's to handle
     parent = multiprocessing.parent_process()
     if parent is None:
         return
@@ -204,9 +219,9 @@ def reap_when_orphaned(processes: list[tuple[int, float]], stop_conn) -> None:
     if stop_conn in ready:
         try:
             stop_conn.recv()
-            return            # the gym stopped Ray itself
+            return  # the gym stopped Ray itself
         except (EOFError, OSError):
-            pass              # the gym died: its end of the pipe closed with it
+            pass  # the gym died: its end of the pipe closed with it
     alive = []
     for pid, started in processes:
         try:
