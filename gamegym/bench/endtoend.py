@@ -46,7 +46,6 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
             supervisor._drain(timeout=0.2)
             supervisor._poll_backend()
         elapsed = time.monotonic() - start
-        rss = monitor.memory()  # the gym's (this process) and each role's, at the end
         sums: dict = {}
         for _, role, figures in monitor.events:
             for key, value in figures.items():
