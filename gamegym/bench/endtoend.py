@@ -52,7 +52,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
                 if isinstance(value, (int, float)):
                     sums[f"{role}.{key}"] = sums.get(f"{role}.{key}", 0.0) + value
         cpu: dict[str, float] = {}
-        rss = {}
+        rss: dict[str, list[float]] = {}
         for name, process in processes.items():
             role = name.rstrip("0123456789")
             used = _cpu_seconds(process) - cpu_start[name]
