@@ -69,6 +69,24 @@ def read_scalars(folder) -> dict:
     }
 
 
+def batchnorm_as_trained(layer, rng) -> bool:
+    """Give a BatchNormalization layer statistics and scales away from their initial 1 and 0,
+    as after training (so a fast path's folding of them is put to the test); False for any
+    other layer."""
+    if type(layer).__name__ != "BatchNormalization":
+        return False
+    c = layer.gamma.shape[0]
+    layer.set_weights(
+        [
+            rng.uniform(0.5, 1.5, c),
+            rng.normal(0, 0.3, c),
+            rng.normal(0, 0.5, c),
+            rng.uniform(0.2, 2.0, c),
+        ]
+    )
+    return True
+
+
 def gamegym_command(*args) -> list[str]:
     """The command line `python -m gamegym ARGS` (for a process the test watches itself)."""
     return [sys.executable, "-m", "gamegym", *map(str, args)]

@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import batchnorm_as_trained
 
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
@@ -25,17 +26,9 @@ def trained_like(model, seed=0):
     larger than at initialisation, as after training (so folding is put to the test)."""
     rng = np.random.default_rng(seed)
     for layer in model._flatten_layers() if hasattr(model, "_flatten_layers") else model.layers:
-        if type(layer).__name__ == "BatchNormalization":
-            c = layer.gamma.shape[0]
-            layer.set_weights(
-                [
-                    rng.uniform(0.5, 1.5, c),
-                    rng.normal(0, 0.3, c),
-                    rng.normal(0, 0.5, c),
-                    rng.uniform(0.2, 2.0, c),
-                ]
-            )
-        elif type(layer).__name__ in ("Dense", "EinsumDense") and layer.trainable:
+        if batchnorm_as_trained(layer, rng):
+            continue
+        if type(layer).__name__ in ("Dense", "EinsumDense") and layer.trainable:
             layer.set_weights(
                 [
                     w * 1.5 + rng.normal(0, 0.05, w.shape).astype(np.float32)

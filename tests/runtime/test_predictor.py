@@ -7,6 +7,7 @@ from multiprocessing.connection import wait
 
 import numpy as np
 import pytest
+from conftest import batchnorm_as_trained
 
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
@@ -44,16 +45,7 @@ def trained_like(model, seed=0):
     0, as after training (so folding them into the convolutions is put to the test)."""
     rng = np.random.default_rng(seed)
     for layer in model.layers:
-        if type(layer).__name__ == "BatchNormalization":
-            c = layer.gamma.shape[0]
-            layer.set_weights(
-                [
-                    rng.uniform(0.5, 1.5, c),
-                    rng.normal(0, 0.3, c),
-                    rng.normal(0, 0.5, c),
-                    rng.uniform(0.2, 2.0, c),
-                ]
-            )
+        batchnorm_as_trained(layer, rng)
     return model
 
 
