@@ -509,11 +509,8 @@ class GymConfig:
         return cls(**{k: v for k, v in data.items() if k in known}, learner_config=own)
 
     @classmethod
-    def from_json_file(
-        cls, path: Path, fill: dict | None = None, stored: bool = False
-    ) -> GymConfig:
-        """Read a config file; keys missing from it are taken from `fill` (e.g. the game);
-        `stored` as for from_dict."""
+    def from_json_file(cls, path: Path, fill: dict | None = None) -> GymConfig:
+        """Read a config file; keys missing from it are taken from `fill` (e.g. the game)."""
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as error:
@@ -524,7 +521,7 @@ class GymConfig:
             raise ConfigError(f"config file {path} is not valid JSON: {error}") from error
         if isinstance(data, dict) and fill:
             data = {**fill, **data}
-        return cls.from_dict(data, stored=stored)
+        return cls.from_dict(data)
 
     def updated(self, overrides: dict) -> GymConfig:
         """A copy with nested overrides applied, e.g. {"selfplay": {"searchcount": 50}}."""
