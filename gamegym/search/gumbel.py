@@ -208,6 +208,10 @@ def interior_index(
     p * exp(sigma - max sigma), normalised, so no logarithm is taken per child; a zero prior
     counts as the smallest positive float, as in the reference, so the child of the largest q
     always has a weight (>= that float) even where every other weight underflows."""
+    if not any(n > 0 for n in visits):  # nothing visited: every q is `value`, so the prior
+        tiny = TINY
+        floored = [p if p > tiny else tiny for p in priors]
+        return floored.index(max(floored))
     total = weighted = mass = 0.0
     most = 0.0
     for p, w, n in zip(priors, sums, visits):
