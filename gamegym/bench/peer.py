@@ -23,6 +23,7 @@ the CPU-seconds of every role, OpenSpiel's over its own.  OpenSpiel is the optio
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = [
     "EXTRA_MESSAGE",
     "MOONSHOT_UNIT",
     "PEER_GAMES",
+    "PeerSettings",
     "add_parser",
     "alphazero_self_play",
     "print_peer_report",
@@ -125,33 +127,70 @@ def _ratios(figures: dict, threads: int) -> dict:
     return out
 
 
-def _peer_row(spec: tuple, s: dict, cpp: bool, self_play: SelfPlay) -> dict:
+@dataclasses.dataclass(frozen=True)
+class PeerSettings:
+    """One peer bench run's settings (the flags of `gamegym bench peer`)."""
+
+    seconds: float = 10.0  # time per side and game, over all its slices
+    searchcount: int = 100  # searches (simulations) per move, every side
+    threads: int = 24  # concurrent searches of our second side, and end to end
+    c: float = 1.5  # exploration constant, every side
+    slices: int = 5  # alternating slices per side, before and after each end-to-end run
+    seed: int = 0
+    end_to_end_seconds: float = 0.0  # 0: no end-to-end runs
+    end_to_end_runs: int = 1
+    selfplayers: int = 4  # Selfplayers end to end
+
+    def __post_init__(self) -> None:
+        if self.seconds <= 0 or self.slices < 1 or self.searchcount < 1 or self.threads < 1:
+            raise ValueError(
+                "the peer bench needs seconds > 0, slices >= 1, searchcount >= 1 and threads "
+                f">= 1 (got {self.seconds}, {self.slices}, {self.searchcount}, {self.threads})"
+            )
+        if self.end_to_end_seconds < 0 or self.end_to_end_runs < 1 or self.selfplayers < 1:
+            raise ValueError(
+                "the peer bench needs end-to-end seconds >= 0, end-to-end runs >= 1 and "
+                f"selfplayers >= 1 (got {self.end_to_end_seconds}, {self.end_to_end_runs}, "
+                f"{self.selfplayers})"
+            )
+
+    @property
+    def runs(self) -> int:
+        """End-to-end runs per game OpenSpiel has (0: none)."""
+        return self.end_to_end_runs if self.end_to_end_seconds > 0 else 0
+
+
+def _sides(game: str, game_args: dict, peer: str, s: PeerSettings, cpp: bool) -> dict[str, Any]:
+    """The sides of one game's race, by their names in the report."""
+    sides: dict[str, Any] = {
+        "ours_1": OursSide(game, game_args, s.searchcount, 1, s.c, s.seed),
+        f"ours_{s.threads}": OursSide(game, game_args, s.searchcount, s.threads, s.c, s.seed),
+        "openspiel": OpenSpielPythonSide(peer, s.searchcount, s.c, s.seed),
+    }
+    if cpp:
+        sides["openspiel_cpp"] = OpenSpielCppSide(peer, s.searchcount, s.c, s.seed)
+    return sides
+
+
+def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> dict:
     """One game's race, with the end-to-end runs between its groups of slices."""
     game, game_args, peer = spec
     row: dict[str, Any] = {"game": game, "game_args": game_args, "openspiel_game": peer}
     if peer is None:
         row["note"] = "OpenSpiel has no such game"
         return row
-    searchcount, threads, c, seed = s["searchcount"], s["threads"], s["c"], s["seed"]
-    sides: dict[str, Any] = {
-        "ours_1": OursSide(game, game_args, searchcount, 1, c, seed),
-        f"ours_{threads}": OursSide(game, game_args, searchcount, threads, c, seed),
-        "openspiel": OpenSpielPythonSide(peer, searchcount, c, seed),
-    }
-    if cpp:
-        sides["openspiel_cpp"] = OpenSpielCppSide(peer, searchcount, c, seed)
-    runs = s["end_to_end_runs"] if s["end_to_end_seconds"] > 0 else 0
-    slice_seconds = s["seconds"] / (s["slices"] * (runs + 1))
-    groups = [race(sides, slice_seconds, s["slices"])]
+    sides = _sides(game, game_args, peer, s, cpp)
+    slice_seconds = s.seconds / (s.slices * (s.runs + 1))
+    groups = [race(sides, slice_seconds, s.slices)]
     done = []
-    for _ in range(runs):
-        args = (s["end_to_end_seconds"], s["selfplayers"], threads, searchcount)
+    for _ in range(s.runs):
+        args = (s.end_to_end_seconds, s.selfplayers, s.threads, s.searchcount)
         done.append(self_play(game, game_args, *args))
-        groups.append(race(sides, slice_seconds, s["slices"]))
+        groups.append(race(sides, slice_seconds, s.slices))
     figures = {name: sum((g[name] for g in groups), Tally()).figures() for name in sides}
     row.update(figures)
-    row.update(_ratios(figures, threads))
-    if runs:
+    row.update(_ratios(figures, s.threads))
+    if s.runs:
         row.update(_moonshot(done, groups))
     return row
 
@@ -171,55 +210,30 @@ def _chosen(games: list[str] | None) -> list[tuple]:
 
 
 def run_peer_bench(
-    seconds: float = 10.0,
-    searchcount: int = 100,
-    threads: int = 24,
-    c: float = 1.5,
-    slices: int = 5,
-    seed: int = 0,
-    games: list[str] | None = None,
-    end_to_end_seconds: float = 0.0,
-    end_to_end_runs: int = 1,
-    selfplayers: int = 4,
-    self_play: SelfPlay = alphazero_self_play,
+    games: list[str] | None = None, self_play: SelfPlay = alphazero_self_play, **settings
 ) -> dict:
     """For every bundled game (or `games`): our search ceiling (one search at a time, and
     `threads` concurrent searches), OpenSpiel's Python and C++ MCTSBot, `seconds` each in
     alternating slices; with `end_to_end_seconds`, `end_to_end_runs` runs of `self_play`
-    between the slices and the moonshot ratio (see the module docstring)."""
+    between the slices and the moonshot ratio (see the module docstring).  `settings` are
+    `PeerSettings` fields."""
     pyspiel, _ = import_openspiel()
-    if seconds <= 0 or slices < 1 or end_to_end_runs < 1 or end_to_end_seconds < 0:
-        raise ValueError(
-            "the peer bench needs seconds > 0, slices >= 1, end-to-end runs >= 1 and "
-            f"end-to-end seconds >= 0 (got {seconds}, {slices}, {end_to_end_runs}, "
-            f"{end_to_end_seconds})"
-        )
+    s = PeerSettings(**settings)
     skipped = cpp_missing(pyspiel)
-    settings = {
-        "searchcount": searchcount,
-        "threads": threads,
-        "c": c,
-        "seed": seed,
-        "seconds": seconds,
-        "slices": slices,
-        "end_to_end_seconds": end_to_end_seconds,
-        "end_to_end_runs": end_to_end_runs,
-        "selfplayers": selfplayers,
-    }
-    rows = [_peer_row(spec, settings, skipped is None, self_play) for spec in _chosen(games)]
+    rows = [_peer_row(spec, s, skipped is None, self_play) for spec in _chosen(games)]
     return {
-        "searchcount": searchcount,
-        "threads": threads,
-        "exploration_const": c,
-        "seconds": seconds,
-        "slices": slices,
+        "searchcount": s.searchcount,
+        "threads": s.threads,
+        "exploration_const": s.c,
+        "seconds": s.seconds,
+        "slices": s.slices,
         "games": rows,
         "openspiel_cpp_evaluator": CPP_EVALUATOR if skipped is None else None,
         "openspiel_cpp_skipped": skipped,
-        "end_to_end_seconds": end_to_end_seconds,
-        "end_to_end_runs": end_to_end_runs if end_to_end_seconds > 0 else 0,
-        "selfplayers": selfplayers,
-        "moonshot_unit": MOONSHOT_UNIT if end_to_end_seconds > 0 else None,
+        "end_to_end_seconds": s.end_to_end_seconds,
+        "end_to_end_runs": s.runs,
+        "selfplayers": s.selfplayers,
+        "moonshot_unit": MOONSHOT_UNIT if s.runs else None,
     }
 
 
@@ -337,11 +351,11 @@ def add_parser(sub) -> None:
 
 def cmd_peer(args) -> int:
     figures = run_peer_bench(
-        args.seconds,
-        args.searchcount,
-        args.threads,
-        slices=args.slices,
         games=args.game,
+        seconds=args.seconds,
+        searchcount=args.searchcount,
+        threads=args.threads,
+        slices=args.slices,
         end_to_end_seconds=args.end_to_end,
         end_to_end_runs=args.end_to_end_runs,
         selfplayers=args.selfplayers,
