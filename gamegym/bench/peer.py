@@ -1,31 +1,58 @@
-"""`gamegym bench peer openspiel`: our search ceiling beside OpenSpiel's Python MCTSBot.
+"""`gamegym bench peer openspiel`: our search ceiling beside OpenSpiel's MCTS, game by game.
 
-Both sides play whole games against themselves on the same game, with the same searches
-(simulations) per move and the same exploration constant, with no network: our `Search` with
-the uniform stub evaluator (the bench's search ceiling), OpenSpiel's `MCTSBot` with an evaluator
-that returns uniform priors and the value 0 (no rollouts) and PUCT child selection, on
-OpenSpiel's own C++ implementation of the game.  The time is split into slices that alternate
-between the sides, so a machine whose load changes during the run slows all alike; each slice
-plays whole games.  Rates are per second of this process's CPU time, which on a loaded machine
-leaves out the time other processes held the core (the wall-clock rates are reported too).  OpenSpiel is the optional extra `pip install -e ".[openspiel]"`.
+All sides play whole games against themselves on the same game, with the same searches
+(simulations) per move and the same exploration constant, with no network
+(`gamegym.bench.peersides`): our `Search` with the uniform stub evaluator (the bench's search
+ceiling; one search at a time, and `--threads` concurrent searches), OpenSpiel's Python `MCTSBot`
+with uniform priors and the value 0 (the same evaluator), and OpenSpiel's C++ `MCTSBot` with the
+closest evaluator its Python API builds: the C++ `RandomRolloutEvaluator` at 1 rollout (uniform
+priors too, but each leaf's value is one random playout instead of 0, so it does more work per
+search than the other sides).  The time is split into slices that alternate between the sides,
+so a machine whose load changes during the run slows all alike; each slice plays whole games.
+Rates are searches per second of this process's CPU time, which on a loaded machine leaves out
+the time other processes held the core (the wall-clock rates are in the JSON too).
+
+`--end-to-end SECONDS` adds, on every game OpenSpiel has, end-to-end AlphaZero self-play at the
+game's preset, network included (the throughput bench's end-to-end run: a real Predictor and
+`--selfplayers` Selfplayers), between the slices, and its ratio to OpenSpiel's Python MCTSBot's
+bare search, both per core: searches per CPU-second (one core busy for one second), ours over
+the CPU-seconds of every role, OpenSpiel's over its own.  OpenSpiel is the optional extra
+`pip install -e ".[openspiel]"`.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from gamegym.bench.legacy import has, take
-from gamegym.config import GymConfig
-from gamegym.game.graph import load_game
-from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
-from gamegym.search.play import selfplay_game
+from gamegym.bench.peersides import (
+    CPP_EVALUATOR,
+    EXTRA_MESSAGE,
+    OpenSpielCppSide,
+    OpenSpielPythonSide,
+    OursSide,
+    Tally,
+    cpp_missing,
+    import_openspiel,
+    race,
+)
 
-__all__ = ["PEER_GAMES", "run_peer_bench", "print_peer_report", "add_parser"]
+__all__ = [
+    "EXTRA_MESSAGE",
+    "MOONSHOT_UNIT",
+    "PEER_GAMES",
+    "PeerSettings",
+    "add_parser",
+    "alphazero_self_play",
+    "print_peer_report",
+    "run_peer_bench",
+]
 
 # our bundled game (spec, arguments) -> OpenSpiel's name for the same game (None: it has none)
 PEER_GAMES: tuple[tuple[str, dict[str, Any], str | None], ...] = (
@@ -34,183 +61,255 @@ PEER_GAMES: tuple[tuple[str, dict[str, Any], str | None], ...] = (
     ("games.santorini:Santorini", {"dimension": 3, "units_per_player": 1}, None),
     ("games.santorini:Santorini", {"dimension": 5, "units_per_player": 2}, None),
 )
-EXTRA_MESSAGE = (
-    'gamegym bench peer openspiel needs OpenSpiel: pip install -e ".[openspiel]" '
-    "(the optional extra; the package is open_spiel)"
+MOONSHOT_UNIT = (
+    "searches per CPU-second (one core busy for one second); end to end: all searches of the "
+    "Selfplayers over the CPU-seconds of every role, Predictor and bench included"
 )
 
-
-def _import_openspiel():
-    try:
-        import pyspiel
-        from open_spiel.python.algorithms import mcts
-    except ImportError as error:
-        raise ValueError(f"{EXTRA_MESSAGE} ({error})") from error
-    return pyspiel, mcts
+# (game, game_args, seconds, selfplayers, threads, searchcount) -> end-to-end figures
+SelfPlay = Callable[[str, dict, float, int, int, int], dict]
 
 
-class _OursSide:
-    """Self-play games with our search and the uniform stub evaluator."""
+def alphazero_self_play(
+    game: str, game_args: dict, seconds: float, selfplayers: int, threads: int, searchcount: int
+) -> dict:
+    """End-to-end AlphaZero self-play at the game's preset, network included: the throughput
+    bench's end-to-end run (processes, the session's network path), with its efficiency."""
+    from gamegym.bench.throughput import run_bench
 
-    def __init__(
-        self, game: str, game_args: dict, searchcount: int, threads: int, c: float, seed: int
-    ):
-        self.graph = load_game(game, game_args)
-        self.cfg = GymConfig.from_dict(
-            {
-                "game": game,
-                "game_args": game_args,
-                "selfplay": {
-                    "searchcount": searchcount,
-                    "searchthreadcount": threads,
-                    "exploration_const": c,
-                },
-            }
-        ).selfplay
-        self.search = Search(
-            self.graph,
-            uniform_evaluator(self.graph.action_space_size),
-            SearchParams.from_selfplay(self.cfg),
-        )
-        self.rng = np.random.default_rng(seed)
-        self.games = 0
+    run = run_bench(
+        game, game_args, seconds, selfplayers, threads, searchcount, network_seconds=0.0
+    )
+    cores = max(1, min(selfplayers, run["config"]["cores"] or 1))
+    return {
+        "searches_per_s": run["searches_per_s"],
+        "searches_per_cpu_s": run["searches_per_cpu_s"],
+        "searches_per_s_per_core": round(run["searches_per_s"] / cores, 1),
+        "positions_per_s": run["positions_per_s"],
+        "cores": cores,
+        "efficiency": run["efficiency"],
+        "cpu_efficiency": run["cpu_efficiency"],
+        "cpu_by_role": run["cpu_by_role"],
+        "network_path": run["network_path"],
+        "mean_batch": run["mean_batch"],
+    }
+
+
+def _moonshot(runs: list[dict], groups: list[dict[str, Tally]]) -> dict:
+    """Each end-to-end run over OpenSpiel's Python MCTSBot in the slices just before and just
+    after it (its rate there: `moonshot_peer_searches_per_s`), per CPU-second and per
+    wall-second of a core; the medians of the runs."""
+    cpu, wall, peer = [], [], []
+    for i, run in enumerate(runs):
+        bot = groups[i]["openspiel"] + groups[i + 1]["openspiel"]
+        peer.append(bot.per_cpu_s)
+        cpu.append(run["searches_per_cpu_s"] / max(bot.per_cpu_s, 1e-9))
+        wall.append(run["searches_per_s_per_core"] / max(bot.per_wall_s, 1e-9))
+    return {
+        "end_to_end": runs,
+        "moonshot_peer_searches_per_s": [round(rate, 1) for rate in peer],
+        "moonshot": round(float(np.median(cpu)), 3),
+        "moonshot_runs": [round(r, 3) for r in cpu],
+        "moonshot_wall": round(float(np.median(wall)), 3),
+    }
+
+
+def _ratios(figures: dict, threads: int) -> dict:
+    """Ours over OpenSpiel's Python MCTSBot and over its C++ one (None: no C++ side)."""
+    python = figures["openspiel"]["searches_per_s"]
+    ours = {"1": figures["ours_1"]["searches_per_s"]}
+    ours["threads"] = figures[f"ours_{threads}"]["searches_per_s"]
+    out: dict[str, float | None] = {f"ratio_{k}": round(v / python, 2) for k, v in ours.items()}
+    cpp = figures.get("openspiel_cpp", {}).get("searches_per_s")
+    for key, value in ours.items():
+        out[f"ratio_cpp_{key}"] = round(value / cpp, 3) if cpp else None
+    out["cpp_vs_python"] = round(cpp / python, 2) if cpp else None
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class PeerSettings:
+    """One peer bench run's settings (the flags of `gamegym bench peer`)."""
+
+    seconds: float = 10.0  # time per side and game, over all its slices
+    searchcount: int = 100  # searches (simulations) per move, every side
+    threads: int = 24  # concurrent searches of our second side, and end to end
+    c: float = 1.5  # exploration constant, every side
+    slices: int = 5  # alternating slices per side, before and after each end-to-end run
+    seed: int = 0
+    end_to_end_seconds: float = 0.0  # 0: no end-to-end runs
+    end_to_end_runs: int = 1
+    selfplayers: int = 4  # Selfplayers end to end
+
+    def __post_init__(self) -> None:
+        if self.seconds <= 0 or self.slices < 1 or self.searchcount < 1 or self.threads < 1:
+            raise ValueError(
+                "the peer bench needs seconds > 0, slices >= 1, searchcount >= 1 and threads "
+                f">= 1 (got {self.seconds}, {self.slices}, {self.searchcount}, {self.threads})"
+            )
+        if self.end_to_end_seconds < 0 or self.end_to_end_runs < 1 or self.selfplayers < 1:
+            raise ValueError(
+                "the peer bench needs end-to-end seconds >= 0, end-to-end runs >= 1 and "
+                f"selfplayers >= 1 (got {self.end_to_end_seconds}, {self.end_to_end_runs}, "
+                f"{self.selfplayers})"
+            )
 
     @property
-    def searches(self) -> int:
-        return self.search.searches_done
-
-    def play_game(self) -> None:
-        selfplay_game(self.graph, self.search, self.cfg, self.rng)
-        self.games += 1
+    def runs(self) -> int:
+        """End-to-end runs per game OpenSpiel has (0: none)."""
+        return self.end_to_end_runs if self.end_to_end_seconds > 0 else 0
 
 
-class _OpenSpielSide:
-    """Self-play games with OpenSpiel's MCTSBot, uniform priors, value 0, PUCT."""
-
-    def __init__(self, name: str, searchcount: int, c: float, seed: int):
-        pyspiel, mcts = _import_openspiel()
-
-        class Uniform(mcts.Evaluator):  # type: ignore[name-defined]  # OpenSpiel's, imported at run time
-            def evaluate(self, state):
-                return np.zeros(2)
-
-            def prior(self, state):
-                legal = state.legal_actions(state.current_player())
-                return [(action, 1.0 / len(legal)) for action in legal]
-
-        self.game = pyspiel.load_game(name)
-        self.bot = mcts.MCTSBot(
-            self.game,
-            c,
-            searchcount,
-            Uniform(),
-            solve=False,
-            random_state=np.random.RandomState(seed),
-            child_selection_fn=mcts.SearchNode.puct_value,
-        )
-        self.searches = self.games = 0
-
-    def play_game(self) -> None:
-        state = self.game.new_initial_state()
-        while not state.is_terminal():
-            root = self.bot.mcts_search(state)
-            self.searches += root.explore_count
-            state.apply_action(root.best_child().action)
-        self.games += 1
-
-
-def _race(sides: dict, seconds: float, slices: int) -> dict:
-    """Alternate `slices` time slices per side (whole games each); searches per second of this
-    process's CPU time per side (on a quiet machine the same as per second of wall time; on a
-    loaded one it leaves out the time other processes had the core), and per wall second."""
-    wall = {name: 0.0 for name in sides}
-    cpu = {name: 0.0 for name in sides}
-    for _ in range(slices):
-        for name, side in sides.items():
-            start, start_cpu = time.perf_counter(), time.process_time()
-            while time.perf_counter() - start < seconds / slices:
-                side.play_game()
-            wall[name] += time.perf_counter() - start
-            cpu[name] += time.process_time() - start_cpu
-    return {
-        name: {
-            "searches_per_s": round(side.searches / cpu[name], 1),
-            "searches_per_wall_s": round(side.searches / wall[name], 1),
-            "games": side.games,
-            "seconds": round(wall[name], 2),
-            "cpu_seconds": round(cpu[name], 2),
-        }
-        for name, side in sides.items()
+def _sides(game: str, game_args: dict, peer: str, s: PeerSettings, cpp: bool) -> dict[str, Any]:
+    """The sides of one game's race, by their names in the report."""
+    sides: dict[str, Any] = {
+        "ours_1": OursSide(game, game_args, s.searchcount, 1, s.c, s.seed),
+        f"ours_{s.threads}": OursSide(game, game_args, s.searchcount, s.threads, s.c, s.seed),
+        "openspiel": OpenSpielPythonSide(peer, s.searchcount, s.c, s.seed),
     }
+    if cpp:
+        sides["openspiel_cpp"] = OpenSpielCppSide(peer, s.searchcount, s.c, s.seed)
+    return sides
+
+
+def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> dict:
+    """One game's race, with the end-to-end runs between its groups of slices."""
+    game, game_args, peer = spec
+    row: dict[str, Any] = {"game": game, "game_args": game_args, "openspiel_game": peer}
+    if peer is None:
+        row["note"] = "OpenSpiel has no such game"
+        return row
+    sides = _sides(game, game_args, peer, s, cpp)
+    slice_seconds = s.seconds / (s.slices * (s.runs + 1))
+    groups = [race(sides, slice_seconds, s.slices)]
+    done = []
+    for _ in range(s.runs):
+        args = (s.end_to_end_seconds, s.selfplayers, s.threads, s.searchcount)
+        done.append(self_play(game, game_args, *args))
+        groups.append(race(sides, slice_seconds, s.slices))
+    figures = {name: sum((g[name] for g in groups), Tally()).figures() for name in sides}
+    row.update(figures)
+    row.update(_ratios(figures, s.threads))
+    if s.runs:
+        row.update(_moonshot(done, groups))
+    return row
+
+
+def _chosen(games: list[str] | None) -> list[tuple]:
+    """The PEER_GAMES rows of the game specs asked for (all when none are)."""
+    if not games:
+        return list(PEER_GAMES)
+    known = [spec for spec, _, _ in PEER_GAMES]
+    unknown = [game for game in games if game not in known]
+    if unknown:
+        raise ValueError(
+            f"the peer bench has no game {', '.join(unknown)}; its games are "
+            + ", ".join(dict.fromkeys(known))
+        )
+    return [row for row in PEER_GAMES if row[0] in games]
 
 
 def run_peer_bench(
-    seconds: float = 10.0,
-    searchcount: int = 100,
-    threads: int = 24,
-    c: float = 1.5,
-    slices: int = 5,
-    seed: int = 0,
+    games: list[str] | None = None, self_play: SelfPlay = alphazero_self_play, **settings
 ) -> dict:
-    """For every bundled game: our search ceiling (one search at a time, and `threads`
-    concurrent searches) and OpenSpiel's MCTSBot, `seconds` each, in alternating slices."""
-    _import_openspiel()
-    rows = []
-    for game, game_args, peer in PEER_GAMES:
-        row = {"game": game, "game_args": game_args, "openspiel_game": peer}
-        if peer is None:
-            row["note"] = "OpenSpiel has no such game"
-            rows.append(row)
-            continue
-        sides = {
-            "ours_1": _OursSide(game, game_args, searchcount, 1, c, seed),
-            f"ours_{threads}": _OursSide(game, game_args, searchcount, threads, c, seed),
-            "openspiel": _OpenSpielSide(peer, searchcount, c, seed),
-        }
-        figures = _race(sides, seconds, slices)
-        peer_rate = figures["openspiel"]["searches_per_s"]
-        row.update(figures)
-        row["ratio_1"] = round(figures["ours_1"]["searches_per_s"] / peer_rate, 2)
-        row["ratio_threads"] = round(figures[f"ours_{threads}"]["searches_per_s"] / peer_rate, 2)
-        rows.append(row)
+    """For every bundled game (or `games`): our search ceiling (one search at a time, and
+    `threads` concurrent searches), OpenSpiel's Python and C++ MCTSBot, `seconds` each in
+    alternating slices; with `end_to_end_seconds`, `end_to_end_runs` runs of `self_play`
+    between the slices and the moonshot ratio (see the module docstring).  `settings` are
+    `PeerSettings` fields."""
+    pyspiel, _ = import_openspiel()
+    s = PeerSettings(**settings)
+    skipped = cpp_missing(pyspiel)
+    rows = [_peer_row(spec, s, skipped is None, self_play) for spec in _chosen(games)]
     return {
-        "searchcount": searchcount,
-        "threads": threads,
-        "exploration_const": c,
-        "seconds": seconds,
-        "slices": slices,
+        "searchcount": s.searchcount,
+        "threads": s.threads,
+        "exploration_const": s.c,
+        "seconds": s.seconds,
+        "slices": s.slices,
         "games": rows,
+        "openspiel_cpp_evaluator": CPP_EVALUATOR if skipped is None else None,
+        "openspiel_cpp_skipped": skipped,
+        "end_to_end_seconds": s.end_to_end_seconds,
+        "end_to_end_runs": s.runs,
+        "selfplayers": s.selfplayers,
+        "moonshot_unit": MOONSHOT_UNIT if s.runs else None,
     }
 
 
+def _name(row: dict) -> str:
+    arguments = ", ".join(f"{k}={v}" for k, v in row["game_args"].items())
+    return f"{row['game'].split(':')[1]}({arguments})"
+
+
+def _rate(row: dict, side: str) -> str:
+    return f"{row[side]['searches_per_s']:>9.0f}" if side in row else f"{'-':>9}"
+
+
+def _times(value: float | None) -> str:
+    return f"{value:>7.2f}x" if value is not None else f"{'-':>8}"
+
+
 def print_peer_report(figures: dict) -> None:
+    """The race as a table, the C++ side's evaluator, and the moonshot lines if measured."""
     t = figures["threads"]
     print(
-        f"search ceiling vs OpenSpiel's Python MCTSBot: {figures['searchcount']} searches per "
-        f"move, c {figures['exploration_const']}, uniform evaluator, {figures['seconds']:g} s "
-        f"per side in {figures['slices']} alternating slices; searches per CPU second"
+        f"search ceiling vs OpenSpiel's MCTSBot: {figures['searchcount']} searches per move, "
+        f"c {figures['exploration_const']}, no network, {figures['seconds']:g} s per side in "
+        f"alternating slices; searches per CPU-second; ours and OpenSpiel's Python MCTSBot with "
+        f"uniform priors and value 0"
     )
     print(
-        f"{'game':40} {'ours, 1':>9} {f'ours, {t}':>9} {'OpenSpiel':>9} {'ratio 1':>8} "
-        f"{f'ratio {t}':>8}"
+        "OpenSpiel's C++ side: "
+        + (figures["openspiel_cpp_evaluator"] or figures["openspiel_cpp_skipped"])
+    )
+    print(
+        f"{'game':44} {'ours, 1':>9} {f'ours, {t}':>9} {'Python':>9} {'C++':>9} "
+        f"{'÷Py, 1':>8} {f'÷Py, {t}':>8} {'÷C++, 1':>8} {f'÷C++, {t}':>8}"
     )
     for row in figures["games"]:
-        arguments = ", ".join(f"{k}={v}" for k, v in row["game_args"].items())
-        name = f"{row['game'].split(':')[1]}({arguments})"
         if "note" in row:
-            print(f"{name:40} {row['note']}")
+            print(f"{_name(row):44} {row['note']}")
             continue
         print(
-            f"{name:40} {row['ours_1']['searches_per_s']:>9.0f} "
-            f"{row[f'ours_{t}']['searches_per_s']:>9.0f} "
-            f"{row['openspiel']['searches_per_s']:>9.0f} {row['ratio_1']:>7.2f}x "
-            f"{row['ratio_threads']:>7.2f}x"
+            f"{_name(row):44} {_rate(row, 'ours_1')} {_rate(row, f'ours_{t}')} "
+            f"{_rate(row, 'openspiel')} {_rate(row, 'openspiel_cpp')} "
+            + " ".join(
+                _times(row[key])
+                for key in ("ratio_1", "ratio_threads", "ratio_cpp_1", "ratio_cpp_threads")
+            )
+        )
+    if figures["end_to_end_runs"]:
+        _print_moonshot(figures)
+
+
+def _print_moonshot(figures: dict) -> None:
+    print(
+        f"end-to-end AlphaZero self-play per core over OpenSpiel's Python MCTSBot's bare search "
+        f"per core (the moonshot): the game's preset, network included, "
+        f"{figures['selfplayers']} Selfplayers x {figures['threads']} concurrent searches, "
+        f"{figures['end_to_end_seconds']:g} s a run\n  unit: {figures['moonshot_unit']}"
+    )
+    for row in figures["games"]:
+        if "moonshot" not in row:
+            continue
+        runs = row["end_to_end"]
+        ours = float(np.median([run["searches_per_cpu_s"] for run in runs]))
+        spread = ", ".join(f"{r:.2f}" for r in row["moonshot_runs"])
+        efficiency = ", ".join(f"{run['efficiency']}" for run in runs)
+        print(
+            f"  {_name(row):30} ours {ours:,.0f} searches per CPU-second (efficiency "
+            f"{efficiency}), MCTSBot {row['openspiel']['searches_per_s']:,.0f}: moonshot "
+            f"{row['moonshot']:.2f}x (runs {spread}; per wall-second of a core "
+            f"{row['moonshot_wall']:.2f}x)"
         )
 
 
 COMMAND = "peer"
-EXAMPLE = """example:
+EXAMPLE = """examples:
   gamegym bench peer openspiel --seconds 10 --searchcount 100 --threads 24
+  gamegym bench peer openspiel --game games.connectfour:ConnectFour --seconds 20 \\
+      --end-to-end 20 --end-to-end-runs 3       # the moonshot ratio, three runs
 """
 
 
@@ -227,12 +326,40 @@ def add_parser(sub) -> None:
     p.add_argument("--seconds", type=float, default=20.0, help="time per side and game")
     p.add_argument("--searchcount", type=int, default=100, help="searches per move")
     p.add_argument("--threads", type=int, default=24, help="concurrent searches of our second side")
+    p.add_argument("--slices", type=int, default=5, help="alternating slices per side and run")
+    p.add_argument(
+        "--game",
+        action="append",
+        metavar="MODULE:CLASS",
+        help="only this bundled game (repeatable; default: every bundled game)",
+    )
+    p.add_argument(
+        "--end-to-end",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="also run end-to-end AlphaZero self-play this long on every game OpenSpiel has, "
+        "and print its ratio to OpenSpiel's Python MCTSBot per core (the moonshot)",
+    )
+    p.add_argument(
+        "--end-to-end-runs", type=int, default=1, help="end-to-end runs, between the slices"
+    )
+    p.add_argument("--selfplayers", type=int, default=4, help="Selfplayers end to end")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_peer)
 
 
 def cmd_peer(args) -> int:
-    figures = run_peer_bench(args.seconds, args.searchcount, args.threads)
+    figures = run_peer_bench(
+        games=args.game,
+        seconds=args.seconds,
+        searchcount=args.searchcount,
+        threads=args.threads,
+        slices=args.slices,
+        end_to_end_seconds=args.end_to_end,
+        end_to_end_runs=args.end_to_end_runs,
+        selfplayers=args.selfplayers,
+    )
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:

@@ -11,6 +11,8 @@
 - CPU efficiency: end-to-end searches per CPU-second of all roles / the ceiling's searches per
   CPU-second.  On a quiet machine whose cores the roles keep busy it equals the efficiency; on
   a loaded one it says what the roles would do with the cores to themselves.
+- beside a peer: `gamegym bench peer openspiel --end-to-end SECONDS` runs this end-to-end
+  self-play between slices of OpenSpiel's bare search and prints their ratio per core.
 
 `--learner` names a learner preset, or several comma-separated (`alphazero,muzero`,
 `alphazero,bootstrapped`), measured in turn in one run with their ratios to the first.  MuZero's
