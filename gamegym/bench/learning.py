@@ -26,7 +26,7 @@ import numpy as np
 from gamegym.bench.legacy import has, take
 from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import json_object
-from gamegym.config import GymConfig
+from gamegym.config import GymConfig, merged_settings
 from gamegym.evaluation.arena import make_player, model_player, run_match
 from gamegym.game.graph import load_game
 from gamegym.game.players import Player, Solver, SolverPlayer
@@ -92,14 +92,16 @@ def measure(
     solver=None,
     explore_plies: int = 0,
     bars: ProgressBars | None = None,
+    config: GymConfig | None = None,
 ) -> dict:
     """One curve point for the newest iteration: a match of `games` games against each
     opponent and, with a solver, the optimal-move rate over half as many self-play games.
+    `config`: the session's (None: read from its folder).
     The first opponent's figures are also the point's own `wins`, `draws`, `losses`, `score`."""
     bars = bars or ProgressBars(enabled=False)
     started = time.monotonic()
     iteration = session.current_iteration()
-    player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
+    player = model_player(session, graph, iteration, searchcount, EVAL_THREADS, config)
     point: dict = {"iteration": iteration, "by_opponent": {}}
     for spec in opponents:
         opponent: Player
@@ -167,8 +169,9 @@ def run_learning_bench(
             f"--keep {keep}: that folder exists; the benchmark trains from scratch in a new session"
         )
     opponents, solver = bench_opponents(game, graph, opponents)
-    config = GymConfig.from_dict({**found[1], "status_interval": 30.0, "seed": seed}).updated(
-        overrides or {}
+    # the game, the config and the solver are built once here and passed down
+    config = GymConfig.from_dict(
+        merged_settings({**found[1], "status_interval": 30.0, "seed": seed}, overrides or {})
     )
     rng = np.random.default_rng(seed)
     trains = get_learner(config.train.learner)
@@ -188,9 +191,10 @@ def run_learning_bench(
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, ProgressBars() as bars:
         gym = GameGym(
             Path(keep) if keep is not None else Path(folder) / "learn",
+            graph=graph,
             config=config,
             initial_model=initial_model_path(
-                game, graph.game_args, config.network_options(), learner
+                game, graph.game_args, config.network_options(), learner, graph
             ),
         )
         curve, final, peak_rss = train_and_measure(
@@ -368,7 +372,16 @@ def train_and_measure(
     curve = [
         {
             **measure(
-                gym.session, graph, opponents, games, searchcount, rng, solver, explore, bars
+                gym.session,
+                graph,
+                opponents,
+                games,
+                searchcount,
+                rng,
+                solver,
+                explore,
+                bars,
+                gym.config,
             ),
             "minutes": 0.0,
         }
@@ -409,7 +422,16 @@ def train_and_measure(
         ):
             continue  # the run ended just after the last point: nothing new to measure
         point = measure(
-            gym.session, graph, opponents, games, searchcount, rng, solver, explore, bars
+            gym.session,
+            graph,
+            opponents,
+            games,
+            searchcount,
+            rng,
+            solver,
+            explore,
+            bars,
+            gym.config,
         )
         point["minutes"] = round(elapsed, 2)
         curve.append(point)
@@ -426,7 +448,16 @@ def train_and_measure(
     # the final figure: the last iteration again, on `final_factor` times the games (after
     # the training clock, so a cheap curve and a precise final number)
     final = measure(
-        gym.session, graph, opponents, games * final_factor, searchcount, rng, solver, explore, bars
+        gym.session,
+        graph,
+        opponents,
+        games * final_factor,
+        searchcount,
+        rng,
+        solver,
+        explore,
+        bars,
+        gym.config,
     )
     final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
     show(final, "final")

@@ -1,0 +1,71 @@
+"""A game and a config are built once in the main process and passed down as objects: the
+learning bench's set-up, `gamegym new` and `gamegym resume` (children build their own)."""
+
+import json
+
+from conftest import SMALL, TICTACTOE
+
+from gamegym.bench import learning
+from gamegym.cli.main import main
+from gamegym.runtime import gym as gym_module
+
+
+def test_the_learning_bench_builds_its_game_and_config_once(builds, monkeypatch, tmp_path):
+    # no training processes: the gym returns at once, so the trip is the set-up, the session
+    # and its first model, and the curve's first and final points (measured in this process);
+    # the first model is made here too, with the graph already built, not in a child
+    monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: 0)
+    monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
+    figures = learning.run_learning_bench(
+        game=TICTACTOE,
+        game_args={},
+        minutes=0.01,
+        interval=10,
+        games=2,
+        searchcount=2,
+        plot_path=None,
+        keep=tmp_path / "learn",
+    )
+    assert [point["iteration"] for point in figures["curve"]] == [0]
+    assert figures["final"]["iteration"] == 0
+    (game,) = builds["game"]
+    (config,) = builds["config"]
+    assert "load_game < run_learning_bench" in game, game
+    assert "from_dict < run_learning_bench" in config, config
+
+
+def test_a_learning_bench_variant_changes_the_preset_in_the_one_config(builds, monkeypatch):
+    monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: 0)
+    monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
+    figures = learning.run_learning_bench(
+        game=TICTACTOE,
+        game_args={},
+        minutes=0.01,
+        interval=10,
+        games=2,
+        searchcount=2,
+        plot_path=None,
+        overrides={"selfplay": {"searchcount": 16}},
+    )
+    assert figures["selfplay_searchcount"] == 16
+    assert len(builds["game"]) == 1 and len(builds["config"]) == 1
+
+
+def test_new_and_resume_build_the_game_and_the_config_once(builds, monkeypatch, tmp_path):
+    monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
+    session = tmp_path / "s"
+    assert main(["new", str(session), "--preset", "tictactoe"]) == 0
+    assert len(builds["game"]) == 1 and len(builds["config"]) == 1, builds
+    builds["game"].clear()
+    builds["config"].clear()
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps(SMALL))
+    assert main(["new", str(tmp_path / "t"), "--game", TICTACTOE, "--config", str(config)]) == 0
+    assert len(builds["game"]) == 1 and len(builds["config"]) == 1, builds
+    builds["game"].clear()
+    builds["config"].clear()
+    ran = []
+    monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: ran.append(self))
+    assert main(["resume", str(session), "--max-iterations", "1"]) in (0, None)
+    assert len(ran) == 1 and ran[0].config.game == TICTACTOE
+    assert builds["game"] == [] and len(builds["config"]) == 1, builds  # config.json, read once
