@@ -28,7 +28,7 @@ from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, merged_settings
 from gamegym.evaluation.arena import make_player, model_player, run_match
-from gamegym.game.graph import load_game
+from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player, Solver, SolverPlayer
 from gamegym.game.playerspecs import check_player_spec
 from gamegym.learners import get_learner
@@ -148,16 +148,19 @@ def run_learning_bench(
     overrides: dict | None = None,
     seed: int = 0,
     learner: str = "alphazero",
+    graph: GameGraph | None = None,
 ) -> dict:
     """Train `game` from scratch for `minutes` with the preset of `learner` and return its
-    curve (see the module doc).
+    curve (see the module doc); `graph`: the game, when the caller has built it from `game`
+    and `game_args` already.
     With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards);
     `opponents` (player specs) replaces the game's benchmark opponents.  `overrides` change
     the preset's config (as GymConfig.updated takes them); `seed` is the session's seed and
     the evaluation's."""
     from gamegym.runtime.gym import GameGym
 
-    graph = load_game(game, game_args)
+    if graph is None:
+        graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
     if found is None:
         raise ValueError(
@@ -259,6 +262,8 @@ def run_learning_benches(
         for name, changes in (variants or {"": {}}).items()
         for seed in seeds
     ]
+    # the game is built once for every run (`options` name it: game, game_args)
+    options.setdefault("graph", load_game(options["game"], options.get("game_args")))
     if len(runs) == 1:
         learner, name, changes, seed = runs[0]
         return run_learning_bench(

@@ -69,3 +69,18 @@ def test_new_and_resume_build_the_game_and_the_config_once(builds, monkeypatch, 
     assert main(["resume", str(session), "--max-iterations", "1"]) in (0, None)
     assert len(ran) == 1 and ran[0].config.game == TICTACTOE
     assert builds["game"] == [] and len(builds["config"]) == 1, builds  # config.json, read once
+
+
+def test_runs_side_by_side_share_the_one_game(builds, monkeypatch):
+    calls = []
+
+    def fake_run(**options):
+        calls.append(options)
+        return {"learner": options["learner"], "curve": []}
+
+    monkeypatch.setattr(learning, "run_learning_bench", fake_run)
+    learning.run_learning_benches(
+        ["alphazero", "muzero"], None, seeds=(0, 1), game=TICTACTOE, game_args={}, minutes=1.0
+    )
+    assert len(calls) == 4 and len(builds["game"]) == 1
+    assert all(call["graph"] is calls[0]["graph"] for call in calls)
