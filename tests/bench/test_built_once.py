@@ -3,10 +3,12 @@ learning bench's set-up, `gamegym new` and `gamegym resume` (children build thei
 
 import json
 
+import pytest
 from conftest import SMALL, TICTACTOE
 
 from gamegym.bench import learning
 from gamegym.cli.main import main
+from gamegym.game.graph import GameSpecError
 from gamegym.runtime import gym as gym_module
 
 
@@ -84,3 +86,21 @@ def test_runs_side_by_side_share_the_one_game(builds, monkeypatch):
     )
     assert len(calls) == 4 and len(builds["game"]) == 1
     assert all(call["graph"] is calls[0]["graph"] for call in calls)
+
+
+def test_a_graph_its_spec_does_not_rebuild_is_refused_before_the_session_is_made(
+    monkeypatch, tmp_path
+):
+    # the gym keeps the graph it is given, but its children build theirs from the spec
+    import games.tictactoe
+    from games.tictactoe import TicTacToe, TicTacToeVariant
+
+    class Local(TicTacToe):
+        pass
+
+    with pytest.raises(GameSpecError, match="has no class 'test_a_graph_its_spec"):
+        gym_module.GameGym(tmp_path / "local", graph=Local())
+    monkeypatch.setattr(games.tictactoe, "TicTacToe", TicTacToeVariant)
+    with pytest.raises(gym_module.GymError, match="cannot be rebuilt from its spec"):
+        gym_module.GameGym(tmp_path / "shadowed", graph=TicTacToe())
+    assert list(tmp_path.iterdir()) == []
