@@ -59,6 +59,8 @@ def _settings(name: str, presets: dict[str, Preset], seen: tuple[str, ...] = ())
         raise ValueError(f"preset {seen[0]!r}: its bases go round in a circle ({name!r} again)")
     preset = presets[name]
     if preset.base is None:
+        if not isinstance(preset.settings.get("game"), str):
+            raise ValueError(f"preset {name!r} names no game and no base preset")
         return preset.settings
     if preset.base not in presets:
         raise ValueError(f"preset {name!r} changes the preset {preset.base!r}, which is not known")

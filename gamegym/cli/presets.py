@@ -44,7 +44,7 @@ def preset_rows() -> list[dict]:
             {
                 "name": name,
                 "game": preset["game"],
-                "game_args": preset["game_args"],
+                "game_args": preset.get("game_args", {}),
                 "learner": preset_learner(preset),
                 "about": about.get(name, ""),
                 "starter_model": None if model is None else str(model),
@@ -88,6 +88,6 @@ def new_session_settings(
         settings = merged_settings(settings, {"game_args": game_args})
     config = GymConfig.from_dict(settings)
     graph = load_game(config.game, config.game_args)
-    same_game = (config.game, config.game_args) == (preset["game"], preset["game_args"])
+    same_game = (config.game, config.game_args) == (preset["game"], preset.get("game_args", {}))
     starter = starter_model(name, config.network_options(), graph) if same_game else None
     return config, starter, graph

@@ -213,9 +213,10 @@ def test_a_wheel_installed_in_a_fresh_venv_finds_every_starter_model(tmp_path):
             [("x-a", "x-b"), ("x-b", "x-a")],
             r"preset 'x-a': its bases go round in a circle \('x-a' again\)",
         ),
+        ([("x-no-game", None)], "preset 'x-no-game' names no game and no base preset"),
     ],
 )
-def test_a_preset_on_a_base_that_cannot_be_found_is_named(presets, message):
+def test_a_preset_that_cannot_be_made_whole_is_named(presets, message):
     from gamegym.learners import Preset, register_preset
     from gamegym.registry import PRESETS as REGISTRY
 
