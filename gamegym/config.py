@@ -33,6 +33,7 @@ __all__ = [
     "float_in",
     "boolean",
     "choice",
+    "merged_settings",
 ]
 
 
@@ -525,16 +526,7 @@ class GymConfig:
 
     def updated(self, overrides: dict) -> GymConfig:
         """A copy with nested overrides applied, e.g. {"selfplay": {"searchcount": 50}}."""
-        data = self.to_dict()
-        for key, value in overrides.items():
-            if isinstance(value, dict) and isinstance(data.get(key), dict) and key != "game_args":
-                data[key].update(value)
-            else:
-                data[key] = value
-        learner = data.get("train", {}).get("learner")
-        if learner != self.train.learner:  # another learner: its own section, not ours
-            data.pop(self.train.learner, None)
-        return GymConfig.from_dict(data)
+        return GymConfig.from_dict(merged_settings(self.to_dict(), overrides))
 
     def value_at(self, path: str) -> Any:
         """A field by its dotted name, e.g. "train.learner" (None when there is none)."""
@@ -552,6 +544,22 @@ class GymConfig:
                     f"(session has {b!r}, new config has {a!r}); "
                     "start a new session instead"
                 )
+
+
+def merged_settings(data: dict, overrides: dict) -> dict:
+    """Config settings (the JSON form) with `overrides` applied as `GymConfig.updated` applies
+    them, without building a config: a section (a dict) is updated key by key, `game_args` and
+    other fields are replaced, and a change of train.learner drops the old learner's section."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    before = out.get("train", {}).get("learner", TrainConfig.learner)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "game_args":
+            out[key].update(value)
+        else:
+            out[key] = value
+    if out.get("train", {}).get("learner", TrainConfig.learner) != before:
+        out.pop(before, None)  # another learner: its own section, not the old one's
+    return out
 
 
 def import_plugins(modules: Any) -> None:

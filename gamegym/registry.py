@@ -29,7 +29,15 @@ from collections.abc import Iterator
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-__all__ = ["Registry", "RegistryError", "LEARNERS", "REPLAYS", "BACKENDS", "SEARCHES"]
+__all__ = [
+    "Registry",
+    "RegistryError",
+    "LEARNERS",
+    "PRESETS",
+    "REPLAYS",
+    "BACKENDS",
+    "SEARCHES",
+]
 
 log = logging.getLogger("gamegym.registry")
 
@@ -152,6 +160,16 @@ LEARNERS = Registry(
         "gamegym.learners.alphazero",
         "gamegym.learners.muzero",
         "gamegym.learners.bootstrapped",
+    ),
+)
+# each learner's presets (gamegym.learners.base.Preset), gathered by gamegym.presets
+PRESETS = Registry(
+    "preset",
+    "--preset",
+    providers=(
+        "gamegym.learners.alphazero.presets",
+        "gamegym.learners.muzero.presets",
+        "gamegym.learners.bootstrapped.presets",
     ),
 )
 REPLAYS = Registry("replay", "train.replay", providers=("gamegym.data.replay",))

@@ -156,3 +156,32 @@ def pytest_collection_modifyitems(config, items):
     """Slow tests first: with several workers the long ones then overlap instead of trailing
     at the end (the order within each group stays as written)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """What this process builds while a test runs: "game" (a TicTacToe GameGraph) and
+    "config" (a GymConfig), each a list with one entry per build: the names of the functions
+    that led to it, innermost first ("load_game < run_learning_bench < ...")."""
+    import functools
+    import traceback
+
+    from gamegym.config import GymConfig
+    from games.tictactoe import TicTacToe
+
+    made: dict[str, list] = {"game": [], "config": []}
+
+    def counted(cls, method: str, kind: str) -> None:
+        original = getattr(cls, method)
+
+        @functools.wraps(original)  # keeps the signature: a graph records its arguments by it
+        def wrapper(*args, **kwargs):
+            callers = traceback.extract_stack(limit=8)[-2::-1]
+            made[kind].append(" < ".join(frame.name for frame in callers))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(cls, method, wrapper)
+
+    counted(TicTacToe, "__init__", "game")
+    counted(GymConfig, "__post_init__", "config")
+    return made

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import SMALL, TICTACTOE, gamegym, merged
 
+from gamegym.cli.main import main
+from gamegym.cli.presets import new_session_settings
 from gamegym.config import ConfigError, GymConfig
+from gamegym.presets import get_preset, learner_presets, preset_for, starter_model
 from gamegym.registry import BACKENDS, LEARNERS, REPLAYS, SEARCHES, Registry, RegistryError
 
 
@@ -95,6 +98,30 @@ def test_a_learner_from_the_test_folder_registers_and_validates_its_own_section(
                 "toy": {"smoothing": 1.0},
             }
         )
+
+
+def test_a_learner_from_the_test_folder_ships_a_preset(capsys):
+    import toylearner  # registers the learner and its preset, as a plug-in's import does
+
+    preset, base = get_preset("tictactoe-toy"), get_preset("tictactoe")
+    assert preset == {
+        **base,
+        "plugins": ["toylearner"],
+        "train": {**base["train"], "learner": "toy"},
+        "toy": {"smoothing": 0.2},
+    }
+    assert "toy" in learner_presets()
+    assert preset_for(TICTACTOE, {}, "toy") == ("tictactoe-toy", preset)
+    assert preset_for(TICTACTOE, {}, "alphazero")[0] == "tictactoe"  # the base stays itself
+    assert starter_model("tictactoe-toy") is None  # it ships no starter model
+    config, model, graph = new_session_settings("tictactoe-toy", None, None, None)
+    assert isinstance(config.learner_config, toylearner.ToyConfig)
+    assert (config.train.learner, config.learner_config.smoothing, model) == ("toy", 0.2, None)
+    assert config.selfplay.searchcount == base["selfplay"]["searchcount"]
+    assert main(["presets", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["tictactoe-toy"]
+    assert (row["game"], row["learner"], row["starter_model"]) == (TICTACTOE, "toy", None)
+    assert row["about"].startswith("the toy learner on tic-tac-toe")
 
 
 @pytest.mark.slow

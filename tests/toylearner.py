@@ -3,7 +3,8 @@
 `toy` is AlphaZero with a smoothed policy target: pi' = (1 - smoothing) * pi + smoothing *
 uniform over the legal moves, `smoothing` being the one field of its own config section
 ("toy": {"smoothing": 0.2} in config.json).  A session names it with `train.learner: "toy"`
-and `plugins: ["toylearner"]`, so every process imports this module and finds it.
+and `plugins: ["toylearner"]`, so every process imports this module and finds it.  It ships a
+preset too, `tictactoe-toy`: AlphaZero's tic-tac-toe settings with this learner.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gamegym.config import float_in
-from gamegym.learners import register
+from gamegym.learners import Preset, register, register_preset
 from gamegym.learners.alphazero import AlphaZeroLearner
 
 
@@ -46,3 +47,13 @@ class ToyLearner(AlphaZeroLearner):
         uniform = legal / np.maximum(legal.sum(axis=1, keepdims=True), 1.0)
         targets["pi"] = ((1.0 - smoothing) * targets["pi"] + smoothing * uniform).astype(np.float32)
         return x, targets, ids
+
+
+register_preset(
+    Preset(
+        "tictactoe-toy",
+        {"plugins": ["toylearner"], "train": {"learner": "toy"}, "toy": {"smoothing": 0.2}},
+        "the toy learner on tic-tac-toe: AlphaZero's settings, a smoothed policy target",
+        base="tictactoe",
+    )
+)

@@ -26,9 +26,9 @@ import numpy as np
 from gamegym.bench.legacy import has, take
 from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import json_object
-from gamegym.config import GymConfig
+from gamegym.config import GymConfig, merged_settings
 from gamegym.evaluation.arena import make_player, model_player, run_match
-from gamegym.game.graph import load_game
+from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player, Solver, SolverPlayer
 from gamegym.game.playerspecs import check_player_spec
 from gamegym.learners import get_learner
@@ -92,14 +92,16 @@ def measure(
     solver=None,
     explore_plies: int = 0,
     bars: ProgressBars | None = None,
+    config: GymConfig | None = None,
 ) -> dict:
     """One curve point for the newest iteration: a match of `games` games against each
     opponent and, with a solver, the optimal-move rate over half as many self-play games.
+    `config`: the session's (None: read from its folder).
     The first opponent's figures are also the point's own `wins`, `draws`, `losses`, `score`."""
     bars = bars or ProgressBars(enabled=False)
     started = time.monotonic()
     iteration = session.current_iteration()
-    player = model_player(session, graph, iteration, searchcount, EVAL_THREADS)
+    player = model_player(session, graph, iteration, searchcount, EVAL_THREADS, config)
     point: dict = {"iteration": iteration, "by_opponent": {}}
     for spec in opponents:
         opponent: Player
@@ -146,16 +148,19 @@ def run_learning_bench(
     overrides: dict | None = None,
     seed: int = 0,
     learner: str = "alphazero",
+    graph: GameGraph | None = None,
 ) -> dict:
     """Train `game` from scratch for `minutes` with the preset of `learner` and return its
-    curve (see the module doc).
+    curve (see the module doc); `graph`: the game, when the caller has built it from `game`
+    and `game_args` already.
     With `keep`, the session is made there and kept (e.g. to `gamegym play` it afterwards);
     `opponents` (player specs) replaces the game's benchmark opponents.  `overrides` change
     the preset's config (as GymConfig.updated takes them); `seed` is the session's seed and
     the evaluation's."""
     from gamegym.runtime.gym import GameGym
 
-    graph = load_game(game, game_args)
+    if graph is None:
+        graph = load_game(game, game_args)
     found = preset_for(game, graph.game_args, learner)
     if found is None:
         raise ValueError(
@@ -167,8 +172,9 @@ def run_learning_bench(
             f"--keep {keep}: that folder exists; the benchmark trains from scratch in a new session"
         )
     opponents, solver = bench_opponents(game, graph, opponents)
-    config = GymConfig.from_dict({**found[1], "status_interval": 30.0, "seed": seed}).updated(
-        overrides or {}
+    # the game, the config and the solver are built once here and passed down
+    config = GymConfig.from_dict(
+        merged_settings({**found[1], "status_interval": 30.0, "seed": seed}, overrides or {})
     )
     rng = np.random.default_rng(seed)
     trains = get_learner(config.train.learner)
@@ -188,9 +194,10 @@ def run_learning_bench(
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, ProgressBars() as bars:
         gym = GameGym(
             Path(keep) if keep is not None else Path(folder) / "learn",
+            graph=graph,
             config=config,
             initial_model=initial_model_path(
-                game, graph.game_args, config.network_options(), learner
+                game, graph.game_args, config.network_options(), learner, graph
             ),
         )
         curve, final, peak_rss = train_and_measure(
@@ -255,6 +262,8 @@ def run_learning_benches(
         for name, changes in (variants or {"": {}}).items()
         for seed in seeds
     ]
+    # the game is built once for every run (`options` name it: game, game_args)
+    options.setdefault("graph", load_game(options["game"], options.get("game_args")))
     if len(runs) == 1:
         learner, name, changes, seed = runs[0]
         return run_learning_bench(
@@ -368,7 +377,16 @@ def train_and_measure(
     curve = [
         {
             **measure(
-                gym.session, graph, opponents, games, searchcount, rng, solver, explore, bars
+                gym.session,
+                graph,
+                opponents,
+                games,
+                searchcount,
+                rng,
+                solver,
+                explore,
+                bars,
+                gym.config,
             ),
             "minutes": 0.0,
         }
@@ -409,7 +427,16 @@ def train_and_measure(
         ):
             continue  # the run ended just after the last point: nothing new to measure
         point = measure(
-            gym.session, graph, opponents, games, searchcount, rng, solver, explore, bars
+            gym.session,
+            graph,
+            opponents,
+            games,
+            searchcount,
+            rng,
+            solver,
+            explore,
+            bars,
+            gym.config,
         )
         point["minutes"] = round(elapsed, 2)
         curve.append(point)
@@ -426,7 +453,16 @@ def train_and_measure(
     # the final figure: the last iteration again, on `final_factor` times the games (after
     # the training clock, so a cheap curve and a precise final number)
     final = measure(
-        gym.session, graph, opponents, games * final_factor, searchcount, rng, solver, explore, bars
+        gym.session,
+        graph,
+        opponents,
+        games * final_factor,
+        searchcount,
+        rng,
+        solver,
+        explore,
+        bars,
+        gym.config,
     )
     final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
     show(final, "final")

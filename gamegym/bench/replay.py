@@ -38,7 +38,7 @@ from gamegym.bench.learning import (
 )
 from gamegym.bench.legacy import has, rename, take
 from gamegym.cli.util import json_object
-from gamegym.config import GymConfig
+from gamegym.config import GymConfig, merged_settings
 from gamegym.data.sumtree import SumTree
 from gamegym.game.graph import load_game
 from gamegym.presets import get_preset, initial_model_path, preset_for
@@ -145,6 +145,7 @@ def run_replay_comparison(
                 None,
                 overrides=replay_overrides(preset, mode),
                 seed=seed,
+                graph=graph,
             )
             runs.append(_run_record(mode, seed, figures["curve"], figures["final"]))
     result = {
@@ -196,12 +197,18 @@ def run_adaptation(
     for seed in seeds:
         with tempfile.TemporaryDirectory(prefix="gamegym-adapt-") as folder:
             config = GymConfig.from_dict(
-                {**get_preset(preset), "status_interval": 30.0, "seed": seed}
-            ).updated(replay_overrides(preset, "curious"))
+                merged_settings(
+                    {**get_preset(preset), "status_interval": 30.0, "seed": seed},
+                    replay_overrides(preset, "curious"),
+                )
+            )
             base = GameGym(
                 Path(folder) / "base",
+                graph=graph,
                 config=config,
-                initial_model=initial_model_path(game, graph.game_args, config.network_options()),
+                initial_model=initial_model_path(
+                    game, graph.game_args, config.network_options(), graph=graph
+                ),
             )
             print(
                 f"[bench] seed {seed}: learning {game} {graph.game_args} for {pretrain:g} "

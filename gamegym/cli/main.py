@@ -25,7 +25,9 @@ def cmd_new(args) -> int:
     if args.preset:
         from gamegym.cli.presets import new_session_settings
 
-        config, starter = new_session_settings(args.preset, args.game, args.game_args, args.config)
+        config, starter, graph = new_session_settings(
+            args.preset, args.game, args.game_args, args.config
+        )
         initial_model = initial_model or starter
     elif args.game is None:
         raise ConfigError(
@@ -57,7 +59,7 @@ def cmd_resume(args) -> int:
         config = GymConfig.from_json_file(
             args.config, fill={"game": stored.game, "game_args": stored.game_args}
         )
-    gym = GameGym(args.session, config=config)
+    gym = GameGym(args.session, config=config, stored=stored)
     if args.ray is not None:  # this run only: the session's config.json keeps its backend
         gym.config = gym.config.updated({"selfplay": {"backend": "ray", "ray_address": args.ray}})
     BACKENDS.get(gym.config.selfplay.backend).check_available(gym.config)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from gamegym.cli.util import read_overrides
-from gamegym.config import GymConfig
-from gamegym.presets import ABOUT, ALL_PRESETS, get_preset, preset_learner, starter_model
+from gamegym.config import GymConfig, merged_settings
+from gamegym.presets import all_presets, get_preset, preset_learner, registered, starter_model
 
 __all__ = ["add_parser", "cmd_presets", "new_session_settings"]
 
@@ -36,15 +37,16 @@ def add_parser(sub) -> None:
 def preset_rows() -> list[dict]:
     """One row per preset: name, game, game arguments, learner, starter model, purpose."""
     rows = []
-    for name, preset in sorted(ALL_PRESETS.items()):
+    about = {name: preset.about for name, preset in registered().items()}
+    for name, preset in sorted(all_presets().items()):
         model = starter_model(name)
         rows.append(
             {
                 "name": name,
                 "game": preset["game"],
-                "game_args": preset["game_args"],
+                "game_args": preset.get("game_args", {}),
                 "learner": preset_learner(preset),
-                "about": ABOUT.get(name, ""),
+                "about": about.get(name, ""),
                 "starter_model": None if model is None else str(model),
             }
         )
@@ -71,17 +73,21 @@ def cmd_presets(args) -> int:
 
 def new_session_settings(
     name: str, game: str | None, game_args: dict | None, config_file: Path | None
-) -> tuple[GymConfig, Path | None]:
+) -> tuple[GymConfig, Path | None, Any]:
     """The config of a new session from the preset `name`, changed by a config file (section
-    by section) and then by --game / --game-args; and the preset's starter model when the
-    session keeps the preset's game, arguments and network (else None: a fresh network)."""
+    by section) and then by --game / --game-args; the preset's starter model when the session
+    keeps the preset's game, arguments and network (else None: a fresh network); and the
+    session's game, built once here (a GameGraph), to be passed on."""
+    from gamegym.game.graph import load_game
+
     preset = get_preset(name)
-    config = GymConfig.from_dict(preset)
-    if config_file is not None:
-        config = config.updated(read_overrides(config_file))
-    if game is not None and game != config.game:
-        config = config.updated({"game": game, "game_args": game_args or {}})
+    settings = merged_settings(preset, read_overrides(config_file)) if config_file else preset
+    if game is not None and game != settings["game"]:
+        settings = merged_settings(settings, {"game": game, "game_args": game_args or {}})
     elif game_args is not None:
-        config = config.updated({"game_args": game_args})
-    same_game = (config.game, config.game_args) == (preset["game"], preset["game_args"])
-    return config, starter_model(name, config.network_options()) if same_game else None
+        settings = merged_settings(settings, {"game_args": game_args})
+    config = GymConfig.from_dict(settings)
+    graph = load_game(config.game, config.game_args)
+    same_game = (config.game, config.game_args) == (preset["game"], preset.get("game_args", {}))
+    starter = starter_model(name, config.network_options(), graph) if same_game else None
+    return config, starter, graph

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPl
 from gamegym.game.playerspecs import check_player_spec
 from gamegym.game.uct import UCTPlayer
 from gamegym.search.play import MCTSPlayer
+
+if TYPE_CHECKING:
+    from gamegym.config import GymConfig
 
 __all__ = [
     "MCTSPlayer",
@@ -40,10 +44,11 @@ def model_player(
     iteration: int | None = None,
     searchcount: int = 100,
     threads: int = 8,
+    config: GymConfig | None = None,
 ) -> Player:
     """A model iteration of a session as a Player, built by the session's learner (an
     MCTSPlayer for AlphaZero, the heads' vote for Bootstrapped), its network called in this
-    process."""
+    process; `config`: the session's, when the caller holds it (else read from the folder)."""
     from gamegym.learners import get_learner
     from gamegym.nets.inference import LocalService
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
@@ -55,7 +60,8 @@ def model_player(
             f"(it has {session.model_iterations()})"
         )
     configure_tensorflow(use_gpu=False)
-    config = session.load_config()
+    if config is None:
+        config = session.load_config()
     learner = get_learner(config.train.learner)
     evaluator = learner.make_evaluator(load_model(session.model_path(iteration)), iteration)
     return learner.player(graph, LocalService(evaluator), searchcount, threads, config)

@@ -46,6 +46,7 @@ __all__ = [
     "GameGraphError",
     "VertexError",
     "GameSpecError",
+    "game_class",
     "game_module_origin",
     "load_game",
     "game_spec",
@@ -343,6 +344,18 @@ def game_module_origin(spec: str) -> str:
 
 def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]:
     """Build a game from 'package.module:Class' and keyword arguments; clear errors on failure."""
+    cls = game_class(spec)
+    try:
+        return cls(**(kwargs or {}))
+    except (TypeError, ValueError) as error:  # unknown argument, or a value the game refuses
+        raise GameSpecError(
+            f"cannot build {spec} with arguments {json.dumps(kwargs)}: {error}"
+        ) from error
+
+
+def game_class(spec: str) -> type[GameGraph[Any]]:
+    """The GameGraph class a 'package.module:Class' spec names (imported, not built); clear
+    errors on failure."""
     module_name, class_name = _module_name(spec)
     try:
         module = importlib.import_module(module_name)
@@ -355,12 +368,7 @@ def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]
         raise GameSpecError(f"module {module_name!r} has no class {class_name!r}")
     if not (isinstance(cls, type) and issubclass(cls, GameGraph)):
         raise GameSpecError(f"{spec!r} is not a gamegym.GameGraph subclass")
-    try:
-        return cls(**(kwargs or {}))
-    except (TypeError, ValueError) as error:  # unknown argument, or a value the game refuses
-        raise GameSpecError(
-            f"cannot build {spec} with arguments {json.dumps(kwargs)}: {error}"
-        ) from error
+    return cls
 
 
 def game_spec(graph: GameGraph[Any]) -> str:

@@ -3,15 +3,33 @@
 Each learner is a sub-package (alphazero/, muzero/, bootstrapped/) holding its trainer side, its
 self-play side and its networks, and registers its Learner class in gamegym.registry.LEARNERS.
 A learner of your own registers the same way (`@register` on its class) and is then named by
-`train.learner` like the built-in ones.
+`train.learner` like the built-in ones.  Each learner's presets (settings per game) live in its
+`presets` module and register with `register_preset`; gamegym.presets gathers them.
 
 May import: gamegym.game, gamegym.search, gamegym.nets, gamegym.data, gamegym.config.
 """
 
-from gamegym.learners.base import REGISTRY, Learner, TrainReport, TrainResult, register
+from gamegym.learners.base import (
+    REGISTRY,
+    Learner,
+    Preset,
+    TrainReport,
+    TrainResult,
+    register,
+    register_preset,
+)
 from gamegym.registry import LEARNERS, RegistryError
 
-__all__ = ["Learner", "TrainReport", "TrainResult", "get_learner", "register", "REGISTRY"]
+__all__ = [
+    "Learner",
+    "Preset",
+    "TrainReport",
+    "TrainResult",
+    "get_learner",
+    "register",
+    "register_preset",
+    "REGISTRY",
+]
 
 
 def get_learner(name: str) -> Learner:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from gamegym.registry import LEARNERS
+from gamegym.registry import LEARNERS, PRESETS
 
 if TYPE_CHECKING:
     from gamegym.config import GymConfig, NetworkConfig
@@ -49,10 +49,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Learner",
+    "Preset",
     "SelfplayDriver",
     "TrainReport",
     "TrainResult",
     "register",
+    "register_preset",
     "option",
     "REGISTRY",
 ]
@@ -242,6 +244,30 @@ class Learner(ABC):
     ) -> Player:
         """The model as a gamegym.game.players.Player answering through `service`; `config` is the
         session's GymConfig (None: the defaults), for a learner with playing options."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Session settings of one game for one learner that learn well on 2 cores.
+
+    A learner sub-package keeps its presets in its own `presets` module and registers them
+    (`register_preset`); gamegym.presets gathers them for `gamegym presets`, `gamegym new
+    --preset NAME` and the benchmarks."""
+
+    name: str  # what `gamegym new --preset` takes, e.g. "tictactoe-muzero"
+    settings: dict[str, Any]  # the config (JSON form: game, game_args, sections) or, with a
+    # `base`, what it changes in the base's, as GymConfig.updated applies changes
+    about: str  # what it is for, in one line (`gamegym presets`)
+    base: str | None = None  # the preset whose settings `settings` changes
+    variant: str | None = None  # the learner preset it belongs to (`preset_for(game, args,
+    # variant)`): a learner's name, or a variant of one such as "dqn"; None: its learner
+    starter: bool = False  # a starter model ships with it: gamegym/initialmodels/<name>.keras
+
+
+def register_preset(preset: Preset) -> Preset:
+    """Make a preset available by its name (gamegym.registry.PRESETS)."""
+    registered: Preset = PRESETS.register(preset)
+    return registered
 
 
 def option(train_config: TrainOptions, name: str) -> Any:

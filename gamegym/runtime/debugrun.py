@@ -26,12 +26,13 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
 
     session, config = gym.session, gym.config
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, announce=True)
-    graph = load_game(config.game, config.game_args)
+    graph = gym.graph if gym.graph is not None else load_game(config.game, config.game_args)
     rng = np.random.default_rng(process_seed(config.seed, SEED_SELFPLAYER, gym.run_number, 0, 0))
     trainer = build_trainer(
         session,
         config,
         np.random.default_rng(process_seed(config.seed, SEED_TRAINER, gym.run_number)),
+        graph=graph,
     )
     learner = trainer.learner
 

@@ -2,6 +2,10 @@
 
 gym = GameGym("sessions/ttt", graph=TicTacToe(), config=GymConfig(game=...))
 gym.resume(max_seconds=600)      # 'exit' on the console, Ctrl+C or SIGTERM stop it cleanly
+
+A game and a config are built once in a process and passed down as objects: the gym keeps the
+graph it was given (or built when it made the session) as `gym.graph`, and the children build
+their own from the config's game spec, once each.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 from gamegym.config import GymConfig
 from gamegym.data.fileio import disk_full_message, is_disk_full
 from gamegym.data.session import Session, SessionError
-from gamegym.game.graph import GameGraph, game_module_origin, game_spec, load_game
+from gamegym.game.graph import GameGraph, game_class, game_module_origin, game_spec, load_game
 from gamegym.nets.tfsetup import tensorflow_imported
 from gamegym.runtime.monitor import Monitor
 from gamegym.runtime.process import in_spawned_child
@@ -40,7 +44,10 @@ class GameGym:
         graph: GameGraph | None = None,
         config: GymConfig | None = None,
         initial_model=None,
+        stored: GymConfig | None = None,
     ):
+        """`graph` and `config` make a new session (or change a resumed one's config);
+        `stored`: the session's config.json when the caller has read it already."""
         if in_spawned_child():
             # a child started with spawn imports the parent's main script again: without the
             # guard every child would build a gym of its own (and start children of its own)
@@ -52,8 +59,9 @@ class GameGym:
             )
         self.session = Session(session_path)
         self._config_to_save = None  # a changed config, written once the lock is held
+        self.graph = graph  # the game, when this process has it built (else None)
         if self.session.exists():
-            self.config = self._config_for_resume(graph, config)
+            self.config = self._config_for_resume(graph, config, stored)
             if initial_model is not None:
                 raise GymError(
                     f"session {self.session.path} already has models; "
@@ -61,6 +69,8 @@ class GameGym:
                 )
         else:
             self.config = self._create(graph, config, initial_model)
+        if self.graph is not None and not _describes(self.config, self.graph):
+            self.graph = None  # another game's arguments: the children's build is the one
         self.run_number = 0  # the session's run number, counted when the lock is taken
         self.stop_requested = threading.Event()
         self.stop_reason = ""
@@ -68,8 +78,8 @@ class GameGym:
         self.monitor = Monitor()
 
     # ----- creating and reopening -----------------------------------------------------------
-    def _config_for_resume(self, graph, config) -> GymConfig:
-        stored = self.session.load_config()
+    def _config_for_resume(self, graph, config, stored=None) -> GymConfig:
+        stored = stored if stored is not None else self.session.load_config()
         if graph is not None and game_spec(graph) != stored.game:
             raise GymError(
                 f"session {self.session.path} is for game {stored.game}, not {game_spec(graph)}"
@@ -90,13 +100,19 @@ class GameGym:
             )
         if config is None:
             config = GymConfig(game=game_spec(graph), game_args=graph.game_args)
-        elif graph is not None:
+        elif graph is not None and not _describes(config, graph):
             config = config.updated({"game": game_spec(graph), "game_args": graph.game_args})
-        load_game(config.game, config.game_args)  # the spec must rebuild the game
+        if graph is None:
+            self.graph = graph = load_game(config.game, config.game_args)
+        elif game_class(config.game) is not type(graph):  # the children rebuild it from the spec
+            raise GymError(
+                f"the game {type(graph).__qualname__} cannot be rebuilt from its spec "
+                f"{config.game!r}: define it at the top level of an importable module"
+            )
         folder_was_there = self.session.path.exists()
         try:
             self.session.create(config)
-            publish_initial_model(self.session, config, initial_model)
+            publish_initial_model(self.session, config, initial_model, graph)
         except BaseException as error:
             self.session.discard_new(folder_was_there)  # no half-made session
             if is_disk_full(error):
@@ -175,14 +191,18 @@ class GameGym:
         print(f"[gamegym] {self.monitor.status_line()}", flush=True)
 
 
-def publish_initial_model(session: Session, config: GymConfig, initial_model=None) -> None:
-    """Publish models/0.keras of a new session (see `make_initial_model`).
+def publish_initial_model(
+    session: Session, config: GymConfig, initial_model=None, graph: GameGraph | None = None
+) -> None:
+    """Publish models/0.keras of a new session (see `make_initial_model`); `graph`: the
+    session's game when this process has it built.
 
     Making it needs TensorFlow; a process that has not imported TensorFlow yet (the gym's own,
     the `gamegym new` command) makes it in a short-lived child process instead, so it stays
     small (the gym's process only supervises).  An error in the child is raised here."""
     if tensorflow_imported() or not isinstance(initial_model, (str, os.PathLike, type(None))):
-        graph = load_game(config.game, config.game_args)
+        if graph is None:
+            graph = load_game(config.game, config.game_args)
         _publish_first(session, config, make_initial_model(graph, config, initial_model))
         return
     ctx = multiprocessing.get_context("spawn")
@@ -209,6 +229,15 @@ def publish_initial_model(session: Session, config: GymConfig, initial_model=Non
     child.join()
     if error is not None:
         raise error
+
+
+def _describes(config: GymConfig, graph: GameGraph) -> bool:
+    """True when the config names `graph`'s game: its spec, and every argument it gives has
+    the value the graph was built with (the graph's also hold the defaults)."""
+    given = graph.game_args
+    return config.game == game_spec(graph) and all(
+        k in given and given[k] == v for k, v in config.game_args.items()
+    )
 
 
 def _initial_model_main(session_path: str, config: GymConfig, initial_model, answer) -> None:

@@ -167,12 +167,14 @@ def _format_losses(losses: dict) -> str:
     return ", ".join(f"{k} {v:.4f}" for k, v in sorted(losses.items()))
 
 
-def build_trainer(session, config, rng, listeners=None) -> Trainer:
-    """A Trainer on the session's current model (TensorFlow is imported here)."""
+def build_trainer(session, config, rng, listeners=None, graph=None) -> Trainer:
+    """A Trainer on the session's current model (TensorFlow is imported here); `graph`: the
+    session's game when this process has it built already."""
     from gamegym.learners import get_learner
     from gamegym.nets.tfsetup import load_model
 
-    graph = load_game(config.game, config.game_args)
+    if graph is None:
+        graph = load_game(config.game, config.game_args)
     learner = get_learner(config.train.learner)
     iteration = max(0, session.current_iteration())
     model = load_model(session.model_path(iteration))

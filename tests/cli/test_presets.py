@@ -14,21 +14,27 @@ from conftest import ROOT, TICTACTOE, gamegym
 from gamegym.cli.main import main
 from gamegym.cli.presets import new_session_settings
 from gamegym.presets import (
-    ABOUT,
-    ALL_PRESETS,
     INITIAL_MODELS,
     PRESETS,
+    all_presets,
     get_preset,
     preset_learner,
+    registered,
     starter_model,
 )
 
 STARTERS = sorted(path.stem for path in INITIAL_MODELS.glob("*.keras"))
 
 
+def about() -> dict[str, str]:
+    """Every preset's line, as registered now (a plug-in imported by another test may have
+    added one)."""
+    return {name: preset.about for name, preset in registered().items()}
+
+
 def test_every_preset_says_what_it_is_for():
-    assert set(ABOUT) == set(ALL_PRESETS)
-    assert all(line.strip() and "\n" not in line for line in ABOUT.values())
+    assert set(about()) == set(all_presets())
+    assert all(line.strip() and "\n" not in line for line in about().values())
 
 
 def test_the_starter_models_are_in_the_package():
@@ -45,20 +51,22 @@ def test_an_unknown_preset_is_named_with_the_known_ones():
 def test_presets_lists_each_with_its_game_learner_and_purpose(capsys):
     assert main(["presets", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert set(listed) == set(ALL_PRESETS)
+    presets, lines = all_presets(), about()
+    assert set(listed) == set(presets)
     for name, row in listed.items():
-        assert row["game"] == ALL_PRESETS[name]["game"]
-        assert row["learner"] == preset_learner(ALL_PRESETS[name])
-        assert row["about"] == ABOUT[name]
+        assert row["game"] == presets[name]["game"]
+        assert row["learner"] == preset_learner(presets[name])
+        assert row["about"] == lines[name]
         assert (row["starter_model"] is not None) == (name in STARTERS)
     assert main(["presets"]) == 0
     text = capsys.readouterr().out
-    assert all(name in text and ABOUT[name] in text for name in ALL_PRESETS)
+    assert all(name in text and lines[name] in text for name in presets)
 
 
 def test_new_from_a_preset_takes_its_settings_and_starter_model():
-    config, model = new_session_settings("tictactoe", None, None, None)
+    config, model, graph = new_session_settings("tictactoe", None, None, None)
     preset = PRESETS["tictactoe"]
+    assert type(graph).__name__ == "TicTacToe"  # the session's game, built once, passed on
     assert (config.game, config.game_args) == (TICTACTOE, {})
     assert config.selfplay.searchcount == preset["selfplay"]["searchcount"]
     assert config.train.min_samplecount == preset["train"]["min_samplecount"]
@@ -68,7 +76,7 @@ def test_new_from_a_preset_takes_its_settings_and_starter_model():
 def test_a_config_file_changes_the_preset_section_by_section(tmp_path):
     changes = tmp_path / "changes.json"
     changes.write_text(json.dumps({"selfplay": {"searchcount": 32}, "seed": 7}))
-    config, model = new_session_settings("connectfour", None, None, changes)
+    config, model, _ = new_session_settings("connectfour", None, None, changes)
     preset = PRESETS["connectfour"]
     assert config.selfplay.searchcount == 32 and config.seed == 7
     assert config.selfplay.searchthreadcount == preset["selfplay"]["searchthreadcount"]
@@ -77,14 +85,19 @@ def test_a_config_file_changes_the_preset_section_by_section(tmp_path):
 
 
 def test_other_game_arguments_or_network_start_from_a_fresh_network(tmp_path, caplog):
-    config, model = new_session_settings("connectfour", None, {"rows": 5, "columns": 6}, None)
+    config, model, graph = new_session_settings(
+        "connectfour", None, {"rows": 5, "columns": 6}, None
+    )
     assert config.game_args == {"rows": 5, "columns": 6} and model is None
-    config, model = new_session_settings("tictactoe", "games.connectfour:ConnectFour", None, None)
+    assert graph.game_args == {"rows": 5, "columns": 6}
+    config, model, _ = new_session_settings(
+        "tictactoe", "games.connectfour:ConnectFour", None, None
+    )
     assert (config.game, config.game_args, model) == ("games.connectfour:ConnectFour", {}, None)
     wider = tmp_path / "wider.json"
     wider.write_text(json.dumps({"network": {"width": 128}}))
     with caplog.at_level("WARNING", logger="gamegym.presets"):
-        config, model = new_session_settings("tictactoe", None, None, wider)
+        config, model, _ = new_session_settings("tictactoe", None, None, wider)
     assert config.network.width == 128 and model is None
     assert "is not the network" in caplog.text
 
@@ -187,3 +200,32 @@ def test_a_wheel_installed_in_a_fresh_venv_finds_every_starter_model(tmp_path):
         [python, "-c", TRIAL_RUN_FINDS_ITS_MODEL, source / "script_trialrun.py"], cwd=elsewhere
     ).stdout.strip()
     assert Path(model).is_relative_to(venv) and Path(model).name == "tictactoe.keras"
+
+
+@pytest.mark.parametrize(
+    "presets, message",
+    [
+        (
+            [("x-on-nothing", "nothing")],
+            "preset 'x-on-nothing' changes the preset 'nothing', which is not known",
+        ),
+        (
+            [("x-a", "x-b"), ("x-b", "x-a")],
+            r"preset 'x-a': its bases go round in a circle \('x-a' again\)",
+        ),
+        ([("x-no-game", None)], "preset 'x-no-game' names no game and no base preset"),
+    ],
+)
+def test_a_preset_that_cannot_be_made_whole_is_named(presets, message):
+    from gamegym.learners import Preset, register_preset
+    from gamegym.registry import PRESETS as REGISTRY
+
+    try:
+        for name, base in presets:
+            register_preset(Preset(name, {"seed": 1}, "a broken preset", base=base))
+        with pytest.raises(ValueError, match=message):
+            get_preset(presets[0][0])
+    finally:
+        for name, _ in presets:
+            REGISTRY.unregister(name)
+    assert get_preset("tictactoe")["game"] == TICTACTOE  # the others are unharmed

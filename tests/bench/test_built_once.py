@@ -1,0 +1,106 @@
+"""A game and a config are built once in the main process and passed down as objects: the
+learning bench's set-up, `gamegym new` and `gamegym resume` (children build their own)."""
+
+import json
+
+import pytest
+from conftest import SMALL, TICTACTOE
+
+from gamegym.bench import learning
+from gamegym.cli.main import main
+from gamegym.game.graph import GameSpecError
+from gamegym.runtime import gym as gym_module
+
+
+def test_the_learning_bench_builds_its_game_and_config_once(builds, monkeypatch, tmp_path):
+    # no training processes: the gym returns at once, so the trip is the set-up, the session
+    # and its first model, and the curve's first and final points (measured in this process);
+    # the first model is made here too, with the graph already built, not in a child
+    monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: 0)
+    monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
+    figures = learning.run_learning_bench(
+        game=TICTACTOE,
+        game_args={},
+        minutes=0.01,
+        interval=10,
+        games=2,
+        searchcount=2,
+        plot_path=None,
+        keep=tmp_path / "learn",
+    )
+    assert [point["iteration"] for point in figures["curve"]] == [0]
+    assert figures["final"]["iteration"] == 0
+    (game,) = builds["game"]
+    (config,) = builds["config"]
+    assert "load_game < run_learning_bench" in game, game
+    assert "from_dict < run_learning_bench" in config, config
+
+
+def test_a_learning_bench_variant_changes_the_preset_in_the_one_config(builds, monkeypatch):
+    monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: 0)
+    monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
+    figures = learning.run_learning_bench(
+        game=TICTACTOE,
+        game_args={},
+        minutes=0.01,
+        interval=10,
+        games=2,
+        searchcount=2,
+        plot_path=None,
+        overrides={"selfplay": {"searchcount": 16}},
+    )
+    assert figures["selfplay_searchcount"] == 16
+    assert len(builds["game"]) == 1 and len(builds["config"]) == 1
+
+
+def test_new_and_resume_build_the_game_and_the_config_once(builds, monkeypatch, tmp_path):
+    monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
+    session = tmp_path / "s"
+    assert main(["new", str(session), "--preset", "tictactoe"]) == 0
+    assert len(builds["game"]) == 1 and len(builds["config"]) == 1, builds
+    builds["game"].clear()
+    builds["config"].clear()
+    config = tmp_path / "small.json"
+    config.write_text(json.dumps(SMALL))
+    assert main(["new", str(tmp_path / "t"), "--game", TICTACTOE, "--config", str(config)]) == 0
+    assert len(builds["game"]) == 1 and len(builds["config"]) == 1, builds
+    builds["game"].clear()
+    builds["config"].clear()
+    ran = []
+    monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: ran.append(self))
+    assert main(["resume", str(session), "--max-iterations", "1"]) in (0, None)
+    assert len(ran) == 1 and ran[0].config.game == TICTACTOE
+    assert builds["game"] == [] and len(builds["config"]) == 1, builds  # config.json, read once
+
+
+def test_runs_side_by_side_share_the_one_game(builds, monkeypatch):
+    calls = []
+
+    def fake_run(**options):
+        calls.append(options)
+        return {"learner": options["learner"], "curve": []}
+
+    monkeypatch.setattr(learning, "run_learning_bench", fake_run)
+    learning.run_learning_benches(
+        ["alphazero", "muzero"], None, seeds=(0, 1), game=TICTACTOE, game_args={}, minutes=1.0
+    )
+    assert len(calls) == 4 and len(builds["game"]) == 1
+    assert all(call["graph"] is calls[0]["graph"] for call in calls)
+
+
+def test_a_graph_its_spec_does_not_rebuild_is_refused_before_the_session_is_made(
+    monkeypatch, tmp_path
+):
+    # the gym keeps the graph it is given, but its children build theirs from the spec
+    import games.tictactoe
+    from games.tictactoe import TicTacToe, TicTacToeVariant
+
+    class Local(TicTacToe):
+        pass
+
+    with pytest.raises(GameSpecError, match="has no class 'test_a_graph_its_spec"):
+        gym_module.GameGym(tmp_path / "local", graph=Local())
+    monkeypatch.setattr(games.tictactoe, "TicTacToe", TicTacToeVariant)
+    with pytest.raises(gym_module.GymError, match="cannot be rebuilt from its spec"):
+        gym_module.GameGym(tmp_path / "shadowed", graph=TicTacToe())
+    assert list(tmp_path.iterdir()) == []
