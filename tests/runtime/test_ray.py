@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 from conftest import gamegym_command
@@ -186,3 +187,48 @@ def test_sigterm_stops_a_gym_and_the_ray_it_started(session):
     assert not alive, f"outlived the gym: {[p.cmdline()[:2] for p in alive]}"
     assert "ray shut down" in (session / "logs" / "gym.log").read_text()
     assert not (session / "session.lock").exists()
+
+
+def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflow(
+    new_session, monkeypatch
+):
+    """The Predictor actor gets the model and its fast-path file as one broadcast object (its
+    node shares no folder with the session), answers from the fast form what that form
+    answers here, and its process never imports TensorFlow (nor converts the model)."""
+    from multiprocessing.connection import Client
+
+    from gamegym.data.session import Session
+    from gamegym.learners import get_learner
+    from gamegym.nets.inference import PipeService
+    from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
+    from gamegym.runtime.ray.actors import ModelFiles, PredictorActor
+    from games.tictactoe import TicTacToe
+
+    session = Session(new_session)
+    config = session.load_config()
+    assert cpu_fast_path(config.predict)
+    files = ModelFiles(session.model_path(0).read_bytes(), session.fast_model_path(0).read_bytes())
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=1, include_dashboard=False, object_store_memory=80 * 2**20)
+    try:
+        key = os.urandom(32)
+        actor = ray.remote(PredictorActor).options(max_concurrency=4).remote("p", config, key)
+        ray.get(actor.publish.remote(0, ray.put(files)))
+        service = PipeService(Client(ray.get(actor.address.remote()), authkey=key))
+        graph = TicTacToe()
+        x = np.stack(
+            [graph.numpify(v) for v in [graph.roots[0], *graph.children_at(graph.roots[0])]]
+        )
+        outputs, iteration = service.submit("evaluate", {"x": x})()
+        answer = ray.get(actor.take.remote())
+        logs = "\n".join(answer["logs"] + ray.get(actor.stop.remote()))
+    finally:
+        ray.shutdown()
+    reference = load_fast_model(get_learner(config.train.learner), session.model_path(0), 0)
+    expected = reference.run("evaluate", {"x": x})
+    assert iteration == 0 and set(outputs) == set(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(outputs[name], value, rtol=1e-5, atol=1e-6)
+    assert answer["tensorflow"] is False, logs
+    assert "loaded model iteration 0" in logs and "(tensorflow)" not in logs, logs
+    assert "converted" not in logs, logs  # the fast form came with the model

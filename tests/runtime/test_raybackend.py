@@ -271,15 +271,47 @@ def test_a_model_iteration_is_put_once_for_every_node(fake_ray, tmp_path):
     fake_ray.node_list.append(
         {"NodeID": "other000", "Alive": True, "NodeManagerAddress": "x", "Resources": {"CPU": 2.0}}
     )
+    from gamegym.runtime.ray.actors import ModelFiles
+
     backend = make_backend(tmp_path)
     backend.session.model_path(1).write_bytes(b"model 1")
+    backend.session.fast_model_path(1).write_bytes(b"fast 1")  # not older than its model
     backend.model_channel().send(Reload(1))
     backend.poll()
-    assert fake_ray.puts == [b"model 0", b"model 1"]
+    sent = [ModelFiles(b"model 0", None), ModelFiles(b"model 1", b"fast 1")]
+    assert fake_ray.puts == sent
     for predictor in fake_ray.alive("PredictorActor"):
         published = [args for method, args in predictor.calls if method == "publish"]
-        assert [(it, ref.value) for it, ref in published] == [(0, b"model 0"), (1, b"model 1")]
-    assert backend.model_ref.value == b"model 1"  # the newest only is held
+        assert [(it, ref.value) for it, ref in published] == list(enumerate(sent))
+    assert backend.model_ref.value == sent[1]  # the newest only is held
+
+
+def test_a_fast_file_older_than_its_model_is_not_broadcast(fake_ray, tmp_path):
+    import os
+
+    backend = make_backend(tmp_path)
+    fast, model = backend.session.fast_model_path(1), backend.session.model_path(1)
+    fast.write_bytes(b"fast of an earlier model 1")
+    model.write_bytes(b"model 1")
+    os.utime(fast, ns=(1, 1))
+    assert backend._model_files(1) == (b"model 1", None)
+
+
+def test_a_node_keeps_the_fast_file_with_its_model_and_prunes_both(tmp_path):
+    from gamegym.runtime.fastmodels import _fresh
+    from gamegym.runtime.ray.actors import ModelFiles, NodeModels
+
+    models = NodeModels(keep=2)
+    try:
+        for it in range(3):
+            models.add(it, ModelFiles(b"model %d" % it, b"fast %d" % it if it else None))
+        names = sorted(p.name for p in models.folder.iterdir())
+        assert names == ["1.fast.npz", "1.keras", "2.fast.npz", "2.keras"]
+        assert _fresh(models.folder / "2.fast.npz", models.model_path(2))  # used, not remade
+        models.add(2, ModelFiles(b"model 2 again", None))  # no fast form now: none kept
+        assert not (models.folder / "2.fast.npz").exists()
+    finally:
+        models.remove()
 
 
 def test_taken_sample_files_are_written_by_the_gym_tagged_and_counted(fake_ray, tmp_path):

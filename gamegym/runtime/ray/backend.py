@@ -7,8 +7,9 @@ node's CPUs hold at `ray_selfplayer_cpus` each after the Predictor's `ray_predic
 one GPU for the Predictor where the node has one and `predict.use_gpu`).  All of a node's
 actors are pinned to it, so a Selfplayer's requests never leave its node.
 
-- Models: each published iteration is read once and put in the object store once; every
-  node's Predictor fetches that one object.
+- Models: each published iteration (its model file and its fast-path file, models/<it>.fast.npz,
+  where there is one) is read once and put in the object store once; every node's Predictor
+  fetches that one object, so a node on the CPU fast path never imports TensorFlow.
 - Games: the gym keeps one `take` call open per Selfplayer; each returns the sample files the
   actor finished since (at most `OUTBOX_FILES`, each one flush of `gamelog_dump_threshold`
   games), which the gym writes into samples/<iteration>/ atomically, as a Selfplayer process
@@ -133,16 +134,36 @@ class RayBackend(SelfplayBackend):
 
     def _broadcast(self, iteration: int) -> None:
         """One object put per iteration; each node's Predictor fetches it once."""
+        from gamegym.runtime.ray.actors import ModelFiles
+
         started = time.perf_counter()
-        data = self.session.model_path(iteration).read_bytes()
-        self.model_ref = self.ray.put(data)  # the previous one is freed once its users let go
+        files = ModelFiles(*self._model_files(iteration))
+        self.model_ref = self.ray.put(files)  # the previous one is freed once its users let go
         self.iteration = iteration
         for group in self.groups.values():
             if group.predictor is not None:
                 group.predictor.publish.remote(iteration, self.model_ref)
         self.head["broadcasts"] += 1
         self.head["broadcast_s"] += time.perf_counter() - started
-        log.info("broadcast model iteration %d (%d KiB)", iteration, len(data) // 1024)
+        log.info(
+            "broadcast model iteration %d (%d KiB, %s)",
+            iteration,
+            len(files.model) // 1024,
+            f"fast form {len(files.fast) // 1024} KiB" if files.fast else "no fast form",
+        )
+
+    def _model_files(self, iteration: int) -> tuple[bytes, bytes | None]:
+        """The bytes of a model file and of its fast-path file (None when there is none, or
+        it is older than the model: a node then converts the model itself)."""
+        path = self.session.model_path(iteration)
+        data = path.read_bytes()
+        try:
+            fast = self.session.fast_model_path(iteration)
+            if fast.stat().st_mtime_ns < path.stat().st_mtime_ns:
+                return data, None
+            return data, fast.read_bytes()
+        except FileNotFoundError:
+            return data, None
 
     # ----- nodes ----------------------------------------------------------------------------
     def _reconcile(self) -> str:
