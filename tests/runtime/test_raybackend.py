@@ -143,6 +143,16 @@ def fake_ray(monkeypatch):
     return fake
 
 
+MADE: list = []  # the backends a test made: their log files are closed after it
+
+
+@pytest.fixture(autouse=True)
+def close_actor_logs():
+    yield
+    while MADE:
+        MADE.pop()._logs.close()
+
+
 def make_backend(tmp_path, selfplay=None, address="auto"):
     import multiprocessing
 
@@ -170,6 +180,7 @@ def make_backend(tmp_path, selfplay=None, address="auto"):
         ctx=multiprocessing.get_context("spawn"),
     )
     backend = RayBackend(host)
+    MADE.append(backend)
     backend.start()
     return backend
 
@@ -362,6 +373,85 @@ def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_li
         f"{MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
     )
     assert failure.endswith("selfplayer0.log")
+
+
+def poll_answered(backend, fake_ray):
+    """A poll after the node Predictors answered the gym's open takes (they are alive)."""
+    for predictor in fake_ray.alive("PredictorActor"):
+        for ref in predictor.takes:
+            if not ref.ready:
+                ref.answer(take_answer(pid=100))
+    return backend.poll()
+
+
+def test_a_selfplayer_that_stops_answering_is_named_killed_and_restarted_within_the_budget(
+    fake_ray, tmp_path, capsys
+):
+    from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS
+    from gamegym.runtime.heartbeat import STARTUP_GRACE
+
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    deadline = backend.config.heartbeat_timeout
+    [actor] = fake_ray.alive("SelfplayerActor")
+    now[0] += STARTUP_GRACE * deadline - 1  # never answered yet: the longer deadline
+    assert poll_answered(backend, fake_ray) == "" and not actor.killed
+    actor.takes[-1].answer(take_answer())  # its first answer; the next take stays open
+    poll_answered(backend, fake_ray)
+    now[0] += deadline - 1
+    assert (
+        poll_answered(backend, fake_ray) == "" and not actor.killed
+    )  # busy, not yet silent too long
+    for _ in range(MAX_SELFPLAYER_RESTARTS):
+        now[0] += STARTUP_GRACE * deadline  # a SIGSTOP: no take answers any more
+        assert poll_answered(backend, fake_ray) == ""
+        assert actor.killed
+        out = capsys.readouterr().out
+        assert "selfplayer0 on node head00@10.0.0.1 is not responding (no answer for " in out
+        assert "stopped or hung); killing it" in out and "died; restarting it" in out
+        [actor] = fake_ray.alive("SelfplayerActor")  # its replacement, on the same node
+        assert actor.node == "head0000"
+    now[0] += STARTUP_GRACE * deadline
+    failure = poll_answered(backend, fake_ray)
+    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (too many restarts: ")
+
+
+def test_a_predictor_that_stops_answering_comes_back_with_its_selfplayers(
+    fake_ray, tmp_path, capsys
+):
+    backend = make_backend(tmp_path, {"selfplayprocesses": 2})
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    first = fake_ray.alive("SelfplayerActor")
+    for actor in first:  # the Selfplayers answer; only the Predictor falls silent
+        actor.takes[-1].answer(take_answer())
+    backend.groups["head0000"].last_poll = 0.0
+    backend.poll()  # opens the Predictor's take, which never answers
+    [predictor] = fake_ray.alive("PredictorActor")
+    now[0] += backend.config.heartbeat_timeout + 1
+    for actor in first:
+        actor.takes[-1].answer(take_answer())
+    assert backend.poll() == ""
+    assert predictor.killed and all(a.killed for a in first)
+    out = capsys.readouterr().out
+    assert "the Predictor on node head00@10.0.0.1 is not responding (no answer for 21 s" in out
+    answer_addresses(backend)
+    assert len(fake_ray.alive("PredictorActor")) == 1
+    assert len(fake_ray.alive("SelfplayerActor")) == 2
+
+
+def test_no_heartbeat_deadline_leaves_silent_actors_alone(fake_ray, tmp_path):
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    backend.config.heartbeat_timeout = 0.0
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    now[0] += 10**6
+    assert backend.poll() == ""
+    assert not any(a.killed for a in fake_ray.actors)
 
 
 def test_a_lost_node_costs_its_selfplayers_and_restarts_nothing(fake_ray, tmp_path, capsys):

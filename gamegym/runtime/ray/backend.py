@@ -14,7 +14,9 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
   actor finished since (at most `OUTBOX_FILES`, each one flush of `gamelog_dump_threshold`
   games), which the gym writes into samples/<iteration>/ atomically, as a Selfplayer process
   would.  The object store holds a file only on its way; never the replay buffer.
-- Faults: a dead actor's slot is restarted on its node (up to `MAX_SELFPLAYER_RESTARTS` within
+- Faults: an actor that stops answering for `heartbeat_timeout` (stopped, hung) is named and
+  killed (`gamegym.runtime.ray.liveness`), and counts as dead; a dead actor's slot is restarted
+  on its node (up to `MAX_SELFPLAYER_RESTARTS` within
   `RESTART_WINDOW_S`, then the gym stops with an error); a node that leaves takes its actors and their games in flight
   with it, and a node that joins gets a Predictor and Selfplayers.
 - Stop: Selfplayers finish their move and their last files are written, then every actor is
@@ -42,6 +44,7 @@ from gamegym.runtime.backends import (
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import RayConnection, import_ray, object_store_use
+from gamegym.runtime.ray.liveness import Liveness
 from gamegym.runtime.selfplay import SampleWriter
 
 __all__ = ["RayBackend"]
@@ -69,6 +72,7 @@ class Slot:
     budget: RestartBudget = field(default_factory=RestartBudget)
     closed: bool = False  # stopped, its last files written
     died: str = ""  # why its last actor died
+    liveness: Liveness = field(default_factory=Liveness)  # when its actor last answered
 
 
 @dataclass
@@ -88,6 +92,7 @@ class NodeGroup:
     restarts: int = 0
     budget: RestartBudget = field(default_factory=RestartBudget)
     died: str = ""  # why its last Predictor died
+    liveness: Liveness = field(default_factory=Liveness)  # when its Predictor last answered
     slots: list = field(default_factory=list)
 
 
@@ -122,6 +127,7 @@ class RayBackend(SelfplayBackend):
         self._store = (0.0, None)  # (when asked, object store figures)
         self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0, "takes": 0}
         self.stopping = False
+        self.clock = time.monotonic  # of the heartbeats (a test's own clock)
 
     # ----- start ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -267,6 +273,7 @@ class RayBackend(SelfplayBackend):
         group.predictor = actor.remote(f"predictor-{group.label}", self.config, self.authkey)
         group.address, group.poll_ref = None, None
         group.address_ref = group.predictor.address.remote()
+        group.liveness.restart(self.clock())
         group.predictor.publish.remote(self.iteration, self.model_ref)
 
     def _start_selfplayer(self, group: NodeGroup, slot: Slot) -> None:
@@ -279,6 +286,7 @@ class RayBackend(SelfplayBackend):
         slot.actor = actor.remote(slot.name, self.config, seed, group.address, self.authkey)
         slot.take = slot.actor.take.remote(TAKE_WAIT_S)
         slot.pid = None
+        slot.liveness.restart(self.clock())
 
     def _lose_node(self, group: NodeGroup) -> None:
         count = len(group.slots)
@@ -314,6 +322,7 @@ class RayBackend(SelfplayBackend):
                 self._broadcast(message.iteration)
         self._collect(timeout=0.0)
         self._poll_predictors()
+        self._check_liveness()
         if time.monotonic() - self._last_reconcile >= RECONCILE_S and not self.stopping:
             return self._reconcile()
         return ""
@@ -338,6 +347,7 @@ class RayBackend(SelfplayBackend):
 
     def _take_result(self, group: NodeGroup, slot: Slot, result: dict) -> None:
         self.head["takes"] += 1
+        slot.liveness.answered()
         slot.pid = result["pid"]
         self._watch(group, slot.name, slot.pid)
         self._logs.write(slot.name, result["logs"])
@@ -361,6 +371,7 @@ class RayBackend(SelfplayBackend):
             slot.actor = None
         else:
             slot.take = slot.actor.take.remote(TAKE_WAIT_S)
+            slot.liveness.ask(self.clock())
 
     def _actor_died(self, group: NodeGroup, slot: Slot, error) -> None:
         """The next reconcile (now) restarts it, or finds its node gone."""
@@ -388,6 +399,7 @@ class RayBackend(SelfplayBackend):
                     self._predictor_failed(group, error)
                     continue
                 group.address = answer
+                group.liveness.answered()
                 for slot in group.slots:
                     if not slot.closed and not self.stopping:
                         self._start_selfplayer(group, slot)
@@ -395,10 +407,12 @@ class RayBackend(SelfplayBackend):
                 continue
             if group.poll_ref is None and now - group.last_poll >= PREDICTOR_POLL_S:
                 group.poll_ref, group.last_poll = group.predictor.take.remote(), now
+                group.liveness.ask(self.clock())
             if group.poll_ref is not None and self.ray.wait([group.poll_ref], timeout=0)[0]:
                 answer, error = self._get(group.poll_ref)
                 group.poll_ref = None
                 if answer:
+                    group.liveness.answered()
                     group.pid = answer["pid"]
                     self._watch(group, "predictor", group.pid)
                     self._logs.write(f"predictor-{group.label}", answer["logs"])
@@ -407,6 +421,35 @@ class RayBackend(SelfplayBackend):
                     error = answer["error"]
                 if error:
                     self._predictor_failed(group, error)
+
+    def _check_liveness(self) -> None:
+        """Kill the actors that stopped answering (see gamegym.runtime.ray.liveness), naming
+        them; each then counts as dead (a Predictor takes its node's Selfplayers with it), and
+        the reconcile that follows restarts it or stops the gym with the reason."""
+        deadline = self.config.heartbeat_timeout
+        if not deadline or self.stopping:
+            return
+        now = self.clock()
+        for group in self.groups.values():
+            silent = group.liveness.hung(now, deadline) if group.predictor is not None else 0.0
+            if silent:
+                why = self._hung(f"the Predictor on node {group.label}", silent)
+                self._predictor_failed(group, why)
+                continue
+            for slot in group.slots:
+                silent = slot.liveness.hung(now, deadline) if slot.actor is not None else 0.0
+                if silent:
+                    self._actor_died(
+                        group, slot, self._hung(f"{slot.name} on node {group.label}", silent)
+                    )
+
+    def _hung(self, what: str, silent: float) -> str:
+        """Say that an actor is killed for its silence; returns why it died."""
+        why = f"no answer for {silent:.0f} s: stopped or hung"
+        message = f"{what} is not responding ({why}); killing it"
+        log.error(message)
+        print(f"[gamegym] {message}", flush=True)
+        return why
 
     def _get(self, ref) -> tuple:
         """(answer, "") or (None, why the actor could not answer)."""
@@ -522,6 +565,7 @@ class RayBackend(SelfplayBackend):
         for group in self.groups.values():
             self._kill_group(group)
         self.model_ref = None
+        self._logs.close()
         self.connection.close()
 
     def alive(self) -> bool:
@@ -549,3 +593,8 @@ class ActorLogs:
             self.handlers[name] = handler
         for line in lines:
             handler.emit(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+
+    def close(self) -> None:
+        for handler in self.handlers.values():
+            handler.close()
+        self.handlers.clear()
