@@ -189,6 +189,34 @@ def test_sigterm_stops_a_gym_and_the_ray_it_started(session):
     assert not (session / "session.lock").exists()
 
 
+def test_a_stopped_selfplayer_actor_is_named_killed_and_restarted(session):
+    config = json.loads((session / "config.json").read_text())
+    config["heartbeat_timeout"] = 5.0
+    (session / "config.json").write_text(json.dumps(config))
+    gym = start_gym(session, "--ray", "--max-iterations", "50")
+    lines = []
+    try:
+        read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
+        [stopped] = [
+            p
+            for p in psutil.Process(gym.pid).children(recursive=True)
+            if "SelfplayerActor" in " ".join(p.cmdline())
+        ]
+        stopped.send_signal(signal.SIGSTOP)  # alive, and answering nothing
+        read_until(gym, r"selfplayer0 on node \S+ is not responding \(no answer for \d+ s", lines)
+        read_until(gym, r"selfplayer0 on node \S+ died; restarting it", lines)
+        read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
+        assert psutil.wait_procs([stopped], timeout=30)[0], "the stopped actor was not killed"
+        gym.stdin.write("exit\n")
+        gym.stdin.flush()
+        assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    log = (session / "logs" / "gym.log").read_text()
+    assert "stopped or hung); killing it" in log
+
+
 def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflow(
     new_session, monkeypatch
 ):
