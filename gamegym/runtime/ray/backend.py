@@ -15,7 +15,7 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
   games), which the gym writes into samples/<iteration>/ atomically, as a Selfplayer process
   would.  The object store holds a file only on its way; never the replay buffer.
 - Faults: an actor that stops answering for `heartbeat_timeout` (stopped, hung) is named and
-  killed (`gamegym.runtime.ray.liveness`), and counts as dead; a dead actor's slot is restarted
+  killed (`gamegym.runtime.ray.places`), and counts as dead; a dead actor's slot is restarted
   on its node (up to `MAX_SELFPLAYER_RESTARTS` within
   `RESTART_WINDOW_S`, then the gym stops with an error); a node that leaves takes its actors and their games in flight
   with it, and a node that joins gets a Predictor and Selfplayers.
@@ -27,24 +27,20 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
 from __future__ import annotations
 
 import logging
-import logging.handlers
 import os
 import time
 from collections import defaultdict, deque
-from dataclasses import dataclass, field
-from typing import Any
 
 from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
     JOIN_SELFPLAYERS_S,
-    RestartBudget,
     SelfplayBackend,
     restart_seed,
 )
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import RayConnection, import_ray, object_store_use
-from gamegym.runtime.ray.liveness import Liveness
+from gamegym.runtime.ray.places import ActorLogs, NodeGroup, Slot
 from gamegym.runtime.selfplay import SampleWriter
 
 __all__ = ["RayBackend"]
@@ -56,44 +52,6 @@ RECONCILE_S = 3.0  # how often nodes are listed and dead actors restarted
 PREDICTOR_POLL_S = 2.0  # how often the Predictors' reports are taken
 STORE_STATS_S = 30.0  # how often the object store's use is asked for
 RATE_WINDOW_S = 20.0  # searches/s per node over this window
-
-
-@dataclass
-class Slot:
-    """One Selfplayer place on a node; its actor is replaced when it dies."""
-
-    name: str
-    index: int
-    writer: SampleWriter
-    actor: Any = None  # a Ray actor handle (Ray has no types)
-    take: Any = None  # the open take call (an ObjectRef)
-    pid: int | None = None
-    restarts: int = 0  # all restarts of the run (each one seeds anew)
-    budget: RestartBudget = field(default_factory=RestartBudget)
-    closed: bool = False  # stopped, its last files written
-    died: str = ""  # why its last actor died
-    liveness: Liveness = field(default_factory=Liveness)  # when its actor last answered
-
-
-@dataclass
-class NodeGroup:
-    """A node's Predictor actor and Selfplayer slots."""
-
-    node_id: str
-    label: str
-    selfplayers: int  # how many the node holds
-    gpus: float = 0.0
-    predictor: Any = None  # the node's Predictor actor (a Ray handle)
-    address: Any = None  # where the node's Selfplayers connect
-    address_ref: Any = None  # the open address call, until it answers
-    poll_ref: Any = None  # the open take call to the Predictor
-    pid: int | None = None  # the Predictor's process id (on its node)
-    last_poll: float = 0.0
-    restarts: int = 0
-    budget: RestartBudget = field(default_factory=RestartBudget)
-    died: str = ""  # why its last Predictor died
-    liveness: Liveness = field(default_factory=Liveness)  # when its Predictor last answered
-    slots: list = field(default_factory=list)
 
 
 @BACKENDS.register
@@ -423,7 +381,7 @@ class RayBackend(SelfplayBackend):
                     self._predictor_failed(group, error)
 
     def _check_liveness(self) -> None:
-        """Kill the actors that stopped answering (see gamegym.runtime.ray.liveness), naming
+        """Kill the actors that stopped answering (see gamegym.runtime.ray.places), naming
         them; each then counts as dead (a Predictor takes its node's Selfplayers with it), and
         the reconcile that follows restarts it or stops the gym with the reason."""
         deadline = self.config.heartbeat_timeout
@@ -573,28 +531,3 @@ class RayBackend(SelfplayBackend):
             g.predictor is not None or any(s.actor is not None for s in g.slots)
             for g in self.groups.values()
         )
-
-
-class ActorLogs:
-    """The actors' log lines, written by the gym into logs/<actor name>.log (rotated)."""
-
-    def __init__(self, logs_dir):
-        self.logs_dir = logs_dir
-        self.handlers: dict[str, logging.Handler] = {}
-
-    def write(self, name: str, lines: list[str]) -> None:
-        if not lines:
-            return
-        handler = self.handlers.get(name)
-        if handler is None:
-            handler = logging.handlers.RotatingFileHandler(
-                log_path(self.logs_dir, name), maxBytes=5_000_000, backupCount=3, encoding="utf-8"
-            )
-            self.handlers[name] = handler
-        for line in lines:
-            handler.emit(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
-
-    def close(self) -> None:
-        for handler in self.handlers.values():
-            handler.close()
-        self.handlers.clear()
