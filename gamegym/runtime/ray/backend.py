@@ -16,9 +16,9 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
   would.  The object store holds a file only on its way; never the replay buffer.
 - Faults: an actor that stops answering for `heartbeat_timeout` (stopped, hung) is named and
   killed (`gamegym.runtime.ray.places`), and counts as dead; a dead actor's slot is restarted
-  on its node (up to `MAX_SELFPLAYER_RESTARTS` within
-  `RESTART_WINDOW_S`, then the gym stops with an error); a node that leaves takes its actors and their games in flight
-  with it, and a node that joins gets a Predictor and Selfplayers.
+  on its node (up to `MAX_SELFPLAYER_RESTARTS` within `RESTART_WINDOW_S`, then the gym stops
+  with an error); a node that leaves takes its actors and their games in flight with it, and a
+  node that joins gets a Predictor and Selfplayers.
 - Stop: Selfplayers finish their move and their last files are written, then every actor is
   killed; a Ray the gym started itself is shut down (and killed by a reaper process should the
   gym die), a cluster it joined is left running.
