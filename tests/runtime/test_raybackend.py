@@ -349,6 +349,24 @@ def test_taken_sample_files_are_written_by_the_gym_tagged_and_counted(fake_ray, 
     )
 
 
+def test_the_status_counts_the_predictors_that_run_tensorflow(fake_ray, tmp_path):
+    fake_ray.node_list.append(
+        {"NodeID": "gpu00000", "Alive": True, "NodeManagerAddress": "y", "Resources": {"CPU": 2.0}}
+    )
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    answer_addresses(backend)
+    assert backend.status()["predictors_with_tensorflow"] == 0
+    for group in backend.groups.values():
+        group.last_poll = 0.0
+    backend.poll()  # opens the Predictors' takes
+    for predictor in fake_ray.alive("PredictorActor"):
+        answer = take_answer(pid=100)
+        answer["tensorflow"] = predictor.node == "gpu00000"  # off the CPU fast path there
+        predictor.takes[-1].answer(answer)
+    backend.poll()
+    assert backend.status()["predictors_with_tensorflow"] == 1
+
+
 def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_limit(
     fake_ray, tmp_path, capsys
 ):

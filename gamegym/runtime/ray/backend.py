@@ -372,6 +372,7 @@ class RayBackend(SelfplayBackend):
                 if answer:
                     group.liveness.answered()
                     group.pid = answer["pid"]
+                    group.tensorflow = bool(answer.get("tensorflow"))
                     self._watch(group, "predictor", group.pid)
                     self._logs.write(f"predictor-{group.label}", answer["logs"])
                     for report in answer["reports"]:
@@ -448,6 +449,9 @@ class RayBackend(SelfplayBackend):
             "nodes": sum(1 for g in self.groups.values() if g.predictor is not None),
             "selfplayers": len(slots),
             "selfplayers_alive": sum(1 for s in slots if s.actor is not None and s.pid),
+            "predictors_with_tensorflow": sum(
+                1 for g in self.groups.values() if g.predictor is not None and g.tensorflow
+            ),
             "searches_per_s_by_node": rates,
             "head_write_ms_per_file": round(1000 * self.head["write_s"] / files, 2)
             if files

@@ -86,6 +86,7 @@ class NodeGroup:
     address_ref: Any = None  # the open address call, until it answers
     poll_ref: Any = None  # the open take call to the Predictor
     pid: int | None = None  # the Predictor's process id (on its node)
+    tensorflow: bool = False  # its process imported TensorFlow (off the CPU fast path)
     last_poll: float = 0.0
     restarts: int = 0
     budget: RestartBudget = field(default_factory=RestartBudget)
