@@ -11,7 +11,10 @@ disk (a file-size limit on the gym and its children, as a quota would set).
 
 After every cycle it checks: no two processes wrote a game with the same moves, search values
 and policy targets (such a repeat is a replayed seed; one process's two equal games are the
-coincidence of a collapsed network); iterations never go back; every model file is a sound archive; the newest
+coincidence of a collapsed network); iterations never go back; every model file is a sound archive
+that loads as the runtime loads it (Keras, as the Trainer and a TensorFlow Predictor do, and its
+fast-path file where there is one, as a Predictor on the CPU fast path does), each answering one
+batch of positions, the fast form what the model answers; the newest
 replay state names only sample files on disk with their row counts; no temporary file after a
 clean stop, and nothing in quarantine (no damage is injected); no process of the gym left
 running; every sample file seen before is still there and valid.
@@ -82,6 +85,8 @@ INVARIANTS = (
     "repeated_game",
     "iteration_went_back",
     "unsound_model",
+    "model_does_not_load",
+    "fast_form_differs",
     "replay_state_mismatch",
     "temporary_file_left",
     "quarantined_file",
@@ -121,6 +126,8 @@ class Soak:
         self.games: dict[tuple, str] = {}  # (actions, values) -> the file it is in
         self.seen: set[Path] = set()
         self.max_iteration = self.session.current_iteration()
+        self.loaded: set[tuple] = set()  # (iteration, mtime, size) of the model files loaded
+        self.positions = positions(load_game(GAME))
 
     def _new_session(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -203,7 +210,8 @@ class Soak:
 
     def violation(self, name: str, count: int = 1, detail: str = "") -> None:
         if count:
-            self.totals["violations"][name] += count
+            violations = self.totals["violations"]  # (a record from before an invariant)
+            violations[name] = violations.get(name, 0) + count
             print(f"[soak] violation {name} x{count} {detail}", file=sys.stderr, flush=True)
 
     # ----- invariants -----------------------------------------------------------------------
@@ -220,11 +228,30 @@ class Soak:
         self.max_iteration = max(self.max_iteration, iteration)
         unsound = [i for i in session.model_iterations() if not session.model_is_sound(i)]
         self.violation("unsound_model", len(unsound), str(unsound))
+        self.check_models_load(set(unsound))
         self.violation("quarantined_file", len(list(session.quarantine_dir.iterdir())))
         if clean:
             self.violation("temporary_file_left", len(list(session.path.rglob(".*.tmp*"))))
         self.check_samples()
         self.check_replay_state()
+
+    def check_models_load(self, unsound: set[int]) -> None:
+        """Load each model file not loaded before (a file a later run rewrote is new)."""
+        from gamegym.learners import get_learner
+
+        learner = get_learner(self.session.load_config().train.learner)
+        for iteration in self.session.model_iterations():
+            path = self.session.model_path(iteration)
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue  # pruned
+            key = (iteration, stat.st_mtime_ns, stat.st_size)
+            if key in self.loaded or iteration in unsound:
+                continue
+            self.loaded.add(key)
+            for name, detail in load_as_runtime(learner, path, iteration, self.positions):
+                self.violation(name, 1, f"{path.name}: {detail}")
 
     def check_samples(self) -> None:
         gone = [p for p in self.seen if not p.exists()]
@@ -297,6 +324,49 @@ class Soak:
 
     def save(self) -> None:
         atomic_write_json(self.record_path, self.totals)
+
+
+def positions(graph, count: int = 8) -> np.ndarray:
+    """The first positions of a game along first moves: a small batch a model answers."""
+    vertex, found = graph.roots[0], []
+    while len(found) < count and not graph.terminal_at(vertex):
+        found.append(graph.numpify(vertex))
+        vertex = graph.children_at(vertex)[0]
+    return np.stack(found)
+
+
+def load_as_runtime(learner, path: Path, iteration: int, x: np.ndarray) -> list[tuple[str, str]]:
+    """Load a model file with Keras as the Trainer and a TensorFlow Predictor do, and its fast
+    file (when there is one not older than it) as a Predictor on the CPU fast path does; each
+    answers `x`.  Returns the violations: (invariant, detail)."""
+    from gamegym.data.session import fast_model_file
+    from gamegym.nets.portable import evaluator_from_bytes
+    from gamegym.nets.tfsetup import configure_tensorflow, import_keras, load_model
+
+    configure_tensorflow(use_gpu=False, threads=1)
+    import_keras().backend.clear_session()  # Keras' global name state grows with every load
+    try:
+        model = learner.make_evaluator(load_model(path), iteration, fast=False)
+        want = model.run("evaluate", {"x": x})
+    except Exception as error:  # noqa: BLE001 - any failure is the violation
+        return [("model_does_not_load", f"{type(error).__name__}: {error}")]
+    fast = fast_model_file(path)
+    try:
+        if fast.stat().st_mtime_ns < path.stat().st_mtime_ns:
+            return []  # the runtime would make it again from the model
+        got = evaluator_from_bytes(fast.read_bytes(), iteration, str(fast)).run(
+            "evaluate", {"x": x}
+        )
+    except FileNotFoundError:
+        return []  # no fast form: the runtime uses Keras
+    except Exception as error:  # noqa: BLE001
+        return [("model_does_not_load", f"{fast.name}: {type(error).__name__}: {error}")]
+    differs = [
+        name
+        for name in want
+        if name not in got or not np.allclose(got[name], want[name], atol=1e-4, rtol=1e-4)
+    ]
+    return [("fast_form_differs", f"{fast.name}: {differs}")] if differs else []
 
 
 class Lines:

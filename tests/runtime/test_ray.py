@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 from conftest import gamegym_command
@@ -186,3 +187,76 @@ def test_sigterm_stops_a_gym_and_the_ray_it_started(session):
     assert not alive, f"outlived the gym: {[p.cmdline()[:2] for p in alive]}"
     assert "ray shut down" in (session / "logs" / "gym.log").read_text()
     assert not (session / "session.lock").exists()
+
+
+def test_a_stopped_selfplayer_actor_is_named_killed_and_restarted(session):
+    config = json.loads((session / "config.json").read_text())
+    config["heartbeat_timeout"] = 5.0
+    (session / "config.json").write_text(json.dumps(config))
+    gym = start_gym(session, "--ray", "--max-iterations", "50")
+    lines = []
+    try:
+        read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
+        [stopped] = [
+            p
+            for p in psutil.Process(gym.pid).children(recursive=True)
+            if "SelfplayerActor" in " ".join(p.cmdline())
+        ]
+        stopped.send_signal(signal.SIGSTOP)  # alive, and answering nothing
+        read_until(gym, r"selfplayer0 on node \S+ is not responding \(no answer for \d+ s", lines)
+        read_until(gym, r"selfplayer0 on node \S+ died; restarting it", lines)
+        read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
+        assert psutil.wait_procs([stopped], timeout=30)[0], "the stopped actor was not killed"
+        gym.stdin.write("exit\n")
+        gym.stdin.flush()
+        assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
+    finally:
+        if gym.poll() is None:
+            gym.kill()
+    log = (session / "logs" / "gym.log").read_text()
+    assert "stopped or hung); killing it" in log
+
+
+def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflow(
+    new_session, monkeypatch
+):
+    """The Predictor actor gets the model and its fast-path file as one broadcast object (its
+    node shares no folder with the session), answers from the fast form what that form
+    answers here, and its process never imports TensorFlow (nor converts the model)."""
+    from multiprocessing.connection import Client
+
+    from gamegym.data.session import Session
+    from gamegym.learners import get_learner
+    from gamegym.nets.inference import PipeService
+    from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
+    from gamegym.runtime.ray.actors import ModelFiles, PredictorActor
+    from games.tictactoe import TicTacToe
+
+    session = Session(new_session)
+    config = session.load_config()
+    assert cpu_fast_path(config.predict)
+    files = ModelFiles(session.model_path(0).read_bytes(), session.fast_model_path(0).read_bytes())
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=1, include_dashboard=False, object_store_memory=80 * 2**20)
+    try:
+        key = os.urandom(32)
+        actor = ray.remote(PredictorActor).options(max_concurrency=4).remote("p", config, key)
+        ray.get(actor.publish.remote(0, ray.put(files)))
+        service = PipeService(Client(ray.get(actor.address.remote()), authkey=key))
+        graph = TicTacToe()
+        x = np.stack(
+            [graph.numpify(v) for v in [graph.roots[0], *graph.children_at(graph.roots[0])]]
+        )
+        outputs, iteration = service.submit("evaluate", {"x": x})()
+        answer = ray.get(actor.take.remote())
+        logs = "\n".join(answer["logs"] + ray.get(actor.stop.remote()))
+    finally:
+        ray.shutdown()
+    reference = load_fast_model(get_learner(config.train.learner), session.model_path(0), 0)
+    expected = reference.run("evaluate", {"x": x})
+    assert iteration == 0 and set(outputs) == set(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(outputs[name], value, rtol=1e-5, atol=1e-6)
+    assert answer["tensorflow"] is False, logs
+    assert "loaded model iteration 0" in logs and "(tensorflow)" not in logs, logs
+    assert "converted" not in logs, logs  # the fast form came with the model

@@ -143,6 +143,16 @@ def fake_ray(monkeypatch):
     return fake
 
 
+MADE: list = []  # the backends a test made: their log files are closed after it
+
+
+@pytest.fixture(autouse=True)
+def close_actor_logs():
+    yield
+    while MADE:
+        MADE.pop()._logs.close()
+
+
 def make_backend(tmp_path, selfplay=None, address="auto"):
     import multiprocessing
 
@@ -170,6 +180,7 @@ def make_backend(tmp_path, selfplay=None, address="auto"):
         ctx=multiprocessing.get_context("spawn"),
     )
     backend = RayBackend(host)
+    MADE.append(backend)
     backend.start()
     return backend
 
@@ -271,15 +282,47 @@ def test_a_model_iteration_is_put_once_for_every_node(fake_ray, tmp_path):
     fake_ray.node_list.append(
         {"NodeID": "other000", "Alive": True, "NodeManagerAddress": "x", "Resources": {"CPU": 2.0}}
     )
+    from gamegym.runtime.ray.actors import ModelFiles
+
     backend = make_backend(tmp_path)
     backend.session.model_path(1).write_bytes(b"model 1")
+    backend.session.fast_model_path(1).write_bytes(b"fast 1")  # not older than its model
     backend.model_channel().send(Reload(1))
     backend.poll()
-    assert fake_ray.puts == [b"model 0", b"model 1"]
+    sent = [ModelFiles(b"model 0", None), ModelFiles(b"model 1", b"fast 1")]
+    assert fake_ray.puts == sent
     for predictor in fake_ray.alive("PredictorActor"):
         published = [args for method, args in predictor.calls if method == "publish"]
-        assert [(it, ref.value) for it, ref in published] == [(0, b"model 0"), (1, b"model 1")]
-    assert backend.model_ref.value == b"model 1"  # the newest only is held
+        assert [(it, ref.value) for it, ref in published] == list(enumerate(sent))
+    assert backend.model_ref.value == sent[1]  # the newest only is held
+
+
+def test_a_fast_file_older_than_its_model_is_not_broadcast(fake_ray, tmp_path):
+    import os
+
+    backend = make_backend(tmp_path)
+    fast, model = backend.session.fast_model_path(1), backend.session.model_path(1)
+    fast.write_bytes(b"fast of an earlier model 1")
+    model.write_bytes(b"model 1")
+    os.utime(fast, ns=(1, 1))
+    assert backend._model_files(1) == (b"model 1", None)
+
+
+def test_a_node_keeps_the_fast_file_with_its_model_and_prunes_both(tmp_path):
+    from gamegym.runtime.fastmodels import _fresh
+    from gamegym.runtime.ray.actors import ModelFiles, NodeModels
+
+    models = NodeModels(keep=2)
+    try:
+        for it in range(3):
+            models.add(it, ModelFiles(b"model %d" % it, b"fast %d" % it if it else None))
+        names = sorted(p.name for p in models.folder.iterdir())
+        assert names == ["1.fast.npz", "1.keras", "2.fast.npz", "2.keras"]
+        assert _fresh(models.folder / "2.fast.npz", models.model_path(2))  # used, not remade
+        models.add(2, ModelFiles(b"model 2 again", None))  # no fast form now: none kept
+        assert not (models.folder / "2.fast.npz").exists()
+    finally:
+        models.remove()
 
 
 def test_taken_sample_files_are_written_by_the_gym_tagged_and_counted(fake_ray, tmp_path):
@@ -306,6 +349,24 @@ def test_taken_sample_files_are_written_by_the_gym_tagged_and_counted(fake_ray, 
     )
 
 
+def test_the_status_counts_the_predictors_that_run_tensorflow(fake_ray, tmp_path):
+    fake_ray.node_list.append(
+        {"NodeID": "gpu00000", "Alive": True, "NodeManagerAddress": "y", "Resources": {"CPU": 2.0}}
+    )
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    answer_addresses(backend)
+    assert backend.status()["predictors_with_tensorflow"] == 0
+    for group in backend.groups.values():
+        group.last_poll = 0.0
+    backend.poll()  # opens the Predictors' takes
+    for predictor in fake_ray.alive("PredictorActor"):
+        answer = take_answer(pid=100)
+        answer["tensorflow"] = predictor.node == "gpu00000"  # off the CPU fast path there
+        predictor.takes[-1].answer(answer)
+    backend.poll()
+    assert backend.status()["predictors_with_tensorflow"] == 1
+
+
 def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_limit(
     fake_ray, tmp_path, capsys
 ):
@@ -330,6 +391,85 @@ def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_li
         f"{MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
     )
     assert failure.endswith("selfplayer0.log")
+
+
+def poll_answered(backend, fake_ray):
+    """A poll after the node Predictors answered the gym's open takes (they are alive)."""
+    for predictor in fake_ray.alive("PredictorActor"):
+        for ref in predictor.takes:
+            if not ref.ready:
+                ref.answer(take_answer(pid=100))
+    return backend.poll()
+
+
+def test_a_selfplayer_that_stops_answering_is_named_killed_and_restarted_within_the_budget(
+    fake_ray, tmp_path, capsys
+):
+    from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS
+    from gamegym.runtime.heartbeat import STARTUP_GRACE
+
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    deadline = backend.config.heartbeat_timeout
+    [actor] = fake_ray.alive("SelfplayerActor")
+    now[0] += STARTUP_GRACE * deadline - 1  # never answered yet: the longer deadline
+    assert poll_answered(backend, fake_ray) == "" and not actor.killed
+    actor.takes[-1].answer(take_answer())  # its first answer; the next take stays open
+    poll_answered(backend, fake_ray)
+    now[0] += deadline - 1
+    assert (
+        poll_answered(backend, fake_ray) == "" and not actor.killed
+    )  # busy, not yet silent too long
+    for _ in range(MAX_SELFPLAYER_RESTARTS):
+        now[0] += STARTUP_GRACE * deadline  # a SIGSTOP: no take answers any more
+        assert poll_answered(backend, fake_ray) == ""
+        assert actor.killed
+        out = capsys.readouterr().out
+        assert "selfplayer0 on node head00@10.0.0.1 is not responding (no answer for " in out
+        assert "stopped or hung); killing it" in out and "died; restarting it" in out
+        [actor] = fake_ray.alive("SelfplayerActor")  # its replacement, on the same node
+        assert actor.node == "head0000"
+    now[0] += STARTUP_GRACE * deadline
+    failure = poll_answered(backend, fake_ray)
+    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (too many restarts: ")
+
+
+def test_a_predictor_that_stops_answering_comes_back_with_its_selfplayers(
+    fake_ray, tmp_path, capsys
+):
+    backend = make_backend(tmp_path, {"selfplayprocesses": 2})
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    first = fake_ray.alive("SelfplayerActor")
+    for actor in first:  # the Selfplayers answer; only the Predictor falls silent
+        actor.takes[-1].answer(take_answer())
+    backend.groups["head0000"].last_poll = 0.0
+    backend.poll()  # opens the Predictor's take, which never answers
+    [predictor] = fake_ray.alive("PredictorActor")
+    now[0] += backend.config.heartbeat_timeout + 1
+    for actor in first:
+        actor.takes[-1].answer(take_answer())
+    assert backend.poll() == ""
+    assert predictor.killed and all(a.killed for a in first)
+    out = capsys.readouterr().out
+    assert "the Predictor on node head00@10.0.0.1 is not responding (no answer for 21 s" in out
+    answer_addresses(backend)
+    assert len(fake_ray.alive("PredictorActor")) == 1
+    assert len(fake_ray.alive("SelfplayerActor")) == 2
+
+
+def test_no_heartbeat_deadline_leaves_silent_actors_alone(fake_ray, tmp_path):
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    backend.config.heartbeat_timeout = 0.0
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    now[0] += 10**6
+    assert backend.poll() == ""
+    assert not any(a.killed for a in fake_ray.actors)
 
 
 def test_a_lost_node_costs_its_selfplayers_and_restarts_nothing(fake_ray, tmp_path, capsys):

@@ -4,7 +4,8 @@ The gym (`gamegym.runtime.ray.backend`) makes them Ray actors; nothing here impo
 gamegym, the game's module and Ray, and never the session folder:
 
 - `PredictorActor` runs the same batching `Predictor` as a Predictor process, on the models the
-  gym broadcast to the node (`NodeModels`).  Its Selfplayers connect to it over a local socket
+  gym broadcast to the node (`NodeModels`): on the CPU fast path from their fast-path files,
+  without TensorFlow, as a Predictor process does.  Its Selfplayers connect to it over a local socket
   (`multiprocessing.connection`, authenticated with the run's key): a Selfplayer talks to the
   Predictor on its own node with the same one-message-per-batch pipe protocol as a Selfplayer
   process (`gamegym.nets.inference.PipeService`), so batching stays local to the node.
@@ -27,16 +28,19 @@ import tempfile
 import threading
 import traceback
 from collections import deque
+from dataclasses import dataclass
 from multiprocessing.connection import Client, Listener, Pipe
 from pathlib import Path
 
 import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes
+from gamegym.data.session import fast_model_file
+from gamegym.nets.tfsetup import tensorflow_imported
 from gamegym.runtime.messages import Reload
 from gamegym.runtime.selfplay import SampleWriter
 
-__all__ = ["Relay", "NodeModels", "PredictorActor", "SelfplayerActor", "OUTBOX_FILES"]
+__all__ = ["Relay", "ModelFiles", "NodeModels", "PredictorActor", "SelfplayerActor", "OUTBOX_FILES"]
 
 log = logging.getLogger("gamegym.runtime.ray.actors")
 
@@ -130,8 +134,10 @@ def node_id() -> str:
 
 class NodeModels:
     """The model iterations broadcast to this node, as files in a folder of its own (the
-    Predictor loads models by path); the newest `keep` are kept.  Has what the Predictor
-    asks of its `models`: `model_path(iteration)` and `current_iteration()`."""
+    Predictor loads models by path): each model file and, where the gym had one, its fast-path
+    file (`gamegym.runtime.fastmodels`) written after it, so a Predictor on the CPU fast path
+    reads that and never imports TensorFlow.  The newest `keep` iterations are kept.  Has what
+    the Predictor asks of its `models`: `model_path(iteration)` and `current_iteration()`."""
 
     def __init__(self, keep: int = 2):
         remove_stale_folders()
@@ -139,12 +145,18 @@ class NodeModels:
         self.keep = keep
         self.newest = -1
 
-    def add(self, iteration: int, data: bytes) -> None:
-        atomic_write_bytes(self.model_path(iteration), data)
+    def add(self, iteration: int, files: ModelFiles) -> None:
+        path = self.model_path(iteration)
+        atomic_write_bytes(path, files.model)
+        if files.fast is not None:  # after the model: not older than it, so it is used
+            atomic_write_bytes(fast_model_file(path), files.fast)
+        else:  # one left from an earlier copy of this iteration would be stale
+            fast_model_file(path).unlink(missing_ok=True)
         self.newest = max(self.newest, iteration)
-        for path in self.folder.glob("*.keras"):
-            if path.stem.isdigit() and int(path.stem) <= self.newest - self.keep:
-                path.unlink(missing_ok=True)
+        for old in self.folder.glob("*.keras"):
+            if old.stem.isdigit() and int(old.stem) <= self.newest - self.keep:
+                old.unlink(missing_ok=True)
+                fast_model_file(old).unlink(missing_ok=True)
 
     def model_path(self, iteration: int) -> Path:
         return self.folder / f"{iteration}.keras"
@@ -154,6 +166,14 @@ class NodeModels:
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """What the gym broadcasts of one model iteration (one object in Ray's object store)."""
+
+    model: bytes  # models/<it>.keras
+    fast: bytes | None  # models/<it>.fast.npz; None when the gym has none (no fast form)
 
 
 def remove_stale_folders() -> None:
@@ -170,13 +190,16 @@ class PredictorActor:
     """The batching Predictor of one node, for the Selfplayer actors on that node."""
 
     def __init__(self, name: str, config, authkey: bytes):
-        from gamegym.nets.tfsetup import configure_tensorflow
+        from gamegym.runtime.fastmodels import cpu_fast_path
         from gamegym.runtime.predictor import Predictor
 
         self.relay = Relay()
         self.log = start_logging(name, self.relay, config.log_level)
         self.log.info("%s starting (pid %d) on node %s", name, os.getpid(), node_id())
-        configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, threads=1)
+        if not cpu_fast_path(config.predict):  # else TensorFlow only for a model without one
+            from gamegym.nets.tfsetup import configure_tensorflow
+
+            configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, threads=1)
         self.models = NodeModels()
         family = "AF_UNIX" if sys.platform != "win32" else "AF_PIPE"
         address = str(self.models.folder / "predictor.sock") if family == "AF_UNIX" else None
@@ -205,9 +228,9 @@ class PredictorActor:
                 continue
             self.predictor.add_client(conn)
 
-    def publish(self, iteration: int, data: bytes) -> int:
+    def publish(self, iteration: int, files: ModelFiles) -> int:
         """A model iteration from the gym; the first starts serving."""
-        self.models.add(iteration, data)
+        self.models.add(iteration, files)
         with self._control_lock:
             if self.serving is None:
                 self.serving = threading.Thread(target=self._serve, name="serve", daemon=True)
@@ -224,7 +247,14 @@ class PredictorActor:
             self.log.exception("predictor failed")
 
     def take(self) -> dict:
-        return {**self.relay.take(0.0), "error": self.error, "pid": os.getpid()}
+        """Reports and log lines since the last take; `tensorflow`: whether this process has
+        imported it (not on the CPU fast path, unless a model has no fast form)."""
+        return {
+            **self.relay.take(0.0),
+            "error": self.error,
+            "pid": os.getpid(),
+            "tensorflow": tensorflow_imported(),
+        }
 
     def stop(self) -> list[str]:
         """Stop serving and remove the node's model copies (the gym kills the actor next);
@@ -298,7 +328,12 @@ class SelfplayerActor:
     def take(self, wait_s: float) -> dict:
         """Sample files, reports and log lines since the last take (waits up to `wait_s` for
         one); `closed` once the Selfplayer stopped: this take has its last files."""
-        return {**self.relay.take(wait_s), "error": self.error, "pid": os.getpid()}
+        return {
+            **self.relay.take(wait_s),
+            "error": self.error,
+            "pid": os.getpid(),
+            "tensorflow": tensorflow_imported(),
+        }
 
     def stop(self) -> None:
         """Finish the move, flush the games (the gym keeps taking them), then stop."""

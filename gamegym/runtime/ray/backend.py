@@ -7,15 +7,18 @@ node's CPUs hold at `ray_selfplayer_cpus` each after the Predictor's `ray_predic
 one GPU for the Predictor where the node has one and `predict.use_gpu`).  All of a node's
 actors are pinned to it, so a Selfplayer's requests never leave its node.
 
-- Models: each published iteration is read once and put in the object store once; every
-  node's Predictor fetches that one object.
+- Models: each published iteration (its model file and its fast-path file, models/<it>.fast.npz,
+  where there is one) is read once and put in the object store once; every node's Predictor
+  fetches that one object, so a node on the CPU fast path never imports TensorFlow.
 - Games: the gym keeps one `take` call open per Selfplayer; each returns the sample files the
   actor finished since (at most `OUTBOX_FILES`, each one flush of `gamelog_dump_threshold`
   games), which the gym writes into samples/<iteration>/ atomically, as a Selfplayer process
   would.  The object store holds a file only on its way; never the replay buffer.
-- Faults: a dead actor's slot is restarted on its node (up to `MAX_SELFPLAYER_RESTARTS` within
-  `RESTART_WINDOW_S`, then the gym stops with an error); a node that leaves takes its actors and their games in flight
-  with it, and a node that joins gets a Predictor and Selfplayers.
+- Faults: an actor that stops answering for `heartbeat_timeout` (stopped, hung) is named and
+  killed (`gamegym.runtime.ray.places`), and counts as dead; a dead actor's slot is restarted
+  on its node (up to `MAX_SELFPLAYER_RESTARTS` within `RESTART_WINDOW_S`, then the gym stops
+  with an error); a node that leaves takes its actors and their games in flight with it, and a
+  node that joins gets a Predictor and Selfplayers.
 - Stop: Selfplayers finish their move and their last files are written, then every actor is
   killed; a Ray the gym started itself is shut down (and killed by a reaper process should the
   gym die), a cluster it joined is left running.
@@ -24,23 +27,20 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
 from __future__ import annotations
 
 import logging
-import logging.handlers
 import os
 import time
 from collections import defaultdict, deque
-from dataclasses import dataclass, field
-from typing import Any
 
 from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
     JOIN_SELFPLAYERS_S,
-    RestartBudget,
     SelfplayBackend,
     restart_seed,
 )
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import RayConnection, import_ray, object_store_use
+from gamegym.runtime.ray.places import ActorLogs, NodeGroup, Slot
 from gamegym.runtime.selfplay import SampleWriter
 
 __all__ = ["RayBackend"]
@@ -52,42 +52,6 @@ RECONCILE_S = 3.0  # how often nodes are listed and dead actors restarted
 PREDICTOR_POLL_S = 2.0  # how often the Predictors' reports are taken
 STORE_STATS_S = 30.0  # how often the object store's use is asked for
 RATE_WINDOW_S = 20.0  # searches/s per node over this window
-
-
-@dataclass
-class Slot:
-    """One Selfplayer place on a node; its actor is replaced when it dies."""
-
-    name: str
-    index: int
-    writer: SampleWriter
-    actor: Any = None  # a Ray actor handle (Ray has no types)
-    take: Any = None  # the open take call (an ObjectRef)
-    pid: int | None = None
-    restarts: int = 0  # all restarts of the run (each one seeds anew)
-    budget: RestartBudget = field(default_factory=RestartBudget)
-    closed: bool = False  # stopped, its last files written
-    died: str = ""  # why its last actor died
-
-
-@dataclass
-class NodeGroup:
-    """A node's Predictor actor and Selfplayer slots."""
-
-    node_id: str
-    label: str
-    selfplayers: int  # how many the node holds
-    gpus: float = 0.0
-    predictor: Any = None  # the node's Predictor actor (a Ray handle)
-    address: Any = None  # where the node's Selfplayers connect
-    address_ref: Any = None  # the open address call, until it answers
-    poll_ref: Any = None  # the open take call to the Predictor
-    pid: int | None = None  # the Predictor's process id (on its node)
-    last_poll: float = 0.0
-    restarts: int = 0
-    budget: RestartBudget = field(default_factory=RestartBudget)
-    died: str = ""  # why its last Predictor died
-    slots: list = field(default_factory=list)
 
 
 @BACKENDS.register
@@ -121,6 +85,7 @@ class RayBackend(SelfplayBackend):
         self._store = (0.0, None)  # (when asked, object store figures)
         self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0, "takes": 0}
         self.stopping = False
+        self.clock = time.monotonic  # of the heartbeats (a test's own clock)
 
     # ----- start ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -133,16 +98,36 @@ class RayBackend(SelfplayBackend):
 
     def _broadcast(self, iteration: int) -> None:
         """One object put per iteration; each node's Predictor fetches it once."""
+        from gamegym.runtime.ray.actors import ModelFiles
+
         started = time.perf_counter()
-        data = self.session.model_path(iteration).read_bytes()
-        self.model_ref = self.ray.put(data)  # the previous one is freed once its users let go
+        files = ModelFiles(*self._model_files(iteration))
+        self.model_ref = self.ray.put(files)  # the previous one is freed once its users let go
         self.iteration = iteration
         for group in self.groups.values():
             if group.predictor is not None:
                 group.predictor.publish.remote(iteration, self.model_ref)
         self.head["broadcasts"] += 1
         self.head["broadcast_s"] += time.perf_counter() - started
-        log.info("broadcast model iteration %d (%d KiB)", iteration, len(data) // 1024)
+        log.info(
+            "broadcast model iteration %d (%d KiB, %s)",
+            iteration,
+            len(files.model) // 1024,
+            f"fast form {len(files.fast) // 1024} KiB" if files.fast else "no fast form",
+        )
+
+    def _model_files(self, iteration: int) -> tuple[bytes, bytes | None]:
+        """The bytes of a model file and of its fast-path file (None when there is none, or
+        it is older than the model: a node then converts the model itself)."""
+        path = self.session.model_path(iteration)
+        data = path.read_bytes()
+        try:
+            fast = self.session.fast_model_path(iteration)
+            if fast.stat().st_mtime_ns < path.stat().st_mtime_ns:
+                return data, None
+            return data, fast.read_bytes()
+        except FileNotFoundError:
+            return data, None
 
     # ----- nodes ----------------------------------------------------------------------------
     def _reconcile(self) -> str:
@@ -246,6 +231,7 @@ class RayBackend(SelfplayBackend):
         group.predictor = actor.remote(f"predictor-{group.label}", self.config, self.authkey)
         group.address, group.poll_ref = None, None
         group.address_ref = group.predictor.address.remote()
+        group.liveness.restart(self.clock())
         group.predictor.publish.remote(self.iteration, self.model_ref)
 
     def _start_selfplayer(self, group: NodeGroup, slot: Slot) -> None:
@@ -258,6 +244,7 @@ class RayBackend(SelfplayBackend):
         slot.actor = actor.remote(slot.name, self.config, seed, group.address, self.authkey)
         slot.take = slot.actor.take.remote(TAKE_WAIT_S)
         slot.pid = None
+        slot.liveness.restart(self.clock())
 
     def _lose_node(self, group: NodeGroup) -> None:
         count = len(group.slots)
@@ -293,6 +280,7 @@ class RayBackend(SelfplayBackend):
                 self._broadcast(message.iteration)
         self._collect(timeout=0.0)
         self._poll_predictors()
+        self._check_liveness()
         if time.monotonic() - self._last_reconcile >= RECONCILE_S and not self.stopping:
             return self._reconcile()
         return ""
@@ -317,6 +305,7 @@ class RayBackend(SelfplayBackend):
 
     def _take_result(self, group: NodeGroup, slot: Slot, result: dict) -> None:
         self.head["takes"] += 1
+        slot.liveness.answered()
         slot.pid = result["pid"]
         self._watch(group, slot.name, slot.pid)
         self._logs.write(slot.name, result["logs"])
@@ -340,6 +329,7 @@ class RayBackend(SelfplayBackend):
             slot.actor = None
         else:
             slot.take = slot.actor.take.remote(TAKE_WAIT_S)
+            slot.liveness.ask(self.clock())
 
     def _actor_died(self, group: NodeGroup, slot: Slot, error) -> None:
         """The next reconcile (now) restarts it, or finds its node gone."""
@@ -367,6 +357,7 @@ class RayBackend(SelfplayBackend):
                     self._predictor_failed(group, error)
                     continue
                 group.address = answer
+                group.liveness.answered()
                 for slot in group.slots:
                     if not slot.closed and not self.stopping:
                         self._start_selfplayer(group, slot)
@@ -374,11 +365,14 @@ class RayBackend(SelfplayBackend):
                 continue
             if group.poll_ref is None and now - group.last_poll >= PREDICTOR_POLL_S:
                 group.poll_ref, group.last_poll = group.predictor.take.remote(), now
+                group.liveness.ask(self.clock())
             if group.poll_ref is not None and self.ray.wait([group.poll_ref], timeout=0)[0]:
                 answer, error = self._get(group.poll_ref)
                 group.poll_ref = None
                 if answer:
+                    group.liveness.answered()
                     group.pid = answer["pid"]
+                    group.tensorflow = bool(answer.get("tensorflow"))
                     self._watch(group, "predictor", group.pid)
                     self._logs.write(f"predictor-{group.label}", answer["logs"])
                     for report in answer["reports"]:
@@ -386,6 +380,35 @@ class RayBackend(SelfplayBackend):
                     error = answer["error"]
                 if error:
                     self._predictor_failed(group, error)
+
+    def _check_liveness(self) -> None:
+        """Kill the actors that stopped answering (see gamegym.runtime.ray.places), naming
+        them; each then counts as dead (a Predictor takes its node's Selfplayers with it), and
+        the reconcile that follows restarts it or stops the gym with the reason."""
+        deadline = self.config.heartbeat_timeout
+        if not deadline or self.stopping:
+            return
+        now = self.clock()
+        for group in self.groups.values():
+            silent = group.liveness.hung(now, deadline) if group.predictor is not None else 0.0
+            if silent:
+                why = self._hung(f"the Predictor on node {group.label}", silent)
+                self._predictor_failed(group, why)
+                continue
+            for slot in group.slots:
+                silent = slot.liveness.hung(now, deadline) if slot.actor is not None else 0.0
+                if silent:
+                    self._actor_died(
+                        group, slot, self._hung(f"{slot.name} on node {group.label}", silent)
+                    )
+
+    def _hung(self, what: str, silent: float) -> str:
+        """Say that an actor is killed for its silence; returns why it died."""
+        why = f"no answer for {silent:.0f} s: stopped or hung"
+        message = f"{what} is not responding ({why}); killing it"
+        log.error(message)
+        print(f"[gamegym] {message}", flush=True)
+        return why
 
     def _get(self, ref) -> tuple:
         """(answer, "") or (None, why the actor could not answer)."""
@@ -426,6 +449,9 @@ class RayBackend(SelfplayBackend):
             "nodes": sum(1 for g in self.groups.values() if g.predictor is not None),
             "selfplayers": len(slots),
             "selfplayers_alive": sum(1 for s in slots if s.actor is not None and s.pid),
+            "predictors_with_tensorflow": sum(
+                1 for g in self.groups.values() if g.predictor is not None and g.tensorflow
+            ),
             "searches_per_s_by_node": rates,
             "head_write_ms_per_file": round(1000 * self.head["write_s"] / files, 2)
             if files
@@ -501,6 +527,7 @@ class RayBackend(SelfplayBackend):
         for group in self.groups.values():
             self._kill_group(group)
         self.model_ref = None
+        self._logs.close()
         self.connection.close()
 
     def alive(self) -> bool:
@@ -508,23 +535,3 @@ class RayBackend(SelfplayBackend):
             g.predictor is not None or any(s.actor is not None for s in g.slots)
             for g in self.groups.values()
         )
-
-
-class ActorLogs:
-    """The actors' log lines, written by the gym into logs/<actor name>.log (rotated)."""
-
-    def __init__(self, logs_dir):
-        self.logs_dir = logs_dir
-        self.handlers: dict[str, logging.Handler] = {}
-
-    def write(self, name: str, lines: list[str]) -> None:
-        if not lines:
-            return
-        handler = self.handlers.get(name)
-        if handler is None:
-            handler = logging.handlers.RotatingFileHandler(
-                log_path(self.logs_dir, name), maxBytes=5_000_000, backupCount=3, encoding="utf-8"
-            )
-            self.handlers[name] = handler
-        for line in lines:
-            handler.emit(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))

@@ -1,0 +1,120 @@
+"""What the Ray backend keeps of each node and actor: the places actors fill (`Slot`,
+`NodeGroup`), when each actor last answered (`Liveness`), and the actors' log files
+(`ActorLogs`).
+
+Liveness: the gym asks every actor something at least every few seconds (a Selfplayer's `take`
+returns within `TAKE_WAIT_S`, a Predictor's is made every `PREDICTOR_POLL_S`); each answer is the
+actor's heartbeat.  An actor that has left a call unanswered for `heartbeat_timeout` seconds (a
+SIGSTOP, a hang that holds the interpreter, a node that stopped answering) is named on the
+console and in the log and killed, and then restarted as a dead one is, within the same restart
+budget.  An actor that has not answered yet (Ray is placing it, it imports its modules) gets
+`STARTUP_GRACE` times as long, as a child process of the gym does (`gamegym.runtime.heartbeat`).
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+from dataclasses import dataclass, field
+from typing import Any
+
+from gamegym.runtime.backends import RestartBudget
+from gamegym.runtime.heartbeat import STARTUP_GRACE
+from gamegym.runtime.process import log_path
+from gamegym.runtime.selfplay import SampleWriter
+
+__all__ = ["Slot", "NodeGroup", "Liveness", "ActorLogs"]
+
+
+class Liveness:
+    """How long one actor has left the gym's oldest open call to it unanswered (monotonic
+    seconds)."""
+
+    def __init__(self) -> None:
+        self.asked: float | None = None  # when the oldest unanswered call was made
+        self.started = False  # it answered at least once
+
+    def restart(self, now: float) -> None:
+        """A new actor in this place, asked something at `now`; it has not answered yet."""
+        self.asked, self.started = now, False
+
+    def ask(self, now: float) -> None:
+        """A call to the actor is made at `now`."""
+        if self.asked is None:
+            self.asked = now
+
+    def answered(self) -> None:
+        """It answered: nothing is open (the next call counts from when it is made)."""
+        self.asked, self.started = None, True
+
+    def hung(self, now: float, deadline: float) -> float:
+        """Seconds its oldest open call has waited when past the deadline (the longer one
+        while it has never answered), else 0; a deadline of 0 means never."""
+        if self.asked is None or not deadline:
+            return 0.0
+        silent = now - self.asked
+        return silent if silent >= (deadline if self.started else STARTUP_GRACE * deadline) else 0.0
+
+
+@dataclass
+class Slot:
+    """One Selfplayer place on a node; its actor is replaced when it dies."""
+
+    name: str
+    index: int
+    writer: SampleWriter
+    actor: Any = None  # a Ray actor handle (Ray has no types)
+    take: Any = None  # the open take call (an ObjectRef)
+    pid: int | None = None
+    restarts: int = 0  # all restarts of the run (each one seeds anew)
+    budget: RestartBudget = field(default_factory=RestartBudget)
+    closed: bool = False  # stopped, its last files written
+    died: str = ""  # why its last actor died
+    liveness: Liveness = field(default_factory=Liveness)  # when its actor last answered
+
+
+@dataclass
+class NodeGroup:
+    """A node's Predictor actor and Selfplayer slots."""
+
+    node_id: str
+    label: str
+    selfplayers: int  # how many the node holds
+    gpus: float = 0.0
+    predictor: Any = None  # the node's Predictor actor (a Ray handle)
+    address: Any = None  # where the node's Selfplayers connect
+    address_ref: Any = None  # the open address call, until it answers
+    poll_ref: Any = None  # the open take call to the Predictor
+    pid: int | None = None  # the Predictor's process id (on its node)
+    tensorflow: bool = False  # its process imported TensorFlow (off the CPU fast path)
+    last_poll: float = 0.0
+    restarts: int = 0
+    budget: RestartBudget = field(default_factory=RestartBudget)
+    died: str = ""  # why its last Predictor died
+    liveness: Liveness = field(default_factory=Liveness)  # when its Predictor last answered
+    slots: list = field(default_factory=list)
+
+
+class ActorLogs:
+    """The actors' log lines, written by the gym into logs/<actor name>.log (rotated)."""
+
+    def __init__(self, logs_dir):
+        self.logs_dir = logs_dir
+        self.handlers: dict[str, logging.Handler] = {}
+
+    def write(self, name: str, lines: list[str]) -> None:
+        if not lines:
+            return
+        handler = self.handlers.get(name)
+        if handler is None:
+            handler = logging.handlers.RotatingFileHandler(
+                log_path(self.logs_dir, name), maxBytes=5_000_000, backupCount=3, encoding="utf-8"
+            )
+            self.handlers[name] = handler
+        for line in lines:
+            handler.emit(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
+
+    def close(self) -> None:
+        for handler in self.handlers.values():
+            handler.close()
+        self.handlers.clear()
