@@ -19,7 +19,7 @@ import numpy as np
 from gamegym.data.replay import make_replay
 from gamegym.data.samples import SampleShape
 from gamegym.game.graph import load_game
-from gamegym.runtime.fastmodels import fast_model_bytes
+from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import child_entry
 
@@ -85,7 +85,12 @@ class Trainer:
             self.model,
             new_iteration,
             keep=cfg.keep_models,
-            fast_form=fast_model_bytes(self.learner, self.model),
+            fast_form=fast_model_bytes(
+                self.learner,
+                self.model,
+                self.config.predict.precision,
+                None if self.graph is None else int8_inputs(self.graph, self.rng, batch.x),
+            ),
         )
         figures = self.replay.figures()
         total = time.perf_counter() - clock
