@@ -3,6 +3,7 @@ stated tolerances, stored in the fast-path file when predict.precision is "int8"
 (float32 kept, one log line) when it disagrees or cannot be made."""
 
 import logging
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -148,3 +149,86 @@ def _onnx_graph(model_bytes):
     import onnx
 
     return onnx.load_from_string(model_bytes).graph
+
+
+def test_a_session_with_int8_precision_publishes_its_first_model_in_int8(model, tmp_path):
+    from gamegym.data.session import Session
+    from gamegym.runtime.gym import publish_initial_model
+
+    config = GymConfig.from_dict(
+        {
+            "game": "games.connectfour:ConnectFour",
+            "network": {"kind": "residual", "width": 8, "blocks": 1},
+            "predict": {"precision": "int8"},
+        }
+    )
+    session = Session(tmp_path / "s")
+    session.create(config)
+    publish_initial_model(session, config, model)  # in this process: a Keras model is given
+    data = session.fast_model_path(0).read_bytes()
+    assert evaluator_from_bytes(data, 0).precision == "int8"
+
+
+class RecentSamples:
+    """A replay holding fixed samples (only their positions matter here)."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def load(self, iteration):
+        return _Batch(self.x), {}
+
+    def sampler(self, batch, rng):
+        return None
+
+    def commit(self, iteration):
+        pass
+
+    def figures(self):
+        return {}
+
+
+class _Batch:
+    def __init__(self, x):
+        self.x = x
+
+    def __len__(self):
+        return len(self.x)
+
+
+class PublishingOnly:
+    """AlphaZero's fast form, and a training step that changes nothing."""
+
+    name = "alphazero"
+
+    def train_iteration(self, model, batch, cfg, rng, graph=None, sampler=None):
+        return SimpleNamespace(history={"loss": [0.5]})
+
+    def fast_form(self, model):
+        return get_learner("alphazero").fast_form(model)
+
+
+def test_the_trainer_publishes_int8_calibrated_on_its_samples(model, tmp_path, caplog):
+    from gamegym.data.session import Session
+    from gamegym.runtime.trainer import Trainer
+
+    config = GymConfig.from_dict(
+        {"game": "games.connectfour:ConnectFour", "predict": {"precision": "int8"}}
+    )
+    session = Session(tmp_path / "s")
+    session.create(config)
+    samples = RecentSamples(positions(100, 9))
+    trainer = Trainer(
+        session,
+        config,
+        ConnectFour(),
+        PublishingOnly(),
+        model,
+        np.random.default_rng(0),
+        replay=samples,
+    )
+    with caplog.at_level(logging.INFO, "gamegym.nets.quantize"):
+        iteration = trainer.train_once()
+    data = session.fast_model_path(iteration).read_bytes()
+    assert evaluator_from_bytes(data, iteration).precision == "int8"
+    assert "int8 model agrees with float32 on 256 positions" in caplog.text
