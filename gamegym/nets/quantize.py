@@ -25,6 +25,7 @@ iteration it quantizes.)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
 import time
@@ -88,7 +89,7 @@ def quantized_model(model_bytes: bytes, calibration: np.ndarray) -> bytes:
         def get_next(self):
             return next(self.batches, None)
 
-    with tempfile.TemporaryDirectory(prefix="gamegym-int8-") as folder:
+    with tempfile.TemporaryDirectory(prefix="gamegym-int8-") as folder, _without_advice():
         source, target = Path(folder, "float32.onnx"), Path(folder, "int8.onnx")
         source.write_bytes(model_bytes)
         quantize_static(
@@ -201,6 +202,25 @@ def compare_precisions(
         rates = {name: n * calls / cpu for name, (cpu, calls) in used.items()}
         figures[n] = {**rates, "ratio": rates["int8"] / rates["float32"]}
     return figures
+
+
+class _Advice(logging.Filter):
+    """Drops ONNX Runtime's advice to pre-process the model (its shape inference and graph
+    optimisation changed neither the int8 model's outputs nor its speed on these networks),
+    which it logs on the root logger at every quantization."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Please consider")
+
+
+@contextlib.contextmanager
+def _without_advice():
+    advice = _Advice()
+    logging.getLogger().addFilter(advice)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeFilter(advice)
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
