@@ -2,10 +2,11 @@
 
 ONNX Runtime's static quantization (`onnxruntime.quantization.quantize_static`) rewrites the
 float graph of `gamegym.nets.onnxnet` with int8 weights (one scale per output channel) and
-uint8 activations whose ranges come from calibration positions; on a processor with
-AVX-512 VNNI (or AVX2) its convolutions run as integer QLinearConv kernels.  Dynamic quantization
-(ConvInteger) and int8 activations were measured slower than float32 on such a processor, so
-this is the only recipe offered.
+uint8 activations whose ranges come from calibration positions; ONNX Runtime fuses the
+quantize/dequantize pairs into integer convolutions.  On a processor with AVX-512 VNNI that ran
+the Connect Four network 2.8-3.2 times as fast as float32 (docs/guides/performance.md), where
+dynamic quantization (ConvInteger) and int8 activations ran slower than float32, so this is the
+only recipe offered.  On another processor, `scripts/int8_bench.py` says whether it pays.
 
 The int8 model is made once per model iteration, where the fast form is made (the Trainer,
 `gamegym.runtime.fastmodels.fast_model_bytes`), and stored in the fast-path file; a Predictor
