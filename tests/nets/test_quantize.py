@@ -3,6 +3,7 @@ stated tolerances, stored in the fast-path file when predict.precision is "int8"
 (float32 kept, one log line) when it disagrees or cannot be made."""
 
 import logging
+import pickle
 from types import SimpleNamespace
 
 import numpy as np
@@ -101,6 +102,8 @@ def test_the_fast_path_file_carries_the_int8_form(model):
         plain.precision == "float32" and from_bytes(fast_model_bytes(learner, model)).int8 is None
     )
     x = positions(50, 7)
+    sent = pickle.loads(pickle.dumps(evaluator))  # as handed to a Selfplayer
+    assert sent.precision == "int8" and np.array_equal(sent(x)[1], evaluator(x)[1])
     (p8, v8), (p32, v32) = evaluator(x), plain(x)
     assert np.abs(v8 - v32).max() <= quantize.VALUE_TOLERANCE
     assert 0.5 * np.abs(p8 - p32).sum(axis=1).max() <= quantize.POLICY_TOLERANCE
