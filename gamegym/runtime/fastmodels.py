@@ -57,7 +57,7 @@ def fast_model_bytes(learner, model, precision: str = "float32", int8_inputs=Non
         if form is None:
             return None
         if precision == "int8" and int8_inputs is not None:
-            form = with_int8(form, *int8_inputs())
+            form = _with_int8_or_not(form, int8_inputs)
         return to_bytes(form)
     except Exception:
         log.exception("could not write the fast form of model %r", getattr(model, "name", model))
@@ -75,6 +75,15 @@ def with_int8(form: FastForm, calibration: np.ndarray, check: np.ndarray) -> Fas
         return form
     model = checked_int8(net, calibration, check)
     return form if model is None else form._replace(int8={"evaluate": model})
+
+
+def _with_int8_or_not(form: FastForm, int8_inputs) -> FastForm:
+    """`with_int8`, or `form` as it is (float32) when its positions cannot be made."""
+    try:
+        return with_int8(form, *int8_inputs())
+    except Exception as error:  # noqa: BLE001 (int8 is an optimisation: float32 stays)
+        log.warning("int8 model not made, staying float32: %s: %s", type(error).__name__, error)
+        return form
 
 
 def int8_inputs(graph, rng: np.random.Generator, recent: np.ndarray | None = None):

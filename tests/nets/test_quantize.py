@@ -122,6 +122,16 @@ def test_a_disagreeing_int8_form_is_left_out_of_the_file(model, monkeypatch, cap
     assert "staying float32" in caplog.text
 
 
+def test_int8_positions_that_cannot_be_made_leave_the_float32_file(model, caplog):
+    def broken():
+        raise RuntimeError("no positions")
+
+    with caplog.at_level(logging.WARNING, "gamegym.runtime.fastmodels"):
+        data = fast_model_bytes(get_learner("alphazero"), model, "int8", broken)
+    assert evaluator_from_bytes(data, 1).precision == "float32"
+    assert "int8 model not made, staying float32: RuntimeError: no positions" in caplog.text
+
+
 def test_an_int8_entry_for_an_unknown_net_is_refused(model, net):
     form = get_learner("alphazero").fast_form(model)
     data = to_bytes(form._replace(int8={"nonesuch": OnnxNet(net).model_bytes}))
