@@ -142,9 +142,14 @@ class PredictConfig:
     evaluate_in_selfplayers: bool = True  # Selfplayers run a fast-path model themselves (no
     #                                       round trip to the Predictor for each batch)
     gpu_memorylimit: int = 0  # MiB of GPU memory for the predictor; 0 = grow as needed
+    precision: str = "float32"  # the CPU fast path's arithmetic: "float32", or "int8" (the
+    #                             Trainer quantizes each conv model it publishes, checked
+    #                             against float32 and kept float32 when they disagree;
+    #                             gamegym.nets.quantize); training stays float32
 
     def validate(self) -> None:
         _int_in(self, "batchsize", 1, 65536)
+        _choice(self, "precision", ("float32", "int8"))
         _float_in(self, "batch_timeout_ms", 0.0, 10_000.0)
         _bool(self, "use_gpu")
         _bool(self, "numpy_fastpath")

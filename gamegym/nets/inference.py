@@ -297,13 +297,18 @@ class OneNetEvaluator:
         cls: type[_OneNet], form: FastForm, iteration: int, conv: bool = True
     ) -> _OneNet | None:
         """The evaluator of a fast form, or None when its net cannot run here."""
-        net = choose_runner(form.nets[cls.form], conv)
+        net = choose_runner(form.nets[cls.form], conv, (form.int8 or {}).get(cls.form))
         return cls(net, iteration) if net is not None else None
 
     @property
     def path(self) -> str:
         """ "onnx" or "numpy"."""
         return "numpy" if isinstance(self.net, NumpyNet) else "onnx"
+
+    @property
+    def precision(self) -> str:
+        """ "float32", or "int8" when it runs its net's int8 form (gamegym.nets.quantize)."""
+        return getattr(self.net, "precision", "float32")
 
     def portable(self):
         """Itself: it runs in any process (a Predictor that loaded it from a fast-path file

@@ -6,13 +6,16 @@ few microseconds where a TensorFlow call costs hundreds.  The graph is written f
 (batch normalisation already folded into the convolutions), in NCHW inside: one transpose at
 the input, and one back wherever a tensor leaves the convolutions (a Flatten keeps Keras' (h, w,
 c) order).  The net pickles without its session, so a process that receives it (a Selfplayer)
-opens its own, on one thread.
+opens its own, on one thread.  Given the bytes of an int8 form of that graph
+(`gamegym.nets.quantize`), it runs those instead.
 
 Needs the `onnx` package to write the graph and `onnxruntime` to run it; `available()` says
 whether both import.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -33,14 +36,16 @@ def available() -> bool:
 
 
 class OnnxNet:
-    """A NumpyNet's outputs computed by an ONNX Runtime session (one thread)."""
+    """A NumpyNet's outputs computed by an ONNX Runtime session (one thread); `quantized`: the
+    ONNX model of its int8 form, run instead of the float32 graph."""
 
-    def __init__(self, net):
+    def __init__(self, net, quantized: bytes | None = None):
         self.inputs = list(net.inputs)
         self.input_shape = net.input_shape
         self.outputs = list(net.outputs)
-        self.model_bytes = _graph(net)
-        self._session = None
+        self.precision = "float32" if quantized is None else "int8"
+        self.model_bytes = _graph(net) if quantized is None else quantized
+        self._session: Any = None
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_session": None}

@@ -13,7 +13,9 @@ The file (`to_bytes` / `from_bytes`, an .npz): "header" holds UTF-8 JSON
   {"format": "gamegym-fast-model", "version": 1, "form": ..., "meta": {...},
    "nets": {name: {"inputs": [[name, shape], ...], "outputs": [...],
                    "steps": [{"name", "op", "inputs", "params": {key: value | {"array": id}}}]}}}
-and every weight array is an entry of its own ("a0", "a1", ...), stored as float32.
+and every weight array is an entry of its own ("a0", "a1", ...), stored as float32.  A net with
+an int8 form (`gamegym.nets.quantize`) also has the ONNX model of that form as an entry
+"int8/<net name>" (bytes as uint8), listed in the header's optional "int8": [net names].
 `choose_runner` picks how a net runs: ONNX Runtime when installed, else NumPy for nets without
 convolutions (NumPy convolutions lose to TensorFlow's); None otherwise.
 """
@@ -66,6 +68,7 @@ class FastForm(NamedTuple):
     form: str
     nets: dict  # name -> NumpyNet
     meta: dict
+    int8: dict | None = None  # net name -> ONNX model bytes of its int8 form (None: none)
 
 
 class FormRunner(Protocol):
@@ -90,16 +93,17 @@ def register_form(name: str):
     return register
 
 
-def choose_runner(net: NumpyNet, conv: bool = True):
-    """How `net` runs on the CPU fast path: an OnnxNet when ONNX Runtime is installed, else the
-    NumpyNet itself for nets without convolutions; None when it has convolutions and either
-    `conv` is False (TensorFlow has a GPU) or ONNX Runtime is missing."""
+def choose_runner(net: NumpyNet, conv: bool = True, int8: bytes | None = None):
+    """How `net` runs on the CPU fast path: an OnnxNet when ONNX Runtime is installed (running
+    `int8`, the ONNX model of the net's int8 form, when given), else the NumpyNet itself for nets
+    without convolutions; None when it has convolutions and either `conv` is False (TensorFlow
+    has a GPU) or ONNX Runtime is missing."""
     from gamegym.nets import onnxnet
 
     if net.has_conv and not conv:
         return None
     if onnxnet.available():
-        return onnxnet.OnnxNet(net)
+        return onnxnet.OnnxNet(net, quantized=int8)
     return None if net.has_conv else net
 
 
@@ -113,6 +117,10 @@ def to_bytes(form: FastForm) -> bytes:
         "meta": form.meta,
         "nets": {name: _net_header(net, arrays) for name, net in form.nets.items()},
     }
+    if form.int8:
+        header["int8"] = sorted(form.int8)
+        for name, model in form.int8.items():
+            arrays[f"int8/{name}"] = np.frombuffer(model, np.uint8)
     arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), np.uint8)
     buffer = io.BytesIO()
     # numpy's stub takes **arrays for its allow_pickle keyword
@@ -144,7 +152,10 @@ def from_bytes(data: bytes, source: str = "fast-path model") -> FastForm:
         )
     try:
         nets = {name: _net_from(spec, arrays) for name, spec in header["nets"].items()}
-        return FastForm(str(header["form"]), nets, dict(header["meta"]))
+        int8 = {str(name): arrays[f"int8/{name}"].tobytes() for name in header.get("int8", ())}
+        if any(name not in nets for name in int8):
+            raise ValueError("an int8 model names an unknown net")
+        return FastForm(str(header["form"]), nets, dict(header["meta"]), int8 or None)
     except (KeyError, TypeError, ValueError) as error:
         raise FastModelError(f"{source} is damaged: {type(error).__name__} {error}") from None
 

@@ -9,6 +9,11 @@ as new (a session from before such files, a model copied to a Ray node) is conve
 short-lived child process that imports TensorFlow and exits (or here, when this process has
 imported TensorFlow anyway).  A model with no fast form leaves no file, and the Predictor falls
 back to TensorFlow.
+
+With `predict.precision` "int8", the publisher also stores an int8 form of an AlphaZero conv
+network in the file (gamegym.nets.quantize: calibrated on recent samples or random-play
+positions, checked against float32, left out when they disagree), and every reader of the file
+runs it.  A file made by a converting child is float32.
 """
 
 from __future__ import annotations
@@ -19,13 +24,17 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from gamegym.data.fileio import atomic_write_bytes
 from gamegym.data.session import fast_model_file
-from gamegym.nets.portable import FastModelError, evaluator_from_bytes, to_bytes
+from gamegym.nets.portable import FastForm, FastModelError, evaluator_from_bytes, to_bytes
 from gamegym.nets.tfsetup import tensorflow_imported
 
 __all__ = [
     "fast_model_bytes",
+    "with_int8",
+    "int8_inputs",
     "cpu_fast_path",
     "gpu_may_be_present",
     "load_fast_model",
@@ -34,18 +43,62 @@ __all__ = [
 
 log = logging.getLogger("gamegym.runtime.fastmodels")
 CONVERT_TIMEOUT_S = 600.0
+INT8_POSITIONS = 256  # calibration positions, and as many random-play check positions
 
 
-def fast_model_bytes(learner, model) -> bytes | None:
+def fast_model_bytes(learner, model, precision: str = "float32", int8_inputs=None) -> bytes | None:
     """The fast-path file of `model` (a Keras model of `learner`), or None when it has no fast
-    form.  A failure to convert is logged with its traceback, not raised: the model itself is
-    still published, and its readers fall back to TensorFlow."""
+    form.  `precision` "int8" adds the int8 form of its (policy, value) conv network when it
+    agrees with float32; `int8_inputs()` then gives (calibration, check) positions (`int8_inputs`).
+    A failure to convert is logged with its traceback, not raised: the model itself is still
+    published, and its readers fall back to TensorFlow."""
     try:
         form = learner.fast_form(model)
-        return to_bytes(form) if form is not None else None
+        if form is None:
+            return None
+        if precision == "int8" and int8_inputs is not None:
+            form = _with_int8_or_not(form, int8_inputs)
+        return to_bytes(form)
     except Exception:
         log.exception("could not write the fast form of model %r", getattr(model, "name", model))
         return None
+
+
+def with_int8(form: FastForm, calibration: np.ndarray, check: np.ndarray) -> FastForm:
+    """`form` with the int8 form of its "evaluate" network (AlphaZero's; other learners' nets
+    stay float32) when it has convolutions and agrees with float32 on `check`."""
+    from gamegym.nets import onnxnet
+    from gamegym.nets.quantize import checked_int8
+
+    net = form.nets.get("evaluate")
+    if form.form != "evaluate" or net is None or not net.has_conv or not onnxnet.available():
+        return form
+    model = checked_int8(net, calibration, check)
+    return form if model is None else form._replace(int8={"evaluate": model})
+
+
+def _with_int8_or_not(form: FastForm, int8_inputs) -> FastForm:
+    """`with_int8`, or `form` as it is (float32) when its positions cannot be made."""
+    try:
+        return with_int8(form, *int8_inputs())
+    except Exception as error:  # noqa: BLE001 (int8 is an optimisation: float32 stays)
+        log.warning("int8 model not made, staying float32: %s: %s", type(error).__name__, error)
+        return form
+
+
+def int8_inputs(graph, rng: np.random.Generator, recent: np.ndarray | None = None):
+    """A function giving (calibration, check) positions for `fast_model_bytes`: calibration on
+    the last INT8_POSITIONS of `recent` (the samples just trained on) when there are any, else
+    on random-play positions; the check on as many other random-play positions of `graph`."""
+    from gamegym.nets.quantize import random_positions
+
+    def positions() -> tuple[np.ndarray, np.ndarray]:
+        check = random_positions(graph, 2 * INT8_POSITIONS, rng)
+        if recent is not None and len(recent):
+            return np.asarray(recent[-INT8_POSITIONS:], np.float32), check[INT8_POSITIONS:]
+        return check[:INT8_POSITIONS], check[INT8_POSITIONS:]
+
+    return positions
 
 
 def gpu_may_be_present() -> bool:

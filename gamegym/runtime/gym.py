@@ -203,7 +203,7 @@ def publish_initial_model(
     if tensorflow_imported() or not isinstance(initial_model, (str, os.PathLike, type(None))):
         if graph is None:
             graph = load_game(config.game, config.game_args)
-        _publish_first(session, config, make_initial_model(graph, config, initial_model))
+        _publish_first(session, config, make_initial_model(graph, config, initial_model), graph)
         return
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
@@ -245,7 +245,7 @@ def _initial_model_main(session_path: str, config: GymConfig, initial_model, ans
     try:
         graph = load_game(config.game, config.game_args)
         _publish_first(
-            Session(session_path), config, make_initial_model(graph, config, initial_model)
+            Session(session_path), config, make_initial_model(graph, config, initial_model), graph
         )
     except BaseException as error:
         try:
@@ -256,12 +256,19 @@ def _initial_model_main(session_path: str, config: GymConfig, initial_model, ans
     answer.send(None)
 
 
-def _publish_first(session: Session, config: GymConfig, model) -> None:
+def _publish_first(session: Session, config: GymConfig, model, graph: GameGraph) -> None:
     """models/0.keras, with its fast-path file (gamegym.runtime.fastmodels)."""
-    from gamegym.learners import get_learner
-    from gamegym.runtime.fastmodels import fast_model_bytes
+    import numpy as np
 
-    fast_form = fast_model_bytes(get_learner(config.train.learner), model)
+    from gamegym.learners import get_learner
+    from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
+
+    fast_form = fast_model_bytes(
+        get_learner(config.train.learner),
+        model,
+        config.predict.precision,
+        int8_inputs(graph, np.random.default_rng(config.seed)),
+    )
     session.publish_model(model, 0, fast_form=fast_form)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from gamegym.data.replay import make_replay
 from gamegym.data.samples import SampleShape
 from gamegym.game.graph import load_game
-from gamegym.runtime.fastmodels import fast_model_bytes
+from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import child_entry
 
@@ -85,7 +85,7 @@ class Trainer:
             self.model,
             new_iteration,
             keep=cfg.keep_models,
-            fast_form=fast_model_bytes(self.learner, self.model),
+            fast_form=self._fast_form(batch),
         )
         figures = self.replay.figures()
         total = time.perf_counter() - clock
@@ -122,6 +122,15 @@ class Trainer:
         for listener in self.listeners:
             listener(report)
         return new_iteration
+
+    def _fast_form(self, batch) -> bytes | None:
+        """The fast-path file of the model just trained; with predict.precision "int8", with
+        its int8 form calibrated on the samples it was trained on (gamegym.runtime.fastmodels)."""
+        precision = self.config.predict.precision
+        inputs = None
+        if precision == "int8" and self.graph is not None:
+            inputs = int8_inputs(self.graph, self.rng, batch.x)
+        return fast_model_bytes(self.learner, self.model, precision, inputs)
 
     def run(self, stop_event, max_iterations: int | None = None, check_every: float = 2.0) -> int:
         """Train whenever ready until stopped; returns the number of iterations trained."""
