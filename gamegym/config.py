@@ -34,6 +34,7 @@ __all__ = [
     "boolean",
     "choice",
     "merged_settings",
+    "PRECISIONS",
 ]
 
 
@@ -111,6 +112,9 @@ check = _check
 int_in, float_in, boolean, choice = _int_in, _float_in, _bool, _choice
 
 
+PRECISIONS = ("float32", "int8")  # predict.precision: the CPU fast path's arithmetic
+
+
 @dataclass
 class NetworkConfig:
     """Shape of the network built for a new session (fixed for the session's life)."""
@@ -149,7 +153,7 @@ class PredictConfig:
 
     def validate(self) -> None:
         _int_in(self, "batchsize", 1, 65536)
-        _choice(self, "precision", ("float32", "int8"))
+        _choice(self, "precision", PRECISIONS)
         _float_in(self, "batch_timeout_ms", 0.0, 10_000.0)
         _bool(self, "use_gpu")
         _bool(self, "numpy_fastpath")

@@ -115,8 +115,10 @@ def run_bench(
     backend: str = "processes",
     repeat: int = 1,
     learner: str = "alphazero",
+    precision: str = "float32",
 ) -> dict:
     """All figures of one bench run (see the module docstring) with a learner preset.
+    `precision` is the session's predict.precision (the fast path's int8 model or not).
     `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
     (network config fields) replaces the preset's network.  With `backend` "both" the two
@@ -158,6 +160,7 @@ def run_bench(
                 "batch_timeout_ms": batch_timeout_ms,
                 "numpy_fastpath": fastpath,
                 "evaluate_in_selfplayers": in_selfplayers,
+                "precision": precision,
             },
             "train": {"learner": trains},
             **({trains: own} if own else {}),
@@ -216,6 +219,7 @@ def run_bench(
         "game": game,
         "game_args": graph.game_args,
         "learner": learner,
+        "label": learner if precision == "float32" else f"{learner} {precision}",
         "backend": backend,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
@@ -247,6 +251,7 @@ def run_bench(
             "batch_timeout_ms": batch_timeout_ms,
             "numpy_fastpath": fastpath,
             "evaluate_in_selfplayers": in_selfplayers,
+            "precision": precision,
             "network": dataclasses.asdict(config.network),
             "cores": psutil.cpu_count(logical=True),
         },
@@ -295,7 +300,7 @@ def print_report(figures: dict) -> None:
         else f"{c['concurrent_games']} games at once, no search"
     )
     print(
-        f"game {figures['game']} {figures['game_args']}, {figures['learner']}: "
+        f"game {figures['game']} {figures['game_args']}, {figures['label']}: "
         f"{c['selfplayers']} Selfplayers x {play}, {c['seconds']:g} s, {c['cores']} cores"
     )
     if figures["ceiling_searches_per_s_per_core"] is not None:
@@ -382,8 +387,10 @@ def cmd_throughput(args) -> int:
             backend=args.backend,
             repeat=args.repeat,
             learner=learner,
+            precision=precision,
         )
         for learner in _learners(args.learner)
+        for precision in _precisions(args.precision)
     ]
     figures: dict[str, Any] = (
         runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}
@@ -395,7 +402,7 @@ def cmd_throughput(args) -> int:
         print_report(run)
     if len(runs) > 1:
         print(
-            f"relative to {runs[0]['learner']}: "
+            f"relative to {runs[0]['label']}: "
             + "; ".join(
                 f"{name} x{r['positions_per_s']} positions/s, x{r['searches_per_s']} searches/s"
                 for name, r in figures["vs_first"].items()
@@ -415,11 +422,22 @@ def _learners(spec: str) -> list[str]:
     return names
 
 
+def _precisions(spec: str) -> list[str]:
+    """The precisions of a comma-separated --precision; an unknown one is named now."""
+    from gamegym.config import PRECISIONS
+
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PRECISIONS]
+    if not names or unknown:
+        raise ValueError(f"--precision {spec!r}: known precisions are {', '.join(PRECISIONS)}")
+    return names
+
+
 def _ratios(runs: list[dict]) -> dict:
     """Each later run's positions/s and searches/s as multiples of the first run's."""
     base = runs[0]
     return {
-        run["learner"]: {
+        run["label"]: {
             key: round(run[key] / base[key], 3) if base[key] else None
             for key in ("positions_per_s", "searches_per_s")
         }
@@ -436,6 +454,7 @@ EXAMPLE = """examples:
   gamegym bench throughput --game games.tictactoe:TicTacToe --seconds 10
   gamegym bench throughput --learner alphazero,bootstrapped --selfplayers 2 --json
   gamegym bench throughput --backend both --repeat 3      # Ray beside the processes
+  gamegym bench throughput --game games.connectfour:ConnectFour --precision float32,int8
 """
 
 
@@ -503,6 +522,12 @@ def add_parser(sub) -> None:
         help="learner preset(s), comma-separated: "
         + ", ".join(learner_presets())
         + " (the throughput of each, with ratios to the first)",
+    )
+    p.add_argument(
+        "--precision",
+        default="float32",
+        help="the fast path's precision(s), comma-separated: float32, int8 (predict.precision; "
+        "one run each, with ratios to the first)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_throughput)

@@ -276,3 +276,31 @@ def test_a_variant_is_a_name_and_a_json_object():
             build_parser().parse_args(
                 ["bench", "learning", "games.tictactoe:TicTacToe", "--variant", bad]
             )
+
+
+def test_throughput_runs_each_precision_and_compares_it_with_the_first(monkeypatch, capsys):
+    """`--precision float32,int8`: one run per learner and precision, in that order, each with
+    its precision in the session config, the ratios labelled by learner and precision; an
+    unknown precision is named before anything runs."""
+    calls = []
+
+    def fake_run_bench(*args, learner="alphazero", precision="float32", **kwargs):
+        calls.append((learner, precision))
+        rate = 100.0 if precision == "float32" else 250.0
+        label = learner if precision == "float32" else f"{learner} {precision}"
+        return {"learner": learner, "label": label, "positions_per_s": rate, "searches_per_s": rate}
+
+    monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
+    args = parse_args(["bench", "throughput", "--precision", "float32,int8", "--json"])
+    assert args.run(args) == 0
+    assert calls == [("alphazero", "float32"), ("alphazero", "int8")]
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["vs_first"] == {
+        "alphazero int8": {"positions_per_s": 2.5, "searches_per_s": 2.5}
+    }
+    args = parse_args(["bench", "throughput", "--precision", "float16"])
+    with pytest.raises(
+        ValueError, match="--precision 'float16': known precisions are float32, int8"
+    ):
+        args.run(args)
+    assert len(calls) == 2
