@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from conftest import gamegym
 
+from gamegym.cli.main import main
 from gamegym.config import GymConfig
 from gamegym.data.fileio import read_jsonl
 from gamegym.evaluation.evaluator import evaluate_iteration
@@ -51,7 +52,7 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
 
 
 @pytest.mark.slow
-def test_evaluate_command(two_iterations):
+def test_evaluate_command(two_iterations, capsys):
     path = str(two_iterations.session.path)
     done = gamegym(
         "evaluate", path, "--against", "solver", "--games", "4", "--searchcount", "8", "--json"
@@ -74,12 +75,14 @@ def test_evaluate_command(two_iterations):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("iteration:0 vs iteration:1: ") and "in 2 games" in done.stdout
-    done = gamegym("evaluate", path, "--against", "iteration:7", "--games", "2")
-    assert done.returncode == 2 and "has no model iteration 7" in done.stderr
-    done = gamegym("evaluate", path, "--against", "minimax:2")
-    assert done.returncode == 2 and "unknown player 'minimax:2'" in done.stderr
-    done = gamegym("evaluate", path, "--against", "mcts:0")
-    assert done.returncode == 2 and "needs mcts:SIMULATIONS with simulations >= 1" in done.stderr
+    # the refusals: the same command line, in this process (no start-up of its own)
+    for against, message in [
+        ("iteration:7", "has no model iteration 7"),
+        ("minimax:2", "unknown player 'minimax:2'"),
+        ("mcts:0", "needs mcts:SIMULATIONS with simulations >= 1"),
+    ]:
+        assert main(["evaluate", path, "--against", against, "--games", "2"]) == 2
+        assert message in capsys.readouterr().err
     done = gamegym(
         "evaluate", path, "--against", "mcts:30", "--games", "2", "--searchcount", "8", "--json"
     )
@@ -117,6 +120,7 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
     config.write_text(
         json.dumps(
             {
+                "network": {"kind": "dense", "width": 16, "blocks": 1},
                 "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
                 "train": {
                     "min_samplecount": 60,
