@@ -156,3 +156,19 @@ def pytest_collection_modifyitems(config, items):
     """Slow tests first: with several workers the long ones then overlap instead of trailing
     at the end (the order within each group stays as written)."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def create_session(path: Path, game: str, settings: dict, game_args: dict | None = None) -> Path:
+    """A new session at `path`, as `gamegym new PATH --game GAME --game-args ARGS --config
+    SETTINGS` makes it, made in this process: with TensorFlow imported here (once per worker)
+    its first model is built here, not in a `gamegym new` child that imports TensorFlow anew."""
+    import tensorflow  # noqa: F401
+
+    from gamegym.config import GymConfig
+    from gamegym.game.graph import load_game
+    from gamegym.runtime.gym import GameGym
+
+    graph = load_game(game, game_args or {})
+    config = GymConfig.from_dict({**settings, "game": game, "game_args": graph.game_args})
+    GameGym(path, graph=graph, config=config)
+    return path
