@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import gamegym
+from conftest import create_session, gamegym
 
 from gamegym.cli.main import main
 from gamegym.config import GymConfig
@@ -91,7 +91,7 @@ def test_evaluate_command(two_iterations, capsys):
 
 
 @pytest.mark.slow
-def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
+def test_play_command_takes_moves_by_number_until_the_end(two_iterations, capsys):
     path = str(two_iterations.session.path)
     # "0" is always a legal answer (the first listed move); one bad answer first
     done = gamegym("play", path, "--second", "--searchcount", "8", input="x\n" + "0\n" * 9)
@@ -110,31 +110,20 @@ def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
         and "mcts:50 plays row" in done.stdout
     )
     assert done.stdout.rstrip().splitlines()[-1] == "you lost."  # 0, 0, ...: no defence
-    done = gamegym("play", path, "--opponent", "mcts:x")
-    assert done.returncode == 2 and "player 'mcts:x'" in done.stderr
+    assert main(["play", path, "--opponent", "mcts:x"]) == 2  # in this process, as above
+    assert "player 'mcts:x'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
-    config = tmp_path / "c.json"
-    config.write_text(
-        json.dumps(
-            {
-                "network": {"kind": "dense", "width": 16, "blocks": 1},
-                "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
-                "train": {
-                    "min_samplecount": 60,
-                    "min_new_samples": 60,
-                    "epochs": 1,
-                    "batchsize": 32,
-                },
-                "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
-                "status_interval": 1.0,
-            }
-        )
-    )
-    path = tmp_path / "s"
-    assert gamegym("new", str(path), "--game", TICTACTOE, "--config", str(config)).returncode == 0
+    settings = {
+        "network": {"kind": "dense", "width": 16, "blocks": 1},
+        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
+        "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+        "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
+        "status_interval": 1.0,
+    }
+    path = create_session(tmp_path / "s", TICTACTOE, settings)  # as `gamegym new` makes it
     done = gamegym("resume", str(path), "--max-iterations", "3")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = read_jsonl(path / "evaluation" / "results.jsonl")
