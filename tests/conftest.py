@@ -158,10 +158,17 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
-def create_session(path: Path, game: str, settings: dict, game_args: dict | None = None) -> Path:
+def create_session(
+    path: Path,
+    game: str,
+    settings: dict,
+    game_args: dict | None = None,
+    initial_model: Path | None = None,
+) -> Path:
     """A new session at `path`, as `gamegym new PATH --game GAME --game-args ARGS --config
-    SETTINGS` makes it, made in this process: with TensorFlow imported here (once per worker)
-    its first model is built here, not in a `gamegym new` child that imports TensorFlow anew."""
+    SETTINGS [--initial-model FILE]` makes it, made in this process: with TensorFlow imported
+    here (once per worker) its first model is published here, not in a `gamegym new` child that
+    imports TensorFlow anew."""
     import tensorflow  # noqa: F401
 
     from gamegym.config import GymConfig
@@ -170,5 +177,5 @@ def create_session(path: Path, game: str, settings: dict, game_args: dict | None
 
     graph = load_game(game, game_args or {})
     config = GymConfig.from_dict({**settings, "game": game, "game_args": graph.game_args})
-    GameGym(path, graph=graph, config=config)
+    GameGym(path, graph=graph, config=config, initial_model=initial_model)
     return path
