@@ -185,3 +185,26 @@ def builds(monkeypatch):
     counted(TicTacToe, "__init__", "game")
     counted(GymConfig, "__post_init__", "config")
     return made
+
+
+def create_session(
+    path: Path,
+    game: str,
+    settings: dict,
+    game_args: dict | None = None,
+    initial_model: Path | None = None,
+) -> Path:
+    """A new session at `path`, as `gamegym new PATH --game GAME --game-args ARGS --config
+    SETTINGS [--initial-model FILE]` makes it, made in this process: with TensorFlow imported
+    here (once per worker) its first model is published here, not in a `gamegym new` child that
+    imports TensorFlow anew."""
+    import tensorflow  # noqa: F401
+
+    from gamegym.config import GymConfig
+    from gamegym.game.graph import load_game
+    from gamegym.runtime.gym import GameGym
+
+    graph = load_game(game, game_args or {})
+    config = GymConfig.from_dict({**settings, "game": game, "game_args": graph.game_args})
+    GameGym(path, graph=graph, config=config, initial_model=initial_model)
+    return path

@@ -175,6 +175,7 @@ def test_new_and_resume_a_session_on_an_openspiel_game(tmp_path):
                 "train": {
                     "min_samplecount": 60,
                     "min_new_samples": 60,
+                    "max_samplecount": 200,
                     "epochs": 1,
                     "batchsize": 32,
                 },

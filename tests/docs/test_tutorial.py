@@ -85,10 +85,14 @@ def test_the_page_shows_the_whole_game_and_the_commands():
 
 # ----- the commands of the page, run for real ----------------------------------------------------
 SMALLER = {"--max-iterations": "1", "--games": "2", "--searchcount": "8"}
-# iterations the smaller run makes: two resumes of one iteration each
-RENAMED = {"iteration:3": "iteration:1"}
+# iterations the smaller run makes: two resumes of one iteration each; a weaker opponent
+RENAMED = {"iteration:3": "iteration:1", "mcts:200": "mcts:20"}
+# the page's config with a tiny network and small sample counts (its own values are checked
+# by test_the_pages_config_is_a_valid_config): the first iteration trains on at most 200 samples,
+# however many the Selfplayer played while the Trainer imported TensorFlow
 FASTER_CONFIG = {
-    "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1},
+    "network": {"kind": "dense", "width": 16, "blocks": 1},
+    "train": {"min_samplecount": 60, "min_new_samples": 60, "max_samplecount": 200, "epochs": 1},
     "selfplay": {"searchcount": 16, "gamelog_dump_threshold": 5},
 }
 
@@ -120,7 +124,7 @@ def test_the_pages_commands_run(tmp_path, monkeypatch):
     shutil.copy(TUTORIAL / "hex.py", tmp_path / "hex.py")
     config = json.loads((TUTORIAL / "hex-config.json").read_text())
     for section, changes in FASTER_CONFIG.items():
-        config[section].update(changes)
+        config[section] = {**config.get(section, {}), **changes}
     (tmp_path / "hex-config.json").write_text(json.dumps(config))
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT}")
     done = set()

@@ -5,8 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import gamegym
+from conftest import create_session, gamegym
 
+from gamegym.cli.main import main
 from gamegym.config import GymConfig
 from gamegym.data.fileio import read_jsonl
 from gamegym.evaluation.evaluator import evaluate_iteration
@@ -51,7 +52,7 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
 
 
 @pytest.mark.slow
-def test_evaluate_command(two_iterations):
+def test_evaluate_command(two_iterations, capsys):
     path = str(two_iterations.session.path)
     done = gamegym(
         "evaluate", path, "--against", "solver", "--games", "4", "--searchcount", "8", "--json"
@@ -74,12 +75,14 @@ def test_evaluate_command(two_iterations):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("iteration:0 vs iteration:1: ") and "in 2 games" in done.stdout
-    done = gamegym("evaluate", path, "--against", "iteration:7", "--games", "2")
-    assert done.returncode == 2 and "has no model iteration 7" in done.stderr
-    done = gamegym("evaluate", path, "--against", "minimax:2")
-    assert done.returncode == 2 and "unknown player 'minimax:2'" in done.stderr
-    done = gamegym("evaluate", path, "--against", "mcts:0")
-    assert done.returncode == 2 and "needs mcts:SIMULATIONS with simulations >= 1" in done.stderr
+    # the refusals: the same command line, in this process (no start-up of its own)
+    for against, message in [
+        ("iteration:7", "has no model iteration 7"),
+        ("minimax:2", "unknown player 'minimax:2'"),
+        ("mcts:0", "needs mcts:SIMULATIONS with simulations >= 1"),
+    ]:
+        assert main(["evaluate", path, "--against", against, "--games", "2"]) == 2
+        assert message in capsys.readouterr().err
     done = gamegym(
         "evaluate", path, "--against", "mcts:30", "--games", "2", "--searchcount", "8", "--json"
     )
@@ -88,7 +91,7 @@ def test_evaluate_command(two_iterations):
 
 
 @pytest.mark.slow
-def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
+def test_play_command_takes_moves_by_number_until_the_end(two_iterations, capsys):
     path = str(two_iterations.session.path)
     # "0" is always a legal answer (the first listed move); one bad answer first
     done = gamegym("play", path, "--second", "--searchcount", "8", input="x\n" + "0\n" * 9)
@@ -107,30 +110,20 @@ def test_play_command_takes_moves_by_number_until_the_end(two_iterations):
         and "mcts:50 plays row" in done.stdout
     )
     assert done.stdout.rstrip().splitlines()[-1] == "you lost."  # 0, 0, ...: no defence
-    done = gamegym("play", path, "--opponent", "mcts:x")
-    assert done.returncode == 2 and "player 'mcts:x'" in done.stderr
+    assert main(["play", path, "--opponent", "mcts:x"]) == 2  # in this process, as above
+    assert "player 'mcts:x'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
-    config = tmp_path / "c.json"
-    config.write_text(
-        json.dumps(
-            {
-                "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
-                "train": {
-                    "min_samplecount": 60,
-                    "min_new_samples": 60,
-                    "epochs": 1,
-                    "batchsize": 32,
-                },
-                "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
-                "status_interval": 1.0,
-            }
-        )
-    )
-    path = tmp_path / "s"
-    assert gamegym("new", str(path), "--game", TICTACTOE, "--config", str(config)).returncode == 0
+    settings = {
+        "network": {"kind": "dense", "width": 16, "blocks": 1},
+        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
+        "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
+        "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
+        "status_interval": 1.0,
+    }
+    path = create_session(tmp_path / "s", TICTACTOE, settings)  # as `gamegym new` makes it
     done = gamegym("resume", str(path), "--max-iterations", "3")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = read_jsonl(path / "evaluation" / "results.jsonl")
@@ -164,9 +157,9 @@ def test_learning_benchmark_json_and_plot(tmp_path):
         "learning",
         TICTACTOE,
         "--minutes",
-        "0.4",
-        "--interval",
         "0.2",
+        "--interval",
+        "0.1",
         "--eval-games",
         "2",
         "--eval-searchcount",
@@ -182,7 +175,7 @@ def test_learning_benchmark_json_and_plot(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.4
+    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.2
     assert {"gym", "predictor", "trainer", "selfplayer"} <= set(figures["peak_rss_mib_by_role"])
     assert figures["eval_searchcount"] == 8 and figures["eval_threads"] == 8
     assert figures["selfplay_searchcount"] == 64  # the tic-tac-toe preset's

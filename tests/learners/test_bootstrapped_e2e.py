@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import gamegym
+from conftest import create_session, gamegym
 
 pytestmark = pytest.mark.slow
 
@@ -36,13 +36,8 @@ def test_new_resume_twice_then_evaluate(tmp_path):
     from gamegym.learners.bootstrapped.qnetwork import parts, target_age
     from gamegym.nets.tfsetup import load_model
 
-    config = tmp_path / "small.json"
-    config.write_text(json.dumps(SMALL))
-    session = tmp_path / "ttt"
-    done = gamegym(
-        "new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(config)
-    )
-    assert done.returncode == 0, done.stderr
+    # as `gamegym new` makes it
+    session = create_session(tmp_path / "ttt", "games.tictactoe:TicTacToe", SMALL)
     done = gamegym("resume", str(session), "--max-iterations", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 new iterations trained" in done.stdout

@@ -372,9 +372,9 @@ def test_muzero_overfits_one_game():
     unroll = len(rec) - 1
     config = {
         "num_unroll_steps": unroll,
-        "epochs": 300,
+        "epochs": 120,
         "batchsize": 16,
-        "learning_rate": 3e-3,
+        "learning_rate": 1e-2,
         "validation_split": 0.0,
         "augment_symmetries": False,
     }

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import gamegym
+from conftest import create_session, gamegym
 
 pytestmark = pytest.mark.slow
 
@@ -33,11 +33,7 @@ SMALL = {
 
 
 def test_new_resume_evaluate_and_resume_again(tmp_path):
-    config = tmp_path / "small.json"
-    config.write_text(json.dumps(SMALL))
-    session = tmp_path / "mz"
-    done = gamegym("new", str(session), "--game", TICTACTOE, "--config", str(config))
-    assert done.returncode == 0, done.stderr
+    session = create_session(tmp_path / "mz", TICTACTOE, SMALL)  # as `gamegym new` makes it
     assert json.loads((session / "config.json").read_text())["train"]["learner"] == "muzero"
 
     done = gamegym("resume", str(session), "--max-iterations", "2")

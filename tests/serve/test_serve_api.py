@@ -317,15 +317,13 @@ def test_listening_beyond_this_computer_warns(session, monkeypatch, capsys):
 @pytest.mark.slow
 def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
     """The real thing: the bundled tic-tac-toe network loaded in this process (TensorFlow)."""
-    from conftest import TICTACTOE, gamegym
+    from conftest import TICTACTOE, create_session
 
     from gamegym.presets import INITIAL_MODELS
 
-    path = tmp_path / "ttt"
-    done = gamegym(
-        "new", path, "--game", TICTACTOE, "--initial-model", INITIAL_MODELS / "tictactoe.keras"
+    path = create_session(
+        tmp_path / "ttt", TICTACTOE, {}, initial_model=INITIAL_MODELS / "tictactoe.keras"
     )
-    assert done.returncode == 0, done.stderr
     before = folder_state(path)
     client = TestClient(create_app(path))
     state = new_game(client, side="second", searchcount=16)

@@ -24,10 +24,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SMALL, gamegym
+from conftest import SMALL
 
+from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
 from gamegym.presets import INITIAL_MODELS, PRESETS
+from gamegym.runtime.gym import GameGym
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -64,24 +66,22 @@ def browser():
 
 
 def preset_session(folder: Path, preset: str, changes: dict | None = None) -> Path:
-    """A session made by `gamegym new` with a bundled preset's network and starter model."""
+    """A session as `gamegym new --config --initial-model` makes it, with a bundled preset's
+    network and starter model; made in this process, where TensorFlow is imported once (a
+    `gamegym new` imports it in a child process for every session)."""
+    import tensorflow  # noqa: F401  (the starter model is then published here, not in a child)
+
     spec = PRESETS[preset]
-    config = folder / f"{preset}.json"
-    config.write_text(json.dumps({"network": spec["network"], **(changes or {})}))
-    path = folder / preset
-    done = gamegym(
-        "new",
-        path,
-        "--game",
-        spec["game"],
-        "--game-args",
-        json.dumps(spec["game_args"]),
-        "--config",
-        config,
-        "--initial-model",
-        INITIAL_MODELS / f"{preset}.keras",
+    config = GymConfig.from_dict(
+        {
+            "game": spec["game"],
+            "game_args": spec["game_args"],
+            "network": spec["network"],
+            **(changes or {}),
+        }
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    path = folder / preset
+    GameGym(path, config=config, initial_model=INITIAL_MODELS / f"{preset}.keras")
     return path
 
 
