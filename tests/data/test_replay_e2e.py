@@ -4,6 +4,7 @@ changed rules carries its samples and their priorities."""
 
 import json
 import re
+import shutil
 import subprocess
 
 import numpy as np
@@ -44,6 +45,18 @@ def new_session(tmp_path, name="ttt"):
     return path
 
 
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A curious-replay session trained to iteration 2 by `gamegym resume`, made once for the
+    tests here: they only read it, or copy it (with its replay state on disk) to change it."""
+    session = new_session(tmp_path_factory.mktemp("curious"))
+    first = gamegym("resume", str(session), "--max-iterations", "2")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert current(session) == 2 and not (session / "replay" / "0.npz").exists()
+    assert sorted(p.name for p in (session / "replay").iterdir()) == ["1.npz", "2.npz"]
+    return session
+
+
 def current(session) -> int:
     return json.loads((session / "models" / "current.json").read_text())["iteration"]
 
@@ -57,8 +70,9 @@ def assert_state_matches_the_files(session, iteration):
     return state
 
 
-def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_path):
-    session = new_session(tmp_path)
+def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_path, trained):
+    session = tmp_path / "ttt"
+    shutil.copytree(trained, session)
     gym = subprocess.Popen(
         gamegym_command("resume", str(session)),
         stdin=subprocess.DEVNULL,
@@ -68,12 +82,12 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
     )
     lines = []
     try:
-        for line in gym.stdout:  # the kill comes while iteration 3 is being trained
+        for line in gym.stdout:  # the kill comes while iteration 4 is being trained
             lines.append(line)
-            if re.search(r"\bit [2-9] \|", line):
+            if re.search(r"\bit [3-9] \|", line):
                 break
         else:
-            raise AssertionError("the gym never reached iteration 2:\n" + "".join(lines))
+            raise AssertionError("the gym never reached iteration 3:\n" + "".join(lines))
         assert "replay x" in "".join(lines)  # the status line has the replay part
     finally:
         processes = [psutil.Process(gym.pid), *psutil.Process(gym.pid).children(recursive=True)]
@@ -100,13 +114,8 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
     assert (session / "plots" / "replay.png").stat().st_size > 1000
 
 
-def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
-    session = new_session(tmp_path)
-    first = gamegym("resume", str(session), "--max-iterations", "2")
-    assert first.returncode == 0, first.stdout + first.stderr
-    trained = current(session)
-    assert trained == 2 and not (session / "replay" / "0.npz").exists()
-    assert sorted(p.name for p in (session / "replay").iterdir()) == ["1.npz", "2.npz"]
+def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path, trained):
+    session, trained = trained, 2  # `continue` only reads the session it carries on from
     old_state = assert_state_matches_the_files(session, trained)
 
     blocked = tmp_path / "blocked"
