@@ -36,12 +36,19 @@ CURIOUS = {
 }
 
 
-def new_session(tmp_path, name="ttt"):
-    config = tmp_path / "curious.json"
-    config.write_text(json.dumps(CURIOUS))
-    path = tmp_path / name
-    done = gamegym("new", str(path), "--game", "games.tictactoe:TicTacToe", "--config", str(config))
-    assert done.returncode == 0, done.stderr
+def new_session(folder, config=CURIOUS, name="ttt"):
+    """A new tic-tac-toe session with `config`, made in this process (TensorFlow is imported
+    here once, instead of by a `gamegym new` process per session; tests/cli test `new`)."""
+    import tensorflow  # noqa: F401 - then the first model is made here, not in a child
+
+    from gamegym import GameGym, GymConfig
+    from gamegym.game.graph import load_game
+
+    path = folder / name
+    graph = load_game("games.tictactoe:TicTacToe")
+    config = GymConfig.from_dict({"game": "games.tictactoe:TicTacToe", **config})
+    GameGym(path, graph=graph, config=config)
+    assert (path / "models" / "0.keras").is_file()
     return path
 
 
@@ -176,13 +183,7 @@ def test_curious_replay_trains_every_learner(tmp_path, learner):
         section: {**CURIOUS.get(section, {}), **LEARNERS[learner].get(section, {})}
         for section in ("selfplay", "train", "network", learner)
     }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**config, "status_interval": 1.0}))
-    session = tmp_path / learner
-    done = gamegym(
-        "new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(path)
-    )
-    assert done.returncode == 0, done.stderr
+    session = new_session(tmp_path, {**config, "status_interval": 1.0}, learner)
     done = gamegym("resume", str(session), "--max-iterations", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     iteration = current(session)
