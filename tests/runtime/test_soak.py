@@ -1,8 +1,8 @@
 """The chaos soak (scripts/soak.py) in small: a real session, faults injected on a seeded
 schedule, every invariant checked after every cycle; then the soak goes on in the same folder
 and adds to its counts.  `--minutes 0` runs one cycle; seed 0 draws, in the first run, a SIGKILL
-of the gym after three faults the gym plays on after, and in the second a full disk (the long
-soak of CI, scripts/soak.py for minutes, draws every kind)."""
+of the gym after three faults the gym plays on after, and in the second a full disk (the
+soak CI runs for minutes draws each cycle's fault from every kind)."""
 
 import json
 import subprocess
