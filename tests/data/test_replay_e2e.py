@@ -4,6 +4,7 @@ changed rules carries its samples and their priorities."""
 
 import json
 import re
+import shutil
 import subprocess
 
 import numpy as np
@@ -35,13 +36,32 @@ CURIOUS = {
 }
 
 
-def new_session(tmp_path, name="ttt"):
-    config = tmp_path / "curious.json"
-    config.write_text(json.dumps(CURIOUS))
-    path = tmp_path / name
-    done = gamegym("new", str(path), "--game", "games.tictactoe:TicTacToe", "--config", str(config))
-    assert done.returncode == 0, done.stderr
+def new_session(folder, config=CURIOUS, name="ttt"):
+    """A new tic-tac-toe session with `config`, made in this process (TensorFlow is imported
+    here once, instead of by a `gamegym new` process per session; tests/cli test `new`)."""
+    import tensorflow  # noqa: F401 - then the first model is made here, not in a child
+
+    from gamegym import GameGym, GymConfig
+    from gamegym.game.graph import load_game
+
+    path = folder / name
+    graph = load_game("games.tictactoe:TicTacToe")
+    config = GymConfig.from_dict({"game": "games.tictactoe:TicTacToe", **config})
+    GameGym(path, graph=graph, config=config)
+    assert (path / "models" / "0.keras").is_file()
     return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A curious-replay session trained to iteration 2 by `gamegym resume`, made once for the
+    tests here: they only read it, or copy it (with its replay state on disk) to change it."""
+    session = new_session(tmp_path_factory.mktemp("curious"))
+    first = gamegym("resume", str(session), "--max-iterations", "2")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert current(session) == 2 and not (session / "replay" / "0.npz").exists()
+    assert sorted(p.name for p in (session / "replay").iterdir()) == ["1.npz", "2.npz"]
+    return session
 
 
 def current(session) -> int:
@@ -57,8 +77,9 @@ def assert_state_matches_the_files(session, iteration):
     return state
 
 
-def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_path):
-    session = new_session(tmp_path)
+def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_path, trained):
+    session = tmp_path / "ttt"
+    shutil.copytree(trained, session)
     gym = subprocess.Popen(
         gamegym_command("resume", str(session)),
         stdin=subprocess.DEVNULL,
@@ -68,12 +89,12 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
     )
     lines = []
     try:
-        for line in gym.stdout:  # the kill comes while iteration 3 is being trained
+        for line in gym.stdout:  # the kill comes while iteration 4 is being trained
             lines.append(line)
-            if re.search(r"\bit [2-9] \|", line):
+            if re.search(r"\bit [3-9] \|", line):
                 break
         else:
-            raise AssertionError("the gym never reached iteration 2:\n" + "".join(lines))
+            raise AssertionError("the gym never reached iteration 3:\n" + "".join(lines))
         assert "replay x" in "".join(lines)  # the status line has the replay part
     finally:
         processes = [psutil.Process(gym.pid), *psutil.Process(gym.pid).children(recursive=True)]
@@ -100,13 +121,8 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
     assert (session / "plots" / "replay.png").stat().st_size > 1000
 
 
-def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path):
-    session = new_session(tmp_path)
-    first = gamegym("resume", str(session), "--max-iterations", "2")
-    assert first.returncode == 0, first.stdout + first.stderr
-    trained = current(session)
-    assert trained == 2 and not (session / "replay" / "0.npz").exists()
-    assert sorted(p.name for p in (session / "replay").iterdir()) == ["1.npz", "2.npz"]
+def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path, trained):
+    session, trained = trained, 2  # `continue` only reads the session it carries on from
     old_state = assert_state_matches_the_files(session, trained)
 
     blocked = tmp_path / "blocked"
@@ -167,13 +183,7 @@ def test_curious_replay_trains_every_learner(tmp_path, learner):
         section: {**CURIOUS.get(section, {}), **LEARNERS[learner].get(section, {})}
         for section in ("selfplay", "train", "network", learner)
     }
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**config, "status_interval": 1.0}))
-    session = tmp_path / learner
-    done = gamegym(
-        "new", str(session), "--game", "games.tictactoe:TicTacToe", "--config", str(path)
-    )
-    assert done.returncode == 0, done.stderr
+    session = new_session(tmp_path, {**config, "status_interval": 1.0}, learner)
     done = gamegym("resume", str(session), "--max-iterations", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     iteration = current(session)

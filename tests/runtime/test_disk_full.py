@@ -79,12 +79,13 @@ def test_new_under_a_file_size_limit_names_it_and_leaves_no_folder(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
-def test_gym_that_fills_the_disk_stops_cleanly_and_resumes_once_there_is_room(small_disk, tmp_path):
-    config = tmp_path / "small.json"
-    config.write_text(json.dumps(SMALL))
-    session = small_disk / "s"
-    created = gamegym("new", str(session), "--game", TICTACTOE, "--config", str(config))
-    assert created.returncode == 0, created.stderr
+def test_gym_that_fills_the_disk_stops_cleanly_and_resumes_once_there_is_room(small_disk):
+    import tensorflow  # noqa: F401 - the first model is made here, not in a child process
+
+    from gamegym import GameGym, GymConfig
+
+    session = small_disk / "s"  # made in this process (the two tests above run `gamegym new`)
+    GameGym(session, config=GymConfig.from_dict({"game": TICTACTOE, **SMALL}))
     filler = fill(small_disk, 300 * 1024)  # room for a few models and sample files
 
     stopped = gamegym("resume", str(session), "--max-seconds", "200")

@@ -9,7 +9,7 @@ import time
 
 import psutil
 import pytest
-from conftest import gamegym, gamegym_command
+from conftest import gamegym_command
 
 from gamegym.data.samples import read_sample_file
 
@@ -74,27 +74,6 @@ def _running(process) -> bool:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-def test_second_gym_fails_at_once_naming_the_first(session):
-    first = start_gym(session)
-    try:
-        wait_for_line(first, playing)
-        started = time.monotonic()
-        second = subprocess.run(
-            gamegym_command("resume", str(session)),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-        assert time.monotonic() - started < 30
-        assert second.returncode == 2
-        assert f"in use by gym process {first.pid}" in second.stderr
-        assert first.poll() is None  # the running gym is untouched
-    finally:
-        first.send_signal(signal.SIGTERM)
-        assert first.wait(timeout=30) == 0
 
 
 def test_sigkill_of_the_gym_leaves_no_orphans_and_resume_continues(session):
@@ -188,23 +167,6 @@ def find_role(session, role):
     return int(line.split("(pid ")[1].rstrip(")"))
 
 
-def test_sigint_stops_cleanly_with_exit_code_0(session):
-    gym = start_gym(session)
-    try:
-        wait_for_line(gym, playing)
-        children = children_of(gym)
-        gym.send_signal(signal.SIGINT)
-        assert gym.wait(timeout=60) == 0
-        output = gym.stdout.read()
-    finally:
-        if gym.poll() is None:
-            gym.kill()
-    assert "stopping: signal SIGINT" in output and "forcing" not in output
-    assert not wait_gone(children, timeout=5)
-    assert not (session / "session.lock").exists()
-    assert "stopped cleanly" in (session / "logs" / "gym.log").read_text()
-
-
 def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
     gym = start_gym(session)
     try:
@@ -260,7 +222,41 @@ def games_played(session):
     return games
 
 
-def test_resumes_on_the_same_model_write_no_game_twice(new_session):
+def wait_until(condition, gym, timeout):
+    """Poll `condition` until it holds; fail if the gym exits first or `timeout` passes (a
+    bound for a hung gym, not a measurement)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert gym.poll() is None, "the gym stopped early:\n" + gym.stdout.read()
+        assert time.monotonic() < deadline, f"not reached in {timeout} s"
+        time.sleep(0.5)
+
+
+def assert_second_gym_fails_at_once_naming_the_first(session, first):
+    second = subprocess.run(
+        gamegym_command("resume", str(session)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert second.returncode == 2
+    assert f"in use by gym process {first.pid}" in second.stderr
+    assert first.poll() is None  # the running gym is untouched
+
+
+def assert_sigint_stopped_cleanly(session, output, children):
+    assert "stopping: signal SIGINT" in output and "forcing" not in output
+    assert not wait_gone(children, timeout=5)
+    assert not (session / "session.lock").exists()
+    assert "stopped cleanly" in (session / "logs" / "gym.log").read_text()
+
+
+def test_resumes_write_no_game_twice_a_second_gym_is_refused_and_signals_stop_cleanly(
+    new_session,
+):
+    """Two runs on the same model, each stopped once it has written 2 more games: the first
+    by SIGTERM while a second gym on the folder is refused, the second by SIGINT."""
     # no training (the model stays iteration 0), one search thread: a run's games follow
     # from its seeds alone
     session = new_session(
@@ -273,16 +269,30 @@ def test_resumes_on_the_same_model_write_no_game_twice(new_session):
             "train": {"min_samplecount": 100000, "max_samplecount": 100000},
         }
     )
-    counts = []
-    for _ in range(2):
-        done = gamegym("resume", session, "--max-seconds", "20", timeout=180)
-        assert done.returncode == 0, done.stdout + done.stderr
+    counts = [0]
+    for stop_signal in (signal.SIGTERM, signal.SIGINT):
+        gym = start_gym(session)
+        try:
+            wait_until(lambda: len(games_played(session)) >= counts[-1] + 2, gym, timeout=180)
+            if stop_signal == signal.SIGTERM:
+                assert_second_gym_fails_at_once_naming_the_first(session, gym)
+            children = children_of(gym)
+            gym.send_signal(stop_signal)
+            code = gym.wait(timeout=60)
+            output = gym.stdout.read()
+        finally:
+            if gym.poll() is None:
+                gym.kill()
+                gym.wait()
+            gym.stdout.close()
+        assert code == 0, output
         counts.append(len(games_played(session)))
+    assert_sigint_stopped_cleanly(session, output, children)
     games = games_played(session)
-    assert counts[0] >= 2 and counts[1] > counts[0], done.stdout
+    assert counts[1] >= 2 and counts[2] > counts[1]
     repeats = len(games) - len(set(games))
     assert repeats == 0, f"{repeats} of {len(games)} games repeat an earlier one"
-    assert json.loads((session / "runs.json").read_text())["runs"] == 2
+    assert json.loads((session / "runs.json").read_text())["runs"] == 2  # none for the refused
 
 
 @pytest.mark.parametrize("role", ["trainer", "predictor"])

@@ -1,6 +1,8 @@
 """The chaos soak (scripts/soak.py) in small: a real session, faults injected on a seeded
 schedule, every invariant checked after every cycle; then the soak goes on in the same folder
-and adds to its counts."""
+and adds to its counts.  `--minutes 0` runs one cycle; seed 0 draws, in the first run, a SIGKILL
+of the gym after three faults the gym plays on after, and in the second a full disk (the
+soak CI runs for minutes draws each cycle's fault from every kind)."""
 
 import json
 import subprocess
@@ -19,7 +21,7 @@ def soak(folder, *args):
             sys.executable,
             str(ROOT / "scripts" / "soak.py"),
             "--seed",
-            "3",
+            "0",
             "--json",
             "--folder",
             str(folder),
@@ -35,13 +37,16 @@ def soak(folder, *args):
 
 
 def test_a_short_soak_injects_faults_and_finds_no_violation(tmp_path):
-    done, first = soak(tmp_path / "soak", "--minutes", "1")
+    done, first = soak(tmp_path / "soak", "--minutes", "0")
     assert first["violations"] and not any(first["violations"].values()), done.stderr
     assert done.returncode == 0
     assert first["faults"] >= first["cycles"] >= 1 and first["resumes"] == first["cycles"]
     assert sum(first["faults_by_kind"].values()) == first["faults"]
+    assert first["faults_by_kind"]["kill_gym"] == 1 and first["faults"] == 4
+    assert set(first["faults_by_kind"]) <= {"kill_gym", "kill_selfplayer", "stop_short"}
     assert first["games"] > 0 and first["samples"] > 0
-    done, second = soak(tmp_path / "soak", "--minutes", "0.2", "--resume")
+    done, second = soak(tmp_path / "soak", "--minutes", "0", "--resume")
     assert done.returncode == 0 and not any(second["violations"].values()), done.stderr
     assert second["cycles"] > first["cycles"] and second["faults"] > first["faults"]
     assert second["runs"] == 2 and second["games"] >= first["games"]
+    assert second["faults_by_kind"]["disk_full"] == 1
