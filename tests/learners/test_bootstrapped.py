@@ -584,6 +584,7 @@ def test_side_by_side_runs_share_one_plot(tmp_path, monkeypatch):
     def fake_run(learner, plot_path, keep, **options):
         assert plot_path is None and keep == tmp_path / "kept" / learner
         assert options["minutes"] == 3
+        assert options["graph"].action_space_size == 7  # the game, built once for both runs
         return {
             "learner": learner,
             "game": "games.connectfour:ConnectFour",
@@ -598,7 +599,12 @@ def test_side_by_side_runs_share_one_plot(tmp_path, monkeypatch):
     monkeypatch.setattr(learnbench, "run_learning_bench", fake_run)
     plot = tmp_path / "both.png"
     figures = learnbench.run_learning_benches(
-        ["bootstrapped", "dqn"], plot, tmp_path / "kept", minutes=3
+        ["bootstrapped", "dqn"],
+        plot,
+        tmp_path / "kept",
+        game="games.connectfour:ConnectFour",
+        game_args={},
+        minutes=3,
     )
     assert [run["learner"] for run in figures["runs"]] == ["bootstrapped", "dqn"]
     assert figures["plot"] == str(plot) and plot.stat().st_size > 1000
