@@ -374,20 +374,25 @@ def train_and_measure(
     games, after the clock) and the peak resident memory (MiB) of each role."""
     bars = bars or ProgressBars(enabled=False)
     explore = gym.config.selfplay.temperature_drop_move
+
+    def point(games: int) -> dict:
+        """A curve point of the newest iteration, `games` games against each opponent."""
+        return measure(
+            gym.session,
+            graph,
+            opponents,
+            games,
+            searchcount,
+            rng,
+            solver,
+            explore,
+            bars,
+            gym.config,
+        )
+
     curve = [
         {
-            **measure(
-                gym.session,
-                graph,
-                opponents,
-                games,
-                searchcount,
-                rng,
-                solver,
-                explore,
-                bars,
-                gym.config,
-            ),
+            **point(games),
             "minutes": 0.0,
         }
     ]  # where it starts
@@ -426,21 +431,10 @@ def train_and_measure(
             and elapsed - curve[-1]["minutes"] < interval / 2
         ):
             continue  # the run ended just after the last point: nothing new to measure
-        point = measure(
-            gym.session,
-            graph,
-            opponents,
-            games,
-            searchcount,
-            rng,
-            solver,
-            explore,
-            bars,
-            gym.config,
-        )
-        point["minutes"] = round(elapsed, 2)
-        curve.append(point)
-        show(point)
+        figure = point(games)
+        figure["minutes"] = round(elapsed, 2)
+        curve.append(figure)
+        show(figure)
     bars.remove(training)
     if "error" in outcome:
         raise RuntimeError(
@@ -452,18 +446,7 @@ def train_and_measure(
         )
     # the final figure: the last iteration again, on `final_factor` times the games (after
     # the training clock, so a cheap curve and a precise final number)
-    final = measure(
-        gym.session,
-        graph,
-        opponents,
-        games * final_factor,
-        searchcount,
-        rng,
-        solver,
-        explore,
-        bars,
-        gym.config,
-    )
+    final = point(games * final_factor)
     final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
     show(final, "final")
     return curve, final, peak_rss
