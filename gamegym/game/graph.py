@@ -333,13 +333,28 @@ def game_module_origin(spec: str) -> str:
     path = None
     spec_found: importlib.machinery.ModuleSpec | None = None
     for part in module_name.split("."):
-        spec_found = importlib.machinery.PathFinder.find_spec(part, path)
+        if path is None:  # a top-level package: every finder of sys.meta_path (an editable
+            # install's among them) may know it; finding a spec runs none of its code
+            spec_found = _top_level_spec(part)
+        else:
+            spec_found = importlib.machinery.PathFinder.find_spec(part, path)
         if spec_found is None:
             raise GameSpecError(
                 f"cannot find module {module_name!r} for game {spec!r} on the import path"
             )
         path = spec_found.submodule_search_locations
     return str(spec_found.origin if spec_found is not None else None)
+
+
+def _top_level_spec(name: str) -> importlib.machinery.ModuleSpec | None:
+    """The spec of top-level module `name` from the finders of sys.meta_path in turn, as an
+    import would find it, without importing it (a finder only looks)."""
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        found = find_spec(name, None) if find_spec is not None else None
+        if isinstance(found, importlib.machinery.ModuleSpec):
+            return found
+    return None
 
 
 def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]:

@@ -60,3 +60,27 @@ def test_status_and_resume_say_which_module_the_session_imports(tmp_path):
     assert done.returncode != 0
     assert "is not an importable module name" in done.stderr
     assert not session.lock_path.exists()
+
+
+def test_a_game_package_known_only_to_a_meta_path_finder_is_found(tmp_path, monkeypatch):
+    """An editable install (`pip install -e .`) maps its packages through a finder on
+    sys.meta_path, not through sys.path: a session of a bundled game resumes from any folder."""
+    import importlib.machinery
+    import sys
+
+    package = tmp_path / "elsewhere" / "mapped"
+    package.mkdir(parents=True)
+    marker = tmp_path / "ran"
+    (package / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (package / "game.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+
+    class EditableFinder:  # what setuptools' editable finder does: a name -> its folder
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name != "mapped":
+                return None
+            return importlib.machinery.PathFinder.find_spec(name, [str(package.parent)])
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, EditableFinder()])
+    assert game_module_origin("mapped.game:Game") == str(package / "game.py")
+    assert not marker.exists()
