@@ -38,7 +38,7 @@ import psutil
 
 from gamegym.bench.endtoend import end_to_end, on_backend, ray_figures
 from gamegym.cli.util import json_object
-from gamegym.config import GymConfig, learner_config_class
+from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.search.mcts import SearchParams
@@ -389,8 +389,8 @@ def cmd_throughput(args) -> int:
             learner=learner,
             precision=precision,
         )
-        for learner in _learners(args.learner)
-        for precision in _precisions(args.precision)
+        for learner in _choices("--learner", args.learner, learner_presets(), "learner presets")
+        for precision in _choices("--precision", args.precision, PRECISIONS, "precisions")
     ]
     figures: dict[str, Any] = (
         runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}
@@ -411,25 +411,12 @@ def cmd_throughput(args) -> int:
     return 0
 
 
-def _learners(spec: str) -> list[str]:
-    """The learner presets of a comma-separated --learner; an unknown one is named now."""
+def _choices(flag: str, spec: str, known, what: str) -> list[str]:
+    """The names of a comma-separated `flag` value; an empty list or an unknown name is named
+    now, with the known ones (`what` they are)."""
     names = [name.strip() for name in spec.split(",") if name.strip()]
-    unknown = [name for name in names if name not in learner_presets()]
-    if not names or unknown:
-        raise ValueError(
-            f"--learner {spec!r}: known learner presets are {', '.join(learner_presets())}"
-        )
-    return names
-
-
-def _precisions(spec: str) -> list[str]:
-    """The precisions of a comma-separated --precision; an unknown one is named now."""
-    from gamegym.config import PRECISIONS
-
-    names = [name.strip() for name in spec.split(",") if name.strip()]
-    unknown = [name for name in names if name not in PRECISIONS]
-    if not names or unknown:
-        raise ValueError(f"--precision {spec!r}: known precisions are {', '.join(PRECISIONS)}")
+    if not names or any(name not in known for name in names):
+        raise ValueError(f"{flag} {spec!r}: known {what} are {', '.join(known)}")
     return names
 
 
