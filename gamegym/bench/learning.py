@@ -263,7 +263,8 @@ def run_learning_benches(
         for seed in seeds
     ]
     # the game is built once for every run (`options` name it: game, game_args)
-    options.setdefault("graph", load_game(options["game"], options.get("game_args")))
+    if options.get("graph") is None:  # (setdefault would build it even when it is given)
+        options["graph"] = load_game(options["game"], options.get("game_args"))
     if len(runs) == 1:
         learner, name, changes, seed = runs[0]
         return run_learning_bench(
