@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import importlib.util
 import inspect
 import json
 import sys
@@ -334,8 +335,8 @@ def game_module_origin(spec: str) -> str:
     spec_found: importlib.machinery.ModuleSpec | None = None
     for part in module_name.split("."):
         if path is None:  # a top-level package: every finder of sys.meta_path (an editable
-            # install's among them) may know it; finding a spec runs none of its code
-            spec_found = _top_level_spec(part)
+            # install's among them) may know it; a top-level name's spec runs none of its code
+            spec_found = importlib.util.find_spec(part)
         else:
             spec_found = importlib.machinery.PathFinder.find_spec(part, path)
         if spec_found is None:
@@ -344,17 +345,6 @@ def game_module_origin(spec: str) -> str:
             )
         path = spec_found.submodule_search_locations
     return str(spec_found.origin if spec_found is not None else None)
-
-
-def _top_level_spec(name: str) -> importlib.machinery.ModuleSpec | None:
-    """The spec of top-level module `name` from the finders of sys.meta_path in turn, as an
-    import would find it, without importing it (a finder only looks)."""
-    for finder in sys.meta_path:
-        find_spec = getattr(finder, "find_spec", None)
-        found = find_spec(name, None) if find_spec is not None else None
-        if isinstance(found, importlib.machinery.ModuleSpec):
-            return found
-    return None
 
 
 def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]:
