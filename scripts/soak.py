@@ -218,7 +218,12 @@ class Soak:
     def check(self, family: set[int], clean: bool) -> None:
         session = self.session
         alive = [p for p in family if running(p)]
-        self.violation("orphan_process", len(alive), str(alive))
+        self.violation("orphan_process", len(alive), describe(alive, session.logs_dir))
+        for pid in alive:  # so that the next cycle starts clean; the violation is counted
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
         iteration = session.current_iteration()
         self.violation(
             "iteration_went_back",
@@ -447,6 +452,32 @@ def descendants(process) -> set[int]:
         return {c.pid for c in psutil.Process(process.pid).children(recursive=True)}
     except psutil.Error:
         return set()
+
+
+def describe(pids: list[int], logs_dir: Path) -> str:
+    """Each process: pid, the role whose log has its 'starting' line, state, seconds alive and
+    the command line's tail."""
+    roles = {}
+    for log in logs_dir.glob("*.log*"):
+        try:
+            text = log.read_text(errors="replace")
+        except OSError:
+            continue
+        for pid in pids:
+            if f" starting (pid {pid})" in text:
+                roles[pid] = log.name
+    parts = []
+    for pid in pids:
+        try:
+            process = psutil.Process(pid)
+            with process.oneshot():
+                age = time.time() - process.create_time()
+                tail = " ".join(process.cmdline()[-3:])[-80:]
+                role = roles.get(pid, "?")
+                parts.append(f"{pid} {role} {process.status()} {age:.0f}s [{tail}]")
+        except psutil.Error:
+            parts.append(f"{pid} gone")
+    return "; ".join(parts)
 
 
 def running(pid: int) -> bool:

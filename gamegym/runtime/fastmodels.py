@@ -197,10 +197,13 @@ def _convert(learner_name: str, model_path: Path) -> bool:
 
 
 def _convert_main(learner_name: str, model_path: str, plugins: list, answer) -> None:
-    """The child of `convert_model_file`: answers (written, error text or None)."""
+    """The child of `convert_model_file`: answers (written, error text or None).  It leaves at
+    once when its parent dies (no one would read the answer; the file is written whole or not)."""
     from gamegym.config import import_plugins
     from gamegym.nets.tfsetup import configure_tensorflow
+    from gamegym.runtime.process import watch_parent
 
+    watch_parent(lambda: os._exit(3))
     try:
         import_plugins(plugins)
         configure_tensorflow(use_gpu=False, threads=1)

@@ -130,13 +130,14 @@ def child_entry(role: str):
             orphaned = threading.Event()
 
             def parent_died():
+                # the timer first: nothing below may keep this process alive past it
+                timer = threading.Timer(8.0, lambda: os._exit(3))
+                timer.daemon = True
+                timer.start()
                 logger.error("gym process died; stopping")
                 orphaned.set()
                 if stop_event is not None:
                     stop_event.set()
-                timer = threading.Timer(8.0, lambda: os._exit(3))
-                timer.daemon = True
-                timer.start()
 
             watch_parent(parent_died)
             logger.info("%s starting (pid %d)", name or role, os.getpid())

@@ -29,6 +29,7 @@ from gamegym.runtime.process import (
     process_seed,
     where_to_look,
 )
+from gamegym.runtime.stopflag import StopFlag
 from gamegym.runtime.tensorboard import BoardWriter, status_scalars
 
 __all__ = ["Supervisor", "Child", "JOIN_SELFPLAYERS_S", "JOIN_TRAINER_S", "JOIN_PREDICTOR_S"]
@@ -62,7 +63,7 @@ class Supervisor:
         self.max_seconds = max_seconds
         self.max_iterations = max_iterations
         self.ctx = multiprocessing.get_context("spawn")
-        self.stop_event = self.ctx.Event()
+        self.stop_event = StopFlag(self.ctx)  # not ctx.Event(): see gamegym.runtime.stopflag
         self.reports = self.ctx.Queue()
         self.children: dict[str, Child] = {}  # the Trainer and the Evaluator
         self.backend = make_backend(self)  # the Selfplayers and their Predictor
