@@ -98,7 +98,7 @@ def plot_ratings(session, ratings: dict) -> None:
 
 
 @child_entry("evaluator")
-def evaluator_main(session_path, config, reports, seed, *, stop_event):
+def evaluator_main(session_path, config, seed, *, stop_event, reports):
     from gamegym.data.session import Session
     from gamegym.runtime.tensorboard import BoardWriter, evaluation_scalars
 

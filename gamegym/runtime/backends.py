@@ -99,9 +99,6 @@ class BackendHost(Protocol):
     def ctx(self) -> SpawnContext: ...  # multiprocessing's "spawn" context
 
     @property
-    def reports(self) -> Any: ...  # the children's report queue
-
-    @property
     def gym(self) -> Any: ...  # the GameGym: its monitor, its stop request
 
     @property
@@ -205,7 +202,7 @@ class ProcessBackend(SelfplayBackend):
         self.children["predictor"] = Child(
             "predictor",
             predictor_main,
-            (path, cfg, [p[0] for p in pipes], control_in, host.reports, joins_in),
+            (path, cfg, [p[0] for p in pipes], control_in, joins_in),
         )
         for i in range(count):
             self.children[f"selfplayer{i}"] = Child(
@@ -216,7 +213,6 @@ class ProcessBackend(SelfplayBackend):
                     cfg,
                     i,
                     pipes[i][1],
-                    host.reports,
                     restart_seed(cfg.seed, host.run_number, i, 0),
                 ),
                 extra={"index": i},
@@ -234,8 +230,8 @@ class ProcessBackend(SelfplayBackend):
         """Start a dead Selfplayer's slot again on a pipe of its own; the Predictor gets the
         other end (a NewClient)."""
         predictor_end, selfplayer_end = self.host.ctx.Pipe(duplex=True)
-        path, cfg, index, _, reports, _ = child.args
-        child.args = (path, cfg, index, selfplayer_end, reports, seed)
+        path, cfg, index, _, _ = child.args
+        child.args = (path, cfg, index, selfplayer_end, seed)
         try:
             self.host.spawn(child)
             assert self._joins is not None, "start() makes the joins pipe"

@@ -360,7 +360,7 @@ class Outbox:
 
 
 @child_entry("predictor")
-def predictor_main(session_path, config, clients, control, reports, joins=None, *, stop_event):
+def predictor_main(session_path, config, clients, control, joins=None, *, stop_event, reports=None):
     from gamegym.data.session import Session
 
     predictor = Predictor(Session(session_path), config, clients, control, reports, joins)

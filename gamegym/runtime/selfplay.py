@@ -189,7 +189,7 @@ def _totals(driver, service) -> list[int]:
 
 
 @child_entry("selfplayer")
-def selfplayer_main(session_path, config, index, conn, reports, seed, *, stop_event):
+def selfplayer_main(session_path, config, index, conn, seed, *, stop_event, reports=None):
     from gamegym.data.session import Session
     from gamegym.learners import get_learner
 

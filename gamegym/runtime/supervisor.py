@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import queue
 import time
 
 from gamegym.data.fileio import append_jsonl, disk_full_message, is_disk_full, last_jsonl
@@ -21,6 +20,7 @@ from gamegym.runtime.backends import (
     SelfplayBackend,
 )
 from gamegym.runtime.heartbeat import STARTUP_GRACE, Heartbeat
+from gamegym.runtime.messages import ReportInbox
 from gamegym.runtime.process import (
     EXIT_DISK_FULL,
     SEED_EVALUATOR,
@@ -64,7 +64,7 @@ class Supervisor:
         self.max_iterations = max_iterations
         self.ctx = multiprocessing.get_context("spawn")
         self.stop_event = StopFlag(self.ctx)  # not ctx.Event(): see gamegym.runtime.stopflag
-        self.reports = self.ctx.Queue()
+        self.reports = ReportInbox(self.ctx)  # a pipe per child: see messages.ReportSender
         self.children: dict[str, Child] = {}  # the Trainer and the Evaluator
         self.backend = make_backend(self)  # the Selfplayers and their Predictor
         self.failure = ""
@@ -73,14 +73,22 @@ class Supervisor:
     # ----- start ----------------------------------------------------------------------------
     def spawn(self, child: Child) -> None:
         child.heartbeat, child.hung = Heartbeat(self.ctx), ""
+        reports = self.reports.sender()  # this incarnation's own report pipe
         child.process = self.ctx.Process(
             target=child.target,
             name=child.name,
             args=(self.session.logs_dir, self.config.log_level, child.name, *child.args),
-            kwargs={"stop_event": self.stop_event, "heartbeat": child.heartbeat},
+            kwargs={
+                "stop_event": self.stop_event,
+                "heartbeat": child.heartbeat,
+                "reports": reports,
+            },
             daemon=False,
         )
-        child.process.start()
+        try:
+            child.process.start()
+        finally:
+            reports.close()  # the child has its copy: its death is then the pipe's EOF
         child.heartbeat.seen(self.clock())
         self.gym.monitor.watch(child.name, child.process.pid)
         log.info("started %s (pid %d)", child.name, child.process.pid)
@@ -104,7 +112,6 @@ class Supervisor:
                     path,
                     cfg,
                     self.backend.model_channel(),
-                    self.reports,
                     process_seed(cfg.seed, SEED_TRAINER, self.run_number),
                 ),
             )
@@ -114,7 +121,7 @@ class Supervisor:
             self.children["evaluator"] = Child(
                 "evaluator",
                 evaluator_main,
-                (path, cfg, self.reports, process_seed(cfg.seed, SEED_EVALUATOR, self.run_number)),
+                (path, cfg, process_seed(cfg.seed, SEED_EVALUATOR, self.run_number)),
             )
         for child in self.children.values():
             self.spawn(child)
@@ -175,16 +182,8 @@ class Supervisor:
         return 0
 
     def _drain(self, timeout: float) -> None:
-        try:
-            report = self.reports.get(timeout=timeout)
-        except queue.Empty:
-            return
-        self.gym.monitor.add(report)
-        while True:
-            try:
-                self.gym.monitor.add(self.reports.get_nowait())
-            except queue.Empty:
-                return
+        for report in self.reports.take(timeout):
+            self.gym.monitor.add(report)
 
     def _check_children(self) -> None:
         """A dead Trainer or Evaluator stops the gym, naming it and where its error is."""
@@ -251,6 +250,7 @@ class Supervisor:
         self.join([self.children.get("trainer"), self.children.get("evaluator")], JOIN_TRAINER_S)
         self.backend.stop()
         self._drain(timeout=0.1)
+        self.reports.close()
         self._remove_leftovers()
 
     def _remove_leftovers(self) -> None:
@@ -276,7 +276,7 @@ class Supervisor:
             if child is None or child.process is None:
                 continue
             while child.process.is_alive() and not waited_enough():
-                self._drain(timeout=0.05)  # keep the report queue flowing so children can exit
+                self._drain(timeout=0.05)  # keep the report pipes flowing so children can exit
                 child.process.join(timeout=0.2)
             if child.process.is_alive():
                 log.warning("%s did not stop in time; terminating it", child.name)

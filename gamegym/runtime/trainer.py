@@ -192,7 +192,7 @@ def build_trainer(session, config, rng, listeners=None, graph=None) -> Trainer:
 
 
 @child_entry("trainer")
-def trainer_main(session_path, config, control, reports, seed, *, stop_event):
+def trainer_main(session_path, config, control, seed, *, stop_event, reports):
     from gamegym.data.session import Session
     from gamegym.nets.tfsetup import configure_tensorflow
     from gamegym.runtime.monitor import plot_replay, plot_training

@@ -339,6 +339,7 @@ def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(
     import psutil
 
     from gamegym.runtime.predictor import predictor_main
+    from gamegym.runtime.stopflag import StopFlag
 
     model = build()
     learner = get_learner(learner_name)
@@ -348,7 +349,7 @@ def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(
     ctx = multiprocessing.get_context("spawn")
     client, predictor_end = ctx.Pipe()
     control_in, _control_out = ctx.Pipe(duplex=False)
-    stop = ctx.Event()
+    stop = StopFlag(ctx)
     process = ctx.Process(
         target=predictor_main,
         args=(
@@ -359,7 +360,6 @@ def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(
             config,
             [predictor_end],
             control_in,
-            None,
         ),
         kwargs={"stop_event": stop},
     )

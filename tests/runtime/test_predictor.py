@@ -16,6 +16,7 @@ from gamegym.nets.inference import ModelEvaluator
 from gamegym.nets.numpynet import NumpyNet
 from gamegym.runtime.messages import EvalRequest, EvalResponse, Reload
 from gamegym.runtime.predictor import predictor_main
+from gamegym.runtime.stopflag import StopFlag
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 
@@ -180,7 +181,7 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     pipes = [ctx.Pipe() for _ in range(3)]
     control_in, control_out = ctx.Pipe(duplex=False)
-    stop, reports = ctx.Event(), ctx.Queue()
+    stop = StopFlag(ctx)
     process = ctx.Process(
         target=predictor_main,
         args=(
@@ -191,7 +192,6 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
             config,
             [p[0] for p in pipes],
             control_in,
-            reports,
         ),
         kwargs={"stop_event": stop},
     )
@@ -456,7 +456,7 @@ def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     mine, theirs = ctx.Pipe()
     control_in, control_out = ctx.Pipe(duplex=False)
-    stop, reports = ctx.Event(), ctx.Queue()
+    stop = StopFlag(ctx)
     process = ctx.Process(
         target=predictor_main,
         args=(
@@ -467,7 +467,6 @@ def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
             config,
             [theirs],
             control_in,
-            reports,
         ),
         kwargs={"stop_event": stop},
     )

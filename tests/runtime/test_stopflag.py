@@ -19,27 +19,29 @@ from gamegym.runtime.stopflag import StopFlag
 pytestmark = pytest.mark.slow  # real processes
 
 
-def _wait_forever(flag, ready):
-    ready.set()
+def _wait_forever(flag, answer):
+    answer.send("waiting")
     flag.wait()
 
 
-def _wait_and_report(flag, ready, answer):
-    ready.set()
+def _wait_and_report(flag, answer):
+    answer.send("waiting")
     answer.send(flag.wait(timeout=30.0))
 
 
 def test_set_returns_when_a_waiter_was_killed_and_the_other_waiters_wake():
     ctx = multiprocessing.get_context("spawn")
     flag = StopFlag(ctx)
-    doomed_ready, ready = ctx.Event(), ctx.Event()
+    # "waiting" comes through pipes, not semaphores: no resource tracker in this test
+    doomed_receive, doomed_send = ctx.Pipe(duplex=False)
     receive, send = ctx.Pipe(duplex=False)
-    doomed = ctx.Process(target=_wait_forever, args=(flag, doomed_ready), daemon=True)
-    waiter = ctx.Process(target=_wait_and_report, args=(flag, ready, send), daemon=True)
+    doomed = ctx.Process(target=_wait_forever, args=(flag, doomed_send), daemon=True)
+    waiter = ctx.Process(target=_wait_and_report, args=(flag, send), daemon=True)
     doomed.start()
     waiter.start()
     try:
-        assert doomed_ready.wait(60) and ready.wait(60)
+        assert doomed_receive.poll(60) and doomed_receive.recv() == "waiting"
+        assert receive.poll(60) and receive.recv() == "waiting"
         time.sleep(0.3)  # both are inside wait()
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.join(10)

@@ -68,7 +68,7 @@ def supervisor(tmp_path, monkeypatch):
     supervisor.joins = joins
     for name in ("predictor", "trainer", "selfplayer0", "selfplayer1"):
         owner = supervisor.children if name == "trainer" else supervisor.backend.children
-        args = ("path", None, 0, None, None, 0) if name.startswith("selfplayer") else (0,)
+        args = ("path", None, 0, None, 0) if name.startswith("selfplayer") else (0,)
         owner[name] = Child(name, None, args, LiveProcess(), extra={"index": 0})
         (tmp_path / "logs" / f"{name}.log").write_text("started\n")  # as a real child does
     return supervisor
