@@ -235,7 +235,10 @@ class ProcessBackend(SelfplayBackend):
         try:
             self.host.spawn(child)
             assert self._joins is not None, "start() makes the joins pipe"
-            self._joins.send(NewClient(predictor_end))
+            try:
+                self._joins.send(NewClient(predictor_end))
+            except OSError:  # the Predictor died since this poll looked: the next one says so
+                log.warning("%s restarted, but the Predictor is gone", child.name)
         finally:
             predictor_end.close()
             selfplayer_end.close()

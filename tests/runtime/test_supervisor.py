@@ -113,6 +113,19 @@ def test_dead_trainer_or_predictor_stops_the_gym_naming_it(supervisor, role):
     assert supervisor.gym.reasons == [supervisor.failure]
 
 
+def test_a_restart_after_the_predictor_died_stops_the_gym_naming_the_predictor(supervisor):
+    """The Predictor dies between the poll that saw it alive and the Selfplayer's restart: the
+    hand-over of the new pipe fails (EPIPE), and the next poll names the Predictor."""
+    supervisor.joins.close()  # the Predictor's end: gone with it
+    child(supervisor, "selfplayer0").process = DeadProcess(1)
+    check(supervisor)  # no BrokenPipeError out of the restart
+    assert supervisor.spawned == ["selfplayer0"] and not supervisor.failure
+    child(supervisor, "predictor").process = DeadProcess(1)
+    check(supervisor)
+    assert supervisor.failure.startswith("predictor died (exit code 1); see ")
+    assert supervisor.gym.reasons == [supervisor.failure]
+
+
 def test_a_child_that_found_the_disk_full_is_not_restarted(supervisor):
     child(supervisor, "selfplayer0").process = DeadProcess(EXIT_DISK_FULL)
     check(supervisor)
