@@ -74,9 +74,14 @@ def cluster(monkeypatch):
 
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     node = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
+    # not what ran before, e.g. this worker's multiprocessing resource tracker (killed, the next
+    # spawn in this worker warns that it died)
+    before = set(psutil.Process().children(recursive=True))
     cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
     cluster.worker = cluster.add_node(**node)
-    started = [(p, p.create_time()) for p in psutil.Process().children(recursive=True)]
+    started = [
+        (p, p.create_time()) for p in psutil.Process().children(recursive=True) if p not in before
+    ]
     yield cluster
     cluster.shutdown()
     for process, created in started:
