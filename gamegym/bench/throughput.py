@@ -370,6 +370,8 @@ def cmd_throughput(args) -> int:
         from gamegym.runtime.ray.cluster import import_ray
 
         import_ray(local=True)
+    learners = _choices("--learner", args.learner, learner_presets(), "learner presets")
+    precisions = _choices("--precision", args.precision, PRECISIONS, "precisions")
     runs = [
         run_bench(
             args.game,
@@ -389,8 +391,8 @@ def cmd_throughput(args) -> int:
             learner=learner,
             precision=precision,
         )
-        for learner in _choices("--learner", args.learner, learner_presets(), "learner presets")
-        for precision in _choices("--precision", args.precision, PRECISIONS, "precisions")
+        for learner in learners
+        for precision in precisions
     ]
     figures: dict[str, Any] = (
         runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}

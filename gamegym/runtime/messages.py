@@ -4,7 +4,6 @@ children's reports to the gym."""
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -127,10 +126,8 @@ class ReportInbox:
 
     def take(self, timeout: float) -> list:
         """The reports waiting, after up to `timeout` seconds for the first.  A pipe whose
-        writer is gone (its EOF, a message torn by a kill) is closed and forgotten."""
-        if not self._ends:
-            time.sleep(timeout)
-            return []
+        writer is gone (its EOF, a message torn by a kill) is closed and forgotten.  With no
+        pipe it waits out `timeout` (as `connection.wait` on none does)."""
         taken: list = []
         ready = self._ready(timeout)
         while ready and len(taken) < self.MAX_TAKE:
@@ -146,7 +143,7 @@ class ReportInbox:
     def _ready(self, timeout: float) -> list[Connection]:
         from multiprocessing.connection import wait
 
-        ready = wait(self._ends, timeout) if self._ends else []
+        ready = wait(self._ends, timeout)
         return [end for end in self._ends if end in ready]
 
     def close(self) -> None:

@@ -38,10 +38,7 @@ class StopFlag:
         """True as soon as the flag is set; False after `timeout` seconds without it."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._byte.value:
-            if deadline is None:
-                time.sleep(POLL_S)
-                continue
-            left = deadline - time.monotonic()
+            left = POLL_S if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 return False
             time.sleep(min(POLL_S, left))
