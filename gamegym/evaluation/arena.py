@@ -10,6 +10,7 @@ all results (Bradley-Terry maximum likelihood), with the random player anchored 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -25,6 +26,8 @@ from gamegym.search.play import MCTSPlayer
 
 if TYPE_CHECKING:
     from gamegym.config import GymConfig
+
+log = logging.getLogger("gamegym.evaluation")
 
 __all__ = [
     "MCTSPlayer",
@@ -48,10 +51,11 @@ def model_player(
 ) -> Player:
     """A model iteration of a session as a Player, built by the session's learner (an
     MCTSPlayer for AlphaZero, the heads' vote for Bootstrapped), its network called in this
-    process; `config`: the session's, when the caller holds it (else read from the folder)."""
+    process: from the model's fast-path file as the Predictor would load it (no TensorFlow),
+    else with TensorFlow; `config`: the session's, when the caller holds it (else read from
+    the folder)."""
     from gamegym.learners import get_learner
     from gamegym.nets.inference import LocalService
-    from gamegym.nets.tfsetup import configure_tensorflow, load_model
 
     iteration = session.current_iteration() if iteration is None else iteration
     if iteration not in session.model_iterations():  # said before TensorFlow's seconds
@@ -59,12 +63,32 @@ def model_player(
             f"session {session.path} has no model iteration {iteration} "
             f"(it has {session.model_iterations()})"
         )
-    configure_tensorflow(use_gpu=False)
     if config is None:
         config = session.load_config()
     learner = get_learner(config.train.learner)
-    evaluator = learner.make_evaluator(load_model(session.model_path(iteration)), iteration)
+    path = session.model_path(iteration)
+    evaluator = _fast_evaluator(learner, path, iteration, config)
+    if evaluator is None:
+        from gamegym.nets.tfsetup import configure_tensorflow, load_model
+
+        configure_tensorflow(use_gpu=False)
+        evaluator = learner.make_evaluator(load_model(path), iteration)
     return learner.player(graph, LocalService(evaluator), searchcount, threads, config)
+
+
+def _fast_evaluator(learner, path, iteration: int, config: GymConfig):
+    """The model's evaluator on the CPU fast path when the session's Predictor would use it
+    (gamegym.runtime.fastmodels.cpu_fast_path), or None."""
+    from gamegym.nets.portable import FastModelError
+    from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
+
+    if not cpu_fast_path(config.predict):
+        return None
+    try:
+        return load_fast_model(learner, path, iteration, config.plugins)
+    except FastModelError as error:
+        log.warning("%s; loading the model with TensorFlow", error)
+        return None
 
 
 class HumanPlayer(Player):

@@ -54,10 +54,20 @@ print("tensorflow imported:", "tensorflow" in sys.modules)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", ["status", "check", "new"])
-def test_status_check_and_new_do_not_import_tensorflow(new_session, tmp_path, command):
+@pytest.mark.parametrize("command", ["status", "check", "new", "evaluate"])
+def test_status_check_new_and_evaluate_do_not_import_tensorflow(new_session, tmp_path, command):
+    """`evaluate` plays the model from its fast-path file, as the Predictor loads it."""
     args = {
         "status": [str(new_session())],
+        "evaluate": [
+            str(new_session("rated")),
+            "--against",
+            "random",
+            "--games",
+            "2",
+            "--searchcount",
+            "4",
+        ],
         "check": [TICTACTOE, "--games", "3"],
         "new": [str(tmp_path / "fresh"), "--game", TICTACTOE],
     }[command]

@@ -118,7 +118,12 @@ def test_play_command_takes_moves_by_number_until_the_end(two_iterations, capsys
 def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
     settings = {
         "network": {"kind": "dense", "width": 16, "blocks": 1},
-        "selfplay": {"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16},
+        "selfplay": {
+            "selfplayprocesses": 1,
+            "searchthreadcount": 4,
+            "searchcount": 16,
+            "positions_per_iteration": 100,
+        },
         "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
         "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
         "status_interval": 1.0,
@@ -133,6 +138,11 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
     assert ratings["random"] == 0 and f"iteration:{rows[-1]['iteration']}" in ratings
     assert (path / "plots" / "rating.png").exists()
     assert "Elo " in done.stdout  # the latest rating in the status line
+    # the Evaluator plays the models from their fast-path files, as the Predictor loads them
+    assert (
+        "evaluator exiting (TensorFlow not imported)"
+        in (path / "logs" / "evaluator.log").read_text()
+    )
 
 
 def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
