@@ -198,6 +198,9 @@ class SelfplayConfig:
     )
     evaluation_cache: int = 100_000  # network evaluations remembered per Selfplayer (0 = off;
     #                                   at most 64 MB of them, fewer on a large action space)
+    positions_per_iteration: int = 0  # a Selfplayer waits for the next model once the games
+    #                                   it finished with the newest one hold this many
+    #                                   positions (0 = never waits; bootstrapped: its own field)
     backend: str = "processes"  # where Selfplayers run: "processes" here, or "ray" (a cluster)
     ray_address: str = "local"  # "local": start Ray on this machine; "auto" or "HOST:PORT":
     #                                 join a running cluster (selfplayprocesses is then per node)
@@ -223,6 +226,7 @@ class SelfplayConfig:
         _int_in(self, "max_moves", 1)
         _int_in(self, "gamelog_dump_threshold", 1, 100_000)
         _int_in(self, "evaluation_cache", 0)
+        _int_in(self, "positions_per_iteration", 0)
         _registered(self, "backend", BACKENDS)
         _check(
             isinstance(self.ray_address, str)
@@ -436,7 +440,9 @@ class GymConfig:
             section.validate()
         if self.learner_config is not None:
             self.learner_config.validate()
-        problem = LEARNERS.get(self.train.learner).check_config(self)
+        problem = self.check_selfplay_pause(
+            "selfplay.positions_per_iteration", self.selfplay.positions_per_iteration
+        ) or LEARNERS.get(self.train.learner).check_config(self)
         if problem:
             raise ConfigError(f"config field {problem}")
 
@@ -448,6 +454,25 @@ class GymConfig:
     def selfplayers(self) -> int:
         """Self-play drivers at work: one in a single-process run."""
         return 1 if self.debug_single_process else self.selfplay.selfplayprocesses
+
+    def check_selfplay_pause(self, field: str, positions: int | None) -> str | None:
+        """What is wrong with Selfplayers that wait for each new model after `positions`
+        positions (the value of config field `field`): together they must play enough for the
+        Trainer to train that model, else both would wait forever.  None when it is right."""
+        needed = self.samples_per_iteration()
+        if not positions or positions * self.selfplayers() >= needed:
+            return None
+        count = (
+            "1 (debug_single_process)"
+            if self.debug_single_process
+            else f"selfplay.selfplayprocesses ({self.selfplay.selfplayprocesses})"
+        )
+        return (
+            f"'{field}' ({positions}) times {count} must be at least "
+            f"train.min_new_samples ({self.train.min_new_samples}) and "
+            f"train.min_samplecount / (1 - train.validation_split) ({needed}): the "
+            "Selfplayers wait for a model the Trainer trains only on that many samples"
+        )
 
     def samples_per_iteration(self) -> int:
         """New samples the Trainer waits for before it trains an iteration (the first one

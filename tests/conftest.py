@@ -40,6 +40,7 @@ SMALL = {
         "searchthreadcount": 4,
         "searchcount": 16,
         "gamelog_dump_threshold": 5,
+        "positions_per_iteration": 100,
     },
     "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
     "status_interval": 2.0,

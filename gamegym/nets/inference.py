@@ -215,6 +215,12 @@ class PositionEvaluator:
     def __call__(self, vertices: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
         return self.submit(vertices)()
 
+    def probe(self) -> int:
+        """The model iteration that answers now: one request of the game's first root, past
+        the cache (which it leaves as it is)."""
+        x = self.graph.numpify(self.graph.roots[0])[None]
+        return self.service.submit("evaluate", {"x": x})()[1]
+
     def submit(self, vertices: Sequence[Hashable]) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
         n = len(vertices)
         probs = np.empty((n, self.graph.action_space_size), np.float32)

@@ -256,6 +256,11 @@ class LatentEvaluator:
     def __call__(self, nodes: list):
         return self.submit(nodes)()
 
+    def probe(self) -> int:
+        """The model iteration that answers now: one "initial" request of the first root."""
+        x = self.graph.numpify(self.graph.roots[0])[None]
+        return self.service.submit("initial", {"x": x})()[1]
+
     def submit(self, nodes: list) -> Callable[[], tuple]:
         roots = sum(1 for node in nodes if node.parent is None)
         if roots and roots < len(nodes):

@@ -5,11 +5,13 @@ driver of a Selfplayer, and a model player for matches.
                   values, the temperature schedule, playout caps, truncation at `max_moves`
   SearchSelfplay  AlphaZero's `Learner.selfplayer`: games one after another, leaves evaluated
                   through a model service (gamegym.nets.inference) with an evaluation cache
+  ModelWait       a self-play driver's pause for the next model after so many positions
   MCTSPlayer      search with a model's evaluations, the most visited move (no noise)
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,7 +24,7 @@ from gamegym.nets.inference import PositionEvaluator
 from gamegym.search.gumbel import PlayoutCap
 from gamegym.search.mcts import Node, Search, SearchParams, choose_action
 
-__all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "MCTSPlayer"]
+__all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "ModelWait", "MCTSPlayer"]
 
 
 def playout_cap(cfg) -> PlayoutCap | None:
@@ -81,10 +83,64 @@ def selfplay_game(
         move += 1
 
 
+class ModelWait:
+    """A self-play driver's pause: once the games it finished with the newest model iteration
+    hold `cap` positions (0: never), it waits until `probe()` (one request past any cache; the
+    iteration that answers) shows a newer iteration, asking every PROBE_SECONDS; after LIMIT
+    seconds without one it plays another round with the model it has.  The Trainer gets the
+    CPU meanwhile, and trains on games of the model it last published."""
+
+    PROBE_SECONDS = 0.25
+    LIMIT = 120.0
+
+    def __init__(self, cap: int, probe: Callable[[], int] | None):
+        if cap and probe is None:
+            raise ValueError("a self-play driver that waits for new models needs a probe")
+        self.cap, self.probe = cap, probe
+        self.iteration = -1  # the newest model iteration that answered
+        self.played = 0  # positions of the games finished with it since the last wait
+        self._since: float | None = None  # when the current wait began
+
+    @property
+    def due(self) -> bool:
+        return bool(self.cap) and self.played >= self.cap
+
+    def saw(self, iteration: int) -> bool:
+        """Note an answer's model iteration; True when it is newer (the count starts again)."""
+        if iteration <= self.iteration:
+            return False
+        self.iteration, self.played, self._since = iteration, 0, None
+        return True
+
+    def finished(self, positions: int, iteration: int) -> None:
+        """Count a finished game played with `iteration`."""
+        self.saw(iteration)
+        if iteration == self.iteration:
+            self.played += positions
+
+    def wait(self, should_stop: Callable[[], bool]) -> Iterator[None]:
+        """Yield None (the loop writes out the games held, or a single-process run trains)
+        until a newer model answers, the stop, or LIMIT seconds since the wait began (a driver
+        called again after the loop left it goes on with the same wait)."""
+        assert self.probe is not None
+        if self._since is None:
+            self._since = time.monotonic()
+        while not should_stop():
+            if self.saw(self.probe()):
+                return
+            if time.monotonic() - self._since > self.LIMIT:
+                self.played, self._since = 0, None  # a round more with this model
+                return
+            yield None
+            time.sleep(self.PROBE_SECONDS)
+
+
 class SearchSelfplay:
     """AlphaZero's self-play driver: one game at a time, MCTS over the GameGraph, leaves
     evaluated through the model service with an evaluation cache.  Another learner passes its
-    own `search` (MuZero's latent search); its evaluator's `iteration` tags the games."""
+    own `search` (MuZero's latent search); its evaluator's `iteration` tags the games, and its
+    `probe()` tells the newest iteration while the driver waits for a model
+    (`selfplay.positions_per_iteration`)."""
 
     def __init__(
         self,
@@ -103,17 +159,25 @@ class SearchSelfplay:
             )
         self.search = search
         self.evaluate: Any = search.evaluate  # with the `iteration` of its last answer
+        self.pause = ModelWait(
+            self.config.positions_per_iteration, getattr(self.evaluate, "probe", None)
+        )
 
     @property
     def searches_done(self) -> int:
         return self.search.searches_done
 
-    def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int]]:
+    def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int] | None]:
         while not should_stop():
+            if self.pause.due:
+                yield from self.pause.wait(should_stop)
+                continue
             record = selfplay_game(self.graph, self.search, self.config, self.rng, should_stop)
             if record is None:
                 return
-            yield record, max(0, self.evaluate.iteration)
+            iteration = max(0, self.evaluate.iteration)
+            self.pause.finished(len(record), iteration)
+            yield record, iteration
 
 
 class MCTSPlayer(Player):

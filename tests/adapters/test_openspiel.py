@@ -171,6 +171,7 @@ def test_new_and_resume_a_session_on_an_openspiel_game(tmp_path):
                     "searchthreadcount": 4,
                     "searchcount": 16,
                     "gamelog_dump_threshold": 5,
+                    "positions_per_iteration": 100,
                 },
                 "train": {
                     "min_samplecount": 60,

@@ -23,6 +23,7 @@ CURIOUS = {
         "searchthreadcount": 4,
         "searchcount": 16,
         "gamelog_dump_threshold": 5,
+        "positions_per_iteration": 100,
     },
     "train": {
         "replay": "curious",

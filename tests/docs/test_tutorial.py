@@ -88,12 +88,12 @@ SMALLER = {"--max-iterations": "1", "--games": "2", "--searchcount": "8"}
 # iterations the smaller run makes: two resumes of one iteration each; a weaker opponent
 RENAMED = {"iteration:3": "iteration:1", "mcts:200": "mcts:20"}
 # the page's config with a tiny network and small sample counts (its own values are checked
-# by test_the_pages_config_is_a_valid_config): the first iteration trains on at most 200 samples,
-# however many the Selfplayer played while the Trainer imported TensorFlow
+# by test_the_pages_config_is_a_valid_config): each Selfplayer plays 100 positions with a model,
+# then waits for the next one
 FASTER_CONFIG = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
     "train": {"min_samplecount": 60, "min_new_samples": 60, "max_samplecount": 200, "epochs": 1},
-    "selfplay": {"searchcount": 16, "gamelog_dump_threshold": 5},
+    "selfplay": {"searchcount": 16, "gamelog_dump_threshold": 5, "positions_per_iteration": 100},
 }
 
 

@@ -22,10 +22,11 @@ from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import get_learner  # noqa: E402
 from gamegym.learners.bootstrapped.config import positions_per_iteration  # noqa: E402
 from gamegym.learners.bootstrapped.learner import transitions  # noqa: E402
-from gamegym.learners.bootstrapped.play import QSelfplay, VotePlayer, epsilon_for, vote  # noqa: E402
+from gamegym.learners.bootstrapped.play import VotePlayer, epsilon_for, vote  # noqa: E402
 from gamegym.learners.bootstrapped.qnetwork import parts, target_age  # noqa: E402
 from gamegym.nets.inference import LocalService  # noqa: E402
 from gamegym.runtime.messages import EvalRequest, EvalResponse  # noqa: E402
+from gamegym.search.play import ModelWait  # noqa: E402
 
 GAME = "games.tictactoe:TicTacToe"
 NETWORK = {"kind": "dense", "width": 16, "blocks": 1, "l2": 0.0}
@@ -334,7 +335,7 @@ class ChangingService:
 def test_selfplay_waits_for_a_new_model_after_positions_per_iteration(graph, monkeypatch):
     learner, model = fresh(graph)
     config = selfplay_config({"selfplayprocesses": 1}, positions_per_iteration=30)
-    monkeypatch.setattr(QSelfplay, "PROBE_SECONDS", 0.0)
+    monkeypatch.setattr(ModelWait, "PROBE_SECONDS", 0.0)
     driver = learner.selfplayer(
         graph,
         ChangingService(learner.make_evaluator(model, 0), 40),
@@ -346,7 +347,7 @@ def test_selfplay_waits_for_a_new_model_after_positions_per_iteration(graph, mon
         if finished is None:
             idle += 1
             # while it waits, all it finished with the newest iteration holds >= 30 positions
-            assert driver.played >= 30
+            assert driver.pause.played >= 30
             continue
         seen.append(finished)
     assert idle > 0

@@ -19,6 +19,7 @@ SMALL = {
         "searchthreadcount": 4,
         "searchcount": 16,
         "gamelog_dump_threshold": 5,
+        "positions_per_iteration": 100,
     },
     "train": {
         "learner": "muzero",

@@ -30,6 +30,7 @@ SMALL = {
         "searchthreadcount": 4,
         "searchcount": 16,
         "gamelog_dump_threshold": 3,
+        "positions_per_iteration": 100,
         "ray_selfplayer_cpus": 0.5,
         "ray_predictor_cpus": 0.5,
     },

@@ -277,6 +277,7 @@ def test_a_muzero_session_with_gumbel_and_playout_caps_trains_an_iteration(tmp_p
                 "searchthreadcount": 4,
                 "searchcount": 16,
                 "gamelog_dump_threshold": 5,
+                "positions_per_iteration": 100,
                 "search": "gumbel",
                 "playout_cap_probability": 0.5,
                 "fast_searchcount": 4,

@@ -28,7 +28,8 @@ class BootstrappedConfig:
     concurrent_games: int = 64  # games a Selfplayer plays at once, one Q request for a
     #                                 move in each of them
     positions_per_iteration: int | None = None  # a Selfplayer waits for the next model once
-    # its finished games hold this many positions; None: its
+    # its finished games hold this many positions; None:
+    # selfplay.positions_per_iteration when set, else its
     # share of what the Trainer waits for
     # (train.min_new_samples); 0: never waits
     mask_probability: float = 0.5  # p: each head trains on a position with chance p (a
@@ -60,30 +61,18 @@ class BootstrappedConfig:
 def check_selfplay_pause(config) -> str | None:
     """Selfplayers that wait for each new model after `positions_per_iteration` positions must
     together play enough for the Trainer to train it (else both would wait forever)."""
-    given = config.learner_config.positions_per_iteration
-    if not given:
-        return None
-    needed = config.samples_per_iteration()
-    count = (
-        "1 (debug_single_process)"
-        if config.debug_single_process
-        else f"selfplay.selfplayprocesses ({config.selfplay.selfplayprocesses})"
-    )
-    if given * config.selfplayers() >= needed:
-        return None
-    return (
-        f"'bootstrapped.positions_per_iteration' ({given}) times {count} must be at least "
-        f"train.min_new_samples ({config.train.min_new_samples}) and "
-        f"train.min_samplecount / (1 - train.validation_split) ({needed}): the "
-        "Selfplayers wait for a model the Trainer trains only on that many samples"
+    return config.check_selfplay_pause(
+        "bootstrapped.positions_per_iteration", config.learner_config.positions_per_iteration
     )
 
 
 def positions_per_iteration(config) -> int:
     """The positions a Selfplayer plays with one model iteration before it waits for the next
     (0: it never waits): bootstrapped.positions_per_iteration, or by default its share of the
-    samples the Trainer waits for."""
+    samples the Trainer waits for (selfplay.positions_per_iteration instead, when set)."""
     given = config.learner_config.positions_per_iteration
+    if given is None and config.selfplay.positions_per_iteration:
+        given = config.selfplay.positions_per_iteration
     if given is not None:
         return given
     return math.ceil(config.samples_per_iteration() / config.selfplayers())

@@ -15,7 +15,6 @@ the value of each action id for the mover at each position, per head, in [-1, 1]
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -26,6 +25,7 @@ from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player
 from gamegym.learners.bootstrapped.config import positions_per_iteration
 from gamegym.nets.inference import softmax
+from gamegym.search.play import ModelWait
 
 __all__ = ["QSelfplay", "VotePlayer", "MeanQEvaluator", "vote", "epsilon_for", "DQN_EPSILON"]
 
@@ -78,13 +78,10 @@ class QSelfplay:
 
     With `positions_per_iteration` (by default its share of what the Trainer waits for; 0 =
     never) the driver pauses once the games it finished with the newest model iteration hold
-    that many positions, until the Predictor answers with a newer iteration (it asks with one
-    position every PROBE_SECONDS).  While it waits it yields None, so the loop writes out the
-    games it holds; after WAIT_LIMIT seconds without a new model it plays another round.
+    that many positions, until the Predictor answers with a newer iteration (`ModelWait`: it
+    asks with one position now and then).  While it waits it yields None, so the loop writes
+    out the games it holds.
     """
-
-    PROBE_SECONDS = 0.25
-    WAIT_LIMIT = 120.0
 
     def __init__(self, graph: GameGraph, service, config, rng: np.random.Generator):
         self.graph, self.service, self.rng = graph, service, rng
@@ -95,16 +92,13 @@ class QSelfplay:
         self.epsilon = epsilon_for(own.epsilon, self.heads)
         self.max_moves = cfg.max_moves
         self.concurrent = own.concurrent_games
-        self.cap = positions_per_iteration(config)
+        self.pause = ModelWait(positions_per_iteration(config), self._probe)
         self.head_per_side = own.head_per_side
         self.temperature = cfg.temperature
         self.opening = cfg.temperature_drop_move if cfg.temperature > 0 else 0
         self.searches_done = 0  # moves decided (one Q evaluation each; there is no tree)
-        self.iteration = -1  # the newest model iteration that answered
-        self.played = 0  # positions of games finished with it (since the last wait)
         self._games: list[_Game] = []
         self._done: deque = deque()  # finished (record, iteration) not yet handed out
-        self._waiting_since: float | None = None  # when the current wait for a model began
 
     # ----- the driver -------------------------------------------------------------------------
     def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int] | None]:
@@ -116,9 +110,9 @@ class QSelfplay:
             if self._done:
                 yield self._done.popleft()
                 continue
-            capped = self.cap and self.played >= self.cap
+            capped = self.pause.due
             if capped and not in_flight:
-                yield from self._wait(should_stop)
+                yield from self.pause.wait(should_stop)
                 continue
             if not capped:
                 busy = {i for i, _ in in_flight}
@@ -130,28 +124,9 @@ class QSelfplay:
             outputs, iteration = answer()
             self._step(groups[i], outputs["q"], iteration)
 
-    def _wait(self, should_stop) -> Iterator[None]:
-        """Yield None until a newer model answers, the stop, or WAIT_LIMIT seconds since the
-        wait began (also when the loop stops taking from `play` and calls it again)."""
-        if self._waiting_since is None:
-            self._waiting_since = time.monotonic()
-        probe = self._games[0].x[None]
-        yield None
-        while not should_stop():
-            if time.monotonic() - self._waiting_since > self.WAIT_LIMIT:
-                self.played, self._waiting_since = 0, None  # play a round more with this model
-                return
-            time.sleep(self.PROBE_SECONDS)
-            _, iteration = self.service.submit("q", {"x": probe})()
-            if self._new_iteration(iteration):
-                return
-            yield None
-
-    def _new_iteration(self, iteration: int) -> bool:
-        if iteration <= self.iteration:
-            return False
-        self.iteration, self.played, self._waiting_since = iteration, 0, None
-        return True
+    def _probe(self) -> int:
+        """The model iteration that answers one position now."""
+        return self.service.submit("q", {"x": self._games[0].x[None]})()[1]
 
     # ----- moves --------------------------------------------------------------------------------
     def _new_game(self) -> _Game:
@@ -162,7 +137,7 @@ class QSelfplay:
 
     def _step(self, group: list[_Game], q: np.ndarray, iteration: int) -> None:
         """One move in every game of the group, from its Q [len(group), K, A]."""
-        self._new_iteration(iteration)
+        self.pause.saw(iteration)
         graph, rng = self.graph, self.rng
         for game, q_game in zip(group, q):
             legal = graph.legal_mask(game.vertex)
@@ -201,8 +176,7 @@ class QSelfplay:
 
     def _finish(self, game: _Game, iteration: int) -> None:
         self._done.append((game.record, iteration))
-        if iteration == self.iteration:
-            self.played += len(game.record)
+        self.pause.finished(len(game.record), iteration)
         fresh = self._new_game()
         game.vertex, game.x, game.heads, game.record = (
             fresh.vertex,
