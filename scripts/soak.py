@@ -1,6 +1,6 @@
 """A seeded chaos soak: a real session, faults injected on a seeded schedule, invariants checked.
 
-    python scripts/soak.py --minutes 10 --seed 1 --json [--folder soak] [--resume]
+    python scripts/soak.py --minutes 10 --seed 1 --json [--folder soak] [--resume] [--set JSON]
 
 It runs a tic-tac-toe session with every process kind (Trainer, Predictor, two Selfplayers, the
 Evaluator; curious replay, so the replay state is on disk too) in cycles: start the gym, let it
@@ -19,7 +19,9 @@ replay state names only sample files on disk with their row counts; no temporary
 clean stop, and nothing in quarantine (no damage is injected); no process of the gym left
 running; every sample file seen before is still there and valid.
 
-Counts are kept in <folder>/soak.json; `--resume` adds to them (a long soak is made of runs of
+`--set '{"selfplay": {...}}'` changes the session's settings, section by section, when the soak
+makes its session (a resumed soak keeps the session's).  Counts are kept in <folder>/soak.json;
+`--resume` adds to them (a long soak is made of runs of
 a few hours).  It prints one JSON object: faults, faults_by_kind, resumes, games, samples,
 iterations, cycles, minutes, violations (each invariant's name and its count).
 """
@@ -100,9 +102,13 @@ INVARIANTS = (
 class Soak:
     """One run of the soak on a folder (see the module docstring)."""
 
-    def __init__(self, folder: Path, seed: int, resume: bool):
+    def __init__(self, folder: Path, seed: int, resume: bool, changes: dict | None = None):
         self.folder = folder
         self.session = Session(folder / "session")
+        self.config = {
+            key: {**value, **(changes or {}).get(key, {})} if isinstance(value, dict) else value
+            for key, value in CONFIG.items()
+        }
         self.record_path = folder / "soak.json"
         if resume and self.record_path.is_file():
             self.totals = json.loads(self.record_path.read_text())
@@ -122,6 +128,8 @@ class Soak:
             self._new_session()
         self.totals["runs"] += 1
         self.rng = np.random.default_rng([seed, self.totals["runs"]])
+        if resume:  # the settings the session was made with
+            self.config = json.loads(self.session.config_path.read_text())
         self.shape = SampleShape.of(load_game(GAME))
         self.games: dict[tuple, str] = {}  # (actions, values) -> the file it is in
         self.seen: set[Path] = set()
@@ -132,7 +140,7 @@ class Soak:
     def _new_session(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         config = self.folder / "config.json"
-        config.write_text(json.dumps(CONFIG))
+        config.write_text(json.dumps(self.config))
         done = subprocess.run(
             gamegym("new", self.session.path, "--game", GAME, "--config", config),
             capture_output=True,
@@ -195,7 +203,7 @@ class Soak:
             os.kill(pid, signal.SIGKILL)
         else:
             os.kill(pid, signal.SIGSTOP)
-            pause = 2.0 if kind == "stop_short" else CONFIG["heartbeat_timeout"] + 6.0
+            pause = 2.0 if kind == "stop_short" else self.config["heartbeat_timeout"] + 6.0
             time.sleep(pause)
             try:
                 os.kill(pid, signal.SIGCONT)
@@ -508,8 +516,15 @@ def main(argv=None) -> int:
     parser.add_argument("--folder", type=Path, default=Path("soak"))
     parser.add_argument("--resume", action="store_true", help="add to the soak in --folder")
     parser.add_argument("--json", action="store_true", help="print only the JSON summary")
+    parser.add_argument(
+        "--set",
+        type=json.loads,
+        default={},
+        metavar="JSON",
+        help="changes to the settings of a new soak session, e.g. '{\"selfplay\": {...}}'",
+    )
     args = parser.parse_args(argv)
-    soak = Soak(args.folder.resolve(), args.seed, args.resume)
+    soak = Soak(args.folder.resolve(), args.seed, args.resume, args.set)
     started = time.monotonic()
     while True:
         cycle_start = time.monotonic()

@@ -153,6 +153,14 @@ def new_session(session_template, tmp_path):
     return make
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: one worker more than this process may use cores.  The end-to-end tests spend
+    part of their time waiting on processes, timers and signals; the extra worker fills those
+    waits."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) + 1
+
+
 def pytest_collection_modifyitems(config, items):
     """Slow tests first: with several workers the long ones then overlap instead of trailing
     at the end (the order within each group stays as written)."""
