@@ -97,6 +97,11 @@ def plot_ratings(session, ratings: dict) -> None:
     save_figure(figure, session.plots_dir / "rating.png")
 
 
+# how often the Evaluator looks for a new iteration (one small file read): often enough to
+# rate an iteration that a short run (`resume --max-iterations N`) stops right after
+POLL_S = 0.5
+
+
 @child_entry("evaluator")
 def evaluator_main(session_path, config, seed, *, stop_event, reports):
     from gamegym.data.session import Session
@@ -132,7 +137,7 @@ def evaluator_main(session_path, config, seed, *, stop_event, reports):
                     },
                 )
             )
-        stop_event.wait(2.0)
+        stop_event.wait(POLL_S)
     board.close()
 
 

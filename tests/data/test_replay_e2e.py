@@ -92,7 +92,8 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
     try:
         for line in gym.stdout:  # the kill comes while iteration 4 is being trained
             lines.append(line)
-            if re.search(r"\bit [3-9] \|", line):
+            shown = re.search(r"\bit (\d+) \|", line)
+            if shown and int(shown.group(1)) >= 3:
                 break
         else:
             raise AssertionError("the gym never reached iteration 3:\n" + "".join(lines))

@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -80,7 +81,7 @@ def test_new_resume_files_and_resume_again(session):
 
 
 def exit_on_the_console_once_trained(session, iteration):
-    """Resume the gym, and once it has trained `iteration`, type 'status' and 'exit' on its
+    """Resume the gym, and once it has trained `iteration` (or more), type 'status' and 'exit' on its
     console: it stops everything within 15 s, with exit code 0, its finished games flushed."""
     before = set((session / "samples").glob("*/*.npz"))
     gym = subprocess.Popen(
@@ -90,12 +91,18 @@ def exit_on_the_console_once_trained(session, iteration):
         stderr=subprocess.STDOUT,
         text=True,
     )
+    killer = threading.Timer(180, gym.kill)  # a gym that never gets there fails the test
+    killer.start()
     try:
         lines = []
         for line in gym.stdout:  # wait until the iteration has been trained
             lines.append(line)
-            if re.search(rf"\bit {iteration} \| games [1-9]", line):
+            shown = re.search(r"\bit (\d+) \| games [1-9]", line)
+            if shown and int(shown.group(1)) >= iteration:
                 break
+        else:
+            raise AssertionError(f"the gym never reached iteration {iteration}:\n{''.join(lines)}")
+        killer.cancel()
         children = psutil.Process(gym.pid).children(recursive=True)
         assert len(children) >= 3
         started = time.monotonic()
@@ -104,6 +111,7 @@ def exit_on_the_console_once_trained(session, iteration):
         code = gym.wait(timeout=15)
         elapsed = time.monotonic() - started
     finally:
+        killer.cancel()
         if gym.poll() is None:
             gym.kill()
     output = "".join(lines) + gym.stdout.read()
