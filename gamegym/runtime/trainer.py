@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,10 @@ log = logging.getLogger("gamegym.runtime.trainer")
 
 
 class Trainer:
-    """Trains model iterations from the session's samples with one Learner."""
+    """Trains model iterations from the session's samples with one Learner.  `model` is the
+    Keras model to train, or None with `load_model` (() -> the model): then the model, and
+    TensorFlow with it, is loaded only when the first iteration is due, so a Trainer that
+    waits for samples holds no TensorFlow."""
 
     def __init__(
         self,
@@ -39,17 +43,30 @@ class Trainer:
         rng: np.random.Generator,
         listeners: list[Callable[[dict], None]] | None = None,
         replay=None,
+        load_model: Callable[[], Any] | None = None,
     ):
+        if model is None and load_model is None:
+            raise ValueError("a Trainer needs a model or a function that loads it")
         self.session = session
         self.config = config
         self.graph = graph
         self.learner = learner
-        self.model = model
+        self._model = model
+        self._load_model = load_model
         self.rng = rng
         self.listeners = listeners or []
         if replay is None:  # sample files that do not fit the game are quarantined
             replay = make_replay(session, config, None if graph is None else SampleShape.of(graph))
         self.replay = replay
+
+    @property
+    def model(self):
+        """The model in training (loaded at the first use when the Trainer was given a
+        loader)."""
+        if self._model is None:
+            assert self._load_model is not None
+            self._model = self._load_model()
+        return self._model
 
     def ready(self) -> tuple[bool, str]:
         """Whether enough samples are there to train, and why not."""
@@ -176,19 +193,30 @@ def _format_losses(losses: dict) -> str:
     return ", ".join(f"{k} {v:.4f}" for k, v in sorted(losses.items()))
 
 
-def build_trainer(session, config, rng, listeners=None, graph=None) -> Trainer:
-    """A Trainer on the session's current model (TensorFlow is imported here); `graph`: the
-    session's game when this process has it built already."""
+def build_trainer(
+    session, config, rng, listeners=None, graph=None, load: Callable[[], object] | None = None
+) -> Trainer:
+    """A Trainer on the session's current model; `graph`: the session's game when this process
+    has it built already.  With `load` (what to do before TensorFlow is imported, e.g.
+    configure it) the model is loaded when the first iteration is due; without, here."""
     from gamegym.learners import get_learner
-    from gamegym.nets.tfsetup import load_model
 
     if graph is None:
         graph = load_game(config.game, config.game_args)
     learner = get_learner(config.train.learner)
-    iteration = max(0, session.current_iteration())
-    model = load_model(session.model_path(iteration))
-    learner.compile(model, config.train_options())
-    return Trainer(session, config, graph, learner, model, rng, listeners)
+
+    def current_model():
+        from gamegym.nets.tfsetup import load_model
+
+        if load is not None:
+            load()
+        model = load_model(session.model_path(max(0, session.current_iteration())))
+        learner.compile(model, config.train_options())
+        return model
+
+    if load is None:
+        return Trainer(session, config, graph, learner, current_model(), rng, listeners)
+    return Trainer(session, config, graph, learner, None, rng, listeners, load_model=current_model)
 
 
 @child_entry("trainer")
@@ -199,7 +227,6 @@ def trainer_main(session_path, config, control, seed, *, stop_event, reports):
     from gamegym.runtime.tensorboard import BoardWriter, train_scalars
 
     session = Session(session_path)
-    configure_tensorflow(config.predict.use_gpu, 0, threads=0)
     board = BoardWriter(session.tensorboard_dir, "trainer")
 
     def publish(report: dict) -> None:
@@ -221,7 +248,13 @@ def trainer_main(session_path, config, control, seed, *, stop_event, reports):
         if "replay_figures" in report:
             plot_replay(session)
 
-    trainer = build_trainer(session, config, np.random.default_rng(seed), [publish])
+    trainer = build_trainer(
+        session,
+        config,
+        np.random.default_rng(seed),
+        [publish],
+        load=lambda: configure_tensorflow(config.predict.use_gpu, 0, threads=0),
+    )
     try:
         trainer.run(stop_event)
     finally:

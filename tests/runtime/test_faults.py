@@ -294,6 +294,9 @@ def test_resumes_write_no_game_twice_a_second_gym_is_refused_and_signals_stop_cl
     repeats = len(games) - len(set(games))
     assert repeats == 0, f"{repeats} of {len(games)} games repeat an earlier one"
     assert json.loads((session / "runs.json").read_text())["runs"] == 2  # none for the refused
+    # a Trainer that never had samples enough loads neither the model nor TensorFlow
+    trainer_log = (session / "logs" / "trainer.log").read_text()
+    assert trainer_log.count("trainer exiting (TensorFlow not imported)") == 2, trainer_log
 
 
 @pytest.mark.parametrize("role", ["trainer", "predictor"])
