@@ -99,18 +99,35 @@ INVARIANTS = (
 )
 
 
+def settings(changes: dict) -> dict:
+    """The soak session's settings: CONFIG with `changes` ({section: {field: value}}) merged in,
+    section by section (the fields themselves are checked by `gamegym new`)."""
+    sections = {key for key, value in CONFIG.items() if isinstance(value, dict)}
+    if not isinstance(changes, dict) or not all(isinstance(v, dict) for v in changes.values()):
+        raise SystemExit('--set needs a JSON object of sections, e.g. {"selfplay": {...}}')
+    unknown = sorted(set(changes) - sections)
+    if unknown:
+        raise SystemExit(f"--set names no section of the soak's settings: {', '.join(unknown)}")
+    return {
+        key: {**value, **changes.get(key, {})} if isinstance(value, dict) else value
+        for key, value in CONFIG.items()
+    }
+
+
 class Soak:
     """One run of the soak on a folder (see the module docstring)."""
 
     def __init__(self, folder: Path, seed: int, resume: bool, changes: dict | None = None):
         self.folder = folder
         self.session = Session(folder / "session")
-        self.config = {
-            key: {**value, **(changes or {}).get(key, {})} if isinstance(value, dict) else value
-            for key, value in CONFIG.items()
-        }
+        self.config = settings(changes or {})
         self.record_path = folder / "soak.json"
         if resume and self.record_path.is_file():
+            if changes:
+                raise SystemExit(
+                    "--set changes the settings of a new soak's session; a resumed soak keeps "
+                    "its session's settings"
+                )
             self.totals = json.loads(self.record_path.read_text())
         else:
             if self.record_path.exists():
@@ -509,6 +526,13 @@ def role_pid(session: Session, role: str, family: set[int]) -> int | None:
     return pid if pid in family and running(pid) else None
 
 
+def json_text(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, required=True)
@@ -518,7 +542,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print only the JSON summary")
     parser.add_argument(
         "--set",
-        type=json.loads,
+        type=json_text,
         default={},
         metavar="JSON",
         help="changes to the settings of a new soak session, e.g. '{\"selfplay\": {...}}'",

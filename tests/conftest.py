@@ -32,7 +32,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 )
 
-# the settings of a small tic-tac-toe session that trains an iteration within seconds
+# the settings of a small tic-tac-toe session that trains an iteration within seconds (its
+# Selfplayer waits for each new model after 100 positions, leaving the cores to the Trainer)
 SMALL = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
     "selfplay": {
@@ -122,15 +123,10 @@ def merged(base: dict, changes: dict) -> dict:
 
 @pytest.fixture(scope="session")
 def session_template(tmp_path_factory) -> Path:
-    """A new tic-tac-toe session with SMALL's network, made once per worker by `gamegym new`
-    (its first model needs TensorFlow in a child process: seconds)."""
-    folder = tmp_path_factory.mktemp("template")
-    config = folder / "small.json"
-    config.write_text(json.dumps(SMALL))
-    path = folder / "ttt"
-    done = gamegym("new", path, "--game", TICTACTOE, "--config", config)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return path
+    """A new tic-tac-toe session with SMALL's settings, made once per worker as `gamegym new`
+    makes it (`create_session`: its first model is made in the worker, which imports
+    TensorFlow once for every test it runs)."""
+    return create_session(tmp_path_factory.mktemp("template") / "ttt", TICTACTOE, SMALL)
 
 
 @pytest.fixture

@@ -55,6 +55,7 @@ def test_peer_bench_without_openspiel_names_the_extra(monkeypatch):
         run_peer_bench(seconds=0.1)
 
 
+@pytest.mark.slow
 def test_peer_bench_command_on_a_tiny_budget():
     pytest.importorskip("pyspiel", reason="the optional extra openspiel is not installed")
     done = subprocess.run(

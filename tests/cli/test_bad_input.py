@@ -24,12 +24,14 @@ from gamegym.data.samples import read_sample_file, sample_files
         ("tictactoe", "must look like 'package.module:ClassName'"),
     ],
 )
+@pytest.mark.slow
 def test_new_with_a_bad_game(tmp_path, game, message):
     done = gamegym("new", str(tmp_path / "s"), "--game", game)
     assert done.returncode == 2 and message in done.stderr
     assert not (tmp_path / "s" / "config.json").exists()
 
 
+@pytest.mark.slow
 def test_new_with_bad_game_arguments_and_bad_config(tmp_path):
     done = gamegym(
         "new",
@@ -66,6 +68,7 @@ def test_load_game_names_the_argument_a_game_refuses():
         load_game("games.tictactoe:TicTacToe", {"size": 4})
 
 
+@pytest.mark.slow
 def test_resume_of_a_missing_or_foreign_folder(tmp_path):
     done = gamegym("resume", str(tmp_path / "missing"))
     assert done.returncode == 2 and "no session folder at" in done.stderr

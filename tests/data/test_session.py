@@ -41,6 +41,7 @@ def test_missing_or_foreign_folder(tmp_path):
         Session(tmp_path / "plain").load_config()
 
 
+@pytest.mark.slow
 def test_second_lock_names_the_holder_and_stale_lock_is_taken_over(tmp_path):
     session = make_session(tmp_path)
     holder = subprocess.Popen(
@@ -124,6 +125,7 @@ def test_damaged_newest_model_is_quarantined_and_the_previous_one_used(tmp_path)
     assert session.model_iterations() == [0]
 
 
+@pytest.mark.slow
 def test_resume_with_a_config_on_a_running_session_is_refused_and_changes_nothing(tmp_path):
     session = make_session(tmp_path)
     before = session.config_path.read_bytes()
@@ -190,6 +192,7 @@ def test_a_lock_file_naming_a_live_process_of_another_host_but_held_by_none_is_t
     session.release_lock()
 
 
+@pytest.mark.slow
 def test_a_held_lock_is_refused_whatever_its_file_says(tmp_path):
     session = make_session(tmp_path)
     holder = subprocess.Popen(
@@ -208,6 +211,7 @@ def test_a_held_lock_is_refused_whatever_its_file_says(tmp_path):
     assert Session(session.path).lock_holder() is None
 
 
+@pytest.mark.slow
 def test_of_many_gyms_racing_for_a_stale_lock_exactly_one_wins(tmp_path):
     session = make_session(tmp_path)
     session.lock_path.write_text(json.dumps({"pid": 999999, "create_time": 0, "started": 0}))

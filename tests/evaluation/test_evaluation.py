@@ -145,6 +145,7 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
     done = gamegym(
         "bench",

@@ -402,6 +402,7 @@ def test_run_check_renders_the_vertex_and_rejects_bad_arguments():
     assert out.getvalue().count("\n") == 1
 
 
+@pytest.mark.slow
 def test_gamegym_check_command():
     # the bundled games pass the checker in tests/test_games.py; this is the command's wiring
     spec, args = "games.santorini:Santorini", '{"dimension": 3, "units_per_player": 1}'

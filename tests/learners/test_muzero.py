@@ -488,6 +488,7 @@ def test_save_and_load_keep_every_answer(tmp_path, tiny_model):
     assert hidden.min() >= 0 and hidden.max() <= 1  # min-max scaled
 
 
+@pytest.mark.slow
 def test_the_numpy_evaluator_goes_to_a_process_without_tensorflow(tmp_path, tiny_model):
     """What a Selfplayer needs (its driver, and the portable evaluator the Predictor may hand
     it) unpickles and runs without importing TensorFlow."""

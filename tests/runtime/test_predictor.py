@@ -438,6 +438,7 @@ def test_without_onnxruntime_dense_models_take_numpy_and_conv_models_tensorflow(
     assert conv.path == "tensorflow" and conv.portable() is None
 
 
+@pytest.mark.slow
 def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
     """A client sends a second large request while the Predictor sends the large answer to the
     first: with both larger than the pipe's socket buffers, neither may wait on the other."""

@@ -7,6 +7,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
 from gamegym.learners import get_learner
@@ -53,3 +55,17 @@ def test_published_models_load_as_the_runtime_loads_them_and_broken_ones_are_vio
                 cut.writestr(member, whole.read(member))
     [(name, detail)] = soak.load_as_runtime(learner, bad / "2.keras", 2, x)
     assert name == "model_does_not_load" and "weights" in detail
+
+
+def test_soak_settings_take_changes_by_section_and_refuse_what_names_nothing():
+    changed = soak.settings({"selfplay": {"positions_per_iteration": 100}})
+    assert changed["selfplay"]["positions_per_iteration"] == 100
+    assert changed["selfplay"]["selfplayprocesses"] == soak.CONFIG["selfplay"]["selfplayprocesses"]
+    assert changed["train"] == soak.CONFIG["train"]
+    for bad, message in [
+        ({"selfpaly": {}}, "names no section of the soak's settings: selfpaly"),
+        ([1], "needs a JSON object of sections"),
+        ({"selfplay": 3}, "needs a JSON object of sections"),
+    ]:
+        with pytest.raises(SystemExit, match=message):
+            soak.settings(bad)
