@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from gamegym.config import merged_settings
 from gamegym.data.fileio import atomic_write_json
 from gamegym.data.replaybuffer import read_state
 from gamegym.data.samples import SampleShape, read_sample_file, sample_files, sample_iterations
@@ -108,10 +109,7 @@ def settings(changes: dict) -> dict:
     unknown = sorted(set(changes) - sections)
     if unknown:
         raise SystemExit(f"--set names no section of the soak's settings: {', '.join(unknown)}")
-    return {
-        key: {**value, **changes.get(key, {})} if isinstance(value, dict) else value
-        for key, value in CONFIG.items()
-    }
+    return merged_settings(CONFIG, changes)
 
 
 class Soak:

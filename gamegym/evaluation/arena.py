@@ -10,7 +10,6 @@ all results (Bradley-Terry maximum likelihood), with the random player anchored 
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -26,8 +25,6 @@ from gamegym.search.play import MCTSPlayer
 
 if TYPE_CHECKING:
     from gamegym.config import GymConfig
-
-log = logging.getLogger("gamegym.evaluation")
 
 __all__ = [
     "MCTSPlayer",
@@ -79,16 +76,11 @@ def model_player(
 def _fast_evaluator(learner, path, iteration: int, config: GymConfig):
     """The model's evaluator on the CPU fast path when the session's Predictor would use it
     (gamegym.runtime.fastmodels.cpu_fast_path), or None."""
-    from gamegym.nets.portable import FastModelError
-    from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
+    from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model_or_none
 
     if not cpu_fast_path(config.predict):
         return None
-    try:
-        return load_fast_model(learner, path, iteration, config.plugins)
-    except FastModelError as error:
-        log.warning("%s; loading the model with TensorFlow", error)
-        return None
+    return load_fast_model_or_none(learner, path, iteration, config.plugins)
 
 
 class HumanPlayer(Player):

@@ -38,6 +38,7 @@ __all__ = [
     "cpu_fast_path",
     "gpu_may_be_present",
     "load_fast_model",
+    "load_fast_model_or_none",
     "convert_model_file",
 ]
 
@@ -135,6 +136,16 @@ def load_fast_model(learner, model_path: Path, iteration: int, plugins=()):
                 ) from None
             log.warning("%s; converting %s again", error, model_path)
     return None
+
+
+def load_fast_model_or_none(learner, model_path: Path, iteration: int, plugins=()):
+    """`load_fast_model`, with a file that stays unreadable logged and taken as no fast form:
+    None means the caller loads the model with TensorFlow."""
+    try:
+        return load_fast_model(learner, model_path, iteration, plugins)
+    except FastModelError as error:
+        log.error("%s; loading the model with TensorFlow", error)
+        return None
 
 
 def _fresh(path: Path, model_path: Path) -> bool:

@@ -39,9 +39,8 @@ from typing import cast
 
 import numpy as np
 
-from gamegym.nets.portable import FastModelError
 from gamegym.nets.protocols import ModelCall
-from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
+from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model_or_none
 from gamegym.runtime.messages import (
     EvalRequest,
     EvalResponse,
@@ -141,11 +140,7 @@ class Predictor:
     def _load_fast(self, path, iteration: int):
         """The iteration's evaluator from its fast-path file, or None (then TensorFlow, from
         now on: the network is the same in every iteration)."""
-        try:
-            evaluator = load_fast_model(self.learner, path, iteration, self._plugins)
-        except FastModelError as error:
-            log.error("%s; loading the model with TensorFlow", error)
-            evaluator = None
+        evaluator = load_fast_model_or_none(self.learner, path, iteration, self._plugins)
         if evaluator is None:
             log.info("model iteration %d has no fast form here: TensorFlow from now on", iteration)
             self.fast_files = False

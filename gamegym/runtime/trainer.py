@@ -196,9 +196,9 @@ def _format_losses(losses: dict) -> str:
 def build_trainer(
     session, config, rng, listeners=None, graph=None, load: Callable[[], object] | None = None
 ) -> Trainer:
-    """A Trainer on the session's current model; `graph`: the session's game when this process
-    has it built already.  With `load` (what to do before TensorFlow is imported, e.g.
-    configure it) the model is loaded when the first iteration is due; without, here."""
+    """A Trainer on the session's current model, loaded (with TensorFlow) at its first use;
+    `graph`: the session's game when this process has it built already; `load`: what to do
+    just before, e.g. configure TensorFlow."""
     from gamegym.learners import get_learner
 
     if graph is None:
@@ -214,8 +214,6 @@ def build_trainer(
         learner.compile(model, config.train_options())
         return model
 
-    if load is None:
-        return Trainer(session, config, graph, learner, current_model(), rng, listeners)
     return Trainer(session, config, graph, learner, None, rng, listeners, load_model=current_model)
 
 
