@@ -157,10 +157,81 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return (cores or 1) + 1
 
 
+# seconds each long test took (setup, call and teardown) in a whole run of the suite on 2 cores;
+# `GAMEGYM_STORE_DURATIONS=1 python -m pytest` rewrites it at the end of a run with no failure
+DURATIONS = Path(__file__).with_name("durations.json")
+STORED_FROM = 1.0  # tests faster than this are not worth a line of the file
+UNKNOWN_SLOW = 5.0  # the guess for a slow test the file does not have yet
+UNKNOWN_QUICK = 0.05
+
+
 def pytest_collection_modifyitems(config, items):
-    """Slow tests first: with several workers the long ones then overlap instead of trailing
-    at the end (the order within each group stays as written)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The order the workers take the tests in: the long tests dealt out first.
+
+    pytest-xdist's `worksteal` gives each of k workers one contiguous k-th of this order and
+    lets an idle worker take the tail of the busiest one's queue.  So the slow tests are dealt
+    to the k shares longest first, each to the share with the least work so far (by
+    `durations.json`), and each share starts with its own: the long tests run side by side from
+    the start and none is left for last, where the suite would wait on it alone."""
+    weights = _durations()
+    worker = getattr(config, "workerinput", None)
+    items[:] = dealt(items, weights, int(worker["workercount"]) if worker else 1)
+
+
+def _durations() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(DURATIONS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def dealt(items: list, weights: dict[str, float], shares: int) -> list:
+    """`items` in the order described in `pytest_collection_modifyitems`: `shares` runs of
+    the sizes worksteal cuts (n // k, then the rest // (k - 1), ...), each its slow tests
+    longest first and then quick ones, the longest of those first too."""
+
+    def weight(item) -> float:
+        slow = item.get_closest_marker("slow") is not None
+        return weights.get(item.nodeid, UNKNOWN_SLOW if slow else UNKNOWN_QUICK)
+
+    slow = sorted(
+        (i for i in items if i.get_closest_marker("slow") is not None), key=weight, reverse=True
+    )
+    quick = sorted(
+        (i for i in items if i.get_closest_marker("slow") is None), key=weight, reverse=True
+    )
+    sizes, left = [], len(items)
+    for share in range(shares):
+        sizes.append(left // (shares - share))
+        left -= sizes[-1]
+    piles: list[list] = [[] for _ in range(shares)]
+    loads = [0.0] * shares
+    for item in slow + quick:
+        open_piles = [p for p in range(shares) if len(piles[p]) < sizes[p]]
+        pile = min(open_piles, key=lambda p: loads[p])
+        piles[pile].append(item)
+        loads[pile] += weight(item)
+    return [item for pile in piles for item in pile]
+
+
+_measured: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    if os.environ.get("GAMEGYM_STORE_DURATIONS"):
+        _measured[report.nodeid] = _measured.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if (
+        os.environ.get("GAMEGYM_STORE_DURATIONS")
+        and not hasattr(session.config, "workerinput")  # the controller, which hears every test
+        and exitstatus == 0
+        and _measured
+    ):
+        long = {k: round(v, 1) for k, v in _measured.items() if v >= STORED_FROM}
+        ordered = dict(sorted(long.items(), key=lambda kv: (-kv[1], kv[0])))
+        DURATIONS.write_text(json.dumps(ordered, indent=1) + "\n")
 
 
 @pytest.fixture

@@ -1,0 +1,38 @@
+"""The order the suite's workers take the tests in (`conftest.dealt`)."""
+
+import pytest
+from conftest import dealt
+
+
+class Item:
+    def __init__(self, nodeid: str, slow: bool):
+        self.nodeid = nodeid
+        self.slow = slow
+
+    def get_closest_marker(self, name):
+        return object() if name == "slow" and self.slow else None
+
+
+def test_the_long_tests_start_the_shares_and_each_share_has_worksteals_size():
+    weights = {"a": 60.0, "b": 30.0, "c": 24.0, "d": 21.0, "e": 20.0, "q1": 6.0}
+    items = [Item(n, slow=True) for n in "edcba"] + [Item("x", slow=True)]
+    items += [Item(f"q{i}", slow=False) for i in range(1, 11)]
+    order = dealt(items, weights, 3)
+    assert sorted(i.nodeid for i in order) == sorted(i.nodeid for i in items)
+    # worksteal cuts 16 items into 5, 5, 6: the first item of each share is a long test
+    shares = [order[:5], order[5:10], order[10:]]
+    assert [s[0].nodeid for s in shares] == ["a", "b", "c"]
+    # the rest go where the least work is: d and e join the shares of c and b, the unknown
+    # slow test (5 s) the share of c; a's share gets nothing long beside it
+    loads = [sum(weights.get(i.nodeid, 5.0 if i.slow else 0.05) for i in s) for s in shares]
+    assert max(loads) == pytest.approx(60.0 + 4 * 0.05)
+    assert all(not i.slow for i in shares[0][1:])
+    # within a share, slow tests come before quick ones, longest first
+    for share in shares:
+        kinds = [i.slow for i in share]
+        assert kinds == sorted(kinds, reverse=True)
+
+
+def test_one_worker_runs_the_slow_tests_first_longest_first():
+    items = [Item("q", slow=False), Item("s1", slow=True), Item("s2", slow=True)]
+    assert [i.nodeid for i in dealt(items, {"s1": 2.0, "s2": 9.0}, 1)] == ["s2", "s1", "q"]
