@@ -436,6 +436,36 @@ def test_a_selfplayer_that_stops_answering_is_named_killed_and_restarted_within_
     assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (too many restarts: ")
 
 
+def test_an_actor_ray_has_not_placed_yet_waits_and_is_not_called_hung(
+    fake_ray, tmp_path, capsys, monkeypatch
+):
+    from gamegym.runtime.heartbeat import STARTUP_GRACE
+
+    states = {}  # actor -> Ray's state of it; ALIVE unless a test says otherwise
+    monkeypatch.setattr(
+        "gamegym.runtime.ray.backend.actor_state", lambda actor: states.get(actor, "ALIVE")
+    )
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    grace = STARTUP_GRACE * backend.config.heartbeat_timeout
+    [actor] = fake_ray.alive("SelfplayerActor")
+    states[actor] = "PENDING_CREATION"  # the node has no free CPU for it
+    for _ in range(3):  # three graces and more: still waiting for its place, not hung
+        now[0] += grace + 1
+        assert poll_answered(backend, fake_ray) == "" and not actor.killed
+    out = capsys.readouterr().out
+    assert out.count("selfplayer0 on node head00@10.0.0.1 waits for Ray to place it") == 1
+    assert "not responding" not in out
+    states[actor] = "ALIVE"  # placed; its grace runs from the last time it was seen waiting
+    now[0] += grace - 1
+    assert poll_answered(backend, fake_ray) == "" and not actor.killed
+    now[0] += 2  # and then silent past its grace: hung, as any other
+    assert poll_answered(backend, fake_ray) == "" and actor.killed
+    assert "selfplayer0 on node head00@10.0.0.1 is not responding" in capsys.readouterr().out
+
+
 def test_a_predictor_that_stops_answering_comes_back_with_its_selfplayers(
     fake_ray, tmp_path, capsys
 ):

@@ -15,7 +15,8 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
   games), which the gym writes into samples/<iteration>/ atomically, as a Selfplayer process
   would.  The object store holds a file only on its way; never the replay buffer.
 - Faults: an actor that stops answering for `heartbeat_timeout` (stopped, hung) is named and
-  killed (`gamegym.runtime.ray.places`), and counts as dead; a dead actor's slot is restarted
+  killed (`gamegym.runtime.ray.places`), and counts as dead (one Ray has not placed yet is
+  said to wait, not killed); a dead actor's slot is restarted
   on its node (up to `MAX_SELFPLAYER_RESTARTS` within `RESTART_WINDOW_S`, then the gym stops
   with an error); a node that leaves takes its actors and their games in flight with it, and a
   node that joins gets a Predictor and Selfplayers.
@@ -39,8 +40,14 @@ from gamegym.runtime.backends import (
 )
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
-from gamegym.runtime.ray.cluster import RayConnection, import_ray, object_store_use
-from gamegym.runtime.ray.places import ActorLogs, NodeGroup, Slot
+from gamegym.runtime.ray.cluster import (
+    PLACING,
+    RayConnection,
+    actor_state,
+    import_ray,
+    object_store_use,
+)
+from gamegym.runtime.ray.places import ActorLogs, Liveness, NodeGroup, Slot
 from gamegym.runtime.selfplay import SampleWriter
 
 __all__ = ["RayBackend"]
@@ -390,17 +397,31 @@ class RayBackend(SelfplayBackend):
             return
         now = self.clock()
         for group in self.groups.values():
+            what = f"the Predictor on node {group.label}"
             silent = group.liveness.hung(now, deadline) if group.predictor is not None else 0.0
-            if silent:
-                why = self._hung(f"the Predictor on node {group.label}", silent)
-                self._predictor_failed(group, why)
+            if silent and not self._placing(group.predictor, group.liveness, what, now):
+                self._predictor_failed(group, self._hung(what, silent))
                 continue
             for slot in group.slots:
+                what = f"{slot.name} on node {group.label}"
                 silent = slot.liveness.hung(now, deadline) if slot.actor is not None else 0.0
-                if silent:
-                    self._actor_died(
-                        group, slot, self._hung(f"{slot.name} on node {group.label}", silent)
-                    )
+                if silent and not self._placing(slot.actor, slot.liveness, what, now):
+                    self._actor_died(group, slot, self._hung(what, silent))
+
+    def _placing(self, actor, liveness: Liveness, what: str, now: float) -> bool:
+        """True when a silent actor that never answered has not been placed by Ray yet (its
+        node has had no room for it): it is not hung, and its grace starts again from `now`.
+        Said once per actor, on the console and in the log."""
+        if liveness.started or actor_state(actor) not in PLACING:
+            return False
+        if liveness.placing(now):
+            message = (
+                f"{what} waits for Ray to place it (the node has no room for it yet: "
+                "`ray status` shows what it holds)"
+            )
+            log.warning(message)
+            print(f"[gamegym] {message}", flush=True)
+        return True
 
     def _hung(self, what: str, silent: float) -> str:
         """Say that an actor is killed for its silence; returns why it died."""

@@ -29,7 +29,14 @@ import psutil
 
 from gamegym.config import ConfigError
 
-__all__ = ["import_ray", "RayConnection", "object_store_use", "RAY_MISSING"]
+__all__ = [
+    "import_ray",
+    "RayConnection",
+    "object_store_use",
+    "actor_state",
+    "RAY_MISSING",
+    "PLACING",
+]
 
 log = logging.getLogger("gamegym.runtime.ray.cluster")
 
@@ -130,6 +137,23 @@ def object_store_use() -> dict | None:
         }
     except Exception as error:  # a private API: its absence costs the figure only
         log.debug("object store figures: %s", error)
+        return None
+
+
+# the states of an actor Ray has not started yet: no node has had room for it so far
+PLACING = frozenset({"DEPENDENCIES_UNREADY", "PENDING_CREATION"})
+
+
+def actor_state(actor) -> str | None:
+    """Ray's state of an actor ("PENDING_CREATION", "ALIVE", "DEAD", ...), asked of the GCS's
+    actor table (no dashboard needed); None when unknown."""
+    try:
+        from ray._private.state import actors
+
+        state = actors(actor_id=actor._actor_id.hex()).get("State")
+        return str(state) if state else None
+    except Exception as error:  # a private API: its absence costs the distinction only
+        log.debug("actor state: %s", error)
         return None
 
 

@@ -7,8 +7,10 @@ returns within `TAKE_WAIT_S`, a Predictor's is made every `PREDICTOR_POLL_S`); e
 actor's heartbeat.  An actor that has left a call unanswered for `heartbeat_timeout` seconds (a
 SIGSTOP, a hang that holds the interpreter, a node that stopped answering) is named on the
 console and in the log and killed, and then restarted as a dead one is, within the same restart
-budget.  An actor that has not answered yet (Ray is placing it, it imports its modules) gets
-`STARTUP_GRACE` times as long, as a child process of the gym does (`gamegym.runtime.heartbeat`).
+budget.  An actor that has not answered yet (it imports its modules) gets `STARTUP_GRACE` times
+as long, as a child process of the gym does (`gamegym.runtime.heartbeat`); one that Ray has not
+placed yet (no node has had room for it) is not running, so its wait counts for nothing: its
+grace starts when Ray starts it.
 """
 
 from __future__ import annotations
@@ -33,10 +35,17 @@ class Liveness:
     def __init__(self) -> None:
         self.asked: float | None = None  # when the oldest unanswered call was made
         self.started = False  # it answered at least once
+        self.unplaced = False  # found not yet placed by Ray (said once)
 
     def restart(self, now: float) -> None:
         """A new actor in this place, asked something at `now`; it has not answered yet."""
-        self.asked, self.started = now, False
+        self.asked, self.started, self.unplaced = now, False, False
+
+    def placing(self, now: float) -> bool:
+        """Ray has not placed the actor yet (seen at `now`): its grace starts again.  True the
+        first time, when the wait is worth saying."""
+        first, self.unplaced, self.asked = not self.unplaced, True, now
+        return first
 
     def ask(self, now: float) -> None:
         """A call to the actor is made at `now`."""
