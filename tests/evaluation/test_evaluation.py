@@ -168,9 +168,9 @@ def test_learning_benchmark_json_and_plot(tmp_path):
         "learning",
         TICTACTOE,
         "--minutes",
-        "0.2",
-        "--interval",
         "0.1",
+        "--interval",
+        "0.05",
         "--eval-games",
         "2",
         "--eval-searchcount",
@@ -186,7 +186,7 @@ def test_learning_benchmark_json_and_plot(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.2
+    assert figures["game"] == TICTACTOE and figures["minutes"] == 0.1
     assert {"gym", "predictor", "trainer", "selfplayer"} <= set(figures["peak_rss_mib_by_role"])
     assert figures["eval_searchcount"] == 8 and figures["eval_threads"] == 8
     assert figures["selfplay_searchcount"] == 64  # the tic-tac-toe preset's

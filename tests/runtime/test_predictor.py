@@ -336,10 +336,12 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
     assert isinstance(update.evaluator, FastEvaluator)
 
     # the client side: a Reload read on the pipe makes it fetch, then it answers itself
-    service = PipeService(client_end, timeout=5.0)
+    # (generous waits: a loaded machine, e.g. the whole suite on 2 cores, can stall either side
+    # for seconds; they only bound a failure)
+    service = PipeService(client_end, timeout=60.0)
     predictor.load(1)  # sends Reload(1)
     thread = threading.Thread(
-        target=lambda: predictor._receive(wait([predictor_end], 5), [], predictor.live)
+        target=lambda: predictor._receive(wait([predictor_end], 60), [], predictor.live)
     )
     thread.start()
     outputs, iteration = service.submit("evaluate", {"x": x})()

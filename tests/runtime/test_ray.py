@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import gamegym_command
+from conftest import create_session, gamegym_command
 
 from gamegym.data.samples import read_sample_file
 
@@ -42,24 +42,10 @@ ACTORS = ("ray::SelfplayerActor", "ray::PredictorActor")
 
 @pytest.fixture(scope="module")
 def new_session(tmp_path_factory):
-    """One new session for the module (making it imports TensorFlow); each test copies it."""
-    folder = tmp_path_factory.mktemp("ray")
-    config = folder / "small.json"
-    config.write_text(json.dumps(SMALL))
-    done = subprocess.run(
-        gamegym_command(
-            "new",
-            str(folder / "ttt"),
-            "--game",
-            "games.tictactoe:TicTacToe",
-            "--config",
-            str(config),
-        ),
-        capture_output=True,
-        text=True,
+    """One new session for the module, made in this worker; each test copies it."""
+    return create_session(
+        tmp_path_factory.mktemp("ray") / "ttt", "games.tictactoe:TicTacToe", SMALL
     )
-    assert done.returncode == 0, done.stderr
-    return folder / "ttt"
 
 
 @pytest.fixture
@@ -177,50 +163,36 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
     assert json.loads(status.stdout)["backend"]["name"] == "ray"
 
 
-def test_sigterm_stops_a_gym_and_the_ray_it_started(session):
-    gym = start_gym(session, "--ray", "--max-iterations", "50")
-    lines = []
-    try:
-        read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
-        started = psutil.Process(gym.pid).children(recursive=True)
-        assert any("raylet" in " ".join(p.cmdline()) for p in started)
-        gym.send_signal(signal.SIGTERM)
-        assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
-    finally:
-        if gym.poll() is None:
-            gym.kill()
-    _, alive = psutil.wait_procs(started, timeout=10)
-    assert not alive, f"outlived the gym: {[p.cmdline()[:2] for p in alive]}"
-    assert "ray shut down" in (session / "logs" / "gym.log").read_text()
-    assert not (session / "session.lock").exists()
-
-
-def test_a_stopped_selfplayer_actor_is_named_killed_and_restarted(session):
+def test_a_stopped_actor_is_killed_and_restarted_and_sigterm_stops_the_gym_and_its_ray(session):
+    """On a Ray the gym starts itself: a Selfplayer actor stopped by SIGSTOP is named, killed
+    and restarted; then SIGTERM stops the gym, and every process it started (Ray's too) is
+    gone within seconds."""
     config = json.loads((session / "config.json").read_text())
     config["heartbeat_timeout"] = 5.0
     (session / "config.json").write_text(json.dumps(config))
     gym = start_gym(session, "--ray", "--max-iterations", "50")
-    lines = []
+    lines: list[str] = []
     try:
         read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
-        [stopped] = [
-            p
-            for p in psutil.Process(gym.pid).children(recursive=True)
-            if "SelfplayerActor" in " ".join(p.cmdline())
-        ]
+        started = psutil.Process(gym.pid).children(recursive=True)
+        assert any("raylet" in " ".join(p.cmdline()) for p in started)
+        [stopped] = [p for p in started if "SelfplayerActor" in " ".join(p.cmdline())]
         stopped.send_signal(signal.SIGSTOP)  # alive, and answering nothing
         read_until(gym, r"selfplayer0 on node \S+ is not responding \(no answer for \d+ s", lines)
         read_until(gym, r"selfplayer0 on node \S+ died; restarting it", lines)
         read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
         assert psutil.wait_procs([stopped], timeout=30)[0], "the stopped actor was not killed"
-        gym.stdin.write("exit\n")
-        gym.stdin.flush()
+        started += psutil.Process(gym.pid).children(recursive=True)  # and its replacement
+        gym.send_signal(signal.SIGTERM)
         assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
     finally:
         if gym.poll() is None:
             gym.kill()
+    _, alive = psutil.wait_procs(set(started), timeout=10)
+    assert not alive, f"outlived the gym: {[p.cmdline()[:2] for p in alive]}"
     log = (session / "logs" / "gym.log").read_text()
-    assert "stopped or hung); killing it" in log
+    assert "stopped or hung); killing it" in log and "ray shut down" in log
+    assert not (session / "session.lock").exists()
 
 
 def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflow(
@@ -236,6 +208,7 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
     from gamegym.nets.inference import PipeService
     from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
     from gamegym.runtime.ray.actors import ModelFiles, PredictorActor
+    from gamegym.runtime.ray.cluster import PLACING, actor_state
     from games.tictactoe import TicTacToe
 
     session = Session(new_session)
@@ -255,6 +228,11 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
         )
         outputs, iteration = service.submit("evaluate", {"x": x})()
         answer = ray.get(actor.take.remote())
+        placed = actor_state(actor)  # Ray's own word, which the gym's liveness asks for
+        nowhere = ray.remote(PredictorActor).options(resources={"no-such-node": 1})
+        unplaced = nowhere.remote("q", config, key)
+        time.sleep(0.5)
+        waiting = actor_state(unplaced)
         logs = "\n".join(answer["logs"] + ray.get(actor.stop.remote()))
     finally:
         ray.shutdown()
@@ -263,6 +241,7 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
     assert iteration == 0 and set(outputs) == set(expected)
     for name, value in expected.items():
         np.testing.assert_allclose(outputs[name], value, rtol=1e-5, atol=1e-6)
+    assert placed == "ALIVE" and waiting in PLACING
     assert answer["tensorflow"] is False, logs
     assert "loaded model iteration 0" in logs and "(tensorflow)" not in logs, logs
     assert "converted" not in logs, logs  # the fast form came with the model
