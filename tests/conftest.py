@@ -165,6 +165,7 @@ UNKNOWN_SLOW = 5.0  # the guess for a slow test the file does not have yet
 UNKNOWN_QUICK = 0.05
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the shares are of what runs
 def pytest_collection_modifyitems(config, items):
     """The order the workers take the tests in: the long tests dealt out first.
 
