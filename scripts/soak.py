@@ -29,6 +29,7 @@ iterations, cycles, minutes, violations (each invariant's name and its count).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
@@ -57,6 +58,11 @@ CONFIG = {
         "searchthreadcount": 2,
         "searchcount": 16,
         "gamelog_dump_threshold": 4,
+        # each Selfplayer plays at most this many positions with one model (the Trainer waits
+        # for 100 new ones): every process stays busy, and a soak of hours keeps its folder to
+        # about a gigabyte (unthrottled, tic-tac-toe self-play writes some 20,000 games a
+        # minute here, a file every 4 games)
+        "positions_per_iteration": 200,
     },
     "train": {
         "replay": "curious",
@@ -146,7 +152,7 @@ class Soak:
         if resume:  # the settings the session was made with
             self.config = json.loads(self.session.config_path.read_text())
         self.shape = SampleShape.of(load_game(GAME))
-        self.games: dict[tuple, str] = {}  # (actions, values) -> the file it is in
+        self.games: dict[bytes, str] = {}  # a game's digest -> the file it is in
         self.seen: set[Path] = set()
         self.max_iteration = self.session.current_iteration()
         self.loaded: set[tuple] = set()  # (iteration, mtime, size) of the model files loaded
@@ -298,19 +304,22 @@ class Soak:
                     continue
                 # the process that wrote it: "<role>-<pid>" of "<role>-<pid>-<number>-<time>.npz"
                 writer = path.name.rsplit("-", 2)[0]
+                name = path.name
                 for game in range(len(arrays["result"])):
                     rows = arrays["game"] == game
-                    key = (
-                        arrays["action"][rows].tobytes(),
-                        arrays["root_value"][rows].round(6).tobytes(),
-                        arrays["pi"][rows].round(6).tobytes(),
-                    )
+                    # a digest of the game (16 bytes, not the arrays: a soak of hours sees
+                    # millions of games and keeps one key for each)
+                    digest = hashlib.blake2b(digest_size=16)
+                    digest.update(arrays["action"][rows].tobytes())
+                    digest.update(arrays["root_value"][rows].round(6).tobytes())
+                    digest.update(arrays["pi"][rows].round(6).tobytes())
+                    key = digest.digest()
                     # one process draws its noise from one generator, so a game it plays twice
                     # is a coincidence of a network that has collapsed (tic-tac-toe's few games);
                     # the same game from two processes is what a reused seed writes
-                    first = self.games.setdefault(key, path.name)
-                    if first != path.name and first.rsplit("-", 2)[0] != writer:
-                        self.violation("repeated_game", 1, f"{path.name} {first}")
+                    first = self.games.setdefault(key, name)
+                    if first != name and first.rsplit("-", 2)[0] != writer:
+                        self.violation("repeated_game", 1, f"{name} {first}")
 
     def check_replay_state(self) -> None:
         states = sorted(

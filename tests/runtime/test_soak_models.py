@@ -1,15 +1,18 @@
-"""The chaos soak's model check (scripts/soak.py `load_as_runtime`): a published model loads
-with Keras and from its fast-path file, both answering alike; a fast form of another model, a
-cut fast file and a sound archive without weights are each a violation."""
+"""The chaos soak's checks (scripts/soak.py): a published model loads with Keras and from its
+fast-path file, both answering alike (`load_as_runtime`), and a fast form of another model, a
+cut fast file and a sound archive without weights are each a violation; a game two processes
+wrote is a repeat; its settings take changes by section."""
 
 import shutil
 import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gamegym.config import GymConfig
+from gamegym.data.samples import GameRecord, write_sample_file
 from gamegym.data.session import Session
 from gamegym.learners import get_learner
 from gamegym.nets.builders import build_network
@@ -69,3 +72,48 @@ def test_soak_settings_take_changes_by_section_and_refuse_what_names_nothing():
     ]:
         with pytest.raises(SystemExit, match=message):
             soak.settings(bad)
+
+
+def _game(graph, seed: int) -> GameRecord:
+    """A whole random game of tic-tac-toe as a Selfplayer records it."""
+    rng = np.random.default_rng(seed)
+    record, vertex = GameRecord(), graph.roots[0]
+    while not graph.terminal_at(vertex):
+        actions = graph.actions_at(vertex)
+        pi = np.zeros(graph.action_space_size, np.float32)
+        pi[list(actions)] = rng.dirichlet(np.ones(len(actions)))
+        index = int(rng.integers(len(actions)))
+        record.x.append(graph.numpify(vertex))
+        record.pi.append(pi)
+        record.action.append(actions[index])
+        record.root_value.append(float(rng.uniform(-1, 1)))
+        record.legal.append(graph.legal_mask(vertex))
+        vertex = graph.children_at(vertex)[index]
+    record.result = 0.0
+    return record
+
+
+def test_a_game_two_processes_wrote_is_a_repeat_and_one_processs_own_twin_is_not(tmp_path):
+    """The soak's repeated-game check (a replayed seed) on sample files named as the runtime
+    names them, `<role>-<pid>-<number>-<time>.npz`."""
+    graph = soak.load_game(soak.GAME)
+    session = Session(tmp_path / "s")
+    session.create(GymConfig(game=soak.GAME))
+    checker = soak.Soak.__new__(soak.Soak)  # its checks only, on this folder
+    checker.session, checker.shape = session, soak.SampleShape.of(graph)
+    checker.games, checker.seen = {}, set()
+    checker.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
+    folder = session.samples_dir / "0"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_sample_file(folder / "selfplayer0-100-0-1.npz", [_game(graph, 0), _game(graph, 1)])
+    write_sample_file(folder / "selfplayer0-100-1-2.npz", [_game(graph, 0)])  # its own twin
+    checker.check_samples()
+    assert checker.totals["violations"]["repeated_game"] == 0
+    assert len(checker.games) == 2  # one key per distinct game
+    write_sample_file(folder / "selfplayer1-200-0-3.npz", [_game(graph, 1), _game(graph, 2)])
+    checker.check_samples()
+    assert checker.totals["violations"]["repeated_game"] == 1  # game 1, from another process
+    assert checker.totals["violations"]["sample_file_lost"] == 0
+    (folder / "selfplayer0-100-1-2.npz").unlink()
+    checker.check_samples()
+    assert checker.totals["violations"]["sample_file_lost"] == 1
