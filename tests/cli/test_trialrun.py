@@ -21,7 +21,7 @@ def test_trial_run_trains_and_ends_with_a_verdict(tmp_path):
             "--session",
             str(session),
             "--minutes",
-            "0.1",  # a short run: the verdict line is the point (iteration 0 or later)
+            "0.05",  # a short run: the verdict line is the point (iteration 0 or later)
         ],
         capture_output=True,
         text=True,
