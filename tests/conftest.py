@@ -235,6 +235,36 @@ def pytest_sessionfinish(session, exitstatus):
         DURATIONS.write_text(json.dumps(ordered, indent=1) + "\n")
 
 
+@pytest.fixture(autouse=True)
+def slow_if_it_starts_processes(request, monkeypatch):
+    """The marker convention, enforced: a test not marked `slow` that starts a process (a
+    multiprocessing child, or a `python` or `gamegym` command) fails and says so, so the quick
+    run stays quick and holds no real process."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+    import multiprocessing.process
+
+    def refuse(what: str):
+        raise AssertionError(
+            f"{request.node.nodeid} starts {what}: mark it @pytest.mark.slow (tests/README.md)"
+        )
+
+    def start(process):
+        refuse(f"a process ({process.name})")
+
+    popen_init = subprocess.Popen.__init__
+
+    def init(popen, args, *more, **options):
+        words = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+        program = Path(os.fsdecode(words[0])).name if words else ""
+        if program.startswith("python") or program == "gamegym" or str(words[0]) == sys.executable:
+            refuse(f"the command {program}")
+        popen_init(popen, args, *more, **options)
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+    monkeypatch.setattr(subprocess.Popen, "__init__", init)
+
+
 @pytest.fixture
 def builds(monkeypatch):
     """What this process builds while a test runs: "game" (a TicTacToe GameGraph) and

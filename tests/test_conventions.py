@@ -1,4 +1,9 @@
-"""The order the suite's workers take the tests in (`conftest.dealt`)."""
+"""The suite's own conventions: the order its workers take the tests in (`conftest.dealt`),
+and the quick run holding no real process (`conftest.slow_if_it_starts_processes`)."""
+
+import multiprocessing
+import subprocess
+import sys
 
 import pytest
 from conftest import dealt
@@ -36,3 +41,12 @@ def test_the_long_tests_start_the_shares_and_each_share_has_worksteals_size():
 def test_one_worker_runs_the_slow_tests_first_longest_first():
     items = [Item("q", slow=False), Item("s1", slow=True), Item("s2", slow=True)]
     assert [i.nodeid for i in dealt(items, {"s1": 2.0, "s2": 9.0}, 1)] == ["s2", "s1", "q"]
+
+
+def test_a_quick_test_that_starts_a_process_is_told_to_mark_itself_slow():
+    with pytest.raises(AssertionError, match=r"starts a process .* mark it @pytest.mark.slow"):
+        multiprocessing.get_context("spawn").Process(target=print).start()
+    with pytest.raises(AssertionError, match=r"starts the command python"):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    # a program that is not Python (a tool some library calls) is let through
+    assert subprocess.run(["true"], check=True).returncode == 0
