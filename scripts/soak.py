@@ -23,7 +23,8 @@ running; every sample file seen before is still there and valid.
 makes its session (a resumed soak keeps the session's).  Counts are kept in <folder>/soak.json;
 `--resume` adds to them (a long soak is made of runs of
 a few hours).  It prints one JSON object: faults, faults_by_kind, resumes, games, samples,
-iterations, cycles, minutes, violations (each invariant's name and its count).
+iterations, cycles, minutes, violations (each invariant's name and its count), and run_log
+(one line per run: its start, seed, minutes, cycles, faults and violations).
 """
 
 from __future__ import annotations
@@ -149,6 +150,18 @@ class Soak:
             self._new_session()
         self.totals["runs"] += 1
         self.rng = np.random.default_rng([seed, self.totals["runs"]])
+        # one line per run: when it started and what it added (kept up to date every cycle, so
+        # a run stopped from outside keeps its line)
+        self.run_start = {k: self.totals[k] for k in ("faults", "cycles", "minutes")}
+        self.run_start["violations"] = sum(self.totals["violations"].values())
+        self.totals.setdefault("run_log", []).append(
+            {
+                "run": self.totals["runs"],
+                "seed": seed,
+                "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            }
+        )
+        self.log_run()
         if resume:  # the settings the session was made with
             self.config = json.loads(self.session.config_path.read_text())
         self.shape = SampleShape.of(load_game(GAME))
@@ -360,7 +373,16 @@ class Soak:
             "iterations": max(0, self.session.current_iteration()),
         }
 
+    def log_run(self) -> None:
+        """This run's line of the run log: what it added to the totals so far."""
+        line = self.totals["run_log"][-1]
+        for key in ("faults", "cycles"):
+            line[key] = self.totals[key] - self.run_start[key]
+        line["minutes"] = round(self.totals["minutes"] - self.run_start["minutes"], 3)
+        line["violations"] = sum(self.totals["violations"].values()) - self.run_start["violations"]
+
     def save(self) -> None:
+        self.log_run()
         atomic_write_json(self.record_path, self.totals)
 
 

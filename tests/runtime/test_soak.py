@@ -52,6 +52,11 @@ def test_a_short_soak_injects_faults_and_finds_no_violation(tmp_path):
     assert done.returncode == 0 and not any(second["violations"].values()), done.stderr
     assert second["cycles"] > first["cycles"] and second["faults"] > first["faults"]
     assert second["runs"] == 2 and second["games"] >= first["games"]
+    runs = second["run_log"]  # one line per run, adding up to the totals
+    assert [line["run"] for line in runs] == [1, 2] and runs[0] == first["run_log"][0]
+    for key in ("faults", "cycles"):
+        assert sum(line[key] for line in runs) == second[key]
+    assert all(line["violations"] == 0 and line["seed"] == 0 for line in runs)
     assert second["faults_by_kind"]["disk_full"] == 1
     config = json.loads((tmp_path / "soak" / "session" / "config.json").read_text())
     assert config["selfplay"]["positions_per_iteration"] == 100
