@@ -97,7 +97,8 @@ def measure(
     """One curve point for the newest iteration: a match of `games` games against each
     opponent and, with a solver, the optimal-move rate over half as many self-play games.
     `config`: the session's (None: read from its folder).
-    The first opponent's figures are also the point's own `wins`, `draws`, `losses`, `score`."""
+    Each opponent's figures include `by_side` (the results with the model moving first, and
+    second); the first opponent's are also the point's own `wins`, `draws`, `losses`, `score`."""
     bars = bars or ProgressBars(enabled=False)
     started = time.monotonic()
     iteration = session.current_iteration()
@@ -122,7 +123,9 @@ def measure(
         )
         bars.remove(bar)
         point["by_opponent"][spec] = {
-            k: v for k, v in result.to_dict().items() if k in ("wins", "draws", "losses", "score")
+            k: v
+            for k, v in result.to_dict().items()
+            if k in ("wins", "draws", "losses", "score", "by_side")
         }
     point.update(point["by_opponent"][opponents[0]])
     if solver is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -116,15 +116,23 @@ def describe_move(graph: GameGraph, vertex, action: int, child=None) -> str:
         return f"action {action}"
 
 
+def _tally() -> dict[str, int]:
+    return {"wins": 0, "draws": 0, "losses": 0}
+
+
 @dataclass
 class MatchResult:
-    """Results from the first-named player's view."""
+    """Results from the first-named player's view; `by_side` splits them by the side it
+    played ("first": it made the game's first move, "second")."""
 
     player: str
     opponent: str
     wins: int = 0
     draws: int = 0
     losses: int = 0
+    by_side: dict[str, dict[str, int]] = field(
+        default_factory=lambda: {"first": _tally(), "second": _tally()}
+    )
 
     @property
     def games(self) -> int:
@@ -133,6 +141,19 @@ class MatchResult:
     @property
     def score(self) -> float:
         return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+    def add(self, score: float, first: bool) -> None:
+        """Count one game: its final score from the player's view, and whether it moved first."""
+        outcome = "wins" if score > 0 else "losses" if score < 0 else "draws"
+        setattr(self, outcome, getattr(self, outcome) + 1)
+        self.by_side["first" if first else "second"][outcome] += 1
+
+    def sides_text(self) -> str:
+        """ "as first 38-0-2, as second 30-2-8 (wins-draws-losses)"."""
+        parts = [
+            f"as {side} {t['wins']}-{t['draws']}-{t['losses']}" for side, t in self.by_side.items()
+        ]
+        return ", ".join(parts) + " (wins-draws-losses)"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "games": self.games, "score": round(self.score, 4)}
@@ -171,12 +192,7 @@ def run_match(
             score = play_match(graph, player, opponent, rng, max_moves)
         else:
             score = -play_match(graph, opponent, player, rng, max_moves)
-        if score > 0:
-            result.wins += 1
-        elif score < 0:
-            result.losses += 1
-        else:
-            result.draws += 1
+        result.add(score, first=game % 2 == 0)
         if after_game is not None:
             after_game(result)
     return result

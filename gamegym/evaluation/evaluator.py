@@ -196,7 +196,8 @@ def cmd_evaluate(args) -> int:
     else:
         print(
             f"{result.player} vs {result.opponent}: {result.wins} wins, {result.draws} draws, "
-            f"{result.losses} losses in {result.games} games (score {result.score:.2f})"
+            f"{result.losses} losses in {result.games} games (score {result.score:.2f}; "
+            f"{result.sides_text()})"
         )
     return 0
 

@@ -136,6 +136,8 @@ def test_ratings_anchor_random_at_zero_and_order_the_players():
 
 
 def test_mcts_player_from_a_session_plays_well_enough_and_names_missing_iterations(tmp_path):
+    import tensorflow  # noqa: F401 - the first model is made here, not in a child process
+
     graph = TicTacToe()
     gym = GameGym(tmp_path / "s", graph=graph)
     player = model_player(gym.session, graph, 0, searchcount=200)
@@ -149,3 +151,16 @@ def test_mcts_player_from_a_session_plays_well_enough_and_names_missing_iteratio
     assert result.games == 2
     with pytest.raises(ValueError, match=r"has no model iteration 5 \(it has \[0\]\)"):
         model_player(gym.session, graph, 5)
+
+
+def test_results_are_split_by_the_side_the_player_moved_first_or_second():
+    # both take the lowest free cell: the first mover holds 0, 2, 4, 6 and wins on the diagonal
+    graph, rng = TicTacToe(), np.random.default_rng(0)
+    result = run_match(graph, Scripted([]), Scripted([]), 4, rng)
+    assert (result.wins, result.draws, result.losses) == (2, 0, 2)
+    assert result.by_side == {
+        "first": {"wins": 2, "draws": 0, "losses": 0},
+        "second": {"wins": 0, "draws": 0, "losses": 2},
+    }
+    assert result.to_dict()["by_side"] == result.by_side
+    assert result.sides_text() == "as first 2-0-0, as second 0-0-2 (wins-draws-losses)"

@@ -20,7 +20,10 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 
 @pytest.fixture
 def two_iterations(tmp_path):
-    """A tic-tac-toe session with iterations 0 and 1 (the same network published twice)."""
+    """A tic-tac-toe session with iterations 0 and 1 (the same network published twice), made
+    in this process (TensorFlow imported first: its first model is not made in a child)."""
+    import tensorflow  # noqa: F401
+
     config = GymConfig(
         game=TICTACTOE,
         evaluate={
