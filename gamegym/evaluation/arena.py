@@ -149,7 +149,7 @@ class MatchResult:
         self.by_side["first" if first else "second"][outcome] += 1
 
     def sides_text(self) -> str:
-        """ "as first 38-0-2, as second 30-2-8 (wins-draws-losses)"."""
+        """The split by side, e.g. "as first 38-0-2, as second 30-2-8 (wins-draws-losses)"."""
         parts = [
             f"as {side} {t['wins']}-{t['draws']}-{t['losses']}" for side, t in self.by_side.items()
         ]
