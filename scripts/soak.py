@@ -60,9 +60,9 @@ CONFIG = {
         "searchcount": 16,
         "gamelog_dump_threshold": 4,
         # each Selfplayer plays at most this many positions with one model (the Trainer waits
-        # for 100 new ones): every process stays busy, and a soak of hours keeps its folder to
-        # about a gigabyte (unthrottled, tic-tac-toe self-play writes some 20,000 games a
-        # minute here, a file every 4 games)
+        # for 100 new ones): every process stays busy, and an 8-hour soak keeps its folder to
+        # a few gigabytes (about 2,800 games and 5 MB a minute here; unthrottled, tic-tac-toe
+        # self-play wrote some 20,000 games a minute, a file every 4 games)
         "positions_per_iteration": 200,
     },
     "train": {
