@@ -191,23 +191,19 @@ def dealt(items: list, weights: dict[str, float], shares: int) -> list:
     the sizes worksteal cuts (n // k, then the rest // (k - 1), ...), each its slow tests
     longest first and then quick ones, the longest of those first too."""
 
-    def weight(item) -> float:
-        slow = item.get_closest_marker("slow") is not None
-        return weights.get(item.nodeid, UNKNOWN_SLOW if slow else UNKNOWN_QUICK)
+    def slow(item) -> bool:
+        return item.get_closest_marker("slow") is not None
 
-    slow = sorted(
-        (i for i in items if i.get_closest_marker("slow") is not None), key=weight, reverse=True
-    )
-    quick = sorted(
-        (i for i in items if i.get_closest_marker("slow") is None), key=weight, reverse=True
-    )
+    def weight(item) -> float:
+        return weights.get(item.nodeid, UNKNOWN_SLOW if slow(item) else UNKNOWN_QUICK)
+
     sizes, left = [], len(items)
     for share in range(shares):
         sizes.append(left // (shares - share))
         left -= sizes[-1]
     piles: list[list] = [[] for _ in range(shares)]
     loads = [0.0] * shares
-    for item in slow + quick:
+    for item in sorted(items, key=lambda i: (not slow(i), -weight(i))):
         open_piles = [p for p in range(shares) if len(piles[p]) < sizes[p]]
         pile = min(open_piles, key=lambda p: loads[p])
         piles[pile].append(item)
