@@ -70,6 +70,10 @@ class AlphaZeroLearner(Learner):
             learning_rate=float(option(train_config, "learning_rate"))
         )
         self._model = model
+        # the optimizer's slots made here, and one signature for every batch size: each step
+        # function is traced once, not again for the slots or for a short last batch
+        self.optimizer.build(model.trainable_variables)
+        examples = example_signature(tf, model)
 
         def losses(x, pi, z, legal, policy_weight, training):
             logits, value = model(x, training=training)
@@ -77,7 +81,7 @@ class AlphaZeroLearner(Learner):
             policy = tf.nn.softmax_cross_entropy_with_logits(labels=pi, logits=logits)
             return policy * policy_weight, tf.square(z - tf.reshape(value, [-1]))
 
-        @tf.function(reduce_retracing=True)
+        @tf.function(input_signature=[*examples, tf.TensorSpec((), tf.float32)], autograph=False)
         def train_step(x, pi, z, legal, policy_weight, weight):
             with tf.GradientTape() as tape:
                 policy, value = losses(x, pi, z, legal, policy_weight, True)
@@ -89,7 +93,7 @@ class AlphaZeroLearner(Learner):
             policy_mean = tf.math.divide_no_nan(tf.reduce_sum(policy), tf.reduce_sum(policy_weight))
             return per_sample, tf.stack([total, policy_mean, tf.reduce_mean(value), l2])
 
-        @tf.function(reduce_retracing=True)
+        @tf.function(input_signature=examples, autograph=False)
         def eval_step(x, pi, z, legal, policy_weight):
             return losses(x, pi, z, legal, policy_weight, False)
 
@@ -283,6 +287,19 @@ class AlphaZeroLearner(Learner):
         per_sample = np.full(len(batch), np.nan, np.float32)
         per_sample[ids] = self._example_losses(x, targets, np.arange(len(ids)), weight)
         return per_sample
+
+
+def example_signature(tf, model) -> list:
+    """The TensorSpecs of a batch of examples for `model` (any batch size): x, pi, z, legal,
+    policy_weight."""
+    actions = model.outputs[0].shape[-1]
+    return [
+        tf.TensorSpec((None, *model.inputs[0].shape[1:]), tf.float32),
+        tf.TensorSpec((None, actions), tf.float32),
+        tf.TensorSpec((None,), tf.float32),
+        tf.TensorSpec((None, actions), tf.bool),
+        tf.TensorSpec((None,), tf.float32),
+    ]
 
 
 class _Draws:

@@ -117,6 +117,7 @@ class BootstrappedLearner(Learner):
         self._options = (gamma, double)
         heads = int(online.outputs[0].shape[1])
         variables = online.trainable_variables
+        self.optimizer.build(variables)  # its slots made here, not in the traced step
         torso = {id(v) for v in online.get_layer("torso").trainable_variables}
         scales = [1.0 / heads if id(v) in torso else 1.0 for v in variables]
 
@@ -140,7 +141,7 @@ class BootstrappedLearner(Learner):
             masked = tf.reduce_sum(mask * squared, axis=1) / tf.maximum(count, 1.0)
             return tf.where(count > 0, masked, tf.reduce_mean(squared, axis=1))
 
-        @tf.function(reduce_retracing=True)
+        @tf.function(reduce_retracing=True, autograph=False)
         def train_step(x, action, reward, done, next_x, next_legal, mask):
             y = tf.stop_gradient(td_targets(reward, done, next_x, next_legal))
             with tf.GradientTape(persistent=True) as tape:
@@ -154,13 +155,13 @@ class BootstrappedLearner(Learner):
             self.optimizer.apply_gradients(zip(grads, variables))
             return sample_losses(error, mask), tf.stack([td + l2, td, l2])
 
-        @tf.function(reduce_retracing=True)
+        @tf.function(reduce_retracing=True, autograph=False)
         def eval_step(x, action, reward, done, next_x, next_legal, mask):
             error = errors(x, action, td_targets(reward, done, next_x, next_legal), False)
             return sample_losses(error, mask)
 
         self._train_step, self._eval_step = train_step, eval_step
-        self._td_targets = tf.function(td_targets, reduce_retracing=True)
+        self._td_targets = tf.function(td_targets, reduce_retracing=True, autograph=False)
 
     def _ready(self, model, train_config) -> None:
         options = (float(option(train_config, "discount")), bool(option(train_config, "double_q")))

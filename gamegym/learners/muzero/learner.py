@@ -106,6 +106,7 @@ class MuZeroLearner(Learner):
             learning_rate=float(option(train_config, "learning_rate"))
         )
         self._model = model
+        self.optimizer.build(model.trainable_variables)  # slots made here, not in a traced step
         self._steps = make_steps(model, muzero_parts(model), self.optimizer)
 
     def _ready(self, model, train_config) -> None:

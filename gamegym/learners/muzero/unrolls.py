@@ -292,7 +292,7 @@ def make_steps(model, parts, optimizer) -> _Steps:
         ]
         return step_losses, stats
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def train(x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight):
         with tf.GradientTape() as tape:
             step_losses, stats = losses(
@@ -304,14 +304,14 @@ def make_steps(model, parts, optimizer) -> _Steps:
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return step_losses, tf.stack([total, *stats[1:], l2])
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def evaluate(x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight):
         step_losses, stats = losses(
             x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight, False
         )
         return step_losses, tf.stack([*stats, tf.constant(0.0)])
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)
     def start(x, pi, value, value_mask, policy_mask, weight):
         h, _, f = parts
         logits, v = f(h(x, training=False), training=False)
