@@ -22,11 +22,12 @@ This module imports nothing of gamegym, so every layer may use it.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import logging
 import threading
 from collections.abc import Iterator
-from importlib.metadata import entry_points
+from importlib import metadata
 from typing import Any, TypeVar
 
 __all__ = [
@@ -128,8 +129,15 @@ class Registry:
             self._loaded = True  # set first: a provider may ask the registry while loading
             for module in self.providers:
                 importlib.import_module(module)
-            for point in entry_points(group=f"gamegym.{self.kind}s"):
+            for point in _entry_points().select(group=f"gamegym.{self.kind}s"):
                 _load_entry_point(self, point)
+
+
+@functools.cache
+def _entry_points() -> metadata.EntryPoints:
+    """Every installed package's entry points, read once per process (each reading scans the
+    metadata of every installed distribution)."""
+    return metadata.entry_points()
 
 
 def _load_entry_point(registry: Registry, point: Any) -> None:
