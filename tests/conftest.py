@@ -15,8 +15,10 @@ Conventions (tests/README.md says the same at more length):
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +58,33 @@ MUST_BLOCK = (-1, -1, 0, 1, 0, 0, 0, 0, 0)  # the opponent threatens cell 2
 def user_env() -> dict:
     """The environment of a user who never heard of TF_CPP_MIN_LOG_LEVEL."""
     return {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+
+
+# what TensorFlow, CUDA, XLA, oneDNN and absl print at start-up on a machine without a GPU
+NOISE = re.compile(
+    r"tensorflow|absl|cuda|cuInit|cudart|oneDNN|XLA|cpu_feature_guard|"
+    r"^[IWE]\d{4} |StreamExecutor|TF_ENABLE",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def assert_quiet_start(done: subprocess.CompletedProcess, session: Path) -> None:
+    """A gym run (`gamegym resume` in `user_env()`) printed no TensorFlow, CUDA or absl line,
+    and only its Trainer imported TensorFlow: the gym's own process, the Selfplayer and the
+    Predictor on the CPU fast path (it reads the models' fast-path files) did not.  TensorFlow's
+    start-up text is kept, in the Trainer's log, at INFO."""
+    assert done.stderr == "", done.stderr
+    assert not NOISE.search(done.stdout), done.stdout
+    logs = {
+        role: (session / "logs" / f"{role}.log").read_text()
+        for role in ("gym", "selfplayer0", "predictor", "trainer")
+    }
+    for role in ("gym", "selfplayer0", "predictor"):
+        assert f"{role} exiting (TensorFlow not imported)" in logs[role], logs[role][-2000:]
+    assert "trainer exiting (TensorFlow imported)" in logs["trainer"]
+    assert re.search(
+        r"INFO \w+\[\d+\] gamegym\.tensorflow: .*(oneDNN|cuda|TensorFlow)", logs["trainer"]
+    ), logs["trainer"][-2000:]
 
 
 def read_scalars(folder) -> dict:
@@ -288,6 +317,24 @@ def builds(monkeypatch):
     counted(TicTacToe, "__init__", "game")
     counted(GymConfig, "__post_init__", "config")
     return made
+
+
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder NAME, made by `build(path)` once for the whole run of the suite: by the
+    first worker that asks, while the others wait for it (a file lock), instead of once per
+    worker.  The tests that use it only read it, or copy it to change it."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, which every worker's folder is in
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not folder.is_dir():
+            building = root / f"{name}.building"
+            shutil.rmtree(building, ignore_errors=True)  # a worker that failed to build it
+            build(building)
+            building.rename(folder)
+    return folder
 
 
 def create_session(

@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import psutil
 import pytest
-from conftest import gamegym, gamegym_command
+from conftest import built_once, gamegym, gamegym_command
 
 from gamegym.data.replaybuffer import read_state
 from gamegym.data.samples import read_sample_file
@@ -57,12 +57,15 @@ def new_session(folder, config=CURIOUS, name="ttt"):
 def trained(tmp_path_factory):
     """A curious-replay session trained to iteration 2 by `gamegym resume`, made once for the
     tests here: they only read it, or copy it (with its replay state on disk) to change it."""
-    session = new_session(tmp_path_factory.mktemp("curious"))
-    first = gamegym("resume", str(session), "--max-iterations", "2")
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert current(session) == 2 and not (session / "replay" / "0.npz").exists()
-    assert sorted(p.name for p in (session / "replay").iterdir()) == ["1.npz", "2.npz"]
-    return session
+
+    def build(folder):
+        session = new_session(folder)
+        first = gamegym("resume", str(session), "--max-iterations", "2")
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert current(session) == 2 and not (session / "replay" / "0.npz").exists()
+        assert sorted(p.name for p in (session / "replay").iterdir()) == ["1.npz", "2.npz"]
+
+    return built_once(tmp_path_factory, "curious", build) / "ttt"
 
 
 def current(session) -> int:
