@@ -172,16 +172,21 @@ class Soak:
         self.positions = positions(load_game(GAME))
 
     def _new_session(self) -> None:
+        """The session, made here as `gamegym new --game GAME --config folder/config.json`
+        makes it; its first model too, with TensorFlow, which this process imports anyway to
+        load every model the gym publishes."""
+        from gamegym.config import ConfigError, GymConfig
+        from gamegym.nets.tfsetup import configure_tensorflow
+        from gamegym.runtime.gym import GameGym, GymError
+
         self.folder.mkdir(parents=True, exist_ok=True)
         config = self.folder / "config.json"
         config.write_text(json.dumps(self.config))
-        done = subprocess.run(
-            gamegym("new", self.session.path, "--game", GAME, "--config", config),
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode:
-            raise SystemExit(f"cannot make the soak session: {done.stderr}")
+        configure_tensorflow(use_gpu=False, threads=1)  # as `load_as_runtime` does
+        try:
+            GameGym(self.session.path, config=GymConfig.from_dict({**self.config, "game": GAME}))
+        except (ConfigError, GymError, OSError) as error:
+            raise SystemExit(f"cannot make the soak session: {error}") from None
 
     # ----- one cycle ------------------------------------------------------------------------
     def cycle(self) -> None:

@@ -1,49 +1,17 @@
-"""What a user sees on the console, and which processes carry TensorFlow: a quiet start (no
-TensorFlow, CUDA or absl line), one clear line for a real problem, and no TensorFlow in the gym's
-own process, the Selfplayers, the Predictor on the CPU fast path or the status, check and new
-commands."""
+"""What a user sees on the console, and which processes carry TensorFlow: one clear line for a
+real problem, and no TensorFlow in the status, check and new commands (a gym's quiet start, with
+TensorFlow in its Trainer only, is checked on its first resume in tests/runtime/test_gym_e2e.py,
+with `assert_quiet_start`)."""
 
 import json
-import re
 import subprocess
 import sys
 import zipfile
 
 import pytest
-from conftest import TICTACTOE, gamegym, user_env
+from conftest import TICTACTOE, user_env
 
 from gamegym.nets.tfsetup import gpu_problem, load_model
-
-# what TensorFlow, CUDA, XLA, oneDNN and absl print at start-up on a machine without a GPU
-NOISE = re.compile(
-    r"tensorflow|absl|cuda|cuInit|cudart|oneDNN|XLA|cpu_feature_guard|"
-    r"^[IWE]\d{4} |StreamExecutor|TF_ENABLE",
-    re.IGNORECASE | re.MULTILINE,
-)
-
-
-@pytest.mark.slow
-def test_resume_prints_no_tensorflow_noise_and_only_the_trainer_imports_it(new_session):
-    session = new_session()
-    # until an iteration is trained: every role has started and worked (a time limit could
-    # stop the gym before a Selfplayer, slow to start on a loaded machine, got going)
-    done = gamegym("resume", session, "--max-iterations", "1", env=user_env())
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stderr == "", done.stderr
-    assert not NOISE.search(done.stdout), done.stdout
-    logs = {
-        role: (session / "logs" / f"{role}.log").read_text()
-        for role in ("gym", "selfplayer0", "predictor", "trainer")
-    }
-    # the Predictor on the CPU fast path reads the models' fast-path files: no TensorFlow
-    for role in ("gym", "selfplayer0", "predictor"):
-        assert f"{role} exiting (TensorFlow not imported)" in logs[role], logs[role][-2000:]
-    # the start-up text is kept, in the log, at INFO
-    assert "trainer exiting (TensorFlow imported)" in logs["trainer"]
-    assert re.search(
-        r"INFO \w+\[\d+\] gamegym\.tensorflow: .*(oneDNN|cuda|TensorFlow)", logs["trainer"]
-    ), logs["trainer"][-2000:]
-
 
 SHOW_MODULES = """
 import sys

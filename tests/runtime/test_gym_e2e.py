@@ -1,5 +1,5 @@
-"""A dummy run of the real thing: real processes, a temporary session, resume, then resume
-again and stop it with `exit` on the console."""
+"""A dummy run of the real thing: real processes, a temporary session, resume (a quiet console,
+TensorFlow in the Trainer only), then resume again and stop it with `exit` on the console."""
 
 import json
 import re
@@ -11,7 +11,7 @@ import time
 import numpy as np
 import psutil
 import pytest
-from conftest import SMALL, gamegym, read_scalars
+from conftest import SMALL, assert_quiet_start, gamegym, read_scalars, user_env
 
 pytestmark = pytest.mark.slow
 
@@ -22,8 +22,11 @@ def session(new_session):
 
 
 def test_new_resume_files_and_resume_again(session):
-    done = gamegym("resume", str(session), "--max-iterations", "2")
+    # until two iterations are trained: every role has started and worked (a time limit could
+    # stop the gym before a Selfplayer, slow to start on a loaded machine, got going)
+    done = gamegym("resume", str(session), "--max-iterations", "2", env=user_env())
     assert done.returncode == 0, done.stdout + done.stderr
+    assert_quiet_start(done, session)  # a user's console: no TensorFlow noise
     assert "2 new iterations trained" in done.stdout
     current = json.loads((session / "models" / "current.json").read_text())
     assert current["iteration"] >= 2
