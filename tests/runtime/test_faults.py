@@ -22,15 +22,6 @@ CHANGES = {  # two Selfplayers, so one can die while the other plays on
 }
 
 
-# for the tests that need no model trained: a Trainer that never has samples enough waits
-# without loading the model or TensorFlow (seconds of CPU the suite keeps)
-UNTRAINED = {
-    "selfplay": {**CHANGES["selfplay"], "positions_per_iteration": 0},  # no wait for a model
-    "train": {"min_samplecount": 100000, "max_samplecount": 100000},
-    "status_interval": 1.0,
-}
-
-
 @pytest.fixture
 def session(new_session):
     return new_session(changes=CHANGES)
@@ -157,8 +148,7 @@ def assert_window_read_in_order(report, files_before, max_samplecount):
             assert full and name not in sources, f"{name} left out of a window not full"
 
 
-def test_dead_selfplayer_is_restarted_and_dead_predictor_stops_the_gym(new_session):
-    session = new_session(changes=UNTRAINED)
+def test_dead_selfplayer_is_restarted_and_dead_predictor_stops_the_gym(session):
     gym = start_gym(session)
     try:
         wait_for_line(gym, playing)
@@ -318,7 +308,7 @@ def test_resumes_write_no_game_twice_a_second_gym_is_refused_and_signals_stop_cl
 
 @pytest.mark.parametrize("role", ["trainer", "predictor"])
 def test_a_stopped_trainer_or_predictor_is_named_killed_and_stops_the_gym(new_session, role):
-    session = new_session(changes={**UNTRAINED, "heartbeat_timeout": 4.0})
+    session = new_session(changes={**CHANGES, "heartbeat_timeout": 4.0})
     gym = start_gym(session)
     try:
         wait_for_line(gym, playing)
