@@ -1,8 +1,8 @@
 """The chaos soak (scripts/soak.py) in small: a real session, faults injected on a seeded
-schedule, every invariant checked after every cycle; then the soak goes on in the same folder
-and adds to its counts.  `--minutes 0` runs one cycle; seed 0 draws, in the first run, a SIGKILL
-of the gym after three faults the gym plays on after, and in the second a full disk (the
-soak CI runs for minutes draws each cycle's fault from every kind)."""
+schedule, every invariant checked after every cycle.  `--minutes 0` runs one cycle; seed 0
+draws a SIGKILL of the gym after three faults the gym plays on after (the soak CI runs for
+minutes draws each cycle's fault from every kind).  How a soak run again on its folder adds to
+its counts is tested in tests/runtime/test_soak_models.py, without processes."""
 
 import json
 import subprocess
@@ -48,15 +48,8 @@ def test_a_short_soak_injects_faults_and_finds_no_violation(tmp_path):
     assert first["faults_by_kind"]["kill_gym"] == 1 and first["faults"] == 4
     assert set(first["faults_by_kind"]) <= {"kill_gym", "kill_selfplayer", "stop_short"}
     assert first["games"] > 0 and first["samples"] > 0
-    done, second = soak(tmp_path / "soak", "--minutes", "0", "--resume")
-    assert done.returncode == 0 and not any(second["violations"].values()), done.stderr
-    assert second["cycles"] > first["cycles"] and second["faults"] > first["faults"]
-    assert second["runs"] == 2 and second["games"] >= first["games"]
-    runs = second["run_log"]  # one line per run, adding up to the totals
-    assert [line["run"] for line in runs] == [1, 2] and runs[0] == first["run_log"][0]
-    for key in ("faults", "cycles"):
-        assert sum(line[key] for line in runs) == second[key]
-    assert all(line["violations"] == 0 and line["seed"] == 0 for line in runs)
-    assert second["faults_by_kind"]["disk_full"] == 1
+    [line] = first["run_log"]  # the run's line of the record
+    assert (line["run"], line["seed"], line["violations"]) == (1, 0, 0)
+    assert (line["faults"], line["cycles"]) == (first["faults"], first["cycles"])
     config = json.loads((tmp_path / "soak" / "session" / "config.json").read_text())
     assert config["selfplay"]["positions_per_iteration"] == 100

@@ -1,8 +1,10 @@
 """The chaos soak's checks (scripts/soak.py): a published model loads with Keras and from its
 fast-path file, both answering alike (`load_as_runtime`), and a fast form of another model, a
 cut fast file and a sound archive without weights are each a violation; a game two processes
-wrote is a repeat; its settings take changes by section."""
+wrote is a repeat; its settings take changes by section; a soak run again on its folder
+(`--resume`) adds to its record, a line per run (its cycles stubbed: no processes here)."""
 
+import json
 import shutil
 import sys
 import zipfile
@@ -117,3 +119,40 @@ def test_a_game_two_processes_wrote_is_a_repeat_and_one_processs_own_twin_is_not
     (folder / "selfplayer0-100-1-2.npz").unlink()
     checker.check_samples()
     assert checker.totals["violations"]["sample_file_lost"] == 1
+
+
+def test_a_soak_run_again_on_its_folder_adds_to_its_record(tmp_path, monkeypatch, capsys):
+    kinds = iter(["stop_short", "kill_trainer", "disk_full"])
+
+    def cycle(self):  # what a cycle records, without the gym
+        self.count_fault(next(kinds))
+        self.totals["resumes"] += 1
+        self.totals["cycles"] += 1
+
+    monkeypatch.setattr(soak.Soak, "cycle", cycle)
+    folder = str(tmp_path / "soak")
+
+    def run(*args) -> dict:
+        assert soak.main(["--minutes", "0", "--json", "--folder", folder, *args]) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    first = run("--seed", "3", "--set", '{"selfplay": {"positions_per_iteration": 100}}')
+    assert (first["runs"], first["cycles"], first["faults"]) == (1, 1, 1)
+    with pytest.raises(SystemExit, match="exists: add --resume"):
+        soak.main(["--minutes", "0", "--folder", folder])
+    with pytest.raises(SystemExit, match="a resumed soak keeps its session's settings"):
+        soak.main(["--minutes", "0", "--folder", folder, "--resume", "--set", '{"train": {}}'])
+    second = run("--seed", "4", "--resume")
+    third = run("--seed", "4", "--resume")
+    assert (third["runs"], third["cycles"], third["faults"], third["resumes"]) == (3, 3, 3, 3)
+    assert third["faults_by_kind"] == {"stop_short": 1, "kill_trainer": 1, "disk_full": 1}
+    assert third["seed"] == 3  # the soak's first seed; each run's is in its line
+    lines = third["run_log"]
+    assert [(line["run"], line["seed"]) for line in lines] == [(1, 3), (2, 4), (3, 4)]
+    assert lines[:2] == second["run_log"] and lines[0] == first["run_log"][0]
+    for key in ("faults", "cycles"):
+        assert [line[key] for line in lines] == [1, 1, 1]
+    assert sum(line["minutes"] for line in lines) == pytest.approx(third["minutes"], abs=0.01)
+    assert all(line["violations"] == 0 for line in lines)
+    config = json.loads((tmp_path / "soak" / "session" / "config.json").read_text())
+    assert config["selfplay"]["positions_per_iteration"] == 100  # the first run's settings
