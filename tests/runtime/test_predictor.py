@@ -235,7 +235,7 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
     assert process.exitcode == 0
 
 
-RELOADS, WARM_UP = 24, 8
+RELOADS, WARM_UP = 16, 6
 
 
 @pytest.mark.slow
