@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import gamegym
+from conftest import create_session, gamegym
 
 from gamegym.data.samples import read_sample_file, sample_files
 
@@ -137,7 +137,7 @@ def test_script_without_a_main_guard_is_told_so_and_stops(tmp_path):
     assert "the process making the first model of " in done.stderr
     assert not session.exists()  # no half-made session
 
-    assert gamegym("new", str(session), "--game", "games.tictactoe:TicTacToe").returncode == 0
+    create_session(session, "games.tictactoe:TicTacToe", {})  # as `gamegym new` makes it
     done = run_script()
     assert done.returncode == 1, done.stderr[-2000:]
     assert fix in done.stderr

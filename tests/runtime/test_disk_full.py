@@ -67,11 +67,13 @@ def test_new_on_a_full_disk_names_it_and_leaves_no_folder(small_disk):
 
 
 def test_new_under_a_file_size_limit_names_it_and_leaves_no_folder(tmp_path):
-    def limit():  # any file past 16 KiB: the kernel refuses the write (EFBIG)
+    # any file past 1 KiB: the kernel refuses the write (EFBIG) of the session's config, the
+    # first file `new` writes (a full disk while the first model is written is the test above)
+    def limit():
         import signal
 
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
 
     done = gamegym("new", str(tmp_path / "s"), "--game", TICTACTOE, preexec_fn=limit)
     assert done.returncode == 2
