@@ -64,21 +64,12 @@ def test_evaluate_command(two_iterations, capsys):
     record = json.loads(done.stdout)
     assert record["player"] == "iteration:1" and record["opponent"] == "solver"
     assert record["wins"] == 0 and record["draws"] + record["losses"] == 4  # nobody beats it
-    done = gamegym(
-        "evaluate",
-        path,
-        "--iteration",
-        "0",
-        "--against",
-        "iteration:1",
-        "--games",
-        "2",
-        "--searchcount",
-        "8",
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("iteration:0 vs iteration:1: ") and "in 2 games" in done.stdout
-    # the refusals: the same command line, in this process (no start-up of its own)
+    # an older iteration against a newer, and the refusals: the same command line, in this
+    # process (no start-up of its own)
+    args = ["--iteration", "0", "--against", "iteration:1", "--games", "2", "--searchcount", "8"]
+    assert main(["evaluate", path, *args]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("iteration:0 vs iteration:1: ") and "in 2 games" in out
     for against, message in [
         ("iteration:7", "has no model iteration 7"),
         ("minimax:2", "unknown player 'minimax:2'"),
