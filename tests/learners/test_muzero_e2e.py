@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from conftest import create_session, gamegym
 
+from gamegym.cli.main import main
+
 pytestmark = pytest.mark.slow
 
 TICTACTOE = "games.tictactoe:TicTacToe"
@@ -33,7 +35,7 @@ SMALL = {
 }
 
 
-def test_new_resume_evaluate_and_resume_again(tmp_path):
+def test_new_resume_evaluate_and_resume_again(tmp_path, capsys):
     session = create_session(tmp_path / "mz", TICTACTOE, SMALL)  # as `gamegym new` makes it
     assert json.loads((session / "config.json").read_text())["train"]["learner"] == "muzero"
 
@@ -59,19 +61,10 @@ def test_new_resume_evaluate_and_resume_again(tmp_path):
     ratings = json.loads((session / "evaluation" / "ratings.json").read_text())
     assert ratings["random"] == 0 and any(name.startswith("iteration:") for name in ratings)
 
-    done = gamegym(
-        "evaluate",
-        str(session),
-        "--against",
-        "random",
-        "--games",
-        "2",
-        "--searchcount",
-        "8",
-        "--json",
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # the evaluate command, in this process (its start-up is tested elsewhere)
+    args = ["--against", "random", "--games", "2", "--searchcount", "8", "--json"]
+    assert main(["evaluate", str(session), *args]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["wins"] + result["draws"] + result["losses"] == 2
 
     again = gamegym("resume", str(session), "--max-iterations", "1")
