@@ -161,26 +161,9 @@ def test_openspiel_mcts_takes_a_win_and_our_players_hold_it_to_draws():
 
 @pytest.mark.slow
 def test_new_and_resume_a_session_on_an_openspiel_game(tmp_path):
-    from conftest import create_session
+    from conftest import SMALL, create_session, merged
 
-    settings = {
-        "network": {"kind": "dense", "width": 16, "blocks": 1},
-        "selfplay": {
-            "selfplayprocesses": 1,
-            "searchthreadcount": 4,
-            "searchcount": 16,
-            "gamelog_dump_threshold": 5,
-            "positions_per_iteration": 100,
-        },
-        "train": {
-            "min_samplecount": 60,
-            "min_new_samples": 60,
-            "max_samplecount": 200,
-            "epochs": 1,
-            "batchsize": 32,
-        },
-        "status_interval": 0,
-    }
+    settings = merged(SMALL, {"train": {"max_samplecount": 200}, "status_interval": 0})
     # as `gamegym new ost --game SPEC --game-args '{"name": "tic_tac_toe"}' --config FILE`
     session = create_session(tmp_path / "ost", SPEC, settings, {"name": "tic_tac_toe"})
 
