@@ -3,6 +3,12 @@ network on the fast path (as a Selfplayer runs it) against the same search with 
 evaluator, both in CPU time, with the network and numpify calls timed apart.
 
     python scripts/selfplay_profile.py games.connectfour:ConnectFour '{"rows": 6, "columns": 7}'
+    python scripts/selfplay_profile.py games.connectfour:ConnectFour --precision int8 \
+        --network '{"width": 24}'     # the preset's network changed, in int8
+
+`--precision int8` plays the network's int8 form (calibrated on random-play positions, as a new
+session's first model is; float32 where it has none or it disagrees); `--network` changes fields
+of the preset's network (an untrained network costs what a trained one of its shape does).
 
 The "with model / ceiling" ratio is what the bench's efficiency approaches on a quiet machine
 whose cores the Selfplayers keep busy (the README's "Each bundled game" table).
@@ -15,12 +21,15 @@ import time
 
 import numpy as np
 
-from gamegym.config import GymConfig
+from gamegym.config import PRECISIONS, GymConfig
 from gamegym.game.graph import load_game
+from gamegym.learners import get_learner
 from gamegym.nets.builders import network_for_game
 from gamegym.nets.inference import LocalService, ModelEvaluator, PositionEvaluator
+from gamegym.nets.portable import evaluator_from_bytes
 from gamegym.nets.tfsetup import configure_tensorflow
 from gamegym.presets import preset_for
+from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
 
@@ -50,20 +59,37 @@ def play(graph, cfg, evaluate, seconds):
     return search.searches_done, time.process_time() - start
 
 
+def fast_evaluator(model, graph, precision: str):
+    """The model's fast-path evaluator in `precision`, as a Selfplayer loads it from the
+    model's fast-path file."""
+    if precision == "float32":
+        evaluator = ModelEvaluator(model).portable()
+    else:
+        inputs = int8_inputs(graph, np.random.default_rng(0))
+        data = fast_model_bytes(get_learner("alphazero"), model, precision, inputs)
+        evaluator = None if data is None else evaluator_from_bytes(data, 0, "profile")
+    if evaluator is None:
+        raise SystemExit("this network has no fast path here (is onnxruntime installed?)")
+    return evaluator
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("game")
     parser.add_argument("game_args", nargs="?", default="{}")
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--threads", type=int, default=24, help="concurrent searches")
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32")
+    parser.add_argument(
+        "--network", type=json.loads, default={}, help="changes to the preset's network (JSON)"
+    )
     args = parser.parse_args()
     configure_tensorflow(use_gpu=False, threads=1)
     graph = load_game(args.game, json.loads(args.game_args))
     found = preset_for(args.game, graph.game_args)
-    model = network_for_game(graph, found[1]["network"] if found else None, seed=0)
-    evaluator = ModelEvaluator(model).portable()
-    if evaluator is None:
-        raise SystemExit("this network has no fast path here (is onnxruntime installed?)")
+    network = {**(found[1]["network"] if found else {}), **args.network}
+    model = network_for_game(graph, network or None, seed=0)
+    evaluator = fast_evaluator(model, graph, args.precision)
     cfg = GymConfig(
         game=args.game, game_args=graph.game_args, selfplay={"searchthreadcount": args.threads}
     ).selfplay
@@ -87,7 +113,7 @@ def main() -> int:
     total = cpu / searches * 1e6
     print(
         f"{args.game} {graph.game_args}, {model.name} on {evaluator.path}, "
-        f"{args.threads} concurrent searches"
+        f"{args.threads} concurrent searches, {model.count_params()} parameters"
     )
     print(f"  with model / ceiling   {ceiling * 1e6 / total:.2f}")
     print(
