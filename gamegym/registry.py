@@ -134,9 +134,10 @@ class Registry:
 
 
 @functools.cache
-def _entry_points() -> metadata.EntryPoints:
+def _entry_points() -> Any:
     """Every installed package's entry points, read once per process (each reading scans the
-    metadata of every installed distribution)."""
+    metadata of every installed distribution): an object with `select(group=...)`
+    (SelectableGroups before Python 3.12, EntryPoints from it)."""
     return metadata.entry_points()
 
 

@@ -261,6 +261,16 @@ class ConnectFour(GameGraph):
             return self._grid(vertex).astype(np.float32)
         return self._planes(vertex).T.reshape(self.rows, self.columns, 2).astype(np.float32)
 
+    def numpify_many(self, vertices) -> np.ndarray:
+        """numpify of each vertex, stacked: on a board of at most 64 bits, one shift for the
+        whole batch."""
+        if self._shift_grid is None:
+            return super().numpify_many(vertices)
+        split = self._split
+        both = np.array([(m, m ^ d) for m, d in map(split, vertices)], dtype=np.uint64)
+        both = both.reshape(len(both), 1, 1, 2)
+        return ((both >> self._shift_grid) & np.uint64(1)).astype(np.float32)
+
     def unnumpify(self, array: np.ndarray) -> int:
         planes = np.asarray(array).reshape(self.rows * self.columns, 2).round()
         return self._from_planes(planes[:, 0] == 1, planes[:, 1] == 1)

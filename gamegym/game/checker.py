@@ -14,6 +14,8 @@ gets their game wrong learns it here, not an hour into training.  Kinds (short s
   numpify-type          numpify is not a float32 numpy array
   numpify-shape         numpify's shape differs from the first vertex's
   unnumpify             unnumpify(numpify(v)) != v
+  numpify-many          numpify_many of a game's positions differs from their numpify, stacked
+                        (checked when the game implements numpify_many)
   duplicate-action      two children of a vertex share an action id
   action-out-of-range   an action id is not an int in [0, action_space_size)
   outdegree             more children than outdegree_max
@@ -98,6 +100,7 @@ class GraphChecker:
         self._shape: tuple | None = None
         self._roundtrip = True  # False once unnumpify turned out not to be implemented
         self._swap = True  # False once swap_players turned out not to be implemented
+        self._many = type(graph).numpify_many is not GameGraph.numpify_many
         self._heuristic = bool(getattr(graph, "has_heuristic", False))
         self._board = bool(getattr(graph, "has_board", False))
         self._lost_heuristics: list = []  # (vertex, heuristic) at lost terminal vertices
@@ -138,11 +141,15 @@ class GraphChecker:
         return list(self.violations.values())
 
     def play(self, vertex: Any) -> None:
-        """One random game from `vertex`, checking every vertex on the way."""
+        """One random game from `vertex`, checking every vertex on the way, then numpify_many
+        on the game's positions."""
+        path = []
         try:
             for _ in range(self.max_moves + 1):
                 children = self.check_vertex(vertex)
+                path.append(vertex)
                 if not children:
+                    self._check_numpify_many(path)
                     return
                 vertex = children[int(self.rng.integers(len(children)))]
             self.report(
@@ -150,6 +157,25 @@ class GraphChecker:
             )
         except _Abort:
             return
+
+    def _check_numpify_many(self, path: list) -> None:
+        """A game's positions, as a batch of leaves (shuffled: a batch mixes games and
+        depths), through numpify_many and through numpify one by one."""
+        if not self._many or self._shape is None:
+            return
+        batch = [path[i] for i in self.rng.permutation(len(path))]
+        got = self.call("numpify_many", batch[0], self.graph.numpify_many, batch)
+        want = np.stack([self.graph.numpify(v) for v in batch])
+        if not isinstance(got, np.ndarray) or got.dtype != np.float32 or got.shape != want.shape:
+            self.report(
+                "numpify-many",
+                f"numpify_many gave {type(got).__name__} {getattr(got, 'dtype', '')} "
+                f"{getattr(got, 'shape', '')}, not float32 {want.shape}",
+                batch[0],
+            )
+        elif not np.array_equal(got, want):
+            row = int(np.flatnonzero((got != want).reshape(len(batch), -1).any(axis=1))[0])
+            self.report("numpify-many", "numpify_many differs from numpify", batch[row])
 
     # ----- the checks at one vertex --------------------------------------------------------
     def check_vertex(self, vertex: Any) -> tuple:

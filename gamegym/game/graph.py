@@ -154,6 +154,13 @@ class GameGraph(ABC, Generic[Vertex]):
         """Number of distinct action ids (policy output size).  Default: outdegree_max."""
         return self.outdegree_max
 
+    def numpify_many(self, vertices: Sequence[Vertex]) -> NDArray[np.float32]:
+        """float32 [len(vertices), *numpify's shape]: numpify of each vertex, stacked (a batch
+        of leaves for the network).  Default: numpify vertex by vertex.  Optional: a game whose
+        numpify is a few NumPy operations can do them once for the whole batch (the checker
+        tests that it equals the stacked numpify)."""
+        return np.stack([self.numpify(vertex) for vertex in vertices])
+
     def unnumpify(self, array: NDArray[np.float32]) -> Vertex:
         """Inverse of numpify.  Optional; the checker tests it when implemented."""
         raise NotImplementedError(f"{type(self).__name__} does not implement unnumpify")

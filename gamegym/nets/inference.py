@@ -236,7 +236,7 @@ class PositionEvaluator:
         self.cache_hits += n - len(misses)
         if not misses:
             return lambda: (probs, values)
-        x = np.stack([self.graph.numpify(vertices[i]) for i in misses])
+        x = self.graph.numpify_many([vertices[i] for i in misses])
         answer = self.service.submit("evaluate", {"x": x})
 
         def collect() -> tuple[np.ndarray, np.ndarray]:

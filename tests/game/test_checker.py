@@ -102,6 +102,18 @@ class BadRoundTrip(Nim):
         return (b, a)
 
 
+class ManyMisordered(Nim):
+    """numpify_many gives the rows of a batch in reverse order."""
+
+    def numpify_many(self, vertices):
+        return np.stack([self.numpify(v) for v in vertices][::-1])
+
+
+class ManyWrongDtype(Nim):
+    def numpify_many(self, vertices):
+        return super().numpify_many(vertices).astype(np.float64)
+
+
 class NoUnnumpify(Nim):
     def unnumpify(self, array):
         raise NotImplementedError("no inverse")
@@ -333,6 +345,30 @@ def test_heuristic_messages_and_notes():
     out = io.StringIO()
     assert run_check("games.connectfour:ConnectFour", {}, 3, 0, out) == 0
     assert "heuristic checked" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "graph,message",
+    [
+        (ManyMisordered(), "numpify_many differs from numpify"),
+        (ManyWrongDtype(), "numpify_many gave ndarray float64"),
+    ],
+)
+def test_a_numpify_many_unlike_numpify_is_reported(graph, message):
+    violations = check_graph(graph, games=6, seed=0, max_moves=30)
+    assert [v.kind for v in violations] == ["numpify-many"], violations
+    assert message in violations[0].message
+
+
+@pytest.mark.parametrize("rows,columns", [(6, 7), (9, 9)])
+def test_connect_fours_numpify_many_is_its_numpify_stacked(rows, columns):
+    from games.connectfour import ConnectFour
+
+    graph = ConnectFour(rows=rows, columns=columns)  # 9x9 is past 64 bits: numpify one by one
+    checker = GraphChecker(graph, seed=1)
+    assert checker._many and checker.run(5) == []
+    leaves = [graph.roots[0], *graph.children_at(graph.roots[0])]
+    assert graph.numpify_many(leaves).shape == (len(leaves), rows, columns, 2)
 
 
 def test_missing_unnumpify_is_a_note_not_a_violation():
