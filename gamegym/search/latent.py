@@ -266,7 +266,7 @@ class LatentEvaluator:
         if roots and roots < len(nodes):
             raise ValueError("a batch mixes roots and hidden-state nodes")
         if roots:
-            x = np.stack([self.graph.numpify(node.vertex) for node in nodes])
+            x = self.graph.numpify_many([node.vertex for node in nodes])
             answer = self.service.submit("initial", {"x": x})
 
             def collect_initial() -> tuple:

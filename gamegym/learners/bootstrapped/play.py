@@ -211,7 +211,7 @@ class MeanQEvaluator:
     def submit(self, vertices) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
         graph = self.graph
         legal = np.stack([graph.legal_mask(v) for v in vertices])
-        answer = self.service.submit("q", {"x": np.stack([graph.numpify(v) for v in vertices])})
+        answer = self.service.submit("q", {"x": graph.numpify_many(vertices)})
 
         def collect() -> tuple[np.ndarray, np.ndarray]:
             outputs, _ = answer()
