@@ -245,9 +245,9 @@ class PositionEvaluator:
                 cache.clear()
                 self.iteration = iteration
             got_probs, got_values = outputs["probs"], outputs["values"]
-            for j, i in enumerate(misses):
-                probs[i], values[i] = got_probs[j], got_values[j]
-                if self.cache_size:
+            probs[misses], values[misses] = got_probs, got_values
+            if self.cache_size:
+                for j, i in enumerate(misses):
                     if len(cache) >= self.cache_size:
                         del cache[next(iter(cache))]
                     cache[vertices[i]] = (got_probs[j], float(got_values[j]))
