@@ -264,6 +264,27 @@ class Santorini(GameGraph):
             planes[:, -1] = 1.0
         return planes.reshape(self.dimension, self.dimension, self._channels)
 
+    def numpify_many(self, vertices) -> np.ndarray:
+        """numpify of each vertex, stacked: the levels set for the whole batch at once, the
+        workers gathered first and set in one assignment."""
+        n, size, units = len(vertices), self._size, self.units_per_player
+        planes = np.zeros((n, size, self._channels), dtype=np.float32)
+        heights = np.array([vertex[0] for vertex in vertices], dtype=np.intp).reshape(n, size)
+        planes[np.arange(n)[:, None], np.arange(size), heights] = 1.0
+        rows: list[int] = []
+        cells: list[int] = []
+        channels: list[int] = []
+        for row, (_, mine, theirs) in enumerate(vertices):
+            for first, workers, unplaced in ((5, mine, -2), (5 + units, theirs, -1)):
+                if not workers:
+                    planes[row, :, unplaced] = 1.0
+                for w, cell in enumerate(workers):
+                    rows.append(row)
+                    cells.append(cell)
+                    channels.append(first + w)
+        planes[rows, cells, channels] = 1.0
+        return planes.reshape(n, self.dimension, self.dimension, self._channels)
+
     def unnumpify(self, array: np.ndarray) -> tuple:
         planes = np.asarray(array).reshape(self._size, self._channels)
         units = self.units_per_player
