@@ -335,11 +335,12 @@ class Search:
             if node.solved:
                 best = self._select_among_proven(node, scale)
             else:
-                best, best_score = 0, -1e30
-                for i, (n, w, p) in enumerate(zip(visits, values, priors)):  # floats as Q + U
+                best, best_score, i = 0, -1e30, 0
+                for n, w, p in zip(visits, values, priors):  # floats as Q + U
                     score = (w / n + scale * p / (1 + n)) if n else scale * p
                     if score > best_score:
                         best, best_score = i, score
+                    i += 1
             if vl:
                 visits[best] += vl
                 values[best] -= vl
