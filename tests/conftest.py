@@ -139,6 +139,17 @@ def gamegym(
     )
 
 
+def finish(process: subprocess.Popen) -> None:
+    """Kill `process` if it still runs, reap it, and close its pipes (an unclosed pipe is a
+    ResourceWarning whenever the garbage collector gets to it, in whatever test runs then)."""
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def merged(base: dict, changes: dict) -> dict:
     """`base` with `changes` merged in, section by section."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}

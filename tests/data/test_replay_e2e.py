@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import psutil
 import pytest
-from conftest import built_once, gamegym, gamegym_command
+from conftest import built_once, finish, gamegym, gamegym_command
 
 from gamegym.data.replaybuffer import read_state
 from gamegym.data.samples import read_sample_file
@@ -106,7 +106,7 @@ def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_pa
         for process in processes:  # everything at once
             process.kill()
         psutil.wait_procs(processes, timeout=10)
-        gym.wait()
+        finish(gym)
     killed_at = current(session)
     state = assert_state_matches_the_files(session, killed_at)
     assert state["count"].sum() > 0  # it has trained: counts were saved

@@ -9,7 +9,7 @@ import time
 
 import psutil
 import pytest
-from conftest import gamegym_command
+from conftest import finish, gamegym_command
 
 from gamegym.data.samples import read_sample_file
 
@@ -82,8 +82,7 @@ def test_sigkill_of_the_gym_leaves_no_orphans_and_resume_continues(session):
     wait_for_line(gym, lambda line: trained(line) >= 1, timeout=180)
     children = children_of(gym)
     assert len(children) >= 4
-    gym.kill()
-    gym.wait()
+    finish(gym)
     assert not wait_gone(children, timeout=10), "children outlived the gym by 10 s"
     assert (session / "session.lock").exists()  # stale lock left behind ...
     before = json.loads((session / "models" / "current.json").read_text())["iteration"]
@@ -162,8 +161,7 @@ def test_dead_selfplayer_is_restarted_and_dead_predictor_stops_the_gym(session):
         assert any("predictor died" in line for line in lines)
         assert gym.wait(timeout=60) == 1
     finally:
-        if gym.poll() is None:
-            gym.kill()
+        finish(gym)
     assert not (session / "session.lock").exists()
 
 
@@ -193,8 +191,7 @@ def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
         forced_in = time.monotonic() - started
         output = gym.stdout.read()
     finally:
-        if gym.poll() is None:
-            gym.kill()
+        finish(gym)
     assert "second Ctrl+C: forcing the stop" in output
     assert code == 130
     assert forced_in < 15, f"the forced stop took {forced_in:.1f} s"
@@ -289,10 +286,7 @@ def test_resumes_write_no_game_twice_a_second_gym_is_refused_and_signals_stop_cl
             code = gym.wait(timeout=60)
             output = gym.stdout.read()
         finally:
-            if gym.poll() is None:
-                gym.kill()
-                gym.wait()
-            gym.stdout.close()
+            finish(gym)
         assert code == 0, output
         counts.append(len(games_played(session)))
     assert_sigint_stopped_cleanly(session, output, children)
@@ -319,7 +313,6 @@ def test_a_stopped_trainer_or_predictor_is_named_killed_and_stops_the_gym(new_se
         assert f"{role} stopped responding and was killed" in text
         assert gym.wait(timeout=60) == 1
     finally:
-        if gym.poll() is None:
-            gym.kill()
+        finish(gym)
     assert f"{role} is not responding" in (session / "logs" / "gym.log").read_text()
     assert not (session / "session.lock").exists()

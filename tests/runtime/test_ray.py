@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from conftest import create_session, gamegym_command
+from conftest import create_session, finish, gamegym_command
 
 from gamegym.data.samples import read_sample_file
 
@@ -134,6 +134,7 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
         if gym.poll() is None:
             gym.kill()
     output = "".join(lines) + gym.stdout.read()
+    finish(gym)
     assert "stopping: 'exit' typed" in output
     deadline = time.monotonic() + 15
     while actor_processes() and time.monotonic() < deadline:
@@ -186,8 +187,7 @@ def test_a_stopped_actor_is_killed_and_restarted_and_sigterm_stops_the_gym_and_i
         gym.send_signal(signal.SIGTERM)
         assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
     finally:
-        if gym.poll() is None:
-            gym.kill()
+        finish(gym)
     _, alive = psutil.wait_procs(set(started), timeout=10)
     assert not alive, f"outlived the gym: {[p.cmdline()[:2] for p in alive]}"
     log = (session / "logs" / "gym.log").read_text()
