@@ -169,6 +169,11 @@ class Soak:
         self.seen: set[Path] = set()
         self.max_iteration = self.session.current_iteration()
         self.loaded: set[tuple] = set()  # (iteration, mtime, size) of the model files loaded
+        # every model file present when the record was last saved had been loaded by that
+        # cycle's check: a resumed soak loads only the files written (or rewritten) since
+        self.checked_until = (
+            self.record_path.stat().st_mtime_ns if self.record_path.is_file() else -1
+        )
         self.positions = positions(load_game(GAME))
 
     def _new_session(self) -> None:
@@ -289,7 +294,8 @@ class Soak:
         self.check_replay_state()
 
     def check_models_load(self, unsound: set[int]) -> None:
-        """Load each model file not loaded before (a file a later run rewrote is new)."""
+        """Load each model file not loaded before, by this run or (older than the record's
+        last save) by an earlier one; a file a later run rewrote is new."""
         from gamegym.learners import get_learner
 
         learner = get_learner(self.session.load_config().train.learner)
@@ -300,7 +306,7 @@ class Soak:
             except FileNotFoundError:
                 continue  # pruned
             key = (iteration, stat.st_mtime_ns, stat.st_size)
-            if key in self.loaded or iteration in unsound:
+            if key in self.loaded or iteration in unsound or stat.st_mtime_ns < self.checked_until:
                 continue
             self.loaded.add(key)
             for name, detail in load_as_runtime(learner, path, iteration, self.positions):
