@@ -224,9 +224,12 @@ class ConnectFour(GameGraph):
 
     def _grid(self, vertex: int) -> np.ndarray:
         """uint64 [rows, columns, 2] of 0/1 on a board of at most 64 bits: numpify's layout."""
-        mine, discs = self._split(vertex)
-        both = np.array((mine, mine ^ discs), dtype=np.uint64)
-        return (both >> self._shift_grid) & np.uint64(1)
+        return self._grids((vertex,))[0]
+
+    def _grids(self, vertices) -> np.ndarray:
+        """`_grid` of each vertex, stacked: one shift for the whole batch."""
+        both = np.array([(m, m ^ d) for m, d in map(self._split, vertices)], dtype=np.uint64)
+        return (both.reshape(len(both), 1, 1, 2) >> self._shift_grid) & np.uint64(1)
 
     def board_at(self, vertex: int) -> dict:
         """The grid for the web page: red (piece 0, X) moved first; a move is a click anywhere in
@@ -266,10 +269,7 @@ class ConnectFour(GameGraph):
         whole batch."""
         if self._shift_grid is None:
             return super().numpify_many(vertices)
-        split = self._split
-        both = np.array([(m, m ^ d) for m, d in map(split, vertices)], dtype=np.uint64)
-        both = both.reshape(len(both), 1, 1, 2)
-        return ((both >> self._shift_grid) & np.uint64(1)).astype(np.float32)
+        return self._grids(vertices).astype(np.float32)
 
     def unnumpify(self, array: np.ndarray) -> int:
         planes = np.asarray(array).reshape(self.rows * self.columns, 2).round()
