@@ -79,9 +79,10 @@ def cluster(monkeypatch):
             pass
 
 
-def start_gym(session, *args):
+def start_gym(session, *args, env=None):
     return subprocess.Popen(
         gamegym_command("resume", str(session), *args),
+        env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -167,11 +168,13 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
 def test_a_stopped_actor_is_killed_and_restarted_and_sigterm_stops_the_gym_and_its_ray(session):
     """On a Ray the gym starts itself: a Selfplayer actor stopped by SIGSTOP is named, killed
     and restarted; then SIGTERM stops the gym, and every process it started (Ray's too) is
-    gone within seconds."""
+    gone within seconds. It starts its own Ray even where RAY_ADDRESS (or the last Ray started
+    on this machine, such as another test's cluster) names another."""
     config = json.loads((session / "config.json").read_text())
     config["heartbeat_timeout"] = 5.0
     (session / "config.json").write_text(json.dumps(config))
-    gym = start_gym(session, "--ray", "--max-iterations", "50")
+    elsewhere = {**os.environ, "RAY_ADDRESS": "127.0.0.1:9"}  # nothing answers there
+    gym = start_gym(session, "--ray", "--max-iterations", "50", env=elsewhere)
     lines: list[str] = []
     try:
         read_until(gym, r"ray 1 node, selfplayers 1/1", lines)

@@ -1,8 +1,8 @@
 """Starting or joining Ray for a gym, and leaving it as it was.
 
 - `import_ray`: Ray, or a clear error naming the `[ray]` extra.
-- `RayConnection.open(config, ctx)`: with `selfplay.ray_address` "local", start Ray on this
-  machine (all its CPUs, `ray_object_store_mib` of object store, listening on 127.0.0.1 only,
+- `RayConnection.open(config, ctx)`: with `selfplay.ray_address` "local", start a new Ray on
+  this machine even when another runs there or `RAY_ADDRESS` names one (all its CPUs, `ray_object_store_mib` of object store, listening on 127.0.0.1 only,
   the workers importing what this process imports) and a reaper that kills what it started
   should the gym die; with "auto" or HOST:PORT, join that cluster.  `close()` shuts a Ray the
   gym started down and leaves a joined one running.
@@ -77,6 +77,7 @@ class RayConnection:
                 before = set(_descendants())
                 with _python_path():  # workers import the game and gamegym as this process
                     self.ray.init(
+                        address="local",  # not a cluster RAY_ADDRESS or an earlier Ray names
                         num_cpus=os.cpu_count(),
                         object_store_memory=selfplay_config.ray_object_store_mib * 2**20,
                         **options,
