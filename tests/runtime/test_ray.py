@@ -219,7 +219,9 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
     assert cpu_fast_path(config.predict)
     files = ModelFiles(session.model_path(0).read_bytes(), session.fast_model_path(0).read_bytes())
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=1, include_dashboard=False, object_store_memory=80 * 2**20)
+    ray.init(  # its own Ray, not one another test started on this machine
+        address="local", num_cpus=1, include_dashboard=False, object_store_memory=80 * 2**20
+    )
     try:
         key = os.urandom(32)
         actor = ray.remote(PredictorActor).options(max_concurrency=4).remote("p", config, key)
