@@ -116,12 +116,14 @@ def run_bench(
     repeat: int = 1,
     learner: str = "alphazero",
     precision: str = "float32",
+    batch_sizes: list[int] | None = None,
 ) -> dict:
     """All figures of one bench run (see the module docstring) with a learner preset.
     `precision` is the session's predict.precision (the fast path's int8 model or not).
     `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
-    (network config fields) replaces the preset's network.  With `backend` "both" the two
+    (network config fields) replaces the preset's network; `batch_sizes` are those the network
+    paths are measured at (default 1, 8, 16, 32, 64 and the run's mean batch).  With `backend` "both" the two
     backends run `repeat` times each, in turn, and the ratio is the median of the pairs' (on a
     busy machine a single pair says little)."""
     from gamegym.learners import get_learner
@@ -190,7 +192,7 @@ def run_bench(
         e2e = runs["processes" if backend == "both" else backend]
         used_path = _session_path(config, gym.session)
         network = {}
-        sizes = [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
+        sizes = batch_sizes or [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
         if network_seconds > 0 and not get_learner(trains).compares_network_paths:
             from gamegym.nets.tfsetup import load_model
 
@@ -372,6 +374,8 @@ def cmd_throughput(args) -> int:
         import_ray(local=True)
     learners = _choices("--learner", args.learner, learner_presets(), "learner presets")
     precisions = _choices("--precision", args.precision, PRECISIONS, "precisions")
+    if args.batch_sizes and min(args.batch_sizes) < 1:
+        raise ValueError(f"--batch-sizes {args.batch_sizes}: a batch holds at least 1 position")
     runs = [
         run_bench(
             args.game,
@@ -390,6 +394,7 @@ def cmd_throughput(args) -> int:
             repeat=args.repeat,
             learner=learner,
             precision=precision,
+            batch_sizes=args.batch_sizes,
         )
         for learner in learners
         for precision in precisions
@@ -491,6 +496,15 @@ def add_parser(sub) -> None:
         type=float,
         default=8.0,
         help="time for the network paths side by side (0: skip them)",
+    )
+    p.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="the batch sizes the network paths are measured at "
+        "(default: 1 8 16 32 64 and the run's mean batch)",
     )
     p.add_argument(
         "--backend",

@@ -281,7 +281,7 @@ def test_a_variant_is_a_name_and_a_json_object():
 def test_throughput_runs_each_precision_and_compares_it_with_the_first(monkeypatch, capsys):
     """`--precision float32,int8`: one run per learner and precision, in that order, each with
     its precision in the session config, the ratios labelled by learner and precision; an
-    unknown precision is named before anything runs."""
+    unknown precision and a batch size under 1 are named before anything runs."""
     calls = []
 
     def fake_run_bench(*args, learner="alphazero", precision="float32", **kwargs):
@@ -302,5 +302,8 @@ def test_throughput_runs_each_precision_and_compares_it_with_the_first(monkeypat
     with pytest.raises(
         ValueError, match="--precision 'float16': known precisions are float32, int8"
     ):
+        args.run(args)
+    args = parse_args(["bench", "throughput", "--batch-sizes", "8", "0"])
+    with pytest.raises(ValueError, match=r"--batch-sizes \[8, 0\]: a batch holds at least 1"):
         args.run(args)
     assert len(calls) == 2

@@ -20,9 +20,14 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 
 @pytest.fixture
 def two_iterations(tmp_path):
-    """A tic-tac-toe session with iterations 0 and 1 (the same network published twice), made
-    in this process (TensorFlow imported first: its first model is not made in a child)."""
+    """A tic-tac-toe session with iterations 0 and 1 (the same network published twice, each
+    with its fast-path file, as a Trainer publishes it: the commands that play it need no
+    TensorFlow), made in this process (TensorFlow imported first: its first model is not made
+    in a child)."""
     import tensorflow  # noqa: F401
+
+    from gamegym.learners import get_learner
+    from gamegym.runtime.fastmodels import fast_model_bytes
 
     config = GymConfig(
         game=TICTACTOE,
@@ -33,7 +38,10 @@ def two_iterations(tmp_path):
         },
     )
     gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
-    gym.session.publish_model(load_model(gym.session.model_path(0)), 1)
+    model = load_model(gym.session.model_path(0))
+    fast_form = fast_model_bytes(get_learner("alphazero"), model)
+    assert fast_form is not None
+    gym.session.publish_model(model, 1, fast_form=fast_form)
     return gym
 
 
@@ -155,31 +163,34 @@ def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
 
 
 @pytest.mark.slow
-def test_learning_benchmark_json_and_plot(tmp_path):
+def test_learning_benchmark_json_and_plot(tmp_path, capsys):
+    # in this process: the bench's own start-up is that of every command (tests/cli)
     plot = tmp_path / "curve.png"
-    done = gamegym(
-        "bench",
-        "learning",
-        TICTACTOE,
-        "--minutes",
-        "0.1",
-        "--interval",
-        "0.05",
-        "--eval-games",
-        "2",
-        "--eval-searchcount",
-        "8",
-        "--plot",
-        str(plot),
-        "--opponents",
-        "solver,mcts:20",
-        "--keep",
-        str(tmp_path / "kept"),
-        "--json",
-        timeout=400,
+    code = main(
+        [
+            "bench",
+            "learning",
+            TICTACTOE,
+            "--minutes",
+            "0.1",
+            "--interval",
+            "0.05",
+            "--eval-games",
+            "2",
+            "--eval-searchcount",
+            "8",
+            "--plot",
+            str(plot),
+            "--opponents",
+            "solver,mcts:20",
+            "--keep",
+            str(tmp_path / "kept"),
+            "--json",
+        ]
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    figures = json.loads(out.strip().splitlines()[-1])
     assert figures["game"] == TICTACTOE and figures["minutes"] == 0.1
     assert {"gym", "predictor", "trainer", "selfplayer"} <= set(figures["peak_rss_mib_by_role"])
     assert figures["eval_searchcount"] == 8 and figures["eval_threads"] == 8
@@ -205,27 +216,31 @@ def test_learning_benchmark_json_and_plot(tmp_path):
 
 
 @pytest.mark.slow
-def test_throughput_bench_reports_every_figure_the_targets_need():
-    done = gamegym(
-        "bench",
-        "throughput",
-        "--game",
-        TICTACTOE,
-        "--seconds",
-        "3",
-        "--selfplayers",
-        "1",
-        "--threads",
-        "4",
-        "--searchcount",
-        "16",
-        "--network-seconds",
-        "0.5",
-        "--json",
-        timeout=300,
+def test_throughput_bench_reports_every_figure_the_targets_need(capsys):
+    code = main(
+        [
+            "bench",
+            "throughput",
+            "--game",
+            TICTACTOE,
+            "--seconds",
+            "3",
+            "--selfplayers",
+            "1",
+            "--threads",
+            "4",
+            "--searchcount",
+            "16",
+            "--network-seconds",
+            "0.5",
+            "--batch-sizes",
+            "8",
+            "--json",
+        ]
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    figures = json.loads(done.stdout)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    figures = json.loads(out)
     assert figures["searches_per_s"] > 0 and figures["efficiency"] > 0
     assert figures["cpu_efficiency"] > 0 and figures["ceiling_searches_per_cpu_s"] > 0
     assert set(figures["rss_mb_by_role"]) == {"gym", "predictor", "selfplayer"}  # gym: the bench
@@ -234,4 +249,4 @@ def test_throughput_bench_reports_every_figure_the_targets_need():
     assert figures["network_path"] == "onnx, in the Selfplayers"
     paths = figures["network_evals_per_cpu_s"]
     assert {"tensorflow", "xla", "numpy", "onnx"} <= set(paths)
-    assert all(rate > 0 for per in paths.values() for rate in per.values())
+    assert all(list(per) == ["8"] and per["8"] > 0 for per in paths.values())

@@ -1,6 +1,8 @@
-"""A dummy run of the bootstrapped learner: real processes, `new` then `resume` twice, the sample
-files' masks, the target network carried across the resume, and the model playing in
-`evaluate` (majority vote) and in the Evaluator process."""
+"""A dummy run of the bootstrapped learner: real processes, a new session resumed for two
+iterations, the sample files' masks, the target network's copy period counted across
+iterations, and the model playing in `evaluate` (majority vote) and in the Evaluator process.
+(That the count survives a model file, as a resumed Trainer reads it, is in
+test_bootstrapped.py.)"""
 
 import json
 
@@ -34,7 +36,7 @@ SMALL = {
 }
 
 
-def test_new_resume_twice_then_evaluate(tmp_path, capsys):
+def test_new_resume_then_evaluate(tmp_path, capsys):
     from gamegym.learners.bootstrapped.qnetwork import parts, target_age
     from gamegym.nets.tfsetup import load_model
 
@@ -69,17 +71,10 @@ def test_new_resume_twice_then_evaluate(tmp_path, capsys):
         log = (session / "logs" / f"{role}.log").read_text()
         assert "Traceback" not in log, log
 
-    done = gamegym("resume", str(session), "--max-iterations", "1")
-    assert done.returncode == 0, done.stdout + done.stderr
-    after = json.loads((session / "models" / "current.json").read_text())["iteration"]
-    assert after == first + 1
-    # the resumed Trainer went on counting from the stored age (a fresh count would give 7)
-    assert target_age(load_model(session / "models" / f"{after}.keras")) == 7 * after % 10
-
     # the evaluate command, in this process (its start-up is tested elsewhere)
     assert main(["evaluate", str(session), "--against", "random", "--games", "4", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["games"] == 4 and result["iteration"] == after
+    assert result["games"] == 4 and result["iteration"] == first
     # what the Evaluator process does for an iteration, here in this process
     from gamegym.data.session import Session
     from gamegym.evaluation.evaluator import evaluate_iteration
@@ -88,9 +83,9 @@ def test_new_resume_twice_then_evaluate(tmp_path, capsys):
     stored = Session(session)
     config = stored.load_config()
     ratings = evaluate_iteration(
-        stored, config, load_game(config.game), after, np.random.default_rng(0)
+        stored, config, load_game(config.game), first, np.random.default_rng(0)
     )
-    assert f"iteration:{after}" in ratings and "random" in ratings
+    assert f"iteration:{first}" in ratings and "random" in ratings
 
 
 def test_debug_single_process_waits_for_its_own_trainer(tmp_path):
