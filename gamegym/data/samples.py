@@ -8,7 +8,7 @@ as a compressed ``.npz`` (zip members carry CRC32, so a truncated or flipped fil
   z           float32 [N]                value target from the mover's view: the game result, or
                                          for a truncated game the root value of its last position
   action      int32   [N]                action id played at the position
-  root_value  float32 [N]                search value of the position, mover's view
+  root_value  float32 [N]                search value of the position, mover's view, in [-1, 1]
   legal       bool    [N, A]             legal action ids at the position
   game        int32   [N]                game index within the file (unique per load)
   step        int32   [N]                move number within the game
@@ -156,6 +156,14 @@ class SampleShape:
 VALUE_SLACK = 1e-4  # float rounding of values in [-1, 1]
 
 
+def bounded_value(value: float) -> float:
+    """A search's estimate of a position's value as recorded (`root_value`): within the game's
+    score range [-1, 1], where every position's true value lies.  A learned model is not bound
+    to it (MuZero backs up predicted rewards plus values; a Q-head is unbounded), and an
+    estimate outside it would also carry over into the value target of a cut game."""
+    return min(1.0, max(-1.0, float(value)))
+
+
 def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
     """Why a sample file's arrays do not fit the game, or "" when they do."""
     n, a, games = len(arrays["z"]), shape.actions, len(arrays["result"])
@@ -186,10 +194,9 @@ def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
         return f"an action id is outside 0..{a - 1}"
     if n and not (arrays["game"].min() >= 0 and arrays["game"].max() < games):
         return f"a game index is outside 0..{games - 1}"
-    for name, low, high in (
+    for name, low, high in (  # root_value is an estimate: read_sample_file bounds it
         ("pi", 0.0, 1.0),
         ("z", -1.0, 1.0),
-        ("root_value", -1.0, 1.0),
         ("result", -1.0, 1.0),
     ):
         values = arrays[name]
@@ -304,6 +311,9 @@ def read_sample_file(path: Path, shape: SampleShape | None = None) -> dict[str, 
         wrong = misfit(arrays, shape)
         if wrong:
             raise ValueError(f"sample file {path} does not fit the game: {wrong}")
+    # an estimate past the score range (from a recorder that did not bound it) is bounded here,
+    # not refused: the rest of the file is sound (see bounded_value)
+    arrays["root_value"] = np.clip(arrays["root_value"], -1.0, 1.0)
     return arrays
 
 

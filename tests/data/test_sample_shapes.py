@@ -32,9 +32,7 @@ def record(n=4):
 
 
 def arrays_of(n=4):
-    data, _ = encode_sample_file([record(n)])
-    with np.load(io.BytesIO(data)) as npz:
-        return {k: npz[k] for k in npz.files}
+    return arrays_of_records([record(n)])
 
 
 def damage(kind):
@@ -92,6 +90,34 @@ def test_a_file_that_does_not_fit_the_game_is_quarantined(tmp_path, kind, caplog
     assert len(batch) == 4
     assert [p.name.endswith("b-bad.npz") for p in (tmp_path / "quarantine").iterdir()] == [True]
     assert "does not fit the game" in caplog.text and "b-bad.npz" in caplog.text
+
+
+def test_a_search_value_past_the_score_range_is_bounded_not_refused(tmp_path, caplog):
+    """A model is not bound to [-1, 1] (MuZero backs up predicted rewards plus values): its
+    estimate is recorded within the range, and a file that holds one anyway is read with it
+    bounded, not quarantined.  A cut game's value target, taken from that estimate, fits too."""
+    from gamegym.data.samples import bounded_value
+
+    assert (bounded_value(1.7), bounded_value(-2.5), bounded_value(0.25)) == (1.0, -1.0, 0.25)
+    cut = record()
+    cut.root_value[-1] = bounded_value(1.6)
+    cut.truncated = True
+    samples = tmp_path / "samples"
+    write(samples / "0" / "a-cut.npz", arrays_of_records([cut]))
+    unbounded = arrays_of()
+    unbounded["root_value"][:] = [1.4, -1.2, 0.5, 2.0]
+    write(samples / "0" / "b-unbounded.npz", unbounded)
+    with caplog.at_level(logging.WARNING):
+        batch = load_samples(samples, 0, 1000, tmp_path / "quarantine", shape=SHAPE)
+    assert len(batch) == 8 and not (tmp_path / "quarantine").exists(), caplog.text
+    assert np.abs(batch.root_value).max() <= 1.0 and np.abs(batch.z).max() <= 1.0
+    assert sorted(np.asarray(batch.root_value).tolist()).count(1.0) >= 3
+
+
+def arrays_of_records(records):
+    data, _ = encode_sample_file(records)
+    with np.load(io.BytesIO(data)) as npz:
+        return {k: npz[k] for k in npz.files}
 
 
 def config(**train):
