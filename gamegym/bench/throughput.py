@@ -123,9 +123,9 @@ def run_bench(
     `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
     (network config fields) replaces the preset's network; `batch_sizes` are those the network
-    paths are measured at (default 1, 8, 16, 32, 64 and the run's mean batch).  With `backend` "both" the two
-    backends run `repeat` times each, in turn, and the ratio is the median of the pairs' (on a
-    busy machine a single pair says little)."""
+    paths are measured at (default 1, 8, 16, 32, 64 and the run's mean batch).  With `backend`
+    "both" the two backends run `repeat` times each, in turn, and the ratio is the median of the
+    pairs' (on a busy machine a single pair says little)."""
     from gamegym.learners import get_learner
     from gamegym.runtime.gym import GameGym
 

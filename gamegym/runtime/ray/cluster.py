@@ -2,8 +2,9 @@
 
 - `import_ray`: Ray, or a clear error naming the `[ray]` extra.
 - `RayConnection.open(config, ctx)`: with `selfplay.ray_address` "local", start a new Ray on
-  this machine even when another runs there or `RAY_ADDRESS` names one (all its CPUs, `ray_object_store_mib` of object store, listening on 127.0.0.1 only,
-  the workers importing what this process imports) and a reaper that kills what it started
+  this machine even when another runs there or `RAY_ADDRESS` names one (all its CPUs,
+  `ray_object_store_mib` of object store, listening on 127.0.0.1 only, the workers importing
+  what this process imports) and a reaper that kills what it started
   should the gym die; with "auto" or HOST:PORT, join that cluster.  `close()` shuts a Ray the
   gym started down and leaves a joined one running.
 - `object_store_use()`: what the cluster's object stores hold.
