@@ -105,7 +105,7 @@ class GameRecord:
         n = len(self.x)
         if self.truncated:
             # a cut game is neither lost nor drawn: bootstrap from the search value at the cut
-            last = self.root_value[-1] if n else 0.0
+            last = bounded_value(self.root_value[-1]) if n else 0.0
             return np.array([last * (-1) ** (n - 1 - i) for i in range(n)], dtype=np.float32)
         return np.array([self.result * (-1) ** i for i in range(n)], dtype=np.float32)
 
@@ -157,10 +157,11 @@ VALUE_SLACK = 1e-4  # float rounding of values in [-1, 1]
 
 
 def bounded_value(value: float) -> float:
-    """A search's estimate of a position's value as recorded (`root_value`): within the game's
-    score range [-1, 1], where every position's true value lies.  A learned model is not bound
-    to it (MuZero backs up predicted rewards plus values; a Q-head is unbounded), and an
-    estimate outside it would also carry over into the value target of a cut game."""
+    """A search's estimate of a position's value as a sample file holds it (`root_value`, and a
+    cut game's value target): within the game's score range [-1, 1], where every position's
+    true value lies.  A learned model is not bound to it (MuZero backs up predicted rewards plus
+    values; a Q-head is unbounded).  Every recorder's games are bounded when they are encoded
+    (`records_to_arrays`); a file read is bounded too (`read_sample_file`)."""
     return min(1.0, max(-1.0, float(value)))
 
 
@@ -240,7 +241,9 @@ def records_to_arrays(records: list[GameRecord]) -> dict[str, np.ndarray]:
         "pi": np.stack([p for r in records for p in r.pi]).astype(np.float32),
         "z": np.concatenate([r.value_targets() for r in records]).astype(np.float32),
         "action": np.array([a for r in records for a in r.action], dtype=np.int32),
-        "root_value": np.array([v for r in records for v in r.root_value], dtype=np.float32),
+        "root_value": np.array(
+            [bounded_value(v) for r in records for v in r.root_value], dtype=np.float32
+        ),
         "legal": np.stack([m for r in records for m in r.legal]).astype(bool),
         "game": np.concatenate([np.full(len(r), g, np.int32) for g, r in enumerate(records)]),
         "step": np.concatenate([np.arange(len(r), dtype=np.int32) for r in records]),

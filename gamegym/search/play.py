@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gamegym.data.samples import GameRecord, bounded_value
+from gamegym.data.samples import GameRecord
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player
 from gamegym.nets.inference import PositionEvaluator
@@ -75,7 +75,7 @@ def selfplay_game(
         record.x.append(graph.numpify(node.vertex))
         record.pi.append(search.policy_target(node))
         record.legal.append(graph.legal_mask(node.vertex))
-        record.root_value.append(bounded_value(node.mean_value()))
+        record.root_value.append(node.mean_value())
         temperature = cfg.temperature if move < cfg.temperature_drop_move else 0.0
         index = search.choose(node, temperature, rng)
         record.action.append(node.actions[index])

@@ -94,13 +94,13 @@ def test_a_file_that_does_not_fit_the_game_is_quarantined(tmp_path, kind, caplog
 
 def test_a_search_value_past_the_score_range_is_bounded_not_refused(tmp_path, caplog):
     """A model is not bound to [-1, 1] (MuZero backs up predicted rewards plus values): its
-    estimate is recorded within the range, and a file that holds one anyway is read with it
+    estimate is written within the range, and a file that holds one anyway is read with it
     bounded, not quarantined.  A cut game's value target, taken from that estimate, fits too."""
     from gamegym.data.samples import bounded_value
 
     assert (bounded_value(1.7), bounded_value(-2.5), bounded_value(0.25)) == (1.0, -1.0, 0.25)
     cut = record()
-    cut.root_value[-1] = bounded_value(1.6)
+    cut.root_value[-1] = 1.6  # as MuZero's search may back it up: bounded when encoded
     cut.truncated = True
     samples = tmp_path / "samples"
     write(samples / "0" / "a-cut.npz", arrays_of_records([cut]))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from gamegym.data.samples import GameRecord, bounded_value
+from gamegym.data.samples import GameRecord
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player
 from gamegym.learners.bootstrapped.config import positions_per_iteration
@@ -156,7 +156,7 @@ class QSelfplay:
             record.x.append(game.x)
             record.pi.append(pi)
             record.action.append(action)
-            record.root_value.append(bounded_value(values[action]))
+            record.root_value.append(float(values[action]))
             record.legal.append(legal)
             record.extra["mask"].append(rng.random(self.heads) < self.mask_probability)
             record.extra["head"].append(np.int16(head))
