@@ -150,6 +150,18 @@ def finish(process: subprocess.Popen) -> None:
             pipe.close()
 
 
+def publish_as_trained(session, model, iteration: int, learner: str = "alphazero") -> None:
+    """Publish `model` as iteration `iteration` with its fast-path file, as a Trainer does (the
+    processes that load it then need no TensorFlow; tests/nets/test_fastpath.py covers a model
+    published without one)."""
+    from gamegym.learners import get_learner
+    from gamegym.runtime.fastmodels import fast_model_bytes
+
+    fast_form = fast_model_bytes(get_learner(learner), model)
+    assert fast_form is not None, f"{learner} has no fast form for this model"
+    session.publish_model(model, iteration, fast_form=fast_form)
+
+
 def merged(base: dict, changes: dict) -> dict:
     """`base` with `changes` merged in, section by section."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import create_session, gamegym
+from conftest import create_session, gamegym, publish_as_trained
 
 from gamegym.cli.main import main
 from gamegym.config import GymConfig
@@ -26,9 +26,6 @@ def two_iterations(tmp_path):
     in a child)."""
     import tensorflow  # noqa: F401
 
-    from gamegym.learners import get_learner
-    from gamegym.runtime.fastmodels import fast_model_bytes
-
     config = GymConfig(
         game=TICTACTOE,
         evaluate={
@@ -38,10 +35,7 @@ def two_iterations(tmp_path):
         },
     )
     gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
-    model = load_model(gym.session.model_path(0))
-    fast_form = fast_model_bytes(get_learner("alphazero"), model)
-    assert fast_form is not None
-    gym.session.publish_model(model, 1, fast_form=fast_form)
+    publish_as_trained(gym.session, load_model(gym.session.model_path(0)), 1)
     return gym
 
 

@@ -7,15 +7,13 @@ from multiprocessing.connection import wait
 
 import numpy as np
 import pytest
-from conftest import batchnorm_as_trained
+from conftest import batchnorm_as_trained, publish_as_trained
 
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
-from gamegym.learners import get_learner
 from gamegym.nets.builders import build_network
 from gamegym.nets.inference import ModelEvaluator
 from gamegym.nets.numpynet import NumpyNet
-from gamegym.runtime.fastmodels import fast_model_bytes
 from gamegym.runtime.messages import EvalRequest, EvalResponse, Reload
 from gamegym.runtime.predictor import predictor_main
 from gamegym.runtime.stopflag import StopFlag
@@ -179,10 +177,7 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
     )  # every answer from here
     session.create(config)
     models = [build_network(shape, 73, "dense", 32, 2, seed=s) for s in (1, 2)]
-    # with their fast-path files, as the runtime publishes them: the Predictor needs no
-    # TensorFlow (tests/nets/test_fastpath.py covers a model without one)
-    fast = [fast_model_bytes(get_learner("alphazero"), model) for model in models]
-    session.publish_model(models[0], 0, fast_form=fast[0])
+    publish_as_trained(session, models[0], 0)  # the Predictor needs no TensorFlow
     ctx = multiprocessing.get_context("spawn")
     pipes = [ctx.Pipe() for _ in range(3)]
     control_in, control_out = ctx.Pipe(duplex=False)
@@ -221,7 +216,7 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
             probs, values = direct(models[0], xs[i])
             assert np.allclose(answer.outputs["probs"], probs, atol=1e-5)
             assert np.allclose(answer.outputs["values"], values, atol=1e-5)
-        session.publish_model(models[1], 1, fast_form=fast[1])
+        publish_as_trained(session, models[1], 1)
         control_out.send(Reload(1))
         for _ in range(50):  # the reload is applied before the next batch it sees
             pipes[0][1].send(EvalRequest(99, "evaluate", {"x": xs[0]}))
@@ -460,8 +455,7 @@ def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
         predict={"evaluate_in_selfplayers": False, "batchsize": 8},
     )
     session.create(config)
-    model = build_network(shape, 73, "dense", 8, 1, seed=1)
-    session.publish_model(model, 0, fast_form=fast_model_bytes(get_learner("alphazero"), model))
+    publish_as_trained(session, build_network(shape, 73, "dense", 8, 1, seed=1), 0)
     ctx = multiprocessing.get_context("spawn")
     mine, theirs = ctx.Pipe()
     control_in, control_out = ctx.Pipe(duplex=False)

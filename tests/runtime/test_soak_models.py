@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import publish_as_trained
 
 from gamegym.config import GymConfig
 from gamegym.data.samples import GameRecord, write_sample_file
 from gamegym.data.session import Session
 from gamegym.learners import get_learner
 from gamegym.nets.builders import build_network
-from gamegym.runtime.fastmodels import fast_model_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import soak  # noqa: E402 (a script, not a package)
@@ -34,7 +34,7 @@ def test_published_models_load_as_the_runtime_loads_them_and_broken_ones_are_vio
     shape = graph.numpify(graph.roots[0]).shape
     for iteration in (0, 1):
         model = build_network(shape, graph.action_space_size, "dense", 16, 1, seed=iteration)
-        session.publish_model(model, iteration, fast_form=fast_model_bytes(learner, model))
+        publish_as_trained(session, model, iteration)
     x = soak.positions(graph)
     assert len(x) > 1  # a batch, cut where the first moves end the game
     for iteration in (0, 1):
