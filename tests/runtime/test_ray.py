@@ -38,6 +38,7 @@ SMALL = {
     "status_interval": 1.0,
 }
 ACTORS = ("ray::SelfplayerActor", "ray::PredictorActor")
+MARK = "GAMEGYM_TEST_CLUSTER"  # the environment variable that tells one test's cluster apart
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +57,21 @@ def session(new_session, tmp_path):
 @pytest.fixture
 def cluster(monkeypatch):
     """Two nodes of one CPU each on this machine; whatever Ray process they started is gone
-    afterwards (the agents of a removed node outlive it by a minute otherwise)."""
+    afterwards (the agents of a removed node outlive it by a minute otherwise). Its processes
+    carry `cluster.mark` in their environment: another test's Ray, in another worker, may run
+    beside it."""
     from ray.cluster_utils import Cluster
 
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    mark = f"{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv(MARK, mark)
     node = {"num_cpus": 1, "object_store_memory": 80 * 2**20}
     # not what ran before, e.g. this worker's multiprocessing resource tracker (killed, the next
     # spawn in this worker warns that it died)
     before = set(psutil.Process().children(recursive=True))
     cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
     cluster.worker = cluster.add_node(**node)
+    cluster.mark = mark
     started = [
         (p, p.create_time()) for p in psutil.Process().children(recursive=True) if p not in before
     ]
@@ -103,11 +109,16 @@ def read_until(gym, pattern, lines, timeout=150):
     raise AssertionError(f"never saw {pattern!r}:\n" + "".join(lines))
 
 
-def actor_processes():
+def actor_processes(mark):
+    """The gym's actors alive on the cluster whose processes carry `mark` (not another test's)."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
         if any(a in " ".join(process.info["cmdline"] or ()) for a in ACTORS):
-            found.append(process)
+            try:
+                if process.environ().get(MARK) == mark:
+                    found.append(process)
+            except psutil.Error:  # gone meanwhile
+                pass
     return found
 
 
@@ -118,7 +129,9 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
         read_until(gym, r"ray 2 nodes, selfplayers 2/2, searches/s by node \S+ \d+ \S+ \d+", lines)
         ours = psutil.Process().children(recursive=True)  # the cluster's processes
         killed = [
-            p for p in actor_processes() if p in ours and "SelfplayerActor" in " ".join(p.cmdline())
+            p
+            for p in actor_processes(cluster.mark)
+            if p in ours and "SelfplayerActor" in " ".join(p.cmdline())
         ]
         killed[0].kill()  # a killed worker process: restarted on its node
         read_until(gym, r"selfplayer\d on node \S+ died; restarting it", lines)
@@ -138,9 +151,9 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
     finish(gym)
     assert "stopping: 'exit' typed" in output
     deadline = time.monotonic() + 15
-    while actor_processes() and time.monotonic() < deadline:
+    while actor_processes(cluster.mark) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not actor_processes(), "an actor outlived the gym"
+    assert not actor_processes(cluster.mark), "an actor outlived the gym"
     assert cluster.head_node.remaining_processes_alive()  # a joined cluster is left running
     # every sample file is whole and in the folder of the iteration that played it; both
     # nodes' Selfplayers wrote some; the Trainer read them
