@@ -216,7 +216,9 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
 ):
     """The Predictor actor gets the model and its fast-path file as one broadcast object (its
     node shares no folder with the session), answers from the fast form what that form
-    answers here, and its process never imports TensorFlow (nor converts the model)."""
+    answers here, and its process never imports TensorFlow (nor converts the model). Ray's
+    figures are asked of the Ray this process is connected to, even where RAY_ADDRESS names
+    another."""
     from multiprocessing.connection import Client
 
     from gamegym.data.session import Session
@@ -224,7 +226,7 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
     from gamegym.nets.inference import PipeService
     from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
     from gamegym.runtime.ray.actors import ModelFiles, PredictorActor
-    from gamegym.runtime.ray.cluster import PLACING, actor_state
+    from gamegym.runtime.ray.cluster import PLACING, actor_state, object_store_use
     from games.tictactoe import TicTacToe
 
     session = Session(new_session)
@@ -232,6 +234,7 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
     assert cpu_fast_path(config.predict)
     files = ModelFiles(session.model_path(0).read_bytes(), session.fast_model_path(0).read_bytes())
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")  # nothing answers there
     ray.init(  # its own Ray, not one another test started on this machine
         address="local", num_cpus=1, include_dashboard=False, object_store_memory=80 * 2**20
     )
@@ -252,6 +255,7 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
         time.sleep(0.5)
         waiting = actor_state(unplaced)
         logs = "\n".join(answer["logs"] + ray.get(actor.stop.remote()))
+        store = object_store_use()  # of the Ray connected to, not of RAY_ADDRESS's
     finally:
         ray.shutdown()
     reference = load_fast_model(get_learner(config.train.learner), session.model_path(0), 0)
@@ -260,6 +264,7 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
     for name, value in expected.items():
         np.testing.assert_allclose(outputs[name], value, rtol=1e-5, atol=1e-6)
     assert placed == "ALIVE" and waiting in PLACING
+    assert store is not None and store["used_mib"] >= 0
     assert answer["tensorflow"] is False, logs
     assert "loaded model iteration 0" in logs and "(tensorflow)" not in logs, logs
     assert "converted" not in logs, logs  # the fast form came with the model

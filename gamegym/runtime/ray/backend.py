@@ -89,7 +89,7 @@ class RayBackend(SelfplayBackend):
         self._last_reconcile = 0.0
         self._searches: dict[str, deque] = defaultdict(deque)  # node label -> (time, searches)
         self._logs = ActorLogs(self.session.logs_dir)
-        self._store = (0.0, None)  # (when asked, object store figures)
+        self._store = (-STORE_STATS_S, None)  # (when asked, object store figures)
         self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0, "takes": 0}
         self.stopping = False
         self.clock = time.monotonic  # of the heartbeats (a test's own clock)
@@ -486,9 +486,10 @@ class RayBackend(SelfplayBackend):
         }
 
     def _store_use(self, now: float) -> dict | None:
-        """Object store use across the cluster, asked at most every STORE_STATS_S."""
+        """Object store use across the cluster, asked at most every STORE_STATS_S (also when
+        the last asking failed: it may have cost its timeout)."""
         asked, figures = self._store
-        if figures is None or now - asked >= STORE_STATS_S:
+        if now - asked >= STORE_STATS_S:
             figures = object_store_use()
             self._store = (now, figures)
         return figures

@@ -127,11 +127,16 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
 
 
 def object_store_use() -> dict | None:
-    """Object store use across the cluster: {"used_mib", "objects"}, None when unknown."""
+    """Object store use across the cluster this process is connected to: {"used_mib",
+    "objects"}, None when unknown. Asked at the connected cluster's GCS address: without one
+    Ray asks where `RAY_ADDRESS` points, which may be another cluster or nothing (15 s lost
+    on every status line)."""
     try:
+        import ray
         from ray._private.internal_api import get_memory_info_reply, get_state_from_address
 
-        reply = get_memory_info_reply(get_state_from_address(None), timeout_seconds=5)
+        address = ray.get_runtime_context().gcs_address
+        reply = get_memory_info_reply(get_state_from_address(address), timeout_seconds=5)
         stats = reply.store_stats
         return {
             "used_mib": round(stats.object_store_bytes_used / 2**20, 2),
