@@ -113,6 +113,7 @@ int_in, float_in, boolean, choice = _int_in, _float_in, _bool, _choice
 
 
 PRECISIONS = ("float32", "int8")  # predict.precision: the CPU fast path's arithmetic
+GUMBEL_RESCALES = ("node", "score")  # selfplay.gumbel_rescale (gamegym.search.gumbel.RESCALES)
 
 
 @dataclass
@@ -176,6 +177,9 @@ class SelfplayConfig:
     gumbel_considered: int = 16  # (gumbel) root actions sampled by Gumbel-Top-k (mctx: 16)
     gumbel_value_scale: float = 0.1  # (gumbel) c_scale of sigma(q) = (c_visit + max N) c_scale q
     gumbel_maxvisit_init: float = 50.0  # (gumbel) c_visit of sigma(q)
+    gumbel_rescale: str = "score"  # (gumbel) q to [0, 1] in sigma by the score range [-1, 1]
+    #                                 ("score") or by the node's children's min and max ("node",
+    #                                 mctx's), which blows a small spread up to the full scale
     playout_cap_probability: float = 1.0  # chance of a full search (`searchcount`) per move;
     #                                 the others get `fast_searchcount`, no Dirichlet noise, and
     #                                 are no policy targets (their value target stays the game
@@ -244,6 +248,7 @@ class SelfplayConfig:
         _int_in(self, "gumbel_considered", 1, 65536)
         _float_in(self, "gumbel_value_scale", 0.0, 1000.0)
         _float_in(self, "gumbel_maxvisit_init", 0.0, 1e9)
+        _choice(self, "gumbel_rescale", GUMBEL_RESCALES)
         _float_in(self, "playout_cap_probability", 0.0, 1.0, low_open=True)
         _int_in(self, "fast_searchcount", 1, 1_000_000)
         if self.playout_cap_probability < 1.0:

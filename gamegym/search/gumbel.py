@@ -59,6 +59,8 @@ __all__ = [
 ]
 
 TINY = np.finfo(np.float64).tiny  # the smallest prior a logit is taken of
+RESCALES = ("node", "score")  # how sigma maps q to [0, 1] (GumbelParams.rescale)
+SCORE_RANGE = (-1.0, 1.0)  # the values of a game's end, the bounds of the "score" rescale
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ class GumbelParams:
     maxvisit_init: float = 50.0  # sigma's offset to the largest visit count (c_visit)
     gumbel_scale: float = 1.0  # scale of the root's Gumbel noise (0: no noise, for matches)
     epsilon: float = 1e-8  # smallest denominator when q is rescaled to [0, 1]
+    rescale: str = "node"  # q to [0, 1] by: "node" its children's min and max (mctx), "score"
+    #                        the score range [-1, 1] (q clipped to it)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.max_considered, int) and self.max_considered >= 1):
@@ -79,6 +83,8 @@ class GumbelParams:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not self.epsilon > 0:
             raise ValueError(f"epsilon must be > 0, got {self.epsilon!r}")
+        if self.rescale not in RESCALES:
+            raise ValueError(f"rescale must be one of {RESCALES}, got {self.rescale!r}")
 
 
 DEFAULT = GumbelParams()
@@ -130,9 +136,15 @@ def transformed_q(
     completed: np.ndarray, visits: np.ndarray, params: GumbelParams = DEFAULT
 ) -> np.ndarray:
     """float64 [A]: sigma(q_hat) = (maxvisit_init + max_b N(b)) * value_scale * q_hat, with
-    q_hat = (completed - min) / max(max - min, epsilon) over the children (so in [0, 1])."""
+    q_hat = (completed - min) / max(max - min, epsilon) over the children (so in [0, 1]); with
+    `params.rescale` "score", min and max are the score range's bounds and q is clipped to
+    them (a difference between children weighs the same whatever their spread)."""
     completed = np.asarray(completed, np.float64)
-    low, high = completed.min(), completed.max()
+    if params.rescale == "score":
+        low, high = SCORE_RANGE
+        completed = np.clip(completed, low, high)
+    else:
+        low, high = completed.min(), completed.max()
     q_hat: np.ndarray = (completed - low) / max(high - low, params.epsilon)
     scale = (params.maxvisit_init + float(np.max(visits))) * params.value_scale
     return scale * q_hat
@@ -201,6 +213,7 @@ def interior_index(
     value_scale: float = DEFAULT.value_scale,
     maxvisit_init: float = DEFAULT.maxvisit_init,
     epsilon: float = DEFAULT.epsilon,
+    rescale: str = DEFAULT.rescale,
 ) -> int:
     """`interior_action` on a node's lists (priors [A] summing to 1, value sums [A], visits
     [A], the network `value`), in plain Python floats: several times faster than the NumPy
@@ -225,8 +238,14 @@ def interior_index(
             mass += p
     fill = value if total <= 0 else (value + total * weighted / mass) / (1.0 + total)
     completed = [w / n if n > 0 else fill for w, n in zip(sums, visits)]
-    low, high = min(completed), max(completed)
-    factor = (maxvisit_init + most) * value_scale / max(high - low, epsilon)
+    if rescale == "score":
+        low, high = SCORE_RANGE
+        completed = [low if q < low else high if q > high else q for q in completed]
+        span = high - low
+    else:
+        span = max(completed) - min(completed)
+    high = max(completed)  # softmax is shift-free: the largest q's weight is its prior
+    factor = (maxvisit_init + most) * value_scale / max(span, epsilon)
     exp = math.exp
     tiny = TINY
     weights = [

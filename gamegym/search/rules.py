@@ -177,6 +177,7 @@ class GumbelRule(SearchRule):
             max_considered=params.gumbel_considered,
             value_scale=params.gumbel_value_scale,
             maxvisit_init=params.gumbel_maxvisit_init,
+            rescale=params.gumbel_rescale,
         )
         self._root: Node | None = None  # the root of the move being searched
         self.halving: SequentialHalving | None = None
@@ -216,7 +217,7 @@ class GumbelRule(SearchRule):
 
     def walker(self, search: RuleSearch) -> Walk:
         p = self.gumbel_params
-        scale, init, epsilon = p.value_scale, p.maxvisit_init, p.epsilon
+        scale, init, epsilon, rescale = p.value_scale, p.maxvisit_init, p.epsilon, p.rescale
 
         def walk(root: Node) -> tuple[SearchPath | None, Node]:
             """The root child from the halving, then `interior_index` down to a leaf, with
@@ -240,7 +241,7 @@ class GumbelRule(SearchRule):
                 if node.state != node.EXPANDED or node.proven is not None:
                     return path, node
                 i = interior_index(
-                    node.priors, node.value, node.values, node.visits, scale, init, epsilon
+                    node.priors, node.value, node.values, node.visits, scale, init, epsilon, rescale
                 )
 
         return walk

@@ -32,6 +32,7 @@ class SearchParams:
     gumbel_considered: int = 16  # Gumbel: root actions sampled by Gumbel-Top-k
     gumbel_value_scale: float = 0.1  # Gumbel: sigma's c_scale
     gumbel_maxvisit_init: float = 50.0  # Gumbel: sigma's c_visit
+    gumbel_rescale: str = "score"  # Gumbel: how sigma maps q to [0, 1] (gumbel.RESCALES)
 
     @classmethod
     def from_selfplay(cls, cfg, noise: bool = True) -> SearchParams:
@@ -54,6 +55,7 @@ class SearchParams:
             gumbel_considered=getattr(cfg, "gumbel_considered", 16),
             gumbel_value_scale=getattr(cfg, "gumbel_value_scale", 0.1),
             gumbel_maxvisit_init=getattr(cfg, "gumbel_maxvisit_init", 50.0),
+            gumbel_rescale=getattr(cfg, "gumbel_rescale", "score"),
         )
 
 

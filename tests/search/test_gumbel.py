@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from gamegym.search.gumbel import (
+    RESCALES,
     GumbelParams,
     PlayoutCap,
     PlayoutChoice,
@@ -244,17 +245,20 @@ def test_the_move_is_never_worse_than_the_priors_sample():
     assert np.mean(moves) > np.mean(prior_means) + 0.05
 
 
-def test_the_improved_policy_improves_on_the_prior():
+@pytest.mark.parametrize("rescale", RESCALES)
+def test_the_improved_policy_improves_on_the_prior(rescale):
     """E_pi'[q] >= E_pi[q] per bandit: always in the completed q (the paper's appendix C, any
     value estimate); in the true q when every move was searched, and over 500 bandits (their
     value v = E_pi[q], what a value network of the prior would say) on average and never
-    by more than 0.01 below (with unsearched moves completed by v_mix it is not a theorem)."""
+    by more than 0.01 below (with unsearched moves completed by v_mix it is not a theorem).
+    The same with q rescaled by the node's spread (mctx) or by the score range."""
+    params = GumbelParams(rescale=rescale)
     gains = []
     for seed in range(500):
         q, logits, n, rng = random_bandit(seed)
         prior = softmax(logits)
         value = float(prior @ q) if seed % 2 else float(rng.uniform(-1, 1))
-        _, policy, visits, _, _ = search_bandit(q, logits, n, rng, value=value)
+        _, policy, visits, _, _ = search_bandit(q, logits, n, rng, value=value, params=params)
         completed = completed_q(value, logits, q, visits)
         assert policy @ completed >= prior @ completed - 1e-12, seed
         if visits.all():
@@ -285,6 +289,31 @@ def test_completed_q_and_sigma_match_the_papers_formula():
     expected = weights / weights.sum()  # 0.9154, 0.0034, 0.0541, 0.0271
     np.testing.assert_allclose(improved_policy(logits, 0.2, q, visits), expected, rtol=1e-12)
     assert expected[0] == pytest.approx(0.91540, abs=1e-5)
+
+
+def test_sigma_by_the_score_range_on_hand_cases():
+    """rescale "score": q_hat = (q + 1) / 2 with q clipped to [-1, 1], so sigma no longer
+    stretches a small spread to the full scale. Completed q (0.5, -0.5, 1.4) with visits
+    (3, 1, 2): q_hat (0.75, 0.25, 1), sigma = (50 + 3) * 0.1 * q_hat; by the node's spread
+    the same q give q_hat (0.5263..., 0, 1)."""
+    score = GumbelParams(rescale="score")
+    completed, visits = np.array([0.5, -0.5, 1.4]), np.array([3, 1, 2])
+    np.testing.assert_allclose(
+        transformed_q(completed, visits, score), [3.975, 1.325, 5.3], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        transformed_q(completed, visits), [5.3 * 1.0 / 1.9, 0.0, 5.3], rtol=1e-12
+    )
+    # two drawn-looking moves 0.01 apart: the node's spread makes it the whole scale (6.0),
+    # the score range a hundredth of its half (0.03)
+    logits = logits_from_priors([0.5, 0.5])
+    by_node = qtransform(0.0, logits, [0.01, 0.02], [5, 10])
+    by_score = qtransform(0.0, logits, [0.01, 0.02], [5, 10], score)
+    assert by_node[1] - by_node[0] == pytest.approx(6.0)
+    assert by_score[1] - by_score[0] == pytest.approx(0.03)
+    assert improved_policy(logits, 0.0, [0.01, 0.02], [5, 10], score)[1] == pytest.approx(
+        1 / (1 + math.exp(-0.03))
+    )
 
 
 def test_completed_q_edge_cases():
@@ -386,3 +415,5 @@ def test_gumbel_params_refuse_bad_settings():
     for kwargs in (dict(max_considered=0), dict(value_scale=-1.0), dict(epsilon=0.0)):
         with pytest.raises(ValueError):
             GumbelParams(**kwargs)
+    with pytest.raises(ValueError, match=r"rescale must be one of \('node', 'score'\)"):
+        GumbelParams(rescale="minmax")

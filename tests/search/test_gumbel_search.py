@@ -15,6 +15,7 @@ import pytest
 from gamegym.config import ConfigError, GymConfig
 from gamegym.registry import SEARCHES, RegistryError
 from gamegym.search.gumbel import (
+    RESCALES,
     GumbelParams,
     SequentialHalving,
     gumbel_scores,
@@ -107,7 +108,10 @@ def test_interior_index_matches_interior_action_on_random_nodes():
         params = GumbelParams(
             value_scale=float(rng.choice([0.1, 1.0, 0.0])),
             maxvisit_init=float(rng.choice([50.0, 0.0, 5.0])),
+            rescale=str(rng.choice(RESCALES)),
         )
+        if params.rescale == "score" and rng.random() < 0.5:
+            sums = sums * 1.5  # some q past the score range (MuZero's reward - value)
         expected = interior_action(
             logits_from_priors(priors), value, mean_values(sums, visits), visits, params
         )
@@ -119,6 +123,7 @@ def test_interior_index_matches_interior_action_on_random_nodes():
             params.value_scale,
             params.maxvisit_init,
             params.epsilon,
+            params.rescale,
         )
         assert got == expected, seed
 
@@ -199,15 +204,22 @@ def reference_gumbel(graph, evaluate, vertex, count, seed, params=GumbelParams()
 
 @pytest.mark.parametrize("count", [2, 7, 50, 200])
 @pytest.mark.parametrize("os_threads", [False, True])
-def test_one_thread_equals_the_reference_gumbel_search(count, os_threads):
+@pytest.mark.parametrize("rescale", RESCALES)
+def test_one_thread_equals_the_reference_gumbel_search(count, os_threads, rescale):
     graph = TicTacToe()
     evaluate = pseudo_network(graph)
+    params = GumbelParams(rescale=rescale)
     for seed in range(3):
         for vertex in (graph.roots[0], MUST_BLOCK):
             search, root = search_once(
-                vertex, count, evaluate=evaluate, seed=seed, os_threads=os_threads
+                vertex,
+                count,
+                evaluate=evaluate,
+                seed=seed,
+                os_threads=os_threads,
+                gumbel_rescale=rescale,
             )
-            visits, move, policy = reference_gumbel(graph, evaluate, vertex, count, seed)
+            visits, move, policy = reference_gumbel(graph, evaluate, vertex, count, seed, params)
             assert root.visits == visits.tolist()
             assert search.choose(root, 1.0, None) == move
             np.testing.assert_allclose(search.policy_target(root), policy, rtol=1e-6)
@@ -218,19 +230,44 @@ def test_one_thread_equals_the_reference_gumbel_search(count, os_threads):
 @pytest.mark.parametrize("vertex,simulations", [(WIN_OF_TWO, 2), (WIN_OF_FOUR, 4)])
 def test_finds_the_win_in_one_with_as_many_simulations_as_moves(vertex, simulations, threads):
     """Uniform prior, value 0 everywhere but the win (its terminal score): every legal move
-    gets one simulation, and the win is played and is the policy target's largest entry."""
+    gets one simulation. With q rescaled by the node's spread (mctx's) the win is played and
+    is the policy target's largest entry."""
     for seed in range(10):
-        search, root = search_once(vertex, simulations, threads, seed=seed)
+        search, root = search_once(vertex, simulations, threads, seed=seed, gumbel_rescale="node")
         assert root.visits == [1] * simulations
         assert root.actions[search.choose(root, 0.0, None)] == 2, seed
         assert np.argmax(search.policy_target(root)) == 2
 
 
-def test_blocks_and_wins_with_a_larger_budget():
+@pytest.mark.parametrize("threads", [1, 4])
+@pytest.mark.parametrize("vertex,simulations", [(WIN_OF_TWO, 2), (WIN_OF_FOUR, 4)])
+def test_by_the_score_range_the_win_is_the_target_and_drawn_as_often_as_it_says(
+    vertex, simulations, threads
+):
+    """q rescaled by the score range: a win over a 0 is sigma (50 + 1) * 0.1 * 0.5 = 2.55 in
+    logits, so the target puts e^2.55 / (e^2.55 + k) on it (k other moves: 0.93 of 2 moves,
+    0.81 of 4), and with every move a finalist the move is argmax(g + logits + sigma), a draw
+    from that target (the Gumbel-max trick): over 400 seeds as often as it says."""
+    share = math.exp(2.55) / (math.exp(2.55) + simulations - 1)
+    played = 0
+    for seed in range(400):
+        search, root = search_once(vertex, simulations, threads, seed=seed)
+        target = search.policy_target(root)
+        assert np.argmax(target) == 2 and target[2] == pytest.approx(share, rel=1e-6)
+        played += root.actions[search.choose(root, 0.0, None)] == 2
+    assert abs(played / 400 - share) < 4 * math.sqrt(share * (1 - share) / 400)
+
+
+@pytest.mark.parametrize("rescale", RESCALES)
+def test_blocks_and_wins_with_a_larger_budget(rescale):
+    """The block and the win are the target's largest entry; by the node's spread they are
+    also the move (by the score range the move is a softer draw, see above)."""
     for vertex, expected in ((MUST_BLOCK, 2), (WIN_OF_FOUR, 2)):
         for seed in range(5):
-            search, root = search_once(vertex, 100, 4, seed=seed)
-            assert root.actions[search.choose(root, 0.0, None)] == expected
+            search, root = search_once(vertex, 100, 4, seed=seed, gumbel_rescale=rescale)
+            assert np.argmax(search.policy_target(root)) == expected
+            if rescale == "node":
+                assert root.actions[search.choose(root, 0.0, None)] == expected
 
 
 @pytest.mark.parametrize("later", [False, True])
@@ -254,7 +291,11 @@ def test_the_policy_target_is_the_improved_policy_of_the_root():
     search, root = search_once(MUST_BLOCK, 60, 4, pseudo_network(graph))
     visits = np.asarray(root.visits, np.float64)
     expected = improved_policy(
-        logits_from_priors(root.priors), root.value, mean_values(root.values, visits), visits
+        logits_from_priors(root.priors),
+        root.value,
+        mean_values(root.values, visits),
+        visits,
+        GumbelParams(rescale=search.params.gumbel_rescale),
     )
     target = search.policy_target(root)
     np.testing.assert_allclose(target[list(root.actions)], expected, rtol=1e-6)
@@ -413,12 +454,18 @@ def oracle_latent_evaluator(graph):
 
 
 @pytest.mark.parametrize("threads", [1, 4])
-def test_latent_search_with_the_gumbel_rule_takes_a_win_of_an_oracle_model(threads):
+@pytest.mark.parametrize("rescale", RESCALES)
+def test_latent_search_with_the_gumbel_rule_takes_a_win_of_an_oracle_model(threads, rescale):
+    """The win is the target's largest entry, and the move where q is rescaled by the node's
+    spread (by the score range the move is a draw from the target, as above)."""
     graph = TicTacToe()
-    search = LatentSearch(graph, oracle_latent_evaluator(graph), gumbel_params(4, threads))
+    params = gumbel_params(4, threads, gumbel_rescale=rescale)
+    search = LatentSearch(graph, oracle_latent_evaluator(graph), params)
     root = search.run(search.new_root(WIN_OF_FOUR), np.random.default_rng(0))
     assert root.visits == [1, 1, 1, 1]
-    assert root.actions[search.choose(root, 0.0, None)] == 2
+    assert np.argmax(search.policy_target(root)) == 2
+    if rescale == "node":
+        assert root.actions[search.choose(root, 0.0, None)] == 2
 
 
 def test_latent_selfplay_with_the_gumbel_rule_plays_whole_games():
@@ -456,6 +503,10 @@ def test_search_rules_are_a_registry():
         ({"search": "Gumbel"}, r"selfplay.search' must be one of \['gumbel', 'puct'\]"),
         ({"gumbel_considered": 0}, "selfplay.gumbel_considered"),
         ({"gumbel_value_scale": -1}, "selfplay.gumbel_value_scale"),
+        (
+            {"gumbel_rescale": "minmax"},
+            r"selfplay.gumbel_rescale' must be one of \['node', 'score'\], got 'minmax'",
+        ),
         ({"playout_cap_probability": 0}, "selfplay.playout_cap_probability"),
         (
             {"playout_cap_probability": 0.25, "searchcount": 10, "fast_searchcount": 20},
