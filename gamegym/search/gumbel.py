@@ -19,7 +19,10 @@ on a node's plain lists, the tree search's hot loop (checked against `interior_a
 sigma(q) = (maxvisit_init + max_b N(b)) * value_scale * q_hat, where q_hat is the completed q
 rescaled to [0, 1] by its smallest and largest entries, and the completed q of an unvisited
 action is the mixed value (`mixed_value`, the paper's appendix D).  This is mctx's
-`qtransform_completed_by_mix_value` with its defaults (`GumbelParams`).
+`qtransform_completed_by_mix_value` with its defaults (`GumbelParams`).  With `rescale`
+"score" q_hat is (q + 1) / 2 instead, q clipped to the score range [-1, 1]: a spread of 0.01
+between children then stays small in sigma, where the node's own min and max would stretch it
+to the full scale (the config's default, `selfplay.gumbel_rescale`).
 
 Every array is over one node's children (at a GameGraph node: its legal actions, in the
 order of `actions_at`); `to_action_space` puts a policy over action ids.  Values are negamax,
