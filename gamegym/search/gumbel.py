@@ -223,40 +223,70 @@ def interior_index(
     reference on a board game's few children.  softmax(log p + sigma) is computed as
     p * exp(sigma - max sigma), normalised, so no logarithm is taken per child; a zero prior
     counts as the smallest positive float, as in the reference, so the child of the largest q
-    always has a weight (>= that float) even where every other weight underflows."""
-    if not any(n > 0 for n in visits):  # nothing visited: every q is `value`, so the prior
-        tiny = TINY
-        floored = [p if p > tiny else tiny for p in priors]
+    always has a weight (>= that float) even where every other weight underflows.
+    Only the visited children are walked one by one: every unvisited child has the same
+    completed q (the mixed value), so among them the largest prior scores best and their
+    weights sum to their prior mass times one factor (MuZero's hidden states have a child
+    per action id, most of them never visited)."""
+    visited = [i for i, n in enumerate(visits) if n > 0]
+    if not visited:  # nothing visited: every q is `value`, so the prior
+        floored = [p if p > TINY else TINY for p in priors]
         return floored.index(max(floored))
-    total = weighted = mass = 0.0
-    most = 0.0
-    for p, w, n in zip(priors, sums, visits):
-        if n > 0:
-            if n > most:
-                most = n
-            if p < TINY:
-                p = TINY
-            total += n
-            weighted += p * (w / n)
-            mass += p
-    fill = value if total <= 0 else (value + total * weighted / mass) / (1.0 + total)
-    completed = [w / n if n > 0 else fill for w, n in zip(sums, visits)]
+    total = weighted = mass = most = 0.0
+    qs = []
+    for i in visited:
+        n, p = visits[i], priors[i]
+        if p < TINY:
+            p = TINY
+        q = sums[i] / n
+        qs.append(q)
+        if n > most:
+            most = n
+        total += n
+        weighted += p * q
+        mass += p
+    fill = (value + total * weighted / mass) / (1.0 + total)  # the unvisited children's q
+    unvisited = len(visits) > len(visited)
     if rescale == "score":
-        low, high = SCORE_RANGE
-        completed = [low if q < low else high if q > high else q for q in completed]
-        span = high - low
+        low, top = SCORE_RANGE
+        qs = [low if q < low else top if q > top else q for q in qs]
+        fill = low if fill < low else top if fill > top else fill
+        span = top - low
+        high = max(qs)
     else:
-        span = max(completed) - min(completed)
-    high = max(completed)  # softmax is shift-free: the largest q's weight is its prior
+        high, low = max(qs), min(qs)
+        if unvisited:
+            low = min(low, fill)
+        span = max(high, fill) - low if unvisited else high - low
+    if unvisited and fill > high:
+        high = fill  # softmax is shift-free: the largest q's weight is its prior
     factor = (maxvisit_init + most) * value_scale / max(span, epsilon)
     exp = math.exp
-    tiny = TINY
     weights = [
-        (p if p > tiny else tiny) * exp(factor * (q - high)) for p, q in zip(priors, completed)
+        (priors[i] if priors[i] > TINY else TINY) * exp(factor * (q - high))
+        for i, q in zip(visited, qs)
     ]
-    norm, share = 1.0 / sum(weights), 1.0 / (1.0 + total)
-    scores = [w * norm - n * share for w, n in zip(weights, visits)]
-    return scores.index(max(scores))
+    weight_sum = sum(weights)
+    if unvisited:
+        rest = list(priors)
+        for i in visited:
+            rest[i] = -1.0
+        best_prior = max(rest)
+        best_rest = rest.index(best_prior)  # the lowest index of the largest unvisited prior
+        fill_weight = exp(factor * (fill - high))
+        rest_mass = sum(priors) - sum(priors[i] for i in visited)
+        weight_sum += fill_weight * max(rest_mass, 0.0)
+    norm, share = 1.0 / weight_sum, 1.0 / (1.0 + total)
+    best, best_score = -1, -math.inf
+    for i, w in zip(visited, weights):
+        score = w * norm - visits[i] * share
+        if score > best_score:
+            best, best_score = i, score
+    if unvisited:
+        score = (best_prior if best_prior > TINY else TINY) * fill_weight * norm
+        if score > best_score or (score == best_score and best_rest < best):
+            best = best_rest
+    return best
 
 
 def to_action_space(policy: np.ndarray, actions: Sequence[int], size: int) -> np.ndarray:

@@ -93,14 +93,17 @@ def search_once(vertex, searchcount, threads=1, evaluate=None, seed=0, **kwargs)
 # ----- the fast interior rule against the NumPy reference ---------------------------------------
 def test_interior_index_matches_interior_action_on_random_nodes():
     """Random nodes: priors with zeros, fractional visits (virtual loss), negative sums, no
-    visits at all; other constants of sigma."""
+    visits at all, most children unvisited (as in MuZero's hidden states); other constants of
+    sigma."""
     for seed in range(600):
         rng = np.random.default_rng(seed)
-        size = int(rng.integers(1, 30))
+        size = int(rng.integers(1, 80))  # up to a hidden state of Santorini (73 action ids)
         priors = rng.dirichlet(np.full(size, 0.3))
         priors[rng.random(size) < 0.1] = 0.0
         priors = priors / priors.sum() if priors.sum() > 0 else np.full(size, 1 / size)
         visits = rng.integers(0, 6, size).astype(float) * (rng.random() < 0.9)
+        if rng.random() < 0.4:
+            visits[rng.random(size) < 0.85] = 0.0  # most children never visited
         if rng.random() < 0.3:
             visits += rng.random(size) < 0.3  # virtual loss on some children
         sums = np.where(visits > 0, rng.uniform(-1, 1, size) * visits, 0.0)
