@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import NamedTuple
 
 import numpy as np
@@ -228,7 +229,7 @@ def interior_index(
     completed q (the mixed value), so among them the largest prior scores best and their
     weights sum to their prior mass times one factor (MuZero's hidden states have a child
     per action id, most of them never visited)."""
-    visited = [i for i, n in enumerate(visits) if n > 0]
+    visited = list(compress(range(len(visits)), visits))  # visits are never negative
     if not visited:  # nothing visited: every q is `value`, so the prior
         floored = [p if p > TINY else TINY for p in priors]
         return floored.index(max(floored))
