@@ -249,18 +249,13 @@ def interior_index(
     fill = (value + total * weighted / mass) / (1.0 + total)  # the unvisited children's q
     unvisited = len(visits) > len(visited)
     if rescale == "score":
-        low, top = SCORE_RANGE
-        qs = [low if q < low else top if q > top else q for q in qs]
-        fill = low if fill < low else top if fill > top else fill
-        span = top - low
-        high = max(qs)
-    else:
-        high, low = max(qs), min(qs)
-        if unvisited:
-            low = min(low, fill)
-        span = max(high, fill) - low if unvisited else high - low
-    if unvisited and fill > high:
-        high = fill  # softmax is shift-free: the largest q's weight is its prior
+        bottom, top = SCORE_RANGE
+        qs = [bottom if q < bottom else top if q > top else q for q in qs]
+        fill = bottom if fill < bottom else top if fill > top else fill
+    high, low = max(qs), min(qs)  # softmax is shift-free: the largest q's weight is its prior
+    if unvisited:
+        high, low = max(high, fill), min(low, fill)
+    span = SCORE_RANGE[1] - SCORE_RANGE[0] if rescale == "score" else high - low
     factor = (maxvisit_init + most) * value_scale / max(span, epsilon)
     exp = math.exp
     weights = [
@@ -275,7 +270,7 @@ def interior_index(
         best_prior = max(rest)
         best_rest = rest.index(best_prior)  # the lowest index of the largest unvisited prior
         fill_weight = exp(factor * (fill - high))
-        rest_mass = sum(priors) - sum(priors[i] for i in visited)
+        rest_mass = sum(priors) - mass  # mass: the visited priors, summed above
         weight_sum += fill_weight * max(rest_mass, 0.0)
     norm, share = 1.0 / weight_sum, 1.0 / (1.0 + total)
     best, best_score = -1, -math.inf
