@@ -675,3 +675,19 @@ def test_the_reaper_kills_what_a_killed_gym_started_and_only_that(tmp_path):
         assert kept.is_running()
     finally:
         kept.kill()
+
+
+def test_object_store_figures_are_not_asked_of_a_ray_this_process_has_left(monkeypatch):
+    """The gym's last status line comes after Ray's shutdown: asking Ray's runtime context
+    then would start a Ray of its own, or wait minutes for the one RAY_ADDRESS names."""
+    from gamegym.runtime.ray.cluster import object_store_use
+
+    ray = pytest.importorskip("ray", reason='ray is not installed: pip install -e ".[ray]"')
+
+    def asked():
+        pytest.fail("asked the runtime context of a Ray this process is not connected to")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "get_runtime_context", asked)
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")  # nothing answers there
+    assert object_store_use() is None

@@ -130,9 +130,14 @@ def object_store_use() -> dict | None:
     """Object store use across the cluster this process is connected to: {"used_mib",
     "objects"}, None when unknown. Asked at the connected cluster's GCS address: without one
     Ray asks where `RAY_ADDRESS` points, which may be another cluster or nothing (15 s lost
-    on every status line)."""
+    on every status line). None at once when this process is connected to no Ray (before
+    the start, after the shutdown): asking the runtime context would start a Ray of its own,
+    or wait minutes for the one `RAY_ADDRESS` names."""
     try:
         import ray
+
+        if not ray.is_initialized():
+            return None
         from ray._private.internal_api import get_memory_info_reply, get_state_from_address
 
         address = ray.get_runtime_context().gcs_address
