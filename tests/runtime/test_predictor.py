@@ -339,7 +339,10 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
     # (generous waits: a loaded machine, e.g. the whole suite on 2 cores, can stall either side
     # for seconds; they only bound a failure)
     service = PipeService(client_end, timeout=60.0)
-    predictor.load(1)  # sends Reload(1)
+    predictor.load(1)  # sends Reload(1), from the client's outbox thread
+    # the client reads the Reload before it would send a request: only then does it fetch the
+    # evaluator (the Predictor side below answers one message and evaluates nothing)
+    assert client_end.poll(60)
     thread = threading.Thread(
         target=lambda: predictor._receive(wait([predictor_end], 60), [], predictor.live)
     )
