@@ -162,6 +162,30 @@ def publish_as_trained(session, model, iteration: int, learner: str = "alphazero
     session.publish_model(model, iteration, fast_form=fast_form)
 
 
+def assert_state_matches_the_files(session: Path, iteration: int) -> dict:
+    """replay/<iteration>.npz exists and every file it lists is on disk with its rows."""
+    from gamegym.data.replaybuffer import read_state
+    from gamegym.data.samples import read_sample_file
+
+    state = read_state((session / "replay" / f"{iteration}.npz").read_bytes())
+    assert state["keys"] and len(state["count"]) == sum(r[3] - r[2] for r in state["rows"])
+    for key, (_, file_rows, _, _) in zip(state["keys"], state["rows"]):
+        assert len(read_sample_file(session / "samples" / key)["z"]) == file_rows
+    return state
+
+
+def assert_curious_replay_trained(session: Path, iteration: int, learner: str) -> None:
+    """`learner` trained `iteration` with curious replay: the replay state matches the files,
+    only drawn samples were replayed, and those got a priority from their own loss."""
+    state = assert_state_matches_the_files(session, iteration)
+    drawn = state["count"] > 0
+    assert drawn.any()
+    assert (state["priority"][~drawn] == 1e5).all()  # never drawn: priority_max
+    assert (state["priority"][drawn] < 1e5).all()
+    report = json.loads((session / "train" / f"{iteration}.json").read_text())
+    assert (report["learner"], report["replay"]) == (learner, "curious")
+
+
 def merged(base: dict, changes: dict) -> dict:
     """`base` with `changes` merged in, section by section."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}

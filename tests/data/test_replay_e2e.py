@@ -1,6 +1,7 @@
 """Curious replay with real processes: a gym killed with SIGKILL (all its processes at once)
 resumes with the replay state of its last published iteration, and a session continued into
-changed rules carries its samples and their priorities."""
+changed rules carries its samples and their priorities.  (MuZero and the bootstrapped learner
+train with curious replay in their own end-to-end tests, tests/learners/.)"""
 
 import json
 import re
@@ -10,9 +11,8 @@ import subprocess
 import numpy as np
 import psutil
 import pytest
-from conftest import built_once, finish, gamegym, gamegym_command
+from conftest import assert_state_matches_the_files, built_once, finish, gamegym, gamegym_command
 
-from gamegym.data.replaybuffer import read_state
 from gamegym.data.samples import read_sample_file
 
 pytestmark = pytest.mark.slow
@@ -70,15 +70,6 @@ def trained(tmp_path_factory):
 
 def current(session) -> int:
     return json.loads((session / "models" / "current.json").read_text())["iteration"]
-
-
-def assert_state_matches_the_files(session, iteration):
-    """replay/<iteration>.npz exists and every file it lists is on disk with its rows."""
-    state = read_state((session / "replay" / f"{iteration}.npz").read_bytes())
-    assert state["keys"] and len(state["count"]) == sum(r[3] - r[2] for r in state["rows"])
-    for key, (_, file_rows, _, _) in zip(state["keys"], state["rows"]):
-        assert len(read_sample_file(session / "samples" / key)["z"]) == file_rows
-    return state
 
 
 def test_sigkill_at_any_moment_keeps_the_state_of_the_published_iteration(tmp_path, trained):
@@ -159,44 +150,3 @@ def test_continue_into_changed_rules_carries_samples_and_priorities(tmp_path, tr
     for key in new_files:  # nobody marked a blocked cell
         data = read_sample_file(blocked / "samples" / key)
         assert not data["legal"][:, [0, 4]].any() and not np.isin(data["action"], [0, 4]).any()
-
-
-# the other learners with curious replay: MuZero draws sequences by their last step's priority
-# and reports every unrolled step's loss; Bootstrapped reports each sample's TD error
-LEARNERS = {
-    "muzero": {
-        "network": {"kind": "dense", "width": 16, "blocks": 1},
-        "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
-        "train": {"learner": "muzero"},
-    },
-    "bootstrapped": {
-        "network": {"kind": "dense", "width": 16, "blocks": 1},
-        "bootstrapped": {
-            "heads": 3,
-            "concurrent_games": 8,
-            "positions_per_iteration": 80,
-            "target_update_period": 10,
-        },
-        "train": {"learner": "bootstrapped"},
-    },
-}
-
-
-@pytest.mark.parametrize("learner", sorted(LEARNERS))
-def test_curious_replay_trains_every_learner(tmp_path, learner):
-    config = {
-        section: {**CURIOUS.get(section, {}), **LEARNERS[learner].get(section, {})}
-        for section in ("selfplay", "train", "network", learner)
-    }
-    session = new_session(tmp_path, {**config, "status_interval": 1.0}, learner)
-    done = gamegym("resume", str(session), "--max-iterations", "2")
-    assert done.returncode == 0, done.stdout + done.stderr
-    iteration = current(session)
-    state = assert_state_matches_the_files(session, iteration)
-    # only drawn samples were replayed, and those got a priority from their own loss
-    drawn = state["count"] > 0
-    assert drawn.any()
-    assert np.all(state["priority"][~drawn] == 1e5)  # never drawn: priority_max
-    assert np.all(state["priority"][drawn] < 1e5)
-    report = json.loads((session / "train" / f"{iteration}.json").read_text())
-    assert (report["learner"], report["replay"]) == (learner, "curious")

@@ -1,5 +1,5 @@
 """A dummy run of the bootstrapped learner: real processes, a new session resumed for two
-iterations, the sample files' masks, the target network's copy period counted across
+iterations with curious replay, the sample files' masks, the target network's copy period counted across
 iterations, and the model playing in `evaluate` (majority vote) and in the Evaluator process.
 (That the count survives a model file, as a resumed Trainer reads it, is in
 test_bootstrapped.py.)"""
@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import create_session, gamegym
+from conftest import assert_curious_replay_trained, create_session, gamegym
 
 from gamegym.cli.main import main
 
@@ -30,6 +30,8 @@ SMALL = {
         "min_new_samples": 60,
         "batchsize": 16,
         "num_updates_per_train_iter": 7,
+        "replay": "curious",  # each sample's TD error is its priority
+        "replay_capacity": 400,
     },
     "evaluate": {"every": 1, "games": 2, "opponents": ["random"]},
     "status_interval": 2.0,
@@ -51,6 +53,7 @@ def test_new_resume_then_evaluate(tmp_path, capsys):
         report = json.loads((session / "train" / f"{it}.json").read_text())
         assert report["learner"] == "bootstrapped" and report["samples"] >= 60
         assert np.isfinite(report["losses"]["td_loss"])
+    assert_curious_replay_trained(session, first, "bootstrapped")
     # 7 gradient steps an iteration, a target copy every 10, counted across iterations
     model = load_model(session / "models" / f"{first}.keras")
     assert target_age(model) == 7 * first % 10

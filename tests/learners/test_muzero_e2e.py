@@ -1,13 +1,13 @@
 """A dummy run of the real thing with `train.learner = "muzero"`: real processes, a temporary
-session, two iterations with the Evaluator rating them, then the evaluate command; and every role
-in one process.  (A MuZero model file loads with every answer kept: tests/learners/test_muzero.py;
+session, two iterations trained with curious replay and rated by the Evaluator, then the evaluate
+command; and every role in one process.  (A MuZero model file loads with every answer kept: tests/learners/test_muzero.py;
 a resume that goes on from trained iterations: the AlphaZero end-to-end test.)"""
 
 import json
 
 import numpy as np
 import pytest
-from conftest import create_session, gamegym
+from conftest import assert_curious_replay_trained, create_session, gamegym
 
 from gamegym.cli.main import main
 
@@ -28,8 +28,12 @@ SMALL = {
         "learner": "muzero",
         "min_samplecount": 60,
         "min_new_samples": 60,
-        "epochs": 1,
         "batchsize": 32,
+        # curious replay: sequences drawn by their last step's priority, every unrolled step's
+        # loss reported back
+        "replay": "curious",
+        "num_updates_per_train_iter": 8,
+        "replay_capacity": 400,
     },
     "evaluate": {"every": 1, "games": 2, "searchcount": 8, "opponents": ["random", "previous"]},
     "status_interval": 2.0,
@@ -50,6 +54,7 @@ def test_new_resume_and_evaluate(tmp_path, capsys):
         assert report["learner"] == "muzero" and report["samples"] >= 54
         assert {"loss", "policy_loss", "value_loss", "reward_loss"} <= set(report["losses"])
         assert all(np.isfinite(v) for v in report["losses"].values())
+    assert_curious_replay_trained(session, current, "muzero")
     files = sorted((session / "samples").glob("*/*.npz"))
     assert files
     with np.load(files[0]) as data:  # the same sample files as AlphaZero's
