@@ -33,6 +33,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -83,22 +84,23 @@ OPTIONAL_EXTRAS = ("IPython", "matplotlib", "scipy")
 
 class _Hidden(importlib.abc.MetaPathFinder):
     """An import finder under which the named top-level packages (and their modules) cannot be
-    found."""
+    found by the thread that made it; other threads import them as usual."""
 
     def __init__(self, names: tuple[str, ...]):
         self.names = frozenset(names)
+        self.thread = threading.get_ident()
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.partition(".")[0] in self.names:
+        if fullname.partition(".")[0] in self.names and threading.get_ident() == self.thread:
             raise ModuleNotFoundError(f"{fullname} is not imported with TensorFlow", name=fullname)
         return None
 
 
 @contextlib.contextmanager
 def without_optional_extras(names: tuple[str, ...] = OPTIONAL_EXTRAS):
-    """Within the block, `import` of these packages fails with ModuleNotFoundError, unless this
-    process has imported them already (then they stay as they are); afterwards they import as
-    usual."""
+    """Within the block, `import` of these packages in this thread fails with
+    ModuleNotFoundError, unless the process has imported them already (then they stay as they
+    are); afterwards, and in other threads, they import as usual."""
     finder = _Hidden(tuple(name for name in names if name not in sys.modules))
     sys.meta_path.insert(0, finder)
     try:

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -39,6 +40,15 @@ def test_a_package_imported_before_the_block_stays_as_it_is(package):
     with without_optional_extras((package,)):
         assert __import__(package) is before
         assert __import__("ggprobe.part").part.VALUE == 2  # its modules load as usual
+
+
+def test_other_threads_import_the_hidden_packages_meanwhile(package):
+    found = []
+    with without_optional_extras((package,)):
+        thread = threading.Thread(target=lambda: found.append(__import__(package).VALUE))
+        thread.start()
+        thread.join()
+    assert found == [1]
 
 
 def test_the_block_removes_its_finder_when_the_import_fails(package):
