@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 TINY = np.finfo(np.float64).tiny  # the smallest prior a logit is taken of
+_TINY = float(TINY)
 RESCALES = ("node", "score")  # how sigma maps q to [0, 1] (GumbelParams.rescale)
 SCORE_RANGE = (-1.0, 1.0)  # the values of a game's end, the bounds of the "score" rescale
 
@@ -229,49 +230,55 @@ def interior_index(
     completed q (the mixed value), so among them the largest prior scores best and their
     weights sum to their prior mass times one factor (MuZero's hidden states have a child
     per action id, most of them never visited)."""
+    tiny = _TINY  # a Python float: comparisons with it cost a fraction of a NumPy scalar's
     visited = list(compress(range(len(visits)), visits))  # visits are never negative
     if not visited:  # nothing visited: every q is `value`, so the prior
-        floored = [p if p > TINY else TINY for p in priors]
-        return floored.index(max(floored))
+        best_prior = max(priors)
+        return priors.index(best_prior) if best_prior > tiny else 0  # (all below tiny: alike)
+    floored: list[float] = []  # the visited children's priors (>= tiny) and q
+    qs: list[float] = []
     total = weighted = mass = most = 0.0
-    qs = []
     for i in visited:
         n, p = visits[i], priors[i]
-        if p < TINY:
-            p = TINY
+        if p < tiny:
+            p = tiny
         q = sums[i] / n
+        floored.append(p)
         qs.append(q)
         if n > most:
             most = n
         total += n
         weighted += p * q
         mass += p
-    fill = (value + total * weighted / mass) / (1.0 + total)  # the unvisited children's q
-    unvisited = len(visits) > len(visited)
-    if rescale == "score":
-        bottom, top = SCORE_RANGE
-        qs = [bottom if q < bottom else top if q > top else q for q in qs]
-        fill = bottom if fill < bottom else top if fill > top else fill
-    high, low = max(qs), min(qs)  # softmax is shift-free: the largest q's weight is its prior
-    if unvisited:
-        high, low = max(high, fill), min(low, fill)
-    span = SCORE_RANGE[1] - SCORE_RANGE[0] if rescale == "score" else high - low
-    factor = (maxvisit_init + most) * value_scale / max(span, epsilon)
-    exp = math.exp
-    weights = [
-        (priors[i] if priors[i] > TINY else TINY) * exp(factor * (q - high))
-        for i, q in zip(visited, qs)
-    ]
-    weight_sum = sum(weights)
-    if unvisited:
+    unvisited = len(visited) < len(visits)
+    if unvisited:  # the largest unvisited prior, at its lowest index
         rest = list(priors)
         for i in visited:
             rest[i] = -1.0
         best_prior = max(rest)
-        best_rest = rest.index(best_prior)  # the lowest index of the largest unvisited prior
+        best_rest = rest.index(best_prior)
+    fill = (value + total * weighted / mass) / (1.0 + total)  # the unvisited children's q
+    if rescale == "score":
+        bottom, top = SCORE_RANGE
+        qs = [bottom if q < bottom else top if q > top else q for q in qs]
+        fill = bottom if fill < bottom else top if fill > top else fill
+        span = top - bottom
+        high = max(qs)
+        if unvisited and fill > high:
+            high = fill
+    else:
+        high, low = max(qs), min(qs)  # softmax is shift-free: the largest q's weight is its prior
+        if unvisited:
+            high, low = max(high, fill), min(low, fill)
+        span = high - low
+    factor = (maxvisit_init + most) * value_scale / (span if span > epsilon else epsilon)
+    exp = math.exp
+    weights = [p * exp(factor * (q - high)) for p, q in zip(floored, qs)]
+    weight_sum = sum(weights)
+    if unvisited:
         fill_weight = exp(factor * (fill - high))
-        rest_mass = sum(priors) - mass  # mass: the visited priors, summed above
-        weight_sum += fill_weight * max(rest_mass, 0.0)
+        rest_mass = sum(priors) - mass  # mass: the visited priors, floored
+        weight_sum += fill_weight * (rest_mass if rest_mass > 0.0 else 0.0)
     norm, share = 1.0 / weight_sum, 1.0 / (1.0 + total)
     best, best_score = -1, -math.inf
     for i, w in zip(visited, weights):
@@ -279,7 +286,7 @@ def interior_index(
         if score > best_score:
             best, best_score = i, score
     if unvisited:
-        score = (best_prior if best_prior > TINY else TINY) * fill_weight * norm
+        score = (best_prior if best_prior > tiny else tiny) * fill_weight * norm
         if score > best_score or (score == best_score and best_rest < best):
             best = best_rest
     return best

@@ -142,6 +142,21 @@ def test_interior_index_where_every_weight_underflows():
     assert interior_index(priors, 0.0, sums, visits) == expected == 0
 
 
+@pytest.mark.parametrize(
+    "priors",
+    [[0.0, 0.0, 0.0], [0.0, 0.4, 0.6, 0.6], [0.5, 0.0, 0.5]],
+    ids=["no-prior", "tie-after-a-zero", "tie-at-the-start"],
+)
+def test_interior_index_of_an_unvisited_node_is_the_references(priors):
+    """No child visited: the largest prior (the lowest index on a tie), or the first child
+    when every prior is zero, as the NumPy reference says."""
+    zeros = [0.0] * len(priors)
+    expected = interior_action(
+        logits_from_priors(priors), 0.2, mean_values(zeros, zeros), np.asarray(zeros)
+    )
+    assert interior_index(priors, 0.2, zeros, zeros) == expected
+
+
 def reference_gumbel(graph, evaluate, vertex, count, seed, params=GumbelParams()):
     """A plain recursive Gumbel search with gamegym.search.gumbel's NumPy functions: (root
     visits [A], the move, the policy target over action ids)."""
