@@ -17,9 +17,9 @@ Keras and TensorFlow's own bundled Keras import a few libraries only for feature
 calls (IPython for notebook display, matplotlib for an image gallery, SciPy for sparse inputs to
 the old training loop), each inside `try: ... except ImportError`.  `configure_tensorflow`
 imports TensorFlow with those three hidden (`without_optional_extras`) unless the process has
-them already: the import costs about a quarter less CPU (2.8 instead of 3.8 CPU-seconds here),
-in every Trainer and every process that makes or converts a model.  They import normally
-afterwards.
+them already: the import then costs about a quarter less CPU (2.8 instead of 3.8 CPU-seconds on
+a 2-core Intel Xeon), in every Trainer and every process that makes or converts a model.  They
+import normally afterwards, and in other threads meanwhile.
 
 What is a real problem still gets one line: a GPU that should be there but that TensorFlow does
 not see (`gpu_problem`), and a model file that does not load (`load_model`).
