@@ -39,6 +39,7 @@ import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes, quarantine
 from gamegym.data.formats import SAMPLE_FORMAT, check_format
+from gamegym.game.graph import SCORE_RANGE
 
 __all__ = [
     "GameRecord",
@@ -162,7 +163,8 @@ def bounded_value(value: float) -> float:
     true value lies.  A learned model is not bound to it (MuZero backs up predicted rewards plus
     values; a Q-head is unbounded).  Every recorder's games are bounded when they are encoded
     (`records_to_arrays`); a file read is bounded too (`read_sample_file`)."""
-    return min(1.0, max(-1.0, float(value)))
+    low, high = SCORE_RANGE
+    return min(high, max(low, float(value)))
 
 
 def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
@@ -197,8 +199,8 @@ def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
         return f"a game index is outside 0..{games - 1}"
     for name, low, high in (  # root_value is an estimate: read_sample_file bounds it
         ("pi", 0.0, 1.0),
-        ("z", -1.0, 1.0),
-        ("result", -1.0, 1.0),
+        ("z", *SCORE_RANGE),
+        ("result", *SCORE_RANGE),
     ):
         values = arrays[name]
         if values.size and (values.min() < low - VALUE_SLACK or values.max() > high + VALUE_SLACK):
@@ -316,7 +318,7 @@ def read_sample_file(path: Path, shape: SampleShape | None = None) -> dict[str, 
             raise ValueError(f"sample file {path} does not fit the game: {wrong}")
     # an estimate past the score range (from a recorder that did not bound it) is bounded here,
     # not refused: the rest of the file is sound (see bounded_value)
-    arrays["root_value"] = np.clip(arrays["root_value"], -1.0, 1.0)
+    arrays["root_value"] = np.clip(arrays["root_value"], *SCORE_RANGE)
     return arrays
 
 

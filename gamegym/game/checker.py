@@ -54,7 +54,7 @@ from typing import Any, TextIO, TypeGuard
 
 import numpy as np
 
-from gamegym.game.graph import GameGraph, GameSpecError, load_game
+from gamegym.game.graph import SCORE_RANGE, GameGraph, GameSpecError, load_game
 
 __all__ = [
     "Violation",
@@ -262,7 +262,7 @@ class GraphChecker:
 
     def _check_score(self, vertex: Any, children: tuple) -> None:
         score = self.call("score_at", vertex, self.graph.score_at, vertex)
-        if not _is_real(score) or not -1.0 <= float(score) <= 1.0:
+        if not _is_real(score) or not SCORE_RANGE[0] <= float(score) <= SCORE_RANGE[1]:
             self.report("score-out-of-range", f"score {score!r} is not in [-1, 1]", vertex)
         elif children and abs(float(score)) == 1.0:
             self.report(
@@ -398,7 +398,7 @@ class GraphChecker:
     def _check_heuristic(self, vertex: Any, children: tuple) -> None:
         graph = self.graph
         value = self.call("heuristic_at", vertex, graph.heuristic_at, vertex)
-        if not _is_real(value) or not -1.0 <= float(value) <= 1.0:
+        if not _is_real(value) or not SCORE_RANGE[0] <= float(value) <= SCORE_RANGE[1]:
             self.report("heuristic-out-of-range", f"heuristic {value!r} is not in [-1, 1]", vertex)
             return
         value = float(value)

@@ -8,8 +8,8 @@ Words used throughout gamegym:
              so a policy output means the same move everywhere.
   open       a vertex whose children have not been computed yet; `expand_at` computes them.
   terminal   a vertex that is not open and has no children: the game is over.
-  score      a float in [-1, 1] from the active player's view; -1 / +1 iff the vertex is terminal
-             and the active player has lost / won (a draw scores 0).
+  score      a float in [-1, 1] (`SCORE_RANGE`) from the active player's view; -1 / +1 iff the
+             vertex is terminal and the active player has lost / won (a draw scores 0).
 
 A game implements `roots`, `outdegree_max`, `score_at`, `numpify` and either `successors`
 (children only; action id = child index) or `expansion` (children and their action ids).
@@ -43,6 +43,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
+    "SCORE_RANGE",
     "GameGraph",
     "GameGraphError",
     "VertexError",
@@ -52,6 +53,10 @@ __all__ = [
     "load_game",
     "game_spec",
 ]
+
+# the scores of the contract (score_at, heuristic_at), and so the range of every value a search
+# backs up, a sample file holds and a value head is trained towards: (lost, won)
+SCORE_RANGE = (-1.0, 1.0)
 
 # a game's vertex type (a tuple, a string, ...): hashable and compared by value
 Vertex = TypeVar("Vertex", bound=Hashable)

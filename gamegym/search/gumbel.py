@@ -42,6 +42,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from gamegym.game.graph import SCORE_RANGE
+
 __all__ = [
     "GumbelParams",
     "logits_from_priors",
@@ -65,7 +67,6 @@ __all__ = [
 TINY = np.finfo(np.float64).tiny  # the smallest prior a logit is taken of
 _TINY = float(TINY)
 RESCALES = ("node", "score")  # how sigma maps q to [0, 1] (GumbelParams.rescale)
-SCORE_RANGE = (-1.0, 1.0)  # the values of a game's end, the bounds of the "score" rescale
 
 
 @dataclass(frozen=True)
