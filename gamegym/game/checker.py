@@ -262,7 +262,7 @@ class GraphChecker:
 
     def _check_score(self, vertex: Any, children: tuple) -> None:
         score = self.call("score_at", vertex, self.graph.score_at, vertex)
-        if not _is_real(score) or not SCORE_RANGE[0] <= float(score) <= SCORE_RANGE[1]:
+        if not _is_score(score):
             self.report("score-out-of-range", f"score {score!r} is not in [-1, 1]", vertex)
         elif children and abs(float(score)) == 1.0:
             self.report(
@@ -398,7 +398,7 @@ class GraphChecker:
     def _check_heuristic(self, vertex: Any, children: tuple) -> None:
         graph = self.graph
         value = self.call("heuristic_at", vertex, graph.heuristic_at, vertex)
-        if not _is_real(value) or not SCORE_RANGE[0] <= float(value) <= SCORE_RANGE[1]:
+        if not _is_score(value):
             self.report("heuristic-out-of-range", f"heuristic {value!r} is not in [-1, 1]", vertex)
             return
         value = float(value)
@@ -553,6 +553,12 @@ def _is_real(x: Any) -> bool:
         and not isinstance(x, bool)
         and math.isfinite(float(x))
     )
+
+
+def _is_score(x: Any) -> bool:
+    """A real number in the contract's score range (what score_at and heuristic_at give)."""
+    low, high = SCORE_RANGE
+    return _is_real(x) and low <= float(x) <= high
 
 
 def _is_int(x: Any) -> TypeGuard[int]:

@@ -1,8 +1,8 @@
 """A dummy run of the bootstrapped learner: real processes, a new session resumed for two
-iterations with curious replay, the sample files' masks, the target network's copy period counted across
-iterations, and the model playing in `evaluate` (majority vote) and in the Evaluator process.
-(That the count survives a model file, as a resumed Trainer reads it, is in
-test_bootstrapped.py.)"""
+iterations with curious replay, the sample files' masks, the target network's copy period
+counted across iterations, and the model playing in `evaluate` (majority vote) and in the
+Evaluator process.  (That the count survives a model file, as a resumed Trainer reads it, is
+in test_bootstrapped.py.)"""
 
 import json
 

@@ -1,7 +1,8 @@
 """A dummy run of the real thing with `train.learner = "muzero"`: real processes, a temporary
-session, two iterations trained with curious replay and rated by the Evaluator, then the evaluate
-command; and every role in one process.  (A MuZero model file loads with every answer kept: tests/learners/test_muzero.py;
-a resume that goes on from trained iterations: the AlphaZero end-to-end test.)"""
+session, two iterations trained with curious replay and rated by the Evaluator, then the
+evaluate command; and every role in one process.  (A MuZero model file loads with every answer
+kept: tests/learners/test_muzero.py; a resume that goes on from trained iterations: the
+AlphaZero end-to-end test.)"""
 
 import json
 
