@@ -229,7 +229,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto`: two workers more than this process may use cores.  The end-to-end tests spend
     part of their time waiting on processes, timers and signals; the extra workers fill those
     waits (one quiet run each on 2 cores: the whole suite in 231 s with 4 workers, 241 s with
-    3; the same machine's runs spread by a fifth between hours)."""
+    3; the same machine's runs spread by up to a quarter between hours)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (cores or 1) + 2
 
