@@ -171,6 +171,10 @@ class SelfplayConfig:
     searchthreadcount: int = 8  # concurrent searches (virtual loss) sharing one tree
     search_os_threads: bool = False  # run them on OS threads; False: one thread drives them all
     search_solver: bool = False  # prove wins/losses in the tree (MCTS-solver); exact endgames
+    search_core: str = "python"  # "python"; "compiled": the PUCT search's loops compiled by
+    #                                 numba (`pip install 'gamegym[fast]'`), the same games
+    #                                 faster; "auto": compiled where numba is installed and
+    #                                 the search is PUCT without solver or OS threads
     searchcount: int = 100  # searches (MCTS simulations) per move
     search: str = "puct"  # root rule: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero /
     #                                 MuZero: Gumbel-Top-k, sequential halving, completed-Q targets)
@@ -219,6 +223,7 @@ class SelfplayConfig:
         _int_in(self, "searchcount", 1, 1_000_000)
         _bool(self, "search_os_threads")
         _bool(self, "search_solver")
+        self._validate_core()
         _float_in(self, "exploration_const", 0.0, 100.0, low_open=True)
         _float_in(self, "virtualloss", 0.0, 100.0)
         _float_in(self, "temperature", 0.0, 100.0)
@@ -241,6 +246,16 @@ class SelfplayConfig:
         _float_in(self, "ray_selfplayer_cpus", 0.0, 1024.0, low_open=True)
         _float_in(self, "ray_predictor_cpus", 0.0, 1024.0, low_open=True)
         _int_in(self, "ray_object_store_mib", 75, 1_000_000)
+
+    def _validate_core(self) -> None:
+        """`search_core`; "compiled" only where that core covers the search and numba is
+        installed (gamegym.search.arena)."""
+        _choice(self, "search_core", ("python", "compiled", "auto"))
+        if self.search_core == "compiled":
+            from gamegym.search.arena import compiled_core_problem
+
+            problem = compiled_core_problem(self.search, self.search_solver, self.search_os_threads)
+            _check(problem is None, "selfplay.search_core", f"'compiled': {problem}")
 
     def _validate_search(self) -> None:
         """The root rule (asked of gamegym.registry.SEARCHES) and its fields."""

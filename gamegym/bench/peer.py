@@ -42,6 +42,8 @@ from gamegym.bench.peersides import (
     import_openspiel,
     race,
 )
+from gamegym.search.arena import CORES, core_for
+from gamegym.search.tree import SearchParams
 
 __all__ = [
     "EXTRA_MESSAGE",
@@ -140,12 +142,17 @@ class PeerSettings:
     end_to_end_seconds: float = 0.0  # 0: no end-to-end runs
     end_to_end_runs: int = 1
     selfplayers: int = 4  # Selfplayers end to end
+    core: str = "auto"  # our search's core (selfplay.search_core)
 
     def __post_init__(self) -> None:
         if self.seconds <= 0 or self.slices < 1 or self.searchcount < 1 or self.threads < 1:
             raise ValueError(
                 "the peer bench needs seconds > 0, slices >= 1, searchcount >= 1 and threads "
                 f">= 1 (got {self.seconds}, {self.slices}, {self.searchcount}, {self.threads})"
+            )
+        if self.core not in CORES:
+            raise ValueError(
+                f"the peer bench's core must be one of {list(CORES)}, got {self.core!r}"
             )
         if self.end_to_end_seconds < 0 or self.end_to_end_runs < 1 or self.selfplayers < 1:
             raise ValueError(
@@ -163,8 +170,10 @@ class PeerSettings:
 def _sides(game: str, game_args: dict, peer: str, s: PeerSettings, cpp: bool) -> dict[str, Any]:
     """The sides of one game's race, by their names in the report."""
     sides: dict[str, Any] = {
-        "ours_1": OursSide(game, game_args, s.searchcount, 1, s.c, s.seed),
-        f"ours_{s.threads}": OursSide(game, game_args, s.searchcount, s.threads, s.c, s.seed),
+        "ours_1": OursSide(game, game_args, s.searchcount, 1, s.c, s.seed, s.core),
+        f"ours_{s.threads}": OursSide(
+            game, game_args, s.searchcount, s.threads, s.c, s.seed, s.core
+        ),
         "openspiel": OpenSpielPythonSide(peer, s.searchcount, s.c, s.seed),
     }
     if cpp:
@@ -222,6 +231,7 @@ def run_peer_bench(
     skipped = cpp_missing(pyspiel)
     rows = [_peer_row(spec, s, skipped is None, self_play) for spec in _chosen(games)]
     return {
+        "search_core": core_for(SearchParams(rule="puct", core=s.core)),
         "searchcount": s.searchcount,
         "threads": s.threads,
         "exploration_const": s.c,
@@ -254,7 +264,8 @@ def print_peer_report(figures: dict) -> None:
     """The race as a table, the C++ side's evaluator, and the moonshot lines if measured."""
     t = figures["threads"]
     print(
-        f"search ceiling vs OpenSpiel's MCTSBot: {figures['searchcount']} searches per move, "
+        f"search ceiling vs OpenSpiel's MCTSBot: ours on the {figures['search_core']} core, "
+        f"{figures['searchcount']} searches per move, "
         f"c {figures['exploration_const']}, no network, {figures['seconds']:g} s per side in "
         f"alternating slices; searches per CPU-second; ours and OpenSpiel's Python MCTSBot with "
         f"uniform priors and value 0"
@@ -345,6 +356,12 @@ def add_parser(sub) -> None:
         "--end-to-end-runs", type=int, default=1, help="end-to-end runs, between the slices"
     )
     p.add_argument("--selfplayers", type=int, default=4, help="Selfplayers end to end")
+    p.add_argument(
+        "--core",
+        choices=list(CORES),
+        default="auto",
+        help="our search's core (selfplay.search_core; auto: compiled where numba is installed)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_peer)
 
@@ -359,6 +376,7 @@ def cmd_peer(args) -> int:
         end_to_end_seconds=args.end_to_end,
         end_to_end_runs=args.end_to_end_runs,
         selfplayers=args.selfplayers,
+        core=args.core,
     )
     if args.json:
         print(json.dumps(figures, sort_keys=True))

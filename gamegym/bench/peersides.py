@@ -2,8 +2,8 @@
 network, each side counting its searches (simulations) and games; `race` alternates time slices
 between the sides and tallies what each did.
 
-- `OursSide`: our `Search` with the uniform stub evaluator (the bench's search ceiling), in pure
-  Python: the reference path.
+- `OursSide`: our search with the uniform stub evaluator (the bench's search ceiling), on the
+  core asked for (`selfplay.search_core`: the pure-Python reference, or the compiled core).
 - `OpenSpielPythonSide`: OpenSpiel's Python `MCTSBot` with an evaluator that returns uniform
   priors and the value 0 (no rollouts), PUCT child selection: the same evaluator as ours.
 - `OpenSpielCppSide`: OpenSpiel's C++ `pyspiel.MCTSBot` with PUCT child selection and the only
@@ -27,7 +27,8 @@ import numpy as np
 
 from gamegym.config import GymConfig
 from gamegym.game.graph import load_game
-from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
+from gamegym.search.arena import make_search
+from gamegym.search.mcts import SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
 
 __all__ = [
@@ -86,7 +87,14 @@ class OursSide:
     """Self-play games with our search and the uniform stub evaluator."""
 
     def __init__(
-        self, game: str, game_args: dict, searchcount: int, threads: int, c: float, seed: int
+        self,
+        game: str,
+        game_args: dict,
+        searchcount: int,
+        threads: int,
+        c: float,
+        seed: int,
+        core: str = "python",
     ):
         self.graph = load_game(game, game_args)
         self.cfg = GymConfig.from_dict(
@@ -97,10 +105,11 @@ class OursSide:
                     "searchcount": searchcount,
                     "searchthreadcount": threads,
                     "exploration_const": c,
+                    "search_core": core,
                 },
             }
         ).selfplay
-        self.search = Search(
+        self.search = make_search(
             self.graph,
             uniform_evaluator(self.graph.action_space_size),
             SearchParams.from_selfplay(self.cfg),

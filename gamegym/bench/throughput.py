@@ -19,7 +19,9 @@
 search ceiling is its latent search (stub: uniform priors, zero values, rewards and hidden
 states) and its network figures its recurrent call.  A learner whose self-play does not search
 (bootstrapped: one Q request per move) has no search ceiling nor efficiency; its "searches" are
-its moves.
+its moves.  `--core python,compiled` measures the search cores the same way
+(`selfplay.search_core`, gamegym.search.arena): each run's search ceiling and self-play run on
+its core.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
+from gamegym.search.arena import CORES, core_for
 from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
 
@@ -117,9 +120,11 @@ def run_bench(
     learner: str = "alphazero",
     precision: str = "float32",
     batch_sizes: list[int] | None = None,
+    core: str | None = None,
 ) -> dict:
     """All figures of one bench run (see the module docstring) with a learner preset.
-    `precision` is the session's predict.precision (the fast path's int8 model or not).
+    `precision` is the session's predict.precision (the fast path's int8 model or not);
+    `core` the selfplay.search_core of the run and of its search ceiling (None: the preset's).
     `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
     (network config fields) replaces the preset's network; `batch_sizes` are those the network
@@ -156,6 +161,7 @@ def run_bench(
                 "selfplayprocesses": selfplayers,
                 "searchthreadcount": threads,
                 "searchcount": searchcount,
+                **({"search_core": core} if core is not None else {}),
             },
             "predict": {
                 "batchsize": batchsize,
@@ -221,7 +227,11 @@ def run_bench(
         "game": game,
         "game_args": graph.game_args,
         "learner": learner,
-        "label": learner if precision == "float32" else f"{learner} {precision}",
+        "label": " ".join(
+            [learner]
+            + ([precision] if precision != "float32" else [])
+            + ([core] if core is not None else [])
+        ),
         "backend": backend,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
@@ -254,6 +264,8 @@ def run_bench(
             "numpy_fastpath": fastpath,
             "evaluate_in_selfplayers": in_selfplayers,
             "precision": precision,
+            "search_core": config.selfplay.search_core,
+            "search_core_run": core_for(SearchParams.from_selfplay(config.selfplay)),
             "network": dataclasses.asdict(config.network),
             "cores": psutil.cpu_count(logical=True),
         },
@@ -374,6 +386,9 @@ def cmd_throughput(args) -> int:
         import_ray(local=True)
     learners = _choices("--learner", args.learner, learner_presets(), "learner presets")
     precisions = _choices("--precision", args.precision, PRECISIONS, "precisions")
+    cores: list[str | None] = (
+        list(_choices("--core", args.core, CORES, "search cores")) if args.core else [None]
+    )
     if args.batch_sizes and min(args.batch_sizes) < 1:
         raise ValueError(f"--batch-sizes {args.batch_sizes}: a batch holds at least 1 position")
     runs = [
@@ -395,9 +410,11 @@ def cmd_throughput(args) -> int:
             learner=learner,
             precision=precision,
             batch_sizes=args.batch_sizes,
+            core=core,
         )
         for learner in learners
         for precision in precisions
+        for core in cores
     ]
     figures: dict[str, Any] = (
         runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}
@@ -449,6 +466,7 @@ EXAMPLE = """examples:
   gamegym bench throughput --learner alphazero,bootstrapped --selfplayers 2 --json
   gamegym bench throughput --backend both --repeat 3      # Ray beside the processes
   gamegym bench throughput --game games.connectfour:ConnectFour --precision float32,int8
+  gamegym bench throughput --game games.connectfour:ConnectFour --core python,compiled
 """
 
 
@@ -525,6 +543,12 @@ def add_parser(sub) -> None:
         help="learner preset(s), comma-separated: "
         + ", ".join(learner_presets())
         + " (the throughput of each, with ratios to the first)",
+    )
+    p.add_argument(
+        "--core",
+        default="",
+        help="selfplay.search_core(s), comma-separated: auto, python, compiled (one run each, "
+        "with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--precision",

@@ -44,8 +44,7 @@ if TYPE_CHECKING:
     from gamegym.game.players import Player
     from gamegym.nets.portable import FastForm
     from gamegym.nets.protocols import ModelCall, ModelService
-    from gamegym.search.mcts import Search
-    from gamegym.search.tree import SearchParams
+    from gamegym.search.tree import SearchParams, TreeSearch
 
 __all__ = [
     "Learner",
@@ -225,13 +224,14 @@ class Learner(ABC):
             [w.shape for w in fresh.weights],
         )
 
-    def stub_search(self, graph: GameGraph[Any], params: SearchParams) -> Search:
+    def stub_search(self, graph: GameGraph[Any], params: SearchParams) -> TreeSearch:
         """This learner's self-play search with a uniform evaluator (nothing computed at the
-        leaves): the search ceiling of `gamegym bench`.  Default: the PUCT search over the
-        GameGraph (gamegym.search.mcts)."""
-        from gamegym.search.mcts import Search, uniform_evaluator
+        leaves): the search ceiling of `gamegym bench`.  Default: the search over the GameGraph
+        on the core `params` picks (gamegym.search.arena.make_search)."""
+        from gamegym.search.arena import make_search
+        from gamegym.search.mcts import uniform_evaluator
 
-        return Search(graph, uniform_evaluator(graph.action_space_size), params)
+        return make_search(graph, uniform_evaluator(graph.action_space_size), params)
 
     @abstractmethod
     def player(

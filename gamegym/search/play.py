@@ -21,8 +21,10 @@ from gamegym.data.samples import GameRecord
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player
 from gamegym.nets.inference import PositionEvaluator
+from gamegym.search.arena import make_search
 from gamegym.search.gumbel import PlayoutCap
 from gamegym.search.mcts import Node, Search, SearchParams, choose_action
+from gamegym.search.tree import TreeSearch
 
 __all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "ModelWait", "MCTSPlayer"]
 
@@ -38,7 +40,7 @@ def playout_cap(cfg) -> PlayoutCap | None:
 
 def selfplay_game(
     graph: GameGraph,
-    search: Search,
+    search: TreeSearch,
     cfg,
     rng: np.random.Generator,
     should_stop: Callable[[], bool] = lambda: False,
@@ -148,11 +150,11 @@ class SearchSelfplay:
         service,
         config,
         rng: np.random.Generator,
-        search: Search | None = None,
+        search: TreeSearch | None = None,
     ):
         self.graph, self.config, self.rng = graph, config.selfplay, rng
         if search is None:
-            search = Search(
+            search = make_search(
                 graph,
                 PositionEvaluator(graph, service, self.config.evaluation_cache),
                 SearchParams.from_selfplay(self.config),

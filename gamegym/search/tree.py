@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
 from gamegym.registry import SEARCHES
 
-__all__ = ["Evaluator", "SearchParams", "Node", "uniform_evaluator"]
+__all__ = ["Evaluator", "SearchParams", "Node", "TreeSearch", "uniform_evaluator"]
 
 # evaluator(vertices) -> (probs float32 [B, A] over action ids, values float32 [B] mover's view)
 Evaluator = Callable[[Sequence[Hashable]], tuple[np.ndarray, np.ndarray]]
@@ -28,6 +29,7 @@ class SearchParams:
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
     os_threads: bool = False  # run the concurrent searches on OS threads (see mcts.Search)
     solver: bool = False  # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
+    core: str = "python"  # "python", "compiled" or "auto" (gamegym.search.arena.core_for)
     rule: str = "puct"  # the root rule (gamegym.registry.SEARCHES)
     gumbel_considered: int = 16  # Gumbel: root actions sampled by Gumbel-Top-k
     gumbel_value_scale: float = 0.1  # Gumbel: sigma's c_scale
@@ -51,6 +53,7 @@ class SearchParams:
             dirichlet_fraction=fraction if noise else 0.0,
             os_threads=cfg.search_os_threads,
             solver=cfg.search_solver,
+            core=getattr(cfg, "search_core", "python"),
             rule=rule,
             gumbel_considered=getattr(cfg, "gumbel_considered", 16),
             gumbel_value_scale=getattr(cfg, "gumbel_value_scale", 0.1),
@@ -119,6 +122,33 @@ class Node:
             i for i, c in enumerate(children) if c is None or c.proven is None or c.proven < 1.0
         ]
         return keep if len(keep) < len(children) else None
+
+
+class TreeSearch(Protocol):
+    """What self-play, the players and the benches use of a tree search: the Python core
+    (gamegym.search.mcts.Search, and MuZero's latent search on it) or the compiled core
+    (gamegym.search.arena.ArenaSearch).  Roots are each core's own node type."""
+
+    graph: Any
+    evaluate: Any
+    searches_done: int
+    evaluations: int
+
+    def new_root(self, vertex: Hashable) -> Any: ...
+
+    def next_root(self, root: Any, index: int) -> Any: ...
+
+    def policy_target(self, root: Any) -> np.ndarray: ...
+
+    def choose(self, root: Any, temperature: float, rng: np.random.Generator) -> int: ...
+
+    def run(
+        self,
+        root: Any,
+        rng: np.random.Generator,
+        searchcount: int | None = None,
+        explore: bool = True,
+    ) -> Any: ...
 
 
 def uniform_evaluator(action_space_size: int) -> Evaluator:

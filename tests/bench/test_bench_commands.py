@@ -307,3 +307,29 @@ def test_throughput_runs_each_precision_and_compares_it_with_the_first(monkeypat
     with pytest.raises(ValueError, match=r"--batch-sizes \[8, 0\]: a batch holds at least 1"):
         args.run(args)
     assert len(calls) == 2
+
+
+def test_throughput_runs_each_search_core_and_compares_it_with_the_first(monkeypatch, capsys):
+    """`--core python,compiled`: one run per core, in that order, the ratios labelled by core;
+    without the flag one run on the preset's core (None); an unknown core is named."""
+    calls = []
+
+    def fake_run_bench(*args, core=None, **kwargs):
+        calls.append(core)
+        rate = 100.0 if core != "compiled" else 180.0
+        label = "alphazero" if core is None else f"alphazero {core}"
+        return {"label": label, "positions_per_s": rate, "searches_per_s": rate}
+
+    monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
+    args = parse_args(["bench", "throughput", "--core", "python,compiled", "--json"])
+    assert args.run(args) == 0
+    assert calls == ["python", "compiled"]
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["vs_first"] == {
+        "alphazero compiled": {"positions_per_s": 1.8, "searches_per_s": 1.8}
+    }
+    args = parse_args(["bench", "throughput", "--json"])
+    assert args.run(args) == 0 and calls[-1] is None
+    args = parse_args(["bench", "throughput", "--core", "cython"])
+    with pytest.raises(ValueError, match="--core 'cython': known search cores are auto, python"):
+        args.run(args)

@@ -158,3 +158,24 @@ def test_the_command_prints_the_json_keys_of_before_and_the_new_ones(capsys):
     (row,) = figures["games"]
     assert ROW_KEYS | {"ratio_cpp_1", "ratio_cpp_threads", "cpp_vs_python"} <= set(row)
     assert all(set(row[side]) >= SIDE_KEYS for side in SIDES)
+
+
+def test_our_sides_search_on_the_core_asked_for(monkeypatch):
+    pytest.importorskip("numba", reason='numba is not installed: pip install -e ".[fast]"')
+    from gamegym.bench import peersides
+
+    made = []
+    real = peersides.make_search
+
+    def recording(*args):
+        made.append(real(*args))
+        return made[-1]
+
+    monkeypatch.setattr(peersides, "make_search", recording)
+    for core, kind in (("python", "Search"), ("compiled", "ArenaSearch"), ("auto", "ArenaSearch")):
+        made.clear()
+        figures = run_peer_bench(**TINY, core=core)
+        assert figures["search_core"] == ("compiled" if core == "auto" else core)
+        assert [type(search).__name__ for search in made] == [kind, kind]  # ours_1, ours_4
+    with pytest.raises(ValueError, match=r"core must be one of \['auto', 'python', 'compiled'\]"):
+        run_peer_bench(**TINY, core="fast")

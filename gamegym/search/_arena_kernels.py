@@ -1,0 +1,163 @@
+"""The compiled search core's kernels (`gamegym.search.arena`), compiled by numba on first
+import (or loaded from numba's cache): the walk down by PUCT with virtual loss, the backup, the
+gathering of a batch of leaves and the writing of an evaluated batch, on the arena's arrays
+(their rows: gamegym.search.arena_layout).
+
+May import: numba and gamegym.search.arena_layout; imported by gamegym.search.arena only, when
+it makes its first search.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from gamegym.search.arena_layout import (
+    ACTION,
+    CHILD,
+    COUNT,
+    EXPANDED,
+    FIRST,
+    NEW,
+    PARENT,
+    PARENT_EDGE,
+    PENDING,
+    PRIOR,
+    STATE,
+    TERMINAL,
+    TOTAL,
+    VALUE,
+    VALUES,
+    VISITS,
+)
+
+__all__ = ["gather", "backup_all", "apply_batch", "descend", "backup"]
+
+
+@njit(cache=True, nogil=True)
+def descend(nf, ni, ef, ei, n_nodes, root, c, vl):
+    """Walk from `root` by PUCT, adding virtual loss `vl` on the path, to a node that is not
+    expanded; a first step onto an edge makes its child (state NEW).  Returns (leaf, n_nodes)."""
+    node = root
+    while ni[STATE, node] == EXPANDED:
+        first = ni[FIRST, node]
+        scale = c * math.sqrt(nf[TOTAL, node] + 1)
+        best = 0
+        best_score = -1e30
+        for k in range(ni[COUNT, node]):
+            e = first + k
+            n = ef[VISITS, e]
+            if n != 0:
+                score = ef[VALUES, e] / n + scale * ef[PRIOR, e] / (1 + n)
+            else:
+                score = scale * ef[PRIOR, e]
+            if score > best_score:
+                best = k
+                best_score = score
+        e = first + best
+        if vl != 0:
+            ef[VISITS, e] += vl
+            ef[VALUES, e] -= vl
+            nf[TOTAL, node] += vl
+        child = ei[CHILD, e]
+        if child < 0:
+            child = n_nodes
+            n_nodes += 1
+            ei[CHILD, e] = child
+            ni[STATE, child] = NEW
+            ni[FIRST, child] = 0
+            ni[COUNT, child] = 0
+            ni[PARENT_EDGE, child] = e
+            ni[PARENT, child] = node
+            nf[VALUE, child] = 0.0
+            nf[TOTAL, child] = 0.0
+            return child, n_nodes
+        node = child
+    return node, n_nodes
+
+
+@njit(cache=True, nogil=True)
+def backup(nf, ni, ef, root, leaf, value, vl):
+    """Add `value` (the leaf mover's view) on the path from `leaf` up to `root`, negated at
+    each step, taking the virtual loss `vl` off."""
+    node = leaf
+    while node != root:
+        e = ni[PARENT_EDGE, node]
+        node = ni[PARENT, node]
+        value = -value
+        if vl != 0:
+            ef[VISITS, e] += 1 - vl
+            ef[VALUES, e] += value + vl
+            nf[TOTAL, node] += 1 - vl
+        else:
+            ef[VISITS, e] += 1
+            ef[VALUES, e] += value
+            nf[TOTAL, node] += 1
+
+
+@njit(cache=True, nogil=True)
+def gather(
+    nf, ni, ef, ei, n_nodes, root, c, vl, slots, remaining, waiting, n_waiting, opened, first,
+    count, value,
+):  # fmt: skip
+    """Walk searches until `slots` of them wait on leaves being evaluated, none remain, or a
+    walk makes a new node; the caller opens that node through the GameGraph and calls again
+    with it as `opened`: with `count` edges from `first` (then it waits for the evaluator), or
+    with `count` 0 and its final score `value` (terminal: backed up at once, as is every walk
+    that ends on a terminal node).  Returns (the new node or -1, its parent edge, remaining,
+    n_waiting, searches backed up)."""
+    done = 0
+    if opened >= 0:
+        if count > 0:
+            ni[FIRST, opened] = first
+            ni[COUNT, opened] = count
+            ni[STATE, opened] = PENDING
+            waiting[n_waiting] = opened
+            n_waiting += 1
+        else:
+            ni[STATE, opened] = TERMINAL
+            nf[VALUE, opened] = value
+            backup(nf, ni, ef, root, opened, value, vl)
+            done += 1
+    while n_waiting < slots and remaining > 0:
+        leaf, n_nodes = descend(nf, ni, ef, ei, n_nodes, root, c, vl)
+        remaining -= 1
+        state = ni[STATE, leaf]
+        if state == NEW:
+            return leaf, ni[PARENT_EDGE, leaf], remaining, n_waiting, done
+        if state == PENDING:
+            waiting[n_waiting] = leaf
+            n_waiting += 1
+        else:
+            backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl)
+            done += 1
+    return -1, -1, remaining, n_waiting, done
+
+
+@njit(cache=True, nogil=True)
+def backup_all(nf, ni, ef, root, waiting, n_waiting, vl):
+    """Back up the searches that waited on `waiting[:n_waiting]` (now evaluated)."""
+    for j in range(n_waiting):
+        leaf = waiting[j]
+        backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl)
+
+
+@njit(cache=True, nogil=True)
+def apply_batch(nf, ni, ef, ei, batch, probs, values):
+    """The evaluator's answer for the nodes `batch`: each node's priors are its row of `probs`
+    at its actions, normalised (uniform where they sum to 0), its value from `values`."""
+    for j in range(batch.shape[0]):
+        node = batch[j]
+        first = ni[FIRST, node]
+        count = ni[COUNT, node]
+        total = 0.0
+        for k in range(count):
+            total += float(probs[j, ei[ACTION, first + k]])
+        for k in range(count):
+            if total > 0:
+                ef[PRIOR, first + k] = float(probs[j, ei[ACTION, first + k]]) / total
+            else:
+                ef[PRIOR, first + k] = 1.0 / count
+        nf[VALUE, node] = float(values[j])
+        ni[STATE, node] = EXPANDED

@@ -1,0 +1,427 @@
+"""The compiled search core (`selfplay.search_core: "compiled"`): the PUCT tree search of
+`gamegym.search.mcts.Search`, with the tree in flat arrays and its hot loops compiled by numba.
+
+What is compiled: the walk down by PUCT with virtual loss, the backup, the loop that gathers a
+batch of leaves, and writing an evaluated batch's priors.  What stays Python: the GameGraph
+(`children_at`, `actions_at`, `score_at` of each new leaf), the evaluator, the root's noise, the
+policy target and the move.  The searches run in the same order, with the same float64
+arithmetic and the same tie-breaking as the Python core, so from the same root, evaluator and
+random generator both cores visit the same leaves and play the same games; the Python core is
+the reference the tests hold this one to.
+
+The tree lives in one arena per search: node `i` has a state, a value, a visit total, its first
+edge and edge count, its parent edge and parent node; edge `e` has a prior, visits, a value sum,
+its child node (-1 until made) and its action id.  A node is made when a walk first takes its
+edge.  `new_root` starts a new tree (the nodes of the old one are then invalid); `next_root`
+keeps the played child's subtree as the Python core does.
+
+Only what the PUCT rule needs is here: the Gumbel rule, the MCTS-solver and OS threads use the
+Python core (`make_search` picks).  numba is an optional dependency (`pip install
+'gamegym[fast]'`); without it `make_search` falls back to the Python core where the config says
+"auto" and names the missing package where it says "compiled".
+
+May import: what `gamegym.search` may; numba only through gamegym.search._arena_kernels, which it
+imports when it makes its first compiled search.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Hashable
+
+import numpy as np
+
+from gamegym.game.graph import GameGraph
+from gamegym.search.arena_layout import (
+    ACTION,
+    CHILD,
+    COUNT,
+    EXPANDED,
+    FIRST,
+    NEW,
+    PENDING,
+    PRIOR,
+    STATE,
+    TERMINAL,
+    TOTAL,
+    VALUE,
+    VALUES,
+    VISITS,
+)
+from gamegym.search.rules import PuctRule
+from gamegym.search.tree import Evaluator, SearchParams, TreeSearch
+
+__all__ = [
+    "ArenaSearch",
+    "ArenaNode",
+    "make_search",
+    "core_for",
+    "compiled_core_available",
+    "compiled_core_problem",
+    "CORES",
+]
+
+CORES = ("auto", "python", "compiled")  # selfplay.search_core
+
+
+def compiled_core_available() -> bool:
+    """Whether numba is installed (the compiled core's one dependency)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | None:
+    """Why a search with these settings cannot run on the compiled core (None: it can)."""
+    uncovered = [
+        what
+        for what, present in (
+            (f"the {rule!r} rule", rule != "puct"),
+            ("the MCTS-solver (search_solver)", solver),
+            ("OS threads (search_os_threads)", os_threads),
+        )
+        if present
+    ]
+    if uncovered:
+        return (
+            "the compiled core runs the PUCT search only; this search has "
+            f"{' and '.join(uncovered)}: use search_core 'python' or 'auto'"
+        )
+    if not compiled_core_available():
+        return (
+            "the compiled core needs numba, which is not installed: "
+            "pip install 'gamegym[fast]' (or search_core 'python')"
+        )
+    return None
+
+
+def core_for(params: SearchParams) -> str:
+    """The core a search with `params` runs on: "compiled" or "python".  "auto" is compiled
+    where the compiled core covers the search (the PUCT rule, no MCTS-solver, no OS threads)
+    and numba is installed; "compiled" raises ValueError where it cannot be."""
+    core = params.core
+    if core not in CORES:
+        raise ValueError(f"selfplay.search_core must be one of {list(CORES)}, got {core!r}")
+    if core == "python":
+        return "python"
+    problem = compiled_core_problem(params.rule, params.solver, params.os_threads)
+    if problem is None:
+        return "compiled"
+    if core == "compiled":
+        raise ValueError(f"selfplay.search_core 'compiled': {problem}")
+    return "python"
+
+
+def make_search(graph: GameGraph, evaluate: Evaluator, params: SearchParams) -> TreeSearch:
+    """The tree search over `graph` on the core `params.core` asks for (see `core_for`): an
+    `ArenaSearch` or the Python `gamegym.search.mcts.Search`; both have the same interface."""
+    if core_for(params) == "compiled":
+        return ArenaSearch(graph, evaluate, params)
+    from gamegym.search.mcts import Search
+
+    return Search(graph, evaluate, params)
+
+
+# ----- the compiled kernels ----------------------------------------------------------------------
+def _kernels():
+    """The numba-compiled kernels (compiled, or loaded from numba's cache, on first use)."""
+    from gamegym.search import _arena_kernels as k
+
+    return k.gather, k.backup_all, k.apply_batch
+
+
+# ----- the search -----------------------------------------------------------------------------
+class ArenaNode:
+    """A view of one node of an `ArenaSearch`'s tree with the attributes of `Node` that the
+    PUCT rule, self-play and the players read (its statistics are read from the arena)."""
+
+    __slots__ = ("search", "index", "generation", "raw_priors")
+
+    NEW, PENDING, EXPANDED, TERMINAL = NEW, PENDING, EXPANDED, TERMINAL
+    proven = None  # the compiled core proves nothing (no MCTS-solver)
+    solved = 0
+
+    def __init__(self, search: ArenaSearch, index: int):
+        self.search = search
+        self.index = index
+        self.generation = search.generation
+        self.raw_priors: list[float] | None = None  # priors before root noise
+
+    def _edges(self) -> slice:
+        ni = self.search.ni
+        first = int(ni[FIRST, self.index])
+        return slice(first, first + int(ni[COUNT, self.index]))
+
+    @property
+    def vertex(self) -> Hashable:
+        return self.search.vertices[self.index]
+
+    @property
+    def state(self) -> int:
+        return int(self.search.ni[STATE, self.index])
+
+    @property
+    def value(self) -> float:
+        return float(self.search.nf[VALUE, self.index])
+
+    @property
+    def total(self) -> float:
+        return float(self.search.nf[TOTAL, self.index])
+
+    @property
+    def actions(self) -> tuple:
+        return self.search.actions[self.index]
+
+    @property
+    def child_vertices(self) -> tuple:
+        s = self._edges()
+        return tuple(self.search.edge_vertices[s])
+
+    @property
+    def visits(self) -> list[float]:
+        return self.search.ef[VISITS, self._edges()].tolist()
+
+    @property
+    def values(self) -> list[float]:
+        return self.search.ef[VALUES, self._edges()].tolist()
+
+    @property
+    def priors(self) -> list[float]:
+        return self.search.ef[PRIOR, self._edges()].tolist()
+
+    @priors.setter
+    def priors(self, priors: list[float]) -> None:
+        self.search.ef[PRIOR, self._edges()] = priors
+
+    @property
+    def children(self) -> list[ArenaNode | None]:
+        search = self.search
+        return [
+            None if child < 0 else ArenaNode(search, int(child))
+            for child in search.ei[CHILD, self._edges()]
+        ]
+
+    def mean_value(self) -> float:
+        """Search value of this node from its mover's view."""
+        total = self.total
+        return sum(self.values) / total if total else self.value
+
+    def proven_best(self) -> None:
+        """Nothing is proven in the compiled core (see `Node.proven_best`)."""
+        return None
+
+
+class ArenaSearch:
+    """The PUCT search of `gamegym.search.mcts.Search` (one driver thread, batches to the
+    evaluator, the next batch selected while one is in flight where the evaluator can `submit`)
+    on the compiled core; one instance per Selfplayer, reused across moves and games."""
+
+    def __init__(self, graph: GameGraph, evaluate: Evaluator, params: SearchParams):
+        self.graph = graph
+        self.evaluate = evaluate
+        self.params = params
+        self.rule = PuctRule(params)
+        self._gather, self._backup_all, self._apply = _kernels()
+        self.searches_done = 0
+        self.evaluations = 0
+        self.generation = 0
+        self.nf = np.zeros((2, 0), np.float64)
+        self.ni = np.zeros((5, 0), np.int64)
+        self.ef = np.zeros((3, 0), np.float64)
+        self.ei = np.zeros((2, 0), np.int64)
+        self.vertices: list = []  # per node
+        self.actions: list = []  # per node: its children's action ids (a tuple once opened)
+        self.edge_vertices: list = []  # per edge: the child's vertex
+        self._grow_nodes(1024)
+        self._grow_edges(8192)
+        self._queue: list[int] = []
+
+    # ----- the arena -------------------------------------------------------------------------
+    def _grow_nodes(self, need: int) -> None:
+        size = max(need, 2 * self.nf.shape[1])
+        nf, ni = np.zeros((2, size), np.float64), np.zeros((5, size), np.int64)
+        nf[:, : self.nf.shape[1]] = self.nf
+        ni[:, : self.ni.shape[1]] = self.ni
+        self.nf, self.ni = nf, ni
+
+    def _grow_edges(self, need: int) -> None:
+        size = max(need, 2 * self.ef.shape[1])
+        ef, ei = np.zeros((3, size), np.float64), np.full((2, size), -1, np.int64)
+        ef[:, : self.ef.shape[1]] = self.ef
+        ei[:, : self.ei.shape[1]] = self.ei
+        self.ef, self.ei = ef, ei
+
+    def _node(self, vertex: Hashable) -> int:
+        """A new node (state NEW) of `vertex` with no parent, made in Python."""
+        index = len(self.vertices)
+        if index >= self.nf.shape[1]:
+            self._grow_nodes(index + 1)
+        self.ni[:, index] = (NEW, 0, 0, -1, -1)
+        self.nf[:, index] = 0.0
+        self.vertices.append(vertex)
+        self.actions.append(())
+        return index
+
+    def _open(self, index: int) -> bool:
+        """First visit of node `index`: read its children from the GameGraph (queued for the
+        evaluator, state PENDING), or its final score (state TERMINAL; returns False)."""
+        graph = self.graph
+        vertex = self.vertices[index]
+        children = graph.children_at(vertex)
+        if not children:
+            self.ni[STATE, index] = TERMINAL
+            self.nf[VALUE, index] = float(graph.score_at(vertex))
+            return False
+        first, n = len(self.edge_vertices), len(children)
+        if first + n > self.ef.shape[1]:
+            self._grow_edges(first + n)
+        actions = graph.actions_at(vertex)
+        self.ei[ACTION, first : first + n] = actions
+        self.edge_vertices.extend(children)
+        self.actions[index] = actions
+        ni = self.ni
+        ni[FIRST, index] = first
+        ni[COUNT, index] = n
+        ni[STATE, index] = PENDING
+        self._queue.append(index)
+        return True
+
+    # ----- public ----------------------------------------------------------------------------
+    def new_root(self, vertex: Hashable) -> ArenaNode:
+        """The root of a new tree from `vertex`; the nodes of the previous tree are given up."""
+        used = len(self.edge_vertices)
+        self.ef[:, :used] = 0.0
+        self.ei[:, :used] = -1
+        self.vertices.clear()
+        self.actions.clear()
+        self.edge_vertices.clear()
+        self._queue.clear()
+        self.generation += 1
+        return ArenaNode(self, self._node(vertex))
+
+    def next_root(self, root: ArenaNode, index: int) -> ArenaNode:
+        """The root of the next move after child `index` of `root` is played: the searched
+        child with its subtree (a new tree when the search never made it)."""
+        self._check(root)
+        edge = int(self.ni[FIRST, root.index]) + index
+        child = int(self.ei[CHILD, edge])
+        if child < 0:
+            return self.new_root(self.edge_vertices[edge])
+        return ArenaNode(self, child)
+
+    def policy_target(self, root: ArenaNode) -> np.ndarray:
+        """float32 [action_space_size]: the visit counts of the searched root, normalised."""
+        return self.rule.policy(root, self.graph.action_space_size)  # type: ignore[arg-type]
+
+    def choose(self, root: ArenaNode, temperature: float, rng: np.random.Generator) -> int:
+        """The child index to play: visits^(1/temperature), the most visited at 0."""
+        return self.rule.choose(root, temperature, rng)  # type: ignore[arg-type]
+
+    def run(
+        self,
+        root: ArenaNode,
+        rng: np.random.Generator,
+        searchcount: int | None = None,
+        explore: bool = True,
+    ) -> ArenaNode:
+        """Run `searchcount` searches from `root` (see `gamegym.search.mcts.Search.run`)."""
+        self._check(root)
+        count = self.params.searchcount if searchcount is None else searchcount
+        if root.state == NEW and self._open(root.index):
+            batch, self._queue = self._queue, []
+            self._flush(batch)
+        if root.state == TERMINAL:
+            return root
+        self.rule.begin(self, root, rng, count, explore)  # type: ignore[arg-type]
+        slots = min(self.params.threads, count)
+        vl = self.params.virtualloss if slots > 1 else 0.0
+        self._collect(root.index, slots, count, vl)
+        return root
+
+    def _check(self, root: ArenaNode) -> None:
+        if root.search is not self or root.generation != self.generation:
+            raise ValueError(
+                "this root is not in the search's current tree (new_root started another)"
+            )
+
+    # ----- the searches ----------------------------------------------------------------------
+    def _collect(self, root: int, slots: int, remaining: int, vl: float) -> None:
+        """`Search._collect` on the arena: gather up to `slots` waiting searches (opening the
+        new nodes they make), evaluate their leaves as one batch, back them up; with a
+        submitting evaluator the next batch is gathered while one is in flight."""
+        submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
+        c = float(self.params.exploration_const)
+        gather, backup_all = self._gather, self._backup_all
+        children_at, actions_at, score_at = (
+            self.graph.children_at,
+            self.graph.actions_at,
+            self.graph.score_at,
+        )
+        vertices, actions, edge_vertices = self.vertices, self.actions, self.edge_vertices
+        in_flight = None  # (batch, waiting, n_waiting, answer) sent and not yet backed up
+        while remaining > 0 or in_flight is not None:
+            waiting = np.empty(slots, np.int64)
+            n_waiting = 0
+            opened, first, count, value = -1, 0, 0, 0.0  # the node opened last, for gather
+            queue = self._queue
+            while True:
+                nodes = len(vertices)
+                if nodes >= self.nf.shape[1]:
+                    self._grow_nodes(nodes + 1)
+                leaf, edge, remaining, n_waiting, done = gather(
+                    self.nf, self.ni, self.ef, self.ei, nodes, root, c, vl, slots, remaining,
+                    waiting, n_waiting, opened, first, count, value,
+                )  # fmt: skip
+                self.searches_done += done
+                if leaf < 0:
+                    break
+                vertex = edge_vertices[edge]
+                vertices.append(vertex)
+                children = children_at(vertex)
+                opened = leaf
+                if children:
+                    first, count = len(edge_vertices), len(children)
+                    if first + count > self.ef.shape[1]:
+                        self._grow_edges(first + count)
+                    moves = actions_at(vertex)
+                    self.ei[ACTION, first : first + count] = moves
+                    edge_vertices.extend(children)
+                    actions.append(moves)
+                    queue.append(leaf)
+                else:
+                    count, value = 0, float(score_at(vertex))
+                    actions.append(())
+            batch, self._queue = queue, []
+            if submit is None:
+                if batch:
+                    self._flush(batch)
+                backup_all(self.nf, self.ni, self.ef, root, waiting, n_waiting, vl)
+                self.searches_done += n_waiting
+                continue
+            answer = submit(self._inputs(batch)) if batch else None
+            if in_flight is not None:
+                self._complete(root, vl, *in_flight)
+            in_flight = (batch, waiting, n_waiting, answer) if batch or n_waiting else None
+
+    def _complete(self, root: int, vl: float, batch, waiting, n_waiting, answer) -> None:
+        if answer is not None:
+            self._apply_answer(batch, *answer())
+        self._backup_all(self.nf, self.ni, self.ef, root, waiting, n_waiting, vl)
+        self.searches_done += n_waiting
+
+    def _inputs(self, batch: list[int]) -> list:
+        vertices = self.vertices
+        return [vertices[i] for i in batch]
+
+    def _flush(self, batch: list[int]) -> None:
+        self._apply_answer(batch, *self.evaluate(self._inputs(batch)))
+
+    def _apply_answer(self, batch: list[int], probs, values) -> None:
+        self.evaluations += len(batch)
+        self._apply(
+            self.nf,
+            self.ni,
+            self.ef,
+            self.ei,
+            np.asarray(batch, np.int64),
+            np.asarray(probs),
+            np.asarray(values),
+        )

@@ -1,0 +1,201 @@
+"""The compiled search core against the Python core, its reference: the same searches, the same
+games, the same counts; and how a config picks the core."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from conftest import MUST_BLOCK, WIN_IN_ONE
+from test_mcts import AsyncUniform, pseudo_network
+from test_model_wait import ChangingService
+from test_model_wait import config as model_wait_config
+
+from gamegym.config import ConfigError, GymConfig
+from gamegym.search import arena
+from gamegym.search.arena import ArenaSearch, core_for, make_search
+from gamegym.search.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator
+from gamegym.search.play import SearchSelfplay, selfplay_game
+from games.connectfour import ConnectFour
+from games.tictactoe import TicTacToe
+
+pytest.importorskip("numba", reason='numba is not installed: pip install -e ".[fast]"')
+
+GAMES = [TicTacToe, lambda: ConnectFour(rows=6, columns=7)]
+
+
+def selfplay_config(**selfplay):
+    return GymConfig.from_dict({"game": "games.tictactoe:TicTacToe", "selfplay": selfplay}).selfplay
+
+
+def games_of(search, cfg, graph, count, seed):
+    rng = np.random.default_rng(seed)
+    records = [selfplay_game(graph, search, cfg, rng) for _ in range(count)]
+    return [
+        (r.action, [p.tolist() for p in r.pi], r.root_value, r.policy_weight, r.result)
+        for r in records
+    ]
+
+
+@pytest.mark.parametrize("make_graph", GAMES)
+@pytest.mark.parametrize("threads", [1, 8])
+def test_plays_the_games_of_the_python_core(make_graph, threads):
+    """Moves, policy targets, root values and results of whole self-play games (Dirichlet noise
+    and temperature on, subtrees kept between moves) are those of the Python core."""
+    graph = make_graph()
+    cfg = selfplay_config(searchcount=120, searchthreadcount=threads, temperature_drop_move=4)
+    params = SearchParams.from_selfplay(cfg)
+    python = Search(graph, pseudo_network(graph), params)
+    compiled = ArenaSearch(graph, pseudo_network(graph), params)
+    assert games_of(compiled, cfg, graph, 3, seed=5) == games_of(python, cfg, graph, 3, seed=5)
+    assert compiled.searches_done == python.searches_done > 0
+    assert compiled.evaluations == python.evaluations > 0
+
+
+def test_playout_caps_play_the_same_games():
+    graph = ConnectFour(rows=5, columns=5)
+    cfg = selfplay_config(
+        searchcount=80, fast_searchcount=10, playout_cap_probability=0.25, searchthreadcount=4
+    )
+    params = SearchParams.from_selfplay(cfg)
+    python = Search(graph, pseudo_network(graph), params)
+    compiled = ArenaSearch(graph, pseudo_network(graph), params)
+    assert games_of(compiled, cfg, graph, 2, seed=1) == games_of(python, cfg, graph, 2, seed=1)
+
+
+@pytest.mark.parametrize("virtualloss", [0.0, 1.0, 3.0])
+def test_the_same_visits_and_values_under_virtual_loss(virtualloss):
+    graph = ConnectFour(rows=5, columns=5)
+    params = SearchParams(searchcount=700, threads=16, virtualloss=virtualloss)
+    python = Search(graph, pseudo_network(graph), params)
+    compiled = ArenaSearch(graph, pseudo_network(graph), params)
+    rng = np.random.default_rng(0)
+    expected = python.run(python.new_root(graph.roots[0]), rng)
+    root = compiled.run(compiled.new_root(graph.roots[0]), np.random.default_rng(0))
+    assert root.visits == expected.visits
+    assert root.values == expected.values
+    assert root.priors == expected.priors
+    assert root.mean_value() == expected.mean_value()
+    assert sum(root.visits) == 700  # the virtual loss fully taken off
+
+
+@pytest.mark.parametrize(
+    "make_graph,vertex,expected",
+    [(TicTacToe, WIN_IN_ONE, 2), (TicTacToe, MUST_BLOCK, 2), (ConnectFour, None, None)],
+)
+def test_pipelined_batches_are_those_of_the_python_core(make_graph, vertex, expected):
+    """With an evaluator that answers later (the Predictor client) the next batch is gathered
+    while one is in flight, and the searches are those of the Python core doing the same."""
+    graph = make_graph()
+    vertex = graph.roots[0] if vertex is None else vertex
+    params = SearchParams(searchcount=400, threads=8)
+    evaluate = AsyncUniform(graph.action_space_size)
+    search = ArenaSearch(graph, evaluate, params)
+    root = search.run(search.new_root(vertex), np.random.default_rng(0))
+    reference = AsyncUniform(graph.action_space_size)
+    expected_root = Search(graph, reference, params).run(Node(vertex), np.random.default_rng(0))
+    assert root.visits == expected_root.visits
+    assert evaluate.max_outstanding == reference.max_outstanding
+    assert search.searches_done == 400 and sum(root.visits) == 400
+    if expected is not None:
+        assert root.actions[choose_action(root, 0.0, np.random.default_rng(0))] == expected
+    else:
+        assert evaluate.max_outstanding == 2  # a batch was gathered while one was in flight
+
+
+def test_the_arena_grows_and_a_new_tree_starts_clean():
+    graph = ConnectFour(rows=6, columns=7)
+    params = SearchParams(searchcount=3000, threads=8)
+    search = ArenaSearch(graph, uniform_evaluator(7), params)
+    nodes, edges = search.nf.shape[1], search.ef.shape[1]
+    first = search.run(search.new_root(graph.roots[0]), np.random.default_rng(0)).visits
+    assert search.nf.shape[1] > nodes and search.ef.shape[1] > edges  # outgrew the start
+    again = search.run(search.new_root(graph.roots[0]), np.random.default_rng(0)).visits
+    reference = Search(graph, uniform_evaluator(7), params)
+    assert first == again == reference.run(Node(graph.roots[0]), np.random.default_rng(0)).visits
+
+
+def test_next_root_keeps_the_subtree_and_old_roots_are_refused():
+    graph = TicTacToe()
+    search = ArenaSearch(graph, pseudo_network(graph), SearchParams(searchcount=200, threads=4))
+    root = search.run(search.new_root(graph.roots[0]), np.random.default_rng(0))
+    best = choose_action(root, 0.0, np.random.default_rng(0))
+    child = search.next_root(root, best)
+    assert child.vertex == root.child_vertices[best]
+    assert child.total == root.visits[best] - 1  # every visit but the one that opened it
+    assert child.state == Node.EXPANDED
+    search.new_root(graph.roots[0])
+    with pytest.raises(ValueError, match="not in the search's current tree"):
+        search.run(child, np.random.default_rng(0))
+
+
+def test_a_terminal_root_and_zero_priors():
+    graph = TicTacToe()
+    search = ArenaSearch(graph, uniform_evaluator(9), SearchParams(searchcount=10))
+    root = search.new_root(graph.roots[0])
+
+    def zeros(vertices):
+        return np.zeros((len(vertices), 9), np.float32), np.zeros(len(vertices), np.float32)
+
+    search.evaluate = zeros
+    search.run(root, np.random.default_rng(0))
+    assert root.priors == [1 / 9] * 9  # priors that sum to 0 become uniform
+    end = graph.roots[0]
+    while graph.children_at(end):
+        end = graph.children_at(end)[0]
+    last = search.new_root(end)
+    assert search.run(last, np.random.default_rng(0)).state == Node.TERMINAL
+    assert last.value == float(graph.score_at(end))
+
+
+def test_core_for_picks_and_explains():
+    params = SearchParams()
+    assert core_for(dataclasses.replace(params, core="python")) == "python"
+    assert core_for(dataclasses.replace(params, core="auto")) == "compiled"
+    assert core_for(dataclasses.replace(params, core="compiled")) == "compiled"
+    gumbel = dataclasses.replace(params, core="auto", rule="gumbel")
+    assert core_for(gumbel) == "python"
+    assert core_for(dataclasses.replace(params, core="auto", solver=True)) == "python"
+    with pytest.raises(ValueError, match="PUCT search only.*'gumbel' rule"):
+        core_for(dataclasses.replace(gumbel, core="compiled"))
+    with pytest.raises(ValueError, match="must be one of"):
+        core_for(dataclasses.replace(params, core="fast"))
+    graph = TicTacToe()
+    assert isinstance(make_search(graph, uniform_evaluator(9), params), Search)
+    compiled = dataclasses.replace(params, core="compiled")
+    assert isinstance(make_search(graph, uniform_evaluator(9), compiled), ArenaSearch)
+
+
+def test_the_config_names_what_the_compiled_core_cannot_do(monkeypatch):
+    assert selfplay_config(search_core="compiled").search_core == "compiled"
+    with pytest.raises(ConfigError, match="search_core.*PUCT search only.*MCTS-solver"):
+        selfplay_config(search_core="compiled", search_solver=True)
+    with pytest.raises(ConfigError, match="search_core.*must be one of"):
+        selfplay_config(search_core="numba")
+    monkeypatch.setattr(arena, "compiled_core_available", lambda: False)
+    with pytest.raises(ConfigError, match=r"needs numba.*gamegym\[fast\]"):
+        selfplay_config(search_core="compiled")
+    assert core_for(SearchParams(core="auto")) == "python"  # auto falls back without numba
+
+
+def four_games(driver) -> list:
+    played: list = []
+    for finished in driver.play(lambda: len(played) >= 4):
+        record, _ = finished
+        played.append((record.action, [p.tolist() for p in record.pi], record.result))
+    return played
+
+
+def test_a_selfplayer_on_the_compiled_core_plays_the_python_cores_games():
+    """The Selfplayer's driver builds its search from the config: through the model service,
+    the evaluation cache and the pipelined batches both cores play the same games."""
+    graph = TicTacToe()
+    games = {}
+    for core, kind in (("python", "Search"), ("compiled", "ArenaSearch")):
+        config = model_wait_config(
+            0, search_core=core, searchthreadcount=4, searchcount=30, evaluation_cache=1000
+        )
+        service = ChangingService(graph, every=10**9)
+        driver = SearchSelfplay(graph, service, config, np.random.default_rng(3))
+        assert type(driver.search).__name__ == kind
+        games[core] = four_games(driver)
+    assert games["compiled"] == games["python"]
