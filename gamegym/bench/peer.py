@@ -2,8 +2,9 @@
 
 All sides play whole games against themselves on the same game, with the same searches
 (simulations) per move and the same exploration constant, with no network
-(`gamegym.bench.peersides`): our `Search` with the uniform stub evaluator (the bench's search
-ceiling; one search at a time, and `--threads` concurrent searches), OpenSpiel's Python `MCTSBot`
+(`gamegym.bench.peersides`): our search with the uniform stub evaluator (the bench's search
+ceiling; one search at a time, and `--threads` concurrent searches) on the core `--core` picks
+(`selfplay.search_core`; the end-to-end runs too), OpenSpiel's Python `MCTSBot`
 with uniform priors and the value 0 (the same evaluator), and OpenSpiel's C++ `MCTSBot` with the
 closest evaluator its Python API builds: the C++ `RandomRolloutEvaluator` at 1 rollout (uniform
 priors too, but each leaf's value is one random playout instead of 0, so it does more work per
@@ -68,19 +69,26 @@ MOONSHOT_UNIT = (
     "Selfplayers over the CPU-seconds of every role, Predictor and bench included"
 )
 
-# (game, game_args, seconds, selfplayers, threads, searchcount) -> end-to-end figures
-SelfPlay = Callable[[str, dict, float, int, int, int], dict]
+# (game, game_args, seconds, selfplayers, threads, searchcount, search core) -> figures
+SelfPlay = Callable[[str, dict, float, int, int, int, str], dict]
 
 
 def alphazero_self_play(
-    game: str, game_args: dict, seconds: float, selfplayers: int, threads: int, searchcount: int
+    game: str,
+    game_args: dict,
+    seconds: float,
+    selfplayers: int,
+    threads: int,
+    searchcount: int,
+    core: str = "auto",
 ) -> dict:
-    """End-to-end AlphaZero self-play at the game's preset, network included: the throughput
-    bench's end-to-end run (processes, the session's network path), with its efficiency."""
+    """End-to-end AlphaZero self-play at the game's preset, network included, its search on
+    `core` (selfplay.search_core): the throughput bench's end-to-end run (processes, the
+    session's network path), with its efficiency."""
     from gamegym.bench.throughput import run_bench
 
     run = run_bench(
-        game, game_args, seconds, selfplayers, threads, searchcount, network_seconds=0.0
+        game, game_args, seconds, selfplayers, threads, searchcount, network_seconds=0.0, core=core
     )
     cores = max(1, min(selfplayers, run["config"]["cores"] or 1))
     return {
@@ -193,7 +201,7 @@ def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> d
     groups = [race(sides, slice_seconds, s.slices)]
     done = []
     for _ in range(s.runs):
-        args = (s.end_to_end_seconds, s.selfplayers, s.threads, s.searchcount)
+        args = (s.end_to_end_seconds, s.selfplayers, s.threads, s.searchcount, s.core)
         done.append(self_play(game, game_args, *args))
         groups.append(race(sides, slice_seconds, s.slices))
     figures = {name: sum((g[name] for g in groups), Tally()).figures() for name in sides}

@@ -62,8 +62,8 @@ def test_a_pyspiel_without_the_cpp_bot_skips_that_side_and_says_why(monkeypatch,
 def test_the_moonshot_is_each_end_to_end_run_over_the_python_bot_around_it(capsys):
     calls = []
 
-    def fake_self_play(game, game_args, seconds, selfplayers, threads, searchcount):
-        calls.append((game, game_args, seconds, selfplayers, threads, searchcount))
+    def fake_self_play(game, game_args, seconds, selfplayers, threads, searchcount, core):
+        calls.append((game, game_args, seconds, selfplayers, threads, searchcount, core))
         rate = 1000.0 * len(calls)  # a different figure each run
         return {
             "searches_per_s": 2 * rate,
@@ -75,7 +75,7 @@ def test_the_moonshot_is_each_end_to_end_run_over_the_python_bot_around_it(capsy
     figures = run_peer_bench(
         **TINY, end_to_end_seconds=3.0, end_to_end_runs=2, selfplayers=2, self_play=fake_self_play
     )
-    assert calls == [(TICTACTOE, {}, 3.0, 2, 4, 10)] * 2
+    assert calls == [(TICTACTOE, {}, 3.0, 2, 4, 10, "auto")] * 2  # on the bench's core
     (row,) = figures["games"]
     peers = row["moonshot_peer_searches_per_s"]
     assert len(peers) == 2 and all(rate > 0 for rate in peers)
@@ -105,7 +105,8 @@ def test_the_end_to_end_figures_come_from_the_throughput_bench_per_core(monkeypa
     from gamegym.bench import throughput
 
     def fake_run_bench(game, game_args, seconds, selfplayers, threads, searchcount, **options):
-        assert options == {"network_seconds": 0.0}  # no network paths: only the end to end
+        # no network paths, only the end to end, on the core asked for
+        assert options == {"network_seconds": 0.0, "core": "python"}
         return {
             "searches_per_s": 3000.0,
             "searches_per_cpu_s": 1600.0,
@@ -119,7 +120,7 @@ def test_the_end_to_end_figures_come_from_the_throughput_bench_per_core(monkeypa
         }
 
     monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
-    run = peer.alphazero_self_play(TICTACTOE, {}, 5.0, 4, 24, 100)
+    run = peer.alphazero_self_play(TICTACTOE, {}, 5.0, 4, 24, 100, "python")
     assert run["cores"] == 2  # four Selfplayers on two cores
     assert run["searches_per_s_per_core"] == 1500.0
     assert run["searches_per_cpu_s"] == 1600.0 and run["efficiency"] == 0.4
