@@ -173,10 +173,10 @@ def test_our_sides_search_on_the_core_asked_for(monkeypatch):
         return made[-1]
 
     monkeypatch.setattr(peersides, "make_search", recording)
-    for core, kind in (("python", "Search"), ("compiled", "ArenaSearch"), ("auto", "ArenaSearch")):
+    for core, kind in (("python", "Search"), ("compiled", "ArenaSearch")):
         made.clear()
         figures = run_peer_bench(**TINY, core=core)
-        assert figures["search_core"] == ("compiled" if core == "auto" else core)
+        assert figures["search_core"] == core
         assert [type(search).__name__ for search in made] == [kind, kind]  # ours_1, ours_4
     with pytest.raises(ValueError, match=r"core must be one of \['auto', 'python', 'compiled'\]"):
         run_peer_bench(**TINY, core="fast")
