@@ -29,7 +29,8 @@ class SearchParams:
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
     os_threads: bool = False  # run the concurrent searches on OS threads (see mcts.Search)
     solver: bool = False  # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
-    core: str = "python"  # "python", "compiled" or "auto" (gamegym.search.arena.core_for)
+    core: str = "python"  # "python", "compiled" or "auto" (gamegym.search.arena.core_for; the
+    #                        config's default is "auto")
     rule: str = "puct"  # the root rule (gamegym.registry.SEARCHES)
     gumbel_considered: int = 16  # Gumbel: root actions sampled by Gumbel-Top-k
     gumbel_value_scale: float = 0.1  # Gumbel: sigma's c_scale
@@ -53,7 +54,7 @@ class SearchParams:
             dirichlet_fraction=fraction if noise else 0.0,
             os_threads=cfg.search_os_threads,
             solver=cfg.search_solver,
-            core=getattr(cfg, "search_core", "python"),
+            core=getattr(cfg, "search_core", "auto"),
             rule=rule,
             gumbel_considered=getattr(cfg, "gumbel_considered", 16),
             gumbel_value_scale=getattr(cfg, "gumbel_value_scale", 0.1),
