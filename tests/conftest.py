@@ -35,10 +35,15 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 # the settings of a small tic-tac-toe session that trains an iteration within seconds (its
-# Selfplayer waits for each new model after 100 positions, leaving the cores to the Trainer)
+# Selfplayer waits for each new model after 100 positions, leaving the cores to the Trainer).
+# Its search runs on the Python core: a test's Selfplayer lives seconds, and loading numba and
+# the compiled core (about 0.5 CPU-s a process) would be much of its work; the compiled core,
+# the default, plays the same games (tests/search/test_compiled_core.py) and runs in a real
+# session in tests/runtime/test_gym_e2e.py.
 SMALL = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
     "selfplay": {
+        "search_core": "python",
         "selfplayprocesses": 1,
         "searchthreadcount": 4,
         "searchcount": 16,

@@ -199,6 +199,9 @@ def selfplayer_main(session_path, config, index, conn, seed, *, stop_event, repo
     driver = get_learner(config.train.learner).selfplayer(
         graph, service, config, np.random.default_rng(seed)
     )
+    search = getattr(driver, "search", None)
+    if search is not None:
+        log.info("searching on the %s core", getattr(search, "core", "python"))
     writer = SampleWriter(session.samples_dir, f"selfplayer{index}")
     games = selfplay_loop(driver, config.selfplay, writer, stop_event, reports, service=service)
     log.info(

@@ -1,5 +1,6 @@
-"""The compiled search core (`selfplay.search_core: "compiled"`): the PUCT tree search of
-`gamegym.search.mcts.Search`, with the tree in flat arrays and its hot loops compiled by numba.
+"""The compiled search core (`selfplay.search_core`: "auto", the default, where numba is
+installed, or "compiled"): the PUCT tree search of `gamegym.search.mcts.Search`, with the tree in
+flat arrays and its hot loops compiled by numba.
 
 What is compiled: the walk down by PUCT with virtual loss, the backup, the loop that gathers a
 batch of leaves, and writing an evaluated batch's priors.  What stays Python: the GameGraph
@@ -48,6 +49,7 @@ from gamegym.search.arena_layout import (
     VALUES,
     VISITS,
 )
+from gamegym.search.mcts import Search
 from gamegym.search.rules import PuctRule
 from gamegym.search.tree import Evaluator, SearchParams, TreeSearch
 
@@ -115,8 +117,6 @@ def make_search(graph: GameGraph, evaluate: Evaluator, params: SearchParams) -> 
     `ArenaSearch` or the Python `gamegym.search.mcts.Search`; both have the same interface."""
     if core_for(params) == "compiled":
         return ArenaSearch(graph, evaluate, params)
-    from gamegym.search.mcts import Search
-
     return Search(graph, evaluate, params)
 
 
@@ -213,6 +213,8 @@ class ArenaSearch:
     """The PUCT search of `gamegym.search.mcts.Search` (one driver thread, batches to the
     evaluator, the next batch selected while one is in flight where the evaluator can `submit`)
     on the compiled core; one instance per Selfplayer, reused across moves and games."""
+
+    core = "compiled"  # selfplay.search_core
 
     def __init__(self, graph: GameGraph, evaluate: Evaluator, params: SearchParams):
         self.graph = graph

@@ -62,6 +62,8 @@ __all__ = [
 class Search:
     """Runs searches from a root node; one instance per Selfplayer (reused across moves)."""
 
+    core = "python"  # selfplay.search_core (gamegym.search.arena.ArenaSearch: "compiled")
+
     def __init__(self, graph: GameGraph, evaluate: Evaluator, params: SearchParams):
         self.graph = graph
         self.evaluate = evaluate

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def session(new_session):
-    return new_session()
+    # the search core of a user's session (the default), where the other tests' SMALL
+    # sessions search on the Python core
+    return new_session(changes={"selfplay": {"search_core": "auto"}})
 
 
 def test_new_resume_files_and_resume_again(session):
@@ -52,6 +54,8 @@ def test_new_resume_files_and_resume_again(session):
         r"(\d+) batches evaluated here", (session / "logs" / "selfplayer0.log").read_text()
     )
     assert played and int(played.group(1)) > 0
+    # numba is installed with the test extras, so the default core is the compiled one
+    assert "searching on the compiled core" in (session / "logs" / "selfplayer0.log").read_text()
 
     status = json.loads(gamegym("status", str(session), "--json").stdout)
     assert status["iteration"] == current["iteration"] and status["samples"] > 0
