@@ -251,7 +251,7 @@ class SelfplayConfig:
     def _validate_core(self) -> None:
         """`search_core`; "compiled" only where that core covers the search and numba is
         installed (gamegym.search.arena)."""
-        _choice(self, "search_core", ("python", "compiled", "auto"))
+        _choice(self, "search_core", ("auto", "python", "compiled"))  # search.arena.CORES
         if self.search_core == "compiled":
             from gamegym.search.arena import compiled_core_problem
 
