@@ -43,7 +43,7 @@ from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
-from gamegym.search.arena import CORES, core_for
+from gamegym.search.arena import CORES
 from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
 
@@ -71,6 +71,7 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "al
         positions += len(record) if record is not None else 0  # None: stopped, never here
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {
+        "core": getattr(search, "core", "python"),
         "searches_per_s": search.searches_done / elapsed,
         "searches_per_cpu_s": search.searches_done / max(cpu, 1e-9),
         "positions_per_s": positions / elapsed,
@@ -265,7 +266,7 @@ def run_bench(
             "evaluate_in_selfplayers": in_selfplayers,
             "precision": precision,
             "search_core": config.selfplay.search_core,
-            "search_core_run": core_for(SearchParams.from_selfplay(config.selfplay)),
+            "search_core_run": ceiling["core"] if ceiling else None,  # the learner's search
             "network": dataclasses.asdict(config.network),
             "cores": psutil.cpu_count(logical=True),
         },

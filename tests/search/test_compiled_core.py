@@ -199,3 +199,13 @@ def test_a_selfplayer_on_the_compiled_core_plays_the_python_cores_games():
         assert type(driver.search).__name__ == kind
         games[core] = four_games(driver)
     assert games["compiled"] == games["python"]
+
+
+def test_the_throughput_bench_ceiling_names_the_core_it_ran():
+    from gamegym.bench.throughput import search_ceiling
+
+    graph = TicTacToe()
+    for core in ("python", "compiled"):
+        cfg = selfplay_config(search_core=core, searchcount=16, searchthreadcount=4)
+        ceiling = search_ceiling(graph, cfg, 0.2)
+        assert ceiling["core"] == core and ceiling["searches_per_s"] > 0
