@@ -37,7 +37,6 @@ from gamegym.search.arena_layout import (
     ACTION,
     CHILD,
     COUNT,
-    EXPANDED,
     FIRST,
     NEW,
     PENDING,
@@ -135,7 +134,6 @@ class ArenaNode:
 
     __slots__ = ("search", "index", "generation", "raw_priors")
 
-    NEW, PENDING, EXPANDED, TERMINAL = NEW, PENDING, EXPANDED, TERMINAL
     proven = None  # the compiled core proves nothing (no MCTS-solver)
     solved = 0
 
@@ -234,7 +232,6 @@ class ArenaSearch:
         self.edge_vertices: list = []  # per edge: the child's vertex
         self._grow_nodes(1024)
         self._grow_edges(8192)
-        self._queue: list[int] = []
 
     # ----- the arena -------------------------------------------------------------------------
     def _grow_nodes(self, need: int) -> None:
@@ -262,29 +259,22 @@ class ArenaSearch:
         self.actions.append(())
         return index
 
-    def _open(self, index: int) -> bool:
-        """First visit of node `index`: read its children from the GameGraph (queued for the
-        evaluator, state PENDING), or its final score (state TERMINAL; returns False)."""
+    def _expand(self, index: int) -> tuple[int, int, float]:
+        """Read the children of node `index` (just made) from the GameGraph into new edges:
+        (first edge, edge count, 0.0), or (0, 0, its final score) where the game is over."""
         graph = self.graph
         vertex = self.vertices[index]
         children = graph.children_at(vertex)
         if not children:
-            self.ni[STATE, index] = TERMINAL
-            self.nf[VALUE, index] = float(graph.score_at(vertex))
-            return False
-        first, n = len(self.edge_vertices), len(children)
-        if first + n > self.ef.shape[1]:
-            self._grow_edges(first + n)
-        actions = graph.actions_at(vertex)
-        self.ei[ACTION, first : first + n] = actions
+            return 0, 0, float(graph.score_at(vertex))
+        first, count = len(self.edge_vertices), len(children)
+        if first + count > self.ef.shape[1]:
+            self._grow_edges(first + count)
+        moves = graph.actions_at(vertex)
+        self.ei[ACTION, first : first + count] = moves
         self.edge_vertices.extend(children)
-        self.actions[index] = actions
-        ni = self.ni
-        ni[FIRST, index] = first
-        ni[COUNT, index] = n
-        ni[STATE, index] = PENDING
-        self._queue.append(index)
-        return True
+        self.actions[index] = moves
+        return first, count, 0.0
 
     # ----- public ----------------------------------------------------------------------------
     def new_root(self, vertex: Hashable) -> ArenaNode:
@@ -295,7 +285,6 @@ class ArenaSearch:
         self.vertices.clear()
         self.actions.clear()
         self.edge_vertices.clear()
-        self._queue.clear()
         self.generation += 1
         return ArenaNode(self, self._node(vertex))
 
@@ -327,9 +316,14 @@ class ArenaSearch:
         """Run `searchcount` searches from `root` (see `gamegym.search.mcts.Search.run`)."""
         self._check(root)
         count = self.params.searchcount if searchcount is None else searchcount
-        if root.state == NEW and self._open(root.index):
-            batch, self._queue = self._queue, []
-            self._flush(batch)
+        if root.state == NEW:
+            first, edges, value = self._expand(root.index)
+            if edges:
+                self.ni[[FIRST, COUNT, STATE], root.index] = (first, edges, PENDING)
+                self._flush([root.index])
+            else:
+                self.ni[STATE, root.index] = TERMINAL
+                self.nf[VALUE, root.index] = value
         if root.state == TERMINAL:
             return root
         self.rule.begin(self, root, rng, count, explore)  # type: ignore[arg-type]
@@ -352,18 +346,13 @@ class ArenaSearch:
         submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
         c = float(self.params.exploration_const)
         gather, backup_all = self._gather, self._backup_all
-        children_at, actions_at, score_at = (
-            self.graph.children_at,
-            self.graph.actions_at,
-            self.graph.score_at,
-        )
         vertices, actions, edge_vertices = self.vertices, self.actions, self.edge_vertices
         in_flight = None  # (batch, waiting, n_waiting, answer) sent and not yet backed up
         while remaining > 0 or in_flight is not None:
             waiting = np.empty(slots, np.int64)
             n_waiting = 0
             opened, first, count, value = -1, 0, 0, 0.0  # the node opened last, for gather
-            queue = self._queue
+            batch: list[int] = []  # the opened nodes that wait for the evaluator
             while True:
                 nodes = len(vertices)
                 if nodes >= self.nf.shape[1]:
@@ -375,23 +364,12 @@ class ArenaSearch:
                 self.searches_done += done
                 if leaf < 0:
                     break
-                vertex = edge_vertices[edge]
-                vertices.append(vertex)
-                children = children_at(vertex)
+                vertices.append(edge_vertices[edge])
+                actions.append(())
                 opened = leaf
-                if children:
-                    first, count = len(edge_vertices), len(children)
-                    if first + count > self.ef.shape[1]:
-                        self._grow_edges(first + count)
-                    moves = actions_at(vertex)
-                    self.ei[ACTION, first : first + count] = moves
-                    edge_vertices.extend(children)
-                    actions.append(moves)
-                    queue.append(leaf)
-                else:
-                    count, value = 0, float(score_at(vertex))
-                    actions.append(())
-            batch, self._queue = queue, []
+                first, count, value = self._expand(leaf)
+                if count:
+                    batch.append(leaf)
             if submit is None:
                 if batch:
                     self._flush(batch)
