@@ -38,7 +38,8 @@ __all__ = ["gather", "backup_all", "apply_batch", "descend", "backup"]
 @njit(cache=True, nogil=True)
 def descend(nf, ni, ef, ei, n_nodes, root, c, vl):
     """Walk from `root` by PUCT, adding virtual loss `vl` on the path, to a node that is not
-    expanded; a first step onto an edge makes its child (state NEW).  Returns (leaf, n_nodes)."""
+    expanded, and return it; a first step onto an edge makes its child, node `n_nodes` (state
+    NEW)."""
     node = root
     while ni[STATE, node] == EXPANDED:
         first = ni[FIRST, node]
@@ -63,7 +64,6 @@ def descend(nf, ni, ef, ei, n_nodes, root, c, vl):
         child = ei[CHILD, e]
         if child < 0:
             child = n_nodes
-            n_nodes += 1
             ei[CHILD, e] = child
             ni[STATE, child] = NEW
             ni[FIRST, child] = 0
@@ -72,9 +72,9 @@ def descend(nf, ni, ef, ei, n_nodes, root, c, vl):
             ni[PARENT, child] = node
             nf[VALUE, child] = 0.0
             nf[TOTAL, child] = 0.0
-            return child, n_nodes
+            return child
         node = child
-    return node, n_nodes
+    return node
 
 
 @njit(cache=True, nogil=True)
@@ -121,7 +121,7 @@ def gather(
             backup(nf, ni, ef, root, opened, value, vl)
             done += 1
     while n_waiting < slots and remaining > 0:
-        leaf, n_nodes = descend(nf, ni, ef, ei, n_nodes, root, c, vl)
+        leaf = descend(nf, ni, ef, ei, n_nodes, root, c, vl)
         remaining -= 1
         state = ni[STATE, leaf]
         if state == NEW:
