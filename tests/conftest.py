@@ -15,10 +15,12 @@ Conventions (tests/README.md says the same at more length):
 
 from __future__ import annotations
 
+import compileall
 import fcntl
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -53,6 +55,17 @@ SMALL = {
     "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
     "status_interval": 2.0,
 }
+
+
+def pytest_configure(config):
+    """Where the machine turns bytecode caching off (PYTHONDONTWRITEBYTECODE, as some images
+    do), every process of the suite -- each worker, and each gym, Trainer, Selfplayer and
+    command a test starts -- would compile the package from source again.  Python still reads
+    bytecode it finds, so the controller compiles the package and the bundled games once,
+    before the workers start, into their usual `__pycache__` folders (which git ignores)."""
+    if sys.flags.dont_write_bytecode and not hasattr(config, "workerinput"):
+        for package in ("gamegym", "games"):
+            compileall.compile_dir(ROOT / package, quiet=1)
 
 
 # tic-tac-toe boards (cells row by row; 1 the player to move, -1 the opponent)
@@ -299,6 +312,9 @@ _measured: dict[str, float] = {}
 def pytest_runtest_logreport(report):
     if os.environ.get("GAMEGYM_STORE_DURATIONS"):
         _measured[report.nodeid] = _measured.get(report.nodeid, 0.0) + report.duration
+    for key, value in report.user_properties:
+        if key == "cpu_s":
+            _cpu_by_test[report.nodeid] = _cpu_by_test.get(report.nodeid, 0.0) + value
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -311,6 +327,47 @@ def pytest_sessionfinish(session, exitstatus):
         long = {k: round(v, 1) for k, v in _measured.items() if v >= STORED_FROM}
         ordered = dict(sorted(long.items(), key=lambda kv: (-kv[1], kv[0])))
         DURATIONS.write_text(json.dumps(ordered, indent=1) + "\n")
+
+
+# `GAMEGYM_CPU_REPORT=N python -m pytest`: after the run, the N tests that used the most CPU
+# (their own and that of the processes they started and waited for) and the suite's total
+CPU_KEY = pytest.StashKey[float]()
+_cpu_by_test: dict[str, float] = {}
+
+
+def _cpu_seconds() -> float:
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[CPU_KEY] = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report (setup, call, teardown) carries the CPU seconds it used, so the
+    controller hears them from every worker."""
+    outcome = yield
+    now = _cpu_seconds()
+    outcome.get_result().user_properties.append(("cpu_s", now - item.stash.get(CPU_KEY, now)))
+    item.stash[CPU_KEY] = now
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    shown = int(os.environ.get("GAMEGYM_CPU_REPORT") or 0)
+    if shown <= 0 or not _cpu_by_test:
+        return
+    write = terminalreporter.write_line
+    ranked = sorted(_cpu_by_test.items(), key=lambda kv: -kv[1])
+    write(f"CPU of the tests and their processes: {sum(_cpu_by_test.values()):.1f} s in all")
+    for nodeid, seconds in ranked[:shown]:
+        write(f"{seconds:8.1f} s  {nodeid}")
 
 
 @pytest.fixture(autouse=True)
