@@ -1,10 +1,12 @@
 """The compiled search core's kernels (`gamegym.search.arena`), compiled by numba on first
 import (or loaded from numba's cache): the walk down by PUCT with virtual loss, the backup, the
 gathering of a batch of leaves and the writing of an evaluated batch, on the arena's arrays
-(their rows: gamegym.search.arena_layout).
+(their rows: gamegym.search.arena_layout); and the same four for MuZero's latent search
+(`gamegym.search.latent_arena`: min-max normalised Q, rewards on the edges, every action id
+below the root).
 
-May import: numba and gamegym.search.arena_layout; imported by gamegym.search.arena only, when
-it makes its first search.
+May import: numba and gamegym.search.arena_layout; imported by gamegym.search.arena and
+gamegym.search.latent_arena only, when they make their first search.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gamegym.search.arena_layout import (
     PARENT_EDGE,
     PENDING,
     PRIOR,
+    REWARD,
     STATE,
     TERMINAL,
     TOTAL,
@@ -32,7 +35,18 @@ from gamegym.search.arena_layout import (
     VISITS,
 )
 
-__all__ = ["gather", "backup_all", "apply_batch", "descend", "backup"]
+__all__ = [
+    "gather",
+    "backup_all",
+    "apply_batch",
+    "descend",
+    "backup",
+    "latent_descend",
+    "latent_backup",
+    "latent_gather",
+    "latent_backup_all",
+    "latent_apply",
+]
 
 
 @njit(cache=True, nogil=True)
@@ -160,4 +174,142 @@ def apply_batch(nf, ni, ef, ei, batch, probs, values):
             else:
                 ef[PRIOR, first + k] = 1.0 / count
         nf[VALUE, node] = float(values[j])
+        ni[STATE, node] = EXPANDED
+
+
+# ----- MuZero's latent search ------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def latent_descend(nf, ni, ef, ei, n_nodes, root, c, vl, low, high):
+    """`descend` with the latent search's score: Q of a visited edge mapped to [0, 1] by the
+    bounds `low` and `high` of the values backed up so far (once they differ)."""
+    span = high - low if high > low else 0.0
+    node = root
+    while ni[STATE, node] == EXPANDED:
+        first = ni[FIRST, node]
+        scale = c * math.sqrt(nf[TOTAL, node] + 1)
+        best = 0
+        best_score = -1e30
+        for k in range(ni[COUNT, node]):
+            e = first + k
+            n = ef[VISITS, e]
+            if n != 0:
+                q = ef[VALUES, e] / n
+                if span != 0.0:
+                    q = (q - low) / span
+                score = q + scale * ef[PRIOR, e] / (1 + n)
+            else:
+                score = scale * ef[PRIOR, e]
+            if score > best_score:
+                best = k
+                best_score = score
+        e = first + best
+        if vl != 0:
+            ef[VISITS, e] += vl
+            ef[VALUES, e] -= vl
+            nf[TOTAL, node] += vl
+        child = ei[CHILD, e]
+        if child < 0:
+            child = n_nodes
+            ei[CHILD, e] = child
+            ni[STATE, child] = NEW
+            ni[FIRST, child] = 0
+            ni[COUNT, child] = 0
+            ni[PARENT_EDGE, child] = e
+            ni[PARENT, child] = node
+            nf[VALUE, child] = 0.0
+            nf[TOTAL, child] = 0.0
+            nf[REWARD, child] = 0.0
+            return child
+        node = child
+    return node
+
+
+@njit(cache=True, nogil=True)
+def latent_backup(nf, ni, ef, root, leaf, value, vl, bounds):
+    """Back up a leaf value (the leaf mover's view) to `root`: each parent sees the reward of
+    the edge minus the value below it; `bounds` [low, high] widen to every value backed up."""
+    low = bounds[0]
+    high = bounds[1]
+    node = leaf
+    while node != root:
+        e = ni[PARENT_EDGE, node]
+        value = nf[REWARD, node] - value
+        node = ni[PARENT, node]
+        if value < low:
+            low = value
+        if value > high:
+            high = value
+        if vl != 0:
+            ef[VISITS, e] += 1 - vl
+            ef[VALUES, e] += value + vl
+            nf[TOTAL, node] += 1 - vl
+        else:
+            ef[VISITS, e] += 1
+            ef[VALUES, e] += value
+            nf[TOTAL, node] += 1
+    bounds[0] = low
+    bounds[1] = high
+
+
+@njit(cache=True, nogil=True)
+def latent_gather(
+    nf, ni, ef, ei, n_nodes, n_edges, root, c, vl, slots, remaining, waiting, n_waiting, batch,
+    actions, bounds,
+):  # fmt: skip
+    """Walk searches until `slots` of them wait on leaves being evaluated or none remain.  A
+    walk that makes a new node opens it here over every action id (`actions` edges from
+    `n_edges`; a hidden state needs no GameGraph) and adds it to `batch`; the caller makes
+    room for `slots` new nodes and their edges first.  Returns (n_nodes, n_edges, remaining,
+    n_waiting, new nodes in `batch`, searches backed up)."""
+    done = 0
+    n_batch = 0
+    while n_waiting < slots and remaining > 0:
+        leaf = latent_descend(nf, ni, ef, ei, n_nodes, root, c, vl, bounds[0], bounds[1])
+        remaining -= 1
+        state = ni[STATE, leaf]
+        if state == NEW:
+            n_nodes += 1
+            ni[FIRST, leaf] = n_edges
+            ni[COUNT, leaf] = actions
+            ni[STATE, leaf] = PENDING
+            for a in range(actions):
+                e = n_edges + a
+                ef[PRIOR, e] = 0.0
+                ef[VISITS, e] = 0.0
+                ef[VALUES, e] = 0.0
+                ei[CHILD, e] = -1
+                ei[ACTION, e] = a
+            n_edges += actions
+            batch[n_batch] = leaf
+            n_batch += 1
+            waiting[n_waiting] = leaf
+            n_waiting += 1
+        elif state == PENDING:
+            waiting[n_waiting] = leaf
+            n_waiting += 1
+        else:  # a terminal root's searches never get here; kept for a settled leaf
+            latent_backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
+            done += 1
+    return n_nodes, n_edges, remaining, n_waiting, n_batch, done
+
+
+@njit(cache=True, nogil=True)
+def latent_backup_all(nf, ni, ef, root, waiting, n_waiting, vl, bounds):
+    """Back up the searches that waited on `waiting[:n_waiting]` (now evaluated)."""
+    for j in range(n_waiting):
+        leaf = waiting[j]
+        latent_backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
+
+
+@njit(cache=True, nogil=True)
+def latent_apply(nf, ni, ef, batch, probs, values, rewards):
+    """The recurrent inference's answer for the hidden-state nodes `batch`: priors the whole
+    row of `probs` (a softmax over every action id, as the model gave it), value and reward."""
+    for j in range(batch.shape[0]):
+        node = batch[j]
+        first = ni[FIRST, node]
+        for k in range(ni[COUNT, node]):
+            ef[PRIOR, first + k] = float(probs[j, k])
+        nf[VALUE, node] = float(values[j])
+        nf[REWARD, node] = float(rewards[j])
         ni[STATE, node] = EXPANDED

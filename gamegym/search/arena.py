@@ -17,7 +17,8 @@ edge.  `new_root` starts a new tree (the nodes of the old one are then invalid);
 keeps the played child's subtree as the Python core does.
 
 Only what the PUCT rule needs is here: the Gumbel rule, the MCTS-solver and OS threads use the
-Python core (`make_search` picks).  numba is an optional dependency (`pip install
+Python core (`make_search` picks).  MuZero's latent search runs on the same arena
+(gamegym.search.latent_arena, with its own kernels).  numba is an optional dependency (`pip install
 'gamegym[fast]'`); without it `make_search` falls back to the Python core where the config says
 "auto" and names the missing package where it says "compiled".
 
@@ -223,7 +224,7 @@ class ArenaSearch:
         self.searches_done = 0
         self.evaluations = 0
         self.generation = 0
-        self.nf = np.zeros((2, 0), np.float64)
+        self.nf = np.zeros((3, 0), np.float64)
         self.ni = np.zeros((5, 0), np.int64)
         self.ef = np.zeros((3, 0), np.float64)
         self.ei = np.zeros((2, 0), np.int64)
@@ -236,7 +237,7 @@ class ArenaSearch:
     # ----- the arena -------------------------------------------------------------------------
     def _grow_nodes(self, need: int) -> None:
         size = max(need, 2 * self.nf.shape[1])
-        nf, ni = np.zeros((2, size), np.float64), np.zeros((5, size), np.int64)
+        nf, ni = np.zeros((3, size), np.float64), np.zeros((5, size), np.int64)
         nf[:, : self.nf.shape[1]] = self.nf
         ni[:, : self.ni.shape[1]] = self.ni
         self.nf, self.ni = nf, ni

@@ -49,6 +49,7 @@ __all__ = [
     "LatentSearch",
     "LatentEvaluator",
     "uniform_latent_evaluator",
+    "UniformLatentEvaluator",
     "require_alternating",
 ]
 
@@ -266,18 +267,30 @@ class LatentEvaluator:
         if roots and roots < len(nodes):
             raise ValueError("a batch mixes roots and hidden-state nodes")
         if roots:
-            x = self.graph.numpify_many([node.vertex for node in nodes])
-            answer = self.service.submit("initial", {"x": x})
-
-            def collect_initial() -> tuple:
-                outputs, self.iteration = answer()
-                return (outputs["probs"], outputs["values"], None, outputs["hidden"])
-
-            return collect_initial
+            return self.initial([node.vertex for node in nodes])
         hidden = np.stack([node.parent.hidden for node in nodes])
         actions = np.fromiter((node.action for node in nodes), np.int32, len(nodes))
+        return self.recurrent(hidden, actions)
+
+    def initial(self, vertices: list) -> Callable[[], tuple]:
+        """Send the initial inference of real positions now; the answer (probs, values, None,
+        hidden) when called.  Its iteration becomes the tree's."""
+        answer = self.service.submit("initial", {"x": self.graph.numpify_many(vertices)})
+
+        def collect_initial() -> tuple:
+            outputs, self.iteration = answer()
+            return (outputs["probs"], outputs["values"], None, outputs["hidden"])
+
+        return collect_initial
+
+    def recurrent(self, hidden: np.ndarray, actions: np.ndarray) -> Callable[[], tuple]:
+        """Send the recurrent inference of hidden states [B, ...] and action ids [B] now,
+        tagged with the tree's iteration; the answer (probs, values, rewards, hidden) when
+        called (StaleIteration when the Predictor no longer holds that iteration)."""
         answer = self.service.submit(
-            "recurrent", {"hidden": hidden, "action": actions}, iteration=self.iteration
+            "recurrent",
+            {"hidden": hidden, "action": np.asarray(actions, np.int32)},
+            iteration=self.iteration,
         )
 
         def collect_recurrent() -> tuple:
@@ -287,17 +300,36 @@ class LatentEvaluator:
         return collect_recurrent
 
 
-def uniform_latent_evaluator(action_space_size: int, hidden_size: int = 1):
-    """A stub for LatentSearch: uniform priors, value and reward 0, a zero hidden state (for
-    the search ceiling and tests)."""
+class UniformLatentEvaluator:
+    """A stub for the latent search: uniform priors, value and reward 0, a zero hidden state
+    (for the search ceiling and tests).  Answers at once: it has no `submit`."""
 
-    def evaluate(nodes):
-        n = len(nodes)
+    def __init__(self, action_space_size: int, hidden_size: int = 1):
+        self.action_space_size = action_space_size
+        self.hidden_size = hidden_size
+
+    def _answer(self, n: int) -> tuple:
+        a = self.action_space_size
         return (
-            np.full((n, action_space_size), 1.0 / action_space_size, np.float32),
+            np.full((n, a), 1.0 / a, np.float32),
             np.zeros(n, np.float32),
             np.zeros(n, np.float32),
-            np.zeros((n, hidden_size), np.float32),
+            np.zeros((n, self.hidden_size), np.float32),
         )
 
-    return evaluate
+    def __call__(self, nodes: list) -> tuple:
+        return self._answer(len(nodes))
+
+    def initial(self, vertices: list) -> Callable[[], tuple]:
+        answer = self._answer(len(vertices))
+        return lambda: answer
+
+    def recurrent(self, hidden: np.ndarray, actions: np.ndarray) -> Callable[[], tuple]:
+        answer = self._answer(len(actions))
+        return lambda: answer
+
+
+def uniform_latent_evaluator(action_space_size: int, hidden_size: int = 1):
+    """A stub for the latent search: uniform priors, value and reward 0, a zero hidden state
+    (for the search ceiling and tests)."""
+    return UniformLatentEvaluator(action_space_size, hidden_size)

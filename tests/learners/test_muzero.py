@@ -541,7 +541,7 @@ def test_the_bench_ceilings_measure_muzero(tiny_model):
     cfg = GymConfig(game=GAME, selfplay={"searchcount": 16, "searchthreadcount": 4}).selfplay
     ceiling = search_ceiling(graph, cfg, 0.3, learner="muzero")
     assert ceiling["searches_per_s"] > 0 and ceiling["games_per_s"] > 0
-    assert ceiling["core"] == "python"  # the latent search, whatever search_core says
+    assert ceiling["core"] == "compiled"  # the latent search on the default core
     network = network_ceiling(tiny_model, graph, [1, 4], seconds_each=0.05, learner="muzero")
     assert list(network) == ["muzero onnx"]
     assert network["muzero onnx"][1] > 0 and network["muzero onnx"][4] > 0

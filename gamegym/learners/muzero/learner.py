@@ -123,20 +123,25 @@ class MuZeroLearner(Learner):
         return muzero_form(model)
 
     def selfplayer(self, graph, service, config, rng):
-        from gamegym.search.latent import LatentEvaluator, LatentSearch
+        """Self-play with the latent search on the core the config picks
+        (`selfplay.search_core`; gamegym.search.latent_arena)."""
+        from gamegym.search.latent import LatentEvaluator
+        from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.mcts import SearchParams
         from gamegym.search.play import SearchSelfplay
 
-        search = LatentSearch(
+        search = make_latent_search(
             graph, LatentEvaluator(graph, service), SearchParams.from_selfplay(config.selfplay)
         )
         return SearchSelfplay(graph, service, config, rng, search=search)
 
     def stub_search(self, graph, params):
-        """The latent search with a uniform model (the bench's search ceiling)."""
-        from gamegym.search.latent import LatentSearch, uniform_latent_evaluator
+        """The latent search with a uniform model, on the core `params` picks (the bench's
+        search ceiling)."""
+        from gamegym.search.latent import uniform_latent_evaluator
+        from gamegym.search.latent_arena import make_latent_search
 
-        return LatentSearch(graph, uniform_latent_evaluator(graph.action_space_size), params)
+        return make_latent_search(graph, uniform_latent_evaluator(graph.action_space_size), params)
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         from gamegym.search.latent import LatentEvaluator, LatentSearch, require_alternating
