@@ -289,6 +289,9 @@ class TrainConfig:
     epochs: int = 4  # passes over the sample window per iteration
     batchsize: int = 64  # training minibatch size
     learning_rate: float = 1e-3  # Adam learning rate
+    learning_rate_schedule: list = field(default_factory=list)  # [[iteration, rate], ...]:
+    #                                 the models from that iteration on train at that rate
+    #                                 (learning_rate before the first); [] = learning_rate
     min_samplecount: int = 500  # samples needed (after the validation split) to train at all
     max_samplecount: int = 20_000  # at most this many of the newest samples per iteration
     max_sampleage: int = 4  # samples of iterations at most this far behind are used
@@ -316,6 +319,7 @@ class TrainConfig:
         _int_in(self, "epochs", 1, 10_000)
         _int_in(self, "batchsize", 1, 65536)
         _float_in(self, "learning_rate", 0.0, 10.0, low_open=True)
+        self._validate_schedule()
         _int_in(self, "min_samplecount", 1)
         _int_in(self, "max_samplecount", 1)
         _check(
@@ -341,6 +345,44 @@ class TrainConfig:
         problem = REPLAYS.get(self.replay).check_config(self)
         if problem:
             raise ConfigError(f"config field {problem}")
+
+    def _validate_schedule(self) -> None:
+        name = f"{self._section}learning_rate_schedule"
+        schedule = self.learning_rate_schedule
+        _check(
+            isinstance(schedule, list),
+            name,
+            f"must be a list of [iteration, rate] pairs, got {schedule!r}",
+        )
+        last = 0
+        for pair in schedule:
+            _check(
+                isinstance(pair, (list, tuple)) and len(pair) == 2,
+                name,
+                f"must be a list of [iteration, rate] pairs, got the entry {pair!r}",
+            )
+            start, rate = pair
+            _check(
+                _is_int(start) and start > last,
+                name,
+                f"needs iterations that are integers, above 0 and rising, got {start!r} after {last}",
+            )
+            _check(
+                _is_number(rate) and 0.0 < rate <= 10.0,
+                name,
+                f"needs rates in (0.0, 10.0], got {rate!r} at iteration {start}",
+            )
+            last = start
+
+    def learning_rate_at(self, iteration: int) -> float:
+        """The learning rate that trains model `iteration` (the schedule's last step at or
+        before it, `learning_rate` before the first)."""
+        rate = self.learning_rate
+        for start, value in self.learning_rate_schedule:
+            if iteration < start:
+                break
+            rate = float(value)
+        return rate
 
 
 @dataclass

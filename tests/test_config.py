@@ -68,6 +68,25 @@ def test_json_round_trip(tmp_path):
             {"game": GAME, "train": {"min_samplecount": 10, "max_samplecount": 5}},
             "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)",
         ),
+        (
+            {"game": GAME, "train": {"learning_rate_schedule": [[50, 1e-3], [20, 3e-4]]}},
+            "config field 'train.learning_rate_schedule' needs iterations that are integers, "
+            "above 0 and rising, got 20 after 50",
+        ),
+        (
+            {"game": GAME, "train": {"learning_rate_schedule": [[50, 0]]}},
+            "config field 'train.learning_rate_schedule' needs rates in (0.0, 10.0], got 0 at "
+            "iteration 50",
+        ),
+        (
+            {"game": GAME, "train": {"learning_rate_schedule": [50, 1e-3]}},
+            "config field 'train.learning_rate_schedule' must be a list of [iteration, rate] "
+            "pairs, got the entry 50",
+        ),
+        (
+            {"game": GAME, "train": {"learning_rate_schedule": {"50": 1e-3}}},
+            "config field 'train.learning_rate_schedule' must be a list of [iteration, rate] pairs",
+        ),
     ],
 )
 def test_bad_values_name_the_field(data, message):
@@ -112,3 +131,17 @@ def test_updated_keeps_other_fields():
     changed = config.updated({"selfplay": {"searchcount": 9}})
     assert changed.selfplay.searchcount == 9 and changed.selfplay.max_moves == 30
     assert json.loads(changed.to_json())["selfplay"]["searchcount"] == 9
+
+
+def test_a_learning_rate_schedule_steps_at_its_iterations_and_survives_the_json(tmp_path):
+    data = {
+        "game": GAME,
+        "train": {"learning_rate": 3e-3, "learning_rate_schedule": [[40, 1e-3], [120, 3e-4]]},
+    }
+    train = GymConfig.from_dict(data).train
+    rates = {it: train.learning_rate_at(it) for it in (1, 39, 40, 119, 120, 500)}
+    assert rates == {1: 3e-3, 39: 3e-3, 40: 1e-3, 119: 1e-3, 120: 3e-4, 500: 3e-4}
+    assert GymConfig.from_dict({"game": GAME}).train.learning_rate_at(999) == 1e-3  # none
+    path = tmp_path / "config.json"
+    path.write_text(GymConfig.from_dict(data).to_json())
+    assert GymConfig.from_json_file(path).train.learning_rate_schedule == [[40, 1e-3], [120, 3e-4]]

@@ -86,10 +86,12 @@ class Trainer:
         start = time.time()
         sampler = self.replay.sampler(batch, self.rng)
         timed = None if sampler is None else TimedSampler(sampler)
+        options = self.config.train_options()
+        options.learning_rate = cfg.learning_rate_at(iteration + 1)  # train.learning_rate_schedule
         result = self.learner.train_iteration(
             self.model,
             batch,
-            self.config.train_options(),
+            options,
             self.rng,
             graph=self.graph,
             sampler=timed,
@@ -123,6 +125,7 @@ class Trainer:
             **facts,
             "learner": cfg.learner,
             "replay": cfg.replay,
+            "learning_rate": options.learning_rate,
             "history": result.history,
             "losses": {k: v[-1] for k, v in result.history.items() if v},
             "timing": {k: round(v, 4) for k, v in timing.items()},
@@ -241,7 +244,7 @@ def trainer_main(session_path, config, control, seed, *, stop_event, reports):
                 },
             )
         )
-        board.scalars(report["iteration"], train_scalars(report, config.train.learning_rate))
+        board.scalars(report["iteration"], train_scalars(report, report["learning_rate"]))
         plot_training(session)
         if "replay_figures" in report:
             plot_replay(session)

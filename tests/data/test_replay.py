@@ -289,6 +289,30 @@ class StandInLearner:
         return SimpleNamespace(history={"loss": [0.25]})
 
 
+def test_the_trainer_trains_each_iteration_at_the_scheduled_learning_rate(session):
+    """`train.learning_rate_schedule`: the rate the learner is given, and the one the report
+    (and TensorBoard) records, steps at the iterations named, resumed sessions included."""
+    config = buffer_config(learning_rate=1e-3, learning_rate_schedule=[[2, 5e-4], [3, 1e-4]])
+    rates = []
+
+    class Recording(StandInLearner):
+        def train_iteration(self, model, batch, cfg, rng, graph=None, sampler=None):
+            rates.append(cfg.learning_rate)
+            return super().train_iteration(model, batch, cfg, rng, graph, sampler)
+
+    model = StandInModel()
+    session.publish_model(model, 0)
+    trainer = Trainer(
+        session, config, graph=None, learner=Recording(), model=model, rng=np.random.default_rng(0)
+    )
+    for iteration in range(3):
+        write_files(session, iteration, [15])
+        assert trainer.train_once() == iteration + 1
+    assert rates == [1e-3, 5e-4, 1e-4]
+    reports = [json.loads((session.train_dir / f"{i}.json").read_text()) for i in (1, 2, 3)]
+    assert [r["learning_rate"] for r in reports] == rates
+
+
 def test_a_crash_between_the_two_writes_loses_only_the_iteration_in_flight(session):
     config = buffer_config()
     model = StandInModel()
