@@ -211,6 +211,9 @@ class SelfplayConfig:
     positions_per_iteration: int = 0  # a Selfplayer waits for the next model once the games
     #                                   it finished with the newest one hold this many
     #                                   positions (0 = never waits; bootstrapped: its own field)
+    nice: int = 0  # Selfplayers run this much below the other processes' CPU priority (0-19;
+    #                 Unix): where the Trainer and the Selfplayers share the cores, the Trainer
+    #                 then gets the CPU it asks for and self-play takes the rest (0 = equal)
     backend: str = "processes"  # where Selfplayers run: "processes" here, or "ray" (a cluster)
     ray_address: str = "local"  # "local": start Ray on this machine; "auto" or "HOST:PORT":
     #                                 join a running cluster (selfplayprocesses is then per node)
@@ -238,6 +241,7 @@ class SelfplayConfig:
         _int_in(self, "gamelog_dump_threshold", 1, 100_000)
         _int_in(self, "evaluation_cache", 0)
         _int_in(self, "positions_per_iteration", 0)
+        _int_in(self, "nice", 0, 19)
         _registered(self, "backend", BACKENDS)
         _check(
             isinstance(self.ray_address, str)

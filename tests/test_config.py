@@ -69,6 +69,10 @@ def test_json_round_trip(tmp_path):
             "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)",
         ),
         (
+            {"game": GAME, "selfplay": {"nice": 25}},
+            "config field 'selfplay.nice' must be in [0, 19], got 25",
+        ),
+        (
             {"game": GAME, "train": {"learning_rate_schedule": [[50, 1e-3], [20, 3e-4]]}},
             "config field 'train.learning_rate_schedule' needs iterations that are integers, "
             "above 0 and rising, got 20 after 50",

@@ -123,6 +123,14 @@ class Counters:
             self._last = now
 
 
+def lower_priority(nice: int) -> int:
+    """Lower this process's CPU priority by `nice` (`selfplay.nice`) and return the niceness
+    it runs at; where the platform has no `os.nice` (Windows), nothing (0)."""
+    if not hasattr(os, "nice"):
+        return 0
+    return os.nice(nice) if nice > 0 else os.nice(0)
+
+
 def selfplay_loop(
     driver,
     cfg,
@@ -194,6 +202,8 @@ def selfplayer_main(session_path, config, index, conn, seed, *, stop_event, repo
     from gamegym.learners import get_learner
 
     session = Session(session_path)
+    if config.selfplay.nice:
+        log.info("running at nice %d (selfplay.nice)", lower_priority(config.selfplay.nice))
     graph = load_game(config.game, config.game_args)
     service = PipeService(conn)
     driver = get_learner(config.train.learner).selfplayer(

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def session(new_session):
     # the search core of a user's session (the default), where the other tests' SMALL
-    # sessions search on the Python core
-    return new_session(changes={"selfplay": {"search_core": "auto"}})
+    # sessions search on the Python core; the Selfplayers below the Trainer's priority
+    return new_session(changes={"selfplay": {"search_core": "auto", "nice": 5}})
 
 
 def test_new_resume_files_and_resume_again(session):
@@ -56,6 +56,8 @@ def test_new_resume_files_and_resume_again(session):
     assert played and int(played.group(1)) > 0
     # numba is installed with the test extras, so the default core is the compiled one
     assert "searching on the compiled core" in (session / "logs" / "selfplayer0.log").read_text()
+    nice = re.search(r"running at nice (\d+)", (session / "logs" / "selfplayer0.log").read_text())
+    assert nice and int(nice.group(1)) >= 5  # selfplay.nice, added to the gym's own
 
     status = json.loads(gamegym("status", str(session), "--json").stdout)
     assert status["iteration"] == current["iteration"] and status["samples"] > 0

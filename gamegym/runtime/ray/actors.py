@@ -293,6 +293,12 @@ class SelfplayerActor:
         self.relay = Relay()
         self.log = start_logging(name, self.relay, config.log_level)
         self.log.info("%s starting (pid %d) on node %s", name, os.getpid(), node_id())
+        if config.selfplay.nice:
+            from gamegym.runtime.selfplay import lower_priority
+
+            self.log.info(
+                "running at nice %d (selfplay.nice)", lower_priority(config.selfplay.nice)
+            )
         graph = load_game(config.game, config.game_args)
         self.service = PipeService(Client(address, authkey=authkey))
         self.driver = get_learner(config.train.learner).selfplayer(
