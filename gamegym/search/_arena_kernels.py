@@ -1,9 +1,10 @@
 """The compiled search core's kernels (`gamegym.search.arena`), compiled by numba on first
 import (or loaded from numba's cache): the walk down by PUCT with virtual loss, the backup, the
 gathering of a batch of leaves and the writing of an evaluated batch, on the arena's arrays
-(their rows: gamegym.search.arena_layout); and the same four for MuZero's latent search
-(`gamegym.search.latent_arena`: min-max normalised Q, rewards on the edges, every action id
-below the root).
+(their rows: gamegym.search.arena_layout).  MuZero's latent search
+(`gamegym.search.latent_arena`) walks and backs up with the same two (min-max normalised Q,
+rewards on the edges) and has its own gathering, which opens a new node over every action id
+itself, and its own writing of a batch.
 
 May import: numba and gamegym.search.arena_layout; imported by gamegym.search.arena and
 gamegym.search.latent_arena only, when they make their first search.
@@ -41,147 +42,17 @@ __all__ = [
     "apply_batch",
     "descend",
     "backup",
-    "latent_descend",
-    "latent_backup",
     "latent_gather",
-    "latent_backup_all",
     "latent_apply",
 ]
 
 
 @njit(cache=True, nogil=True)
-def descend(nf, ni, ef, ei, n_nodes, root, c, vl):
+def descend(nf, ni, ef, ei, n_nodes, root, c, vl, low, high):
     """Walk from `root` by PUCT, adding virtual loss `vl` on the path, to a node that is not
     expanded, and return it; a first step onto an edge makes its child, node `n_nodes` (state
-    NEW)."""
-    node = root
-    while ni[STATE, node] == EXPANDED:
-        first = ni[FIRST, node]
-        scale = c * math.sqrt(nf[TOTAL, node] + 1)
-        best = 0
-        best_score = -1e30
-        for k in range(ni[COUNT, node]):
-            e = first + k
-            n = ef[VISITS, e]
-            if n != 0:
-                score = ef[VALUES, e] / n + scale * ef[PRIOR, e] / (1 + n)
-            else:
-                score = scale * ef[PRIOR, e]
-            if score > best_score:
-                best = k
-                best_score = score
-        e = first + best
-        if vl != 0:
-            ef[VISITS, e] += vl
-            ef[VALUES, e] -= vl
-            nf[TOTAL, node] += vl
-        child = ei[CHILD, e]
-        if child < 0:
-            child = n_nodes
-            ei[CHILD, e] = child
-            ni[STATE, child] = NEW
-            ni[FIRST, child] = 0
-            ni[COUNT, child] = 0
-            ni[PARENT_EDGE, child] = e
-            ni[PARENT, child] = node
-            nf[VALUE, child] = 0.0
-            nf[TOTAL, child] = 0.0
-            return child
-        node = child
-    return node
-
-
-@njit(cache=True, nogil=True)
-def backup(nf, ni, ef, root, leaf, value, vl):
-    """Add `value` (the leaf mover's view) on the path from `leaf` up to `root`, negated at
-    each step, taking the virtual loss `vl` off."""
-    node = leaf
-    while node != root:
-        e = ni[PARENT_EDGE, node]
-        node = ni[PARENT, node]
-        value = -value
-        if vl != 0:
-            ef[VISITS, e] += 1 - vl
-            ef[VALUES, e] += value + vl
-            nf[TOTAL, node] += 1 - vl
-        else:
-            ef[VISITS, e] += 1
-            ef[VALUES, e] += value
-            nf[TOTAL, node] += 1
-
-
-@njit(cache=True, nogil=True)
-def gather(
-    nf, ni, ef, ei, n_nodes, root, c, vl, slots, remaining, waiting, n_waiting, opened, first,
-    count, value,
-):  # fmt: skip
-    """Walk searches until `slots` of them wait on leaves being evaluated, none remain, or a
-    walk makes a new node; the caller opens that node through the GameGraph and calls again
-    with it as `opened`: with `count` edges from `first` (then it waits for the evaluator), or
-    with `count` 0 and its final score `value` (terminal: backed up at once, as is every walk
-    that ends on a terminal node).  Returns (the new node or -1, its parent edge, remaining,
-    n_waiting, searches backed up)."""
-    done = 0
-    if opened >= 0:
-        if count > 0:
-            ni[FIRST, opened] = first
-            ni[COUNT, opened] = count
-            ni[STATE, opened] = PENDING
-            waiting[n_waiting] = opened
-            n_waiting += 1
-        else:
-            ni[STATE, opened] = TERMINAL
-            nf[VALUE, opened] = value
-            backup(nf, ni, ef, root, opened, value, vl)
-            done += 1
-    while n_waiting < slots and remaining > 0:
-        leaf = descend(nf, ni, ef, ei, n_nodes, root, c, vl)
-        remaining -= 1
-        state = ni[STATE, leaf]
-        if state == NEW:
-            return leaf, ni[PARENT_EDGE, leaf], remaining, n_waiting, done
-        if state == PENDING:
-            waiting[n_waiting] = leaf
-            n_waiting += 1
-        else:
-            backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl)
-            done += 1
-    return -1, -1, remaining, n_waiting, done
-
-
-@njit(cache=True, nogil=True)
-def backup_all(nf, ni, ef, root, waiting, n_waiting, vl):
-    """Back up the searches that waited on `waiting[:n_waiting]` (now evaluated)."""
-    for j in range(n_waiting):
-        leaf = waiting[j]
-        backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl)
-
-
-@njit(cache=True, nogil=True)
-def apply_batch(nf, ni, ef, ei, batch, probs, values):
-    """The evaluator's answer for the nodes `batch`: each node's priors are its row of `probs`
-    at its actions, normalised (uniform where they sum to 0), its value from `values`."""
-    for j in range(batch.shape[0]):
-        node = batch[j]
-        first = ni[FIRST, node]
-        count = ni[COUNT, node]
-        total = 0.0
-        for k in range(count):
-            total += float(probs[j, ei[ACTION, first + k]])
-        for k in range(count):
-            if total > 0:
-                ef[PRIOR, first + k] = float(probs[j, ei[ACTION, first + k]]) / total
-            else:
-                ef[PRIOR, first + k] = 1.0 / count
-        nf[VALUE, node] = float(values[j])
-        ni[STATE, node] = EXPANDED
-
-
-# ----- MuZero's latent search ------------------------------------------------------------------
-@njit(cache=True, nogil=True)
-def latent_descend(nf, ni, ef, ei, n_nodes, root, c, vl, low, high):
-    """`descend` with the latent search's score: Q of a visited edge mapped to [0, 1] by the
-    bounds `low` and `high` of the values backed up so far (once they differ)."""
+    NEW).  Where `high` > `low` (the latent search's bounds of the values backed up), Q of a
+    visited edge is mapped to [0, 1] by them first; AlphaZero's search passes (inf, -inf)."""
     span = high - low if high > low else 0.0
     node = root
     while ni[STATE, node] == EXPANDED:
@@ -225,9 +96,10 @@ def latent_descend(nf, ni, ef, ei, n_nodes, root, c, vl, low, high):
 
 
 @njit(cache=True, nogil=True)
-def latent_backup(nf, ni, ef, root, leaf, value, vl, bounds):
-    """Back up a leaf value (the leaf mover's view) to `root`: each parent sees the reward of
-    the edge minus the value below it; `bounds` [low, high] widen to every value backed up."""
+def backup(nf, ni, ef, root, leaf, value, vl, bounds):
+    """Back up a leaf value (the leaf mover's view) from `leaf` to `root`, taking the virtual
+    loss `vl` off: each parent sees the reward of the edge (0 but in the latent search) minus
+    the value below it; `bounds` [low, high] widen to every value backed up."""
     low = bounds[0]
     high = bounds[1]
     node = leaf
@@ -252,6 +124,75 @@ def latent_backup(nf, ni, ef, root, leaf, value, vl, bounds):
 
 
 @njit(cache=True, nogil=True)
+def gather(
+    nf, ni, ef, ei, n_nodes, root, c, vl, slots, remaining, waiting, n_waiting, opened, first,
+    count, value, bounds,
+):  # fmt: skip
+    """Walk searches until `slots` of them wait on leaves being evaluated, none remain, or a
+    walk makes a new node; the caller opens that node through the GameGraph and calls again
+    with it as `opened`: with `count` edges from `first` (then it waits for the evaluator), or
+    with `count` 0 and its final score `value` (terminal: backed up at once, as is every walk
+    that ends on a terminal node).  `bounds` is scratch for `backup` (PUCT's Q is not
+    normalised here).  Returns (the new node or -1, its parent edge, remaining, n_waiting,
+    searches backed up)."""
+    done = 0
+    if opened >= 0:
+        if count > 0:
+            ni[FIRST, opened] = first
+            ni[COUNT, opened] = count
+            ni[STATE, opened] = PENDING
+            waiting[n_waiting] = opened
+            n_waiting += 1
+        else:
+            ni[STATE, opened] = TERMINAL
+            nf[VALUE, opened] = value
+            backup(nf, ni, ef, root, opened, value, vl, bounds)
+            done += 1
+    while n_waiting < slots and remaining > 0:
+        leaf = descend(nf, ni, ef, ei, n_nodes, root, c, vl, math.inf, -math.inf)
+        remaining -= 1
+        state = ni[STATE, leaf]
+        if state == NEW:
+            return leaf, ni[PARENT_EDGE, leaf], remaining, n_waiting, done
+        if state == PENDING:
+            waiting[n_waiting] = leaf
+            n_waiting += 1
+        else:
+            backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
+            done += 1
+    return -1, -1, remaining, n_waiting, done
+
+
+@njit(cache=True, nogil=True)
+def backup_all(nf, ni, ef, root, waiting, n_waiting, vl, bounds):
+    """Back up the searches that waited on `waiting[:n_waiting]` (now evaluated)."""
+    for j in range(n_waiting):
+        leaf = waiting[j]
+        backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
+
+
+@njit(cache=True, nogil=True)
+def apply_batch(nf, ni, ef, ei, batch, probs, values):
+    """The evaluator's answer for the nodes `batch`: each node's priors are its row of `probs`
+    at its actions, normalised (uniform where they sum to 0), its value from `values`."""
+    for j in range(batch.shape[0]):
+        node = batch[j]
+        first = ni[FIRST, node]
+        count = ni[COUNT, node]
+        total = 0.0
+        for k in range(count):
+            total += float(probs[j, ei[ACTION, first + k]])
+        for k in range(count):
+            if total > 0:
+                ef[PRIOR, first + k] = float(probs[j, ei[ACTION, first + k]]) / total
+            else:
+                ef[PRIOR, first + k] = 1.0 / count
+        nf[VALUE, node] = float(values[j])
+        ni[STATE, node] = EXPANDED
+
+
+# ----- MuZero's latent search ------------------------------------------------------------------
+@njit(cache=True, nogil=True)
 def latent_gather(
     nf, ni, ef, ei, n_nodes, n_edges, root, c, vl, slots, remaining, waiting, n_waiting, batch,
     actions, bounds,
@@ -264,7 +205,7 @@ def latent_gather(
     done = 0
     n_batch = 0
     while n_waiting < slots and remaining > 0:
-        leaf = latent_descend(nf, ni, ef, ei, n_nodes, root, c, vl, bounds[0], bounds[1])
+        leaf = descend(nf, ni, ef, ei, n_nodes, root, c, vl, bounds[0], bounds[1])
         remaining -= 1
         state = ni[STATE, leaf]
         if state == NEW:
@@ -288,17 +229,9 @@ def latent_gather(
             waiting[n_waiting] = leaf
             n_waiting += 1
         else:  # a terminal root's searches never get here; kept for a settled leaf
-            latent_backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
+            backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
             done += 1
     return n_nodes, n_edges, remaining, n_waiting, n_batch, done
-
-
-@njit(cache=True, nogil=True)
-def latent_backup_all(nf, ni, ef, root, waiting, n_waiting, vl, bounds):
-    """Back up the searches that waited on `waiting[:n_waiting]` (now evaluated)."""
-    for j in range(n_waiting):
-        leaf = waiting[j]
-        latent_backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
 
 
 @njit(cache=True, nogil=True)

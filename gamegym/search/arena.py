@@ -221,6 +221,9 @@ class ArenaSearch:
         self.params = params
         self.rule = PuctRule(params)
         self._gather, self._backup_all, self._apply = _kernels()
+        # the smallest and largest value backed up: MuZero's latent search maps Q by them
+        # (gamegym.search.latent_arena); PUCT's search here leaves Q as it is
+        self.bounds = np.array([np.inf, -np.inf])
         self.searches_done = 0
         self.evaluations = 0
         self.generation = 0
@@ -346,7 +349,7 @@ class ArenaSearch:
         submitting evaluator the next batch is gathered while one is in flight."""
         submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
         c = float(self.params.exploration_const)
-        gather, backup_all = self._gather, self._backup_all
+        gather = self._gather
         vertices, actions, edge_vertices = self.vertices, self.actions, self.edge_vertices
         in_flight = None  # (batch, waiting, n_waiting, answer) sent and not yet backed up
         while remaining > 0 or in_flight is not None:
@@ -360,7 +363,7 @@ class ArenaSearch:
                     self._grow_nodes(nodes + 1)
                 leaf, edge, remaining, n_waiting, done = gather(
                     self.nf, self.ni, self.ef, self.ei, nodes, root, c, vl, slots, remaining,
-                    waiting, n_waiting, opened, first, count, value,
+                    waiting, n_waiting, opened, first, count, value, self.bounds,
                 )  # fmt: skip
                 self.searches_done += done
                 if leaf < 0:
@@ -371,21 +374,33 @@ class ArenaSearch:
                 first, count, value = self._expand(leaf)
                 if count:
                     batch.append(leaf)
-            if submit is None:
-                if batch:
-                    self._flush(batch)
-                backup_all(self.nf, self.ni, self.ef, root, waiting, n_waiting, vl)
-                self.searches_done += n_waiting
-                continue
-            answer = submit(self._inputs(batch)) if batch else None
-            if in_flight is not None:
-                self._complete(root, vl, *in_flight)
-            in_flight = (batch, waiting, n_waiting, answer) if batch or n_waiting else None
+            answer = None
+            if batch:
+                inputs = self._inputs(batch)
+                answer = self._answer_now(inputs) if submit is None else submit(inputs)
+            in_flight = self._round(
+                root, vl, submit is not None, in_flight, (batch, waiting, n_waiting, answer)
+            )
+
+    def _answer_now(self, inputs: list):
+        """The evaluator's answer, asked now, in the form `submit` gives it later."""
+        answer = self.evaluate(inputs)
+        return lambda: answer
+
+    def _round(self, root: int, vl: float, pipelined: bool, in_flight, sent):
+        """End a round of searches: `sent` (batch, waiting, n_waiting, answer) is backed up
+        now, or, `pipelined`, the round in flight is and `sent` takes its place (returned)."""
+        if not pipelined:
+            self._complete(root, vl, *sent)
+            return None
+        if in_flight is not None:
+            self._complete(root, vl, *in_flight)
+        return sent if len(sent[0]) or sent[2] else None
 
     def _complete(self, root: int, vl: float, batch, waiting, n_waiting, answer) -> None:
         if answer is not None:
             self._apply_answer(batch, *answer())
-        self._backup_all(self.nf, self.ni, self.ef, root, waiting, n_waiting, vl)
+        self._backup_all(self.nf, self.ni, self.ef, root, waiting, n_waiting, vl, self.bounds)
         self.searches_done += n_waiting
 
     def _inputs(self, batch: list[int]) -> list:

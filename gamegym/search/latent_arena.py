@@ -34,15 +34,9 @@ from gamegym.nets.inference import StaleIteration
 from gamegym.search.arena import ArenaNode, ArenaSearch, core_for
 from gamegym.search.arena_layout import (
     ACTION,
-    COUNT,
     FIRST,
-    NEW,
     PARENT,
     PARENT_EDGE,
-    PENDING,
-    STATE,
-    TERMINAL,
-    VALUE,
 )
 from gamegym.search.latent import RESTARTS, LatentSearch, require_alternating
 from gamegym.search.tree import SearchParams
@@ -70,7 +64,7 @@ def make_latent_search(graph: GameGraph, evaluate, params: SearchParams):
 def _latent_kernels():
     from gamegym.search import _arena_kernels as k
 
-    return k.latent_gather, k.latent_backup_all, k.latent_apply, k.apply_batch
+    return k.latent_gather, k.latent_apply, k.apply_batch
 
 
 class LatentArenaSearch(ArenaSearch):
@@ -82,10 +76,9 @@ class LatentArenaSearch(ArenaSearch):
         require_alternating(graph)
         super().__init__(graph, evaluate, params)  # type: ignore[arg-type]  # a LatentModel
         self.model = evaluate
-        self._lgather, self._lbackup_all, self._lapply, self._apply_root = _latent_kernels()
+        self._lgather, self._lapply, self._apply_root = _latent_kernels()
         self.action_count = graph.action_space_size
         self.restarts = 0
-        self.bounds = np.array([math.inf, -math.inf])  # of the values backed up in this tree
         self.hidden: np.ndarray | None = None  # [nodes, ...] once the first answer came
         self.n_edges = 0
 
@@ -150,7 +143,7 @@ class LatentArenaSearch(ArenaSearch):
         self._check(root)
         for attempt in range(RESTARTS + 1):
             try:
-                return self._run(root, rng, searchcount, explore)
+                return super().run(root, rng, searchcount, explore)
             except StaleIteration:
                 if attempt == RESTARTS:
                     raise
@@ -158,25 +151,17 @@ class LatentArenaSearch(ArenaSearch):
                 self.restarts += 1
         raise AssertionError("unreachable")
 
-    def _run(self, root: ArenaNode, rng, searchcount: int | None, explore: bool) -> ArenaNode:
-        count = self.params.searchcount if searchcount is None else searchcount
-        if root.state == NEW:
-            self.bounds[:] = (math.inf, -math.inf)
-            first, edges, value = self._expand(root.index)
-            self.n_edges = first + edges
-            if edges:
-                self.ni[[FIRST, COUNT, STATE], root.index] = (first, edges, PENDING)
-                self._answer_roots([root.index], self.model.initial([root.vertex])())
-            else:
-                self.ni[STATE, root.index] = TERMINAL
-                self.nf[VALUE, root.index] = value
-        if root.state == TERMINAL:
-            return root
-        self.rule.begin(self, root, rng, count, explore)  # type: ignore[arg-type]
-        slots = min(self.params.threads, count)
-        vl = self.params.virtualloss if slots > 1 else 0.0
-        self._collect(root.index, slots, count, vl)
-        return root
+    def _expand(self, index: int) -> tuple[int, int, float]:
+        """Open a root (below it no node asks the game): its legal moves from the GameGraph;
+        a new tree's bounds of the values backed up start empty."""
+        self.bounds[:] = (math.inf, -math.inf)
+        first, count, value = super()._expand(index)
+        self.n_edges = first + count
+        return first, count, value
+
+    def _flush(self, batch: list[int]) -> None:
+        """The root's initial inference."""
+        self._apply_answer(batch, *self.model.initial(self._inputs(batch))())
 
     # ----- the searches ----------------------------------------------------------------------
     def _collect(self, root: int, slots: int, remaining: int, vl: float) -> None:
@@ -185,7 +170,7 @@ class LatentArenaSearch(ArenaSearch):
         gathered while one is in flight."""
         pipelined = slots > 1 and hasattr(self.evaluate, "submit")
         c = float(self.params.exploration_const)
-        gather, backup_all = self._lgather, self._lbackup_all
+        gather = self._lgather
         actions = self.action_count
         in_flight = None  # (batch, waiting, n_waiting, answer) sent and not yet backed up
         while remaining > 0 or in_flight is not None:
@@ -203,15 +188,9 @@ class LatentArenaSearch(ArenaSearch):
             self.actions.extend([()] * grown)
             batch = batch[:n_batch]
             answer = self._send(batch) if n_batch else None
-            if not pipelined:
-                if answer is not None:
-                    self._answer_hidden(batch, answer())
-                backup_all(self.nf, self.ni, self.ef, root, waiting, n_waiting, vl, self.bounds)
-                self.searches_done += n_waiting
-                continue
-            if in_flight is not None:
-                self._complete(root, vl, *in_flight)
-            in_flight = (batch, waiting, n_waiting, answer) if n_batch or n_waiting else None
+            in_flight = self._round(
+                root, vl, pipelined, in_flight, (batch, waiting, n_waiting, answer)
+            )
 
     def _send(self, batch: np.ndarray):
         """The recurrent inference of the new nodes `batch`, sent now: their parents' hidden
@@ -221,31 +200,14 @@ class LatentArenaSearch(ArenaSearch):
         actions = self.ei[ACTION, self.ni[PARENT_EDGE, batch]]
         return self.model.recurrent(self.hidden[parents], actions)
 
-    def _complete(self, root: int, vl: float, batch, waiting, n_waiting, answer) -> None:
-        if answer is not None:
-            self._answer_hidden(batch, answer())
-        self._lbackup_all(self.nf, self.ni, self.ef, root, waiting, n_waiting, vl, self.bounds)
-        self.searches_done += n_waiting
-
-    def _answer_roots(self, roots: list[int], answer: tuple) -> None:
-        probs, values, _, hidden = answer
-        batch = np.asarray(roots, np.int64)
-        self.evaluations += len(roots)
-        self._apply_root(
-            self.nf, self.ni, self.ef, self.ei, batch, np.asarray(probs), np.asarray(values)
-        )
-        self._keep_hidden(batch, np.asarray(hidden))
-
-    def _answer_hidden(self, batch: np.ndarray, answer: tuple) -> None:
-        probs, values, rewards, hidden = answer
+    def _apply_answer(self, batch, probs, values, rewards=None, hidden=None) -> None:
+        """The model's answer for the nodes `batch`: the initial inference's for a root (no
+        rewards; priors over its legal moves), the recurrent inference's for hidden states."""
+        batch = np.asarray(batch, np.int64)
         self.evaluations += len(batch)
-        self._lapply(
-            self.nf,
-            self.ni,
-            self.ef,
-            batch,
-            np.asarray(probs),
-            np.asarray(values),
-            np.asarray(rewards),
-        )
+        probs, values = np.asarray(probs), np.asarray(values)
+        if rewards is None:
+            self._apply_root(self.nf, self.ni, self.ef, self.ei, batch, probs, values)
+        else:
+            self._lapply(self.nf, self.ni, self.ef, batch, probs, values, np.asarray(rewards))
         self._keep_hidden(batch, np.asarray(hidden))
