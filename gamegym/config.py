@@ -171,12 +171,12 @@ class SelfplayConfig:
     searchthreadcount: int = 8  # concurrent searches (virtual loss) sharing one tree
     search_os_threads: bool = False  # run them on OS threads; False: one thread drives them all
     search_solver: bool = False  # prove wins/losses in the tree (MCTS-solver); exact endgames
-    search_core: str = "auto"  # "auto": the compiled core where numba is installed and the
-    #                                 search is PUCT without solver or OS threads, else
-    #                                 "python"; "compiled": the PUCT search's loops (AlphaZero's
-    #                                 and MuZero's latent search) compiled by numba (`pip
-    #                                 install 'gamegym[fast]'`), the same games faster, or an
-    #                                 error naming why not
+    search_core: str = "auto"  # "auto": the compiled core where numba is installed and it
+    #                                 covers the search (PUCT or Gumbel, no solver or OS
+    #                                 threads; MuZero: PUCT), else "python"; "compiled": the
+    #                                 search's loops compiled by numba (`pip install
+    #                                 'gamegym[fast]'`), the same games faster, or an error
+    #                                 naming why not
     searchcount: int = 100  # searches (MCTS simulations) per move
     search: str = "puct"  # root rule: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero /
     #                                 MuZero: Gumbel-Top-k, sequential halving, completed-Q targets)

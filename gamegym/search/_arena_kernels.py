@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from gamegym.search.arena_layout import (
@@ -44,6 +45,9 @@ __all__ = [
     "backup",
     "latent_gather",
     "latent_apply",
+    "take",
+    "gumbel_walk",
+    "interior_index",
 ]
 
 
@@ -73,26 +77,34 @@ def descend(nf, ni, ef, ei, n_nodes, root, c, vl, low, high):
             if score > best_score:
                 best = k
                 best_score = score
-        e = first + best
-        if vl != 0:
-            ef[VISITS, e] += vl
-            ef[VALUES, e] -= vl
-            nf[TOTAL, node] += vl
-        child = ei[CHILD, e]
-        if child < 0:
-            child = n_nodes
-            ei[CHILD, e] = child
-            ni[STATE, child] = NEW
-            ni[FIRST, child] = 0
-            ni[COUNT, child] = 0
-            ni[PARENT_EDGE, child] = e
-            ni[PARENT, child] = node
-            nf[VALUE, child] = 0.0
-            nf[TOTAL, child] = 0.0
-            nf[REWARD, child] = 0.0
+        child = take(nf, ni, ef, ei, n_nodes, node, first + best, vl)
+        if child == n_nodes:
             return child
         node = child
     return node
+
+
+@njit(cache=True, nogil=True)
+def take(nf, ni, ef, ei, n_nodes, node, e, vl):
+    """Step from `node` onto its edge `e`, adding virtual loss `vl` there, and return the
+    child; an edge taken for the first time makes it, node `n_nodes` (state NEW)."""
+    if vl != 0:
+        ef[VISITS, e] += vl
+        ef[VALUES, e] -= vl
+        nf[TOTAL, node] += vl
+    child = ei[CHILD, e]
+    if child < 0:
+        child = n_nodes
+        ei[CHILD, e] = child
+        ni[STATE, child] = NEW
+        ni[FIRST, child] = 0
+        ni[COUNT, child] = 0
+        ni[PARENT_EDGE, child] = e
+        ni[PARENT, child] = node
+        nf[VALUE, child] = 0.0
+        nf[TOTAL, child] = 0.0
+        nf[REWARD, child] = 0.0
+    return child
 
 
 @njit(cache=True, nogil=True)
@@ -246,3 +258,100 @@ def latent_apply(nf, ni, ef, batch, probs, values, rewards):
         nf[VALUE, node] = float(values[j])
         nf[REWARD, node] = float(rewards[j])
         ni[STATE, node] = EXPANDED
+
+
+# ----- the Gumbel rule -------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def gumbel_walk(
+    nf, ni, ef, ei, n_nodes, root, index, vl, value_scale, maxvisit_init, epsilon, by_score,
+    bottom, top, tiny,
+):  # fmt: skip
+    """A simulation of the Gumbel rule: from `root` into its child `index` (the halving's
+    choice), then by `interior_index` down to a node that is not expanded, which it returns;
+    virtual loss `vl` on the path, a new node made as in `descend`."""
+    node = root
+    k = index
+    while True:
+        child = take(nf, ni, ef, ei, n_nodes, node, ni[FIRST, node] + k, vl)
+        if child == n_nodes or ni[STATE, child] != EXPANDED:
+            return child
+        node = child
+        k = interior_index(
+            ef, ni[FIRST, node], ni[COUNT, node], nf[VALUE, node], value_scale, maxvisit_init,
+            epsilon, by_score, bottom, top, tiny,
+        )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def interior_index(
+    ef, first, count, value, value_scale, maxvisit_init, epsilon, by_score, bottom, top, tiny
+):  # fmt: skip
+    """`gamegym.search.gumbel.interior_index` on the edges `first`..`first + count` of a node
+    with network value `value`, the same float operations in the same order (so the same
+    child): argmax of the improved policy minus the visit share, unvisited children credited
+    with the mixed value; `by_score`: q clipped to the score range [bottom, top]."""
+    visited = np.empty(count, np.int64)  # the visited children, with their prior (>= tiny)
+    floored = np.empty(count)  # and q
+    qs = np.empty(count)
+    n_visited = 0
+    total = weighted = mass = most = 0.0
+    best_prior = -1.0  # the largest unvisited prior, at its lowest index
+    best_rest = -1
+    for k in range(count):
+        n = ef[VISITS, first + k]
+        p = ef[PRIOR, first + k]
+        if n == 0:
+            if p > best_prior:
+                best_prior, best_rest = p, k
+            continue
+        if p < tiny:
+            p = tiny
+        q = ef[VALUES, first + k] / n
+        visited[n_visited], floored[n_visited], qs[n_visited] = k, p, q
+        n_visited += 1
+        if n > most:
+            most = n
+        total += n
+        weighted += p * q
+        mass += p
+    if n_visited == 0:  # every q is the value: the largest prior (all below tiny: alike)
+        return best_rest if best_prior > tiny else 0
+    unvisited = n_visited < count
+    fill = (value + total * weighted / mass) / (1.0 + total)  # the unvisited children's q
+    if by_score:
+        for j in range(n_visited):
+            qs[j] = min(max(qs[j], bottom), top)
+        fill = min(max(fill, bottom), top)
+    high, low = qs[:n_visited].max(), qs[:n_visited].min()
+    if by_score:
+        span = top - bottom
+        if unvisited and fill > high:
+            high = fill
+    else:
+        if unvisited:
+            high, low = max(high, fill), min(low, fill)
+        span = high - low
+    factor = (maxvisit_init + most) * value_scale / (span if span > epsilon else epsilon)
+    weight_sum = 0.0
+    for j in range(n_visited):
+        qs[j] = floored[j] * math.exp(factor * (qs[j] - high))  # the child's weight
+        weight_sum += qs[j]
+    fill_weight = 0.0
+    if unvisited:
+        fill_weight = math.exp(factor * (fill - high))
+        prior_sum = 0.0  # in order, as Python's sum() of the priors
+        for k in range(count):
+            prior_sum += ef[PRIOR, first + k]
+        rest_mass = prior_sum - mass
+        weight_sum += fill_weight * (rest_mass if rest_mass > 0.0 else 0.0)
+    norm, share = 1.0 / weight_sum, 1.0 / (1.0 + total)
+    best, best_score = -1, -math.inf
+    for j in range(n_visited):
+        score = qs[j] * norm - ef[VISITS, first + visited[j]] * share
+        if score > best_score:
+            best, best_score = visited[j], score
+    if unvisited:
+        score = (best_prior if best_prior > tiny else tiny) * fill_weight * norm
+        if score > best_score or (score == best_score and best_rest < best):
+            best = best_rest
+    return best

@@ -1,6 +1,6 @@
 """The compiled search core (`selfplay.search_core`: "auto", the default, where numba is
-installed, or "compiled"): the PUCT tree search of `gamegym.search.mcts.Search`, with the tree in
-flat arrays and its hot loops compiled by numba.
+installed, or "compiled"): the tree search of `gamegym.search.mcts.Search` with the PUCT or the
+Gumbel rule, with the tree in flat arrays and its hot loops compiled by numba.
 
 What is compiled: the walk down by PUCT with virtual loss, the backup, the loop that gathers a
 batch of leaves, and writing an evaluated batch's priors.  What stays Python: the GameGraph
@@ -14,10 +14,12 @@ The tree lives in one arena per search: node `i` has a state, a value, a visit t
 edge and edge count, its parent edge and parent node; edge `e` has a prior, visits, a value sum,
 its child node (-1 until made) and its action id.  A node is made when a walk first takes its
 edge.  `new_root` starts a new tree (the nodes of the old one are then invalid); `next_root`
-keeps the played child's subtree as the Python core does.
+keeps the played child's subtree where the rule does, as the Python core does.
 
-Only what the PUCT rule needs is here: the Gumbel rule, the MCTS-solver and OS threads use the
-Python core (`make_search` picks).  MuZero's latent search runs on the same arena
+Under the Gumbel rule each simulation's root child comes from the rule's sequential halving in
+Python (`GumbelRule.root_child`), and the walk below it, by the deterministic non-root rule, is
+compiled (`gumbel_walk`).  The MCTS-solver and OS threads use the Python core (`make_search`
+picks).  MuZero's latent search runs on the same arena
 (gamegym.search.latent_arena, with its own kernels).  numba is an optional dependency (`pip install
 'gamegym[fast]'`); without it `make_search` falls back to the Python core where the config says
 "auto" and names the missing package where it says "compiled".
@@ -30,16 +32,19 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Hashable
+from typing import Any, cast
 
 import numpy as np
 
-from gamegym.game.graph import GameGraph
+from gamegym.game.graph import SCORE_RANGE, GameGraph
+from gamegym.registry import SEARCHES
 from gamegym.search.arena_layout import (
     ACTION,
     CHILD,
     COUNT,
     FIRST,
     NEW,
+    PARENT_EDGE,
     PENDING,
     PRIOR,
     STATE,
@@ -49,8 +54,10 @@ from gamegym.search.arena_layout import (
     VALUES,
     VISITS,
 )
+from gamegym.search.gumbel import _TINY
+from gamegym.search.gumbel import DEFAULT as GUMBEL_DEFAULTS
 from gamegym.search.mcts import Search
-from gamegym.search.rules import PuctRule
+from gamegym.search.rules import search_rule
 from gamegym.search.tree import Evaluator, SearchParams, TreeSearch
 
 __all__ = [
@@ -64,6 +71,7 @@ __all__ = [
 ]
 
 CORES = ("auto", "python", "compiled")  # selfplay.search_core
+GUMBEL_EPSILON = GUMBEL_DEFAULTS.epsilon  # the Gumbel rule's smallest denominator of sigma
 
 
 def compiled_core_available() -> bool:
@@ -71,12 +79,18 @@ def compiled_core_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
+def compiled_rules() -> list[str]:
+    """The root rules the compiled core runs (`SearchRule.compiled`)."""
+    return [name for name, rule in SEARCHES.items() if getattr(rule, "compiled", False)]
+
+
 def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | None:
     """Why a search with these settings cannot run on the compiled core (None: it can)."""
+    rules = compiled_rules()
     uncovered = [
         what
         for what, present in (
-            (f"the {rule!r} rule", rule != "puct"),
+            (f"the {rule!r} rule", rule not in rules),
             ("the MCTS-solver (search_solver)", solver),
             ("OS threads (search_os_threads)", os_threads),
         )
@@ -84,8 +98,9 @@ def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | No
     ]
     if uncovered:
         return (
-            "the compiled core runs the PUCT search only; this search has "
-            f"{' and '.join(uncovered)}: use search_core 'python' or 'auto'"
+            f"the compiled core runs the {' and '.join(repr(r) for r in rules)} rules without "
+            f"the MCTS-solver or OS threads; this search has {' and '.join(uncovered)}: use "
+            "search_core 'python' or 'auto'"
         )
     if not compiled_core_available():
         return (
@@ -97,7 +112,7 @@ def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | No
 
 def core_for(params: SearchParams) -> str:
     """The core a search with `params` runs on: "compiled" or "python".  "auto" is compiled
-    where the compiled core covers the search (the PUCT rule, no MCTS-solver, no OS threads)
+    where the compiled core covers the search (a `compiled` rule, no MCTS-solver, no OS threads)
     and numba is installed; "compiled" raises ValueError where it cannot be."""
     core = params.core
     if core not in CORES:
@@ -125,7 +140,7 @@ def _kernels():
     """The numba-compiled kernels (compiled, or loaded from numba's cache, on first use)."""
     from gamegym.search import _arena_kernels as k
 
-    return k.gather, k.backup_all, k.apply_batch
+    return k.gather, k.backup_all, k.apply_batch, k.backup, k.gumbel_walk
 
 
 # ----- the search -----------------------------------------------------------------------------
@@ -219,8 +234,8 @@ class ArenaSearch:
         self.graph = graph
         self.evaluate = evaluate
         self.params = params
-        self.rule = PuctRule(params)
-        self._gather, self._backup_all, self._apply = _kernels()
+        self.rule = search_rule(params.rule)(params)
+        self._gather, self._backup_all, self._apply, self._backup, self._gumbel_walk = _kernels()
         # the smallest and largest value backed up: MuZero's latent search maps Q by them
         # (gamegym.search.latent_arena); PUCT's search here leaves Q as it is
         self.bounds = np.array([np.inf, -np.inf])
@@ -298,7 +313,7 @@ class ArenaSearch:
         self._check(root)
         edge = int(self.ni[FIRST, root.index]) + index
         child = int(self.ei[CHILD, edge])
-        if child < 0:
+        if child < 0 or not self.rule.keeps_subtree:
             return self.new_root(self.edge_vertices[edge])
         return ArenaNode(self, child)
 
@@ -333,7 +348,10 @@ class ArenaSearch:
         self.rule.begin(self, root, rng, count, explore)  # type: ignore[arg-type]
         slots = min(self.params.threads, count)
         vl = self.params.virtualloss if slots > 1 else 0.0
-        self._collect(root.index, slots, count, vl)
+        if hasattr(self.rule, "root_child"):
+            self._collect_rooted(root, slots, count, vl)
+        else:
+            self._collect(root.index, slots, count, vl)
         return root
 
     def _check(self, root: ArenaNode) -> None:
@@ -374,28 +392,80 @@ class ArenaSearch:
                 first, count, value = self._expand(leaf)
                 if count:
                     batch.append(leaf)
-            answer = None
-            if batch:
-                inputs = self._inputs(batch)
-                answer = self._answer_now(inputs) if submit is None else submit(inputs)
-            in_flight = self._round(
-                root, vl, submit is not None, in_flight, (batch, waiting, n_waiting, answer)
-            )
+            in_flight = self._round(root, vl, submit, in_flight, batch, waiting, n_waiting)
 
-    def _answer_now(self, inputs: list):
-        """The evaluator's answer, asked now, in the form `submit` gives it later."""
+    def _collect_rooted(self, root_node: ArenaNode, slots: int, remaining: int, vl: float) -> None:
+        """`_collect` for a rule that picks each simulation's root child itself (Gumbel's
+        sequential halving, in Python): one compiled walk per simulation below that child; a
+        round also ends where the rule waits for the simulations in flight."""
+        submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
+        root = root_node.index
+        rule = cast(Any, self.rule)  # a rule with root_child (see run)
+        p = self.params
+        by_score = p.gumbel_rescale == "score"
+        bottom, top = (float(x) for x in SCORE_RANGE)
+        walk, backup = self._gumbel_walk, self._backup
+        ni, vertices, actions = self.ni, self.vertices, self.actions
+        in_flight = None  # (batch, waiting, n_waiting, answer) sent and not yet backed up
+        while remaining > 0 or in_flight is not None:
+            waiting = np.empty(slots, np.int64)
+            n_waiting = 0
+            batch: list[int] = []
+            held = False
+            while n_waiting < slots and remaining > 0:
+                index = rule.root_child(self, root_node)
+                if index is None:
+                    held = True
+                    break
+                nodes = len(vertices)
+                if nodes >= self.nf.shape[1]:
+                    self._grow_nodes(nodes + 1)
+                    ni = self.ni
+                leaf = walk(
+                    self.nf, ni, self.ef, self.ei, nodes, root, index, vl, p.gumbel_value_scale,
+                    p.gumbel_maxvisit_init, GUMBEL_EPSILON, by_score, bottom, top, _TINY,
+                )  # fmt: skip
+                remaining -= 1
+                if leaf == nodes:  # made by this walk: open it
+                    vertices.append(self.edge_vertices[ni[PARENT_EDGE, leaf]])
+                    actions.append(())
+                    first, count, value = self._expand(leaf)
+                    if count:
+                        ni[FIRST, leaf], ni[COUNT, leaf], ni[STATE, leaf] = first, count, PENDING
+                        batch.append(leaf)
+                    else:
+                        ni[STATE, leaf] = TERMINAL
+                        self.nf[VALUE, leaf] = value
+                if ni[STATE, leaf] == PENDING:
+                    waiting[n_waiting] = leaf
+                    n_waiting += 1
+                else:
+                    backup(self.nf, ni, self.ef, root, leaf, self.nf[VALUE, leaf], vl, self.bounds)
+                    self.searches_done += 1
+            if held and not n_waiting and in_flight is None:
+                raise RuntimeError("the search rule waits for searches in flight, but none is")
+            in_flight = self._round(root, vl, submit, in_flight, batch, waiting, n_waiting)
+
+    def _ask(self, batch, submit):
+        """The evaluator's answer for the new nodes `batch`: sent now (`submit`), or asked
+        now where the evaluator cannot answer later; either way a callable that gives it."""
+        inputs = self._inputs(batch)
+        if submit is not None:
+            return submit(inputs)
         answer = self.evaluate(inputs)
         return lambda: answer
 
-    def _round(self, root: int, vl: float, pipelined: bool, in_flight, sent):
-        """End a round of searches: `sent` (batch, waiting, n_waiting, answer) is backed up
-        now, or, `pipelined`, the round in flight is and `sent` takes its place (returned)."""
-        if not pipelined:
+    def _round(self, root: int, vl: float, submit, in_flight, batch, waiting, n_waiting):
+        """End a round of searches, whose new nodes `batch` are asked of the evaluator here:
+        backed up now, or, with a `submit`ting evaluator, the round in flight is backed up and
+        this one takes its place (returned)."""
+        sent = (batch, waiting, n_waiting, self._ask(batch, submit) if len(batch) else None)
+        if submit is None:
             self._complete(root, vl, *sent)
             return None
         if in_flight is not None:
             self._complete(root, vl, *in_flight)
-        return sent if len(sent[0]) or sent[2] else None
+        return sent if len(batch) or n_waiting else None
 
     def _complete(self, root: int, vl: float, batch, waiting, n_waiting, answer) -> None:
         if answer is not None:

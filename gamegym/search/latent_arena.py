@@ -39,6 +39,7 @@ from gamegym.search.arena_layout import (
     PARENT_EDGE,
 )
 from gamegym.search.latent import RESTARTS, LatentSearch, require_alternating
+from gamegym.search.rules import search_rule
 from gamegym.search.tree import SearchParams
 
 __all__ = ["LatentArenaSearch", "LatentModel", "make_latent_search"]
@@ -56,7 +57,16 @@ class LatentModel(Protocol):
 def make_latent_search(graph: GameGraph, evaluate, params: SearchParams):
     """MuZero's latent search over `graph` on the core `params.core` asks for
     (`gamegym.search.arena.core_for`): a `LatentArenaSearch` or the Python `LatentSearch`."""
-    if core_for(params) == "compiled":
+    core = core_for(params)
+    if core == "compiled" and hasattr(search_rule(params.rule), "root_child"):
+        if params.core == "compiled":
+            raise ValueError(
+                "selfplay.search_core 'compiled': the compiled core runs MuZero's latent "
+                f"search with the 'puct' rule only, not {params.rule!r}: use search_core "
+                "'auto' or 'python'"
+            )
+        core = "python"  # "auto": the Python latent search runs the Gumbel rule
+    if core == "compiled":
         return LatentArenaSearch(graph, evaluate, params)
     return LatentSearch(graph, evaluate, params)
 
@@ -168,7 +178,7 @@ class LatentArenaSearch(ArenaSearch):
         """Gather up to `slots` waiting searches in one kernel call, evaluate their new nodes
         as one recurrent batch, back them up; with a submitting evaluator the next batch is
         gathered while one is in flight."""
-        pipelined = slots > 1 and hasattr(self.evaluate, "submit")
+        submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
         c = float(self.params.exploration_const)
         gather = self._lgather
         actions = self.action_count
@@ -187,14 +197,12 @@ class LatentArenaSearch(ArenaSearch):
             self.vertices.extend([None] * grown)
             self.actions.extend([()] * grown)
             batch = batch[:n_batch]
-            answer = self._send(batch) if n_batch else None
-            in_flight = self._round(
-                root, vl, pipelined, in_flight, (batch, waiting, n_waiting, answer)
-            )
+            in_flight = self._round(root, vl, submit, in_flight, batch, waiting, n_waiting)
 
-    def _send(self, batch: np.ndarray):
+    def _ask(self, batch, submit):
         """The recurrent inference of the new nodes `batch`, sent now: their parents' hidden
-        states and the action ids of their edges."""
+        states and the action ids of their edges (`submit` or not, the model's calls send
+        now and answer when called)."""
         assert self.hidden is not None  # the root's answer came first
         parents = self.ni[PARENT, batch]
         actions = self.ei[ACTION, self.ni[PARENT_EDGE, batch]]

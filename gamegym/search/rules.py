@@ -10,6 +10,9 @@ on it) runs every rule; a rule decides what differs between them:
   policy       the policy target of the searched root, float32 [action_space_size]
   choose       the move played (a root child index)
   keeps_subtree  whether the next move's search starts from the played child's subtree
+  compiled     whether the compiled core (gamegym.search.arena) runs it: PUCT's walk is
+               compiled whole; a rule with `root_child` (Gumbel) picks each simulation's root
+               child in Python and the compiled core walks on below with Gumbel's rule
 
 Rules:
 - "puct" (AlphaZero): PUCT at every node, Dirichlet noise at the root, the visit counts as
@@ -98,6 +101,7 @@ class SearchRule:
     name = ""
     default_dirichlet_fraction = 0.0  # root noise when the config leaves it unset (None)
     keeps_subtree = True
+    compiled = False  # the compiled core (gamegym.search.arena) runs this rule
 
     def __init__(self, params: SearchParams) -> None:
         self.params = params
@@ -142,6 +146,7 @@ class PuctRule(SearchRule):
 
     name = "puct"
     default_dirichlet_fraction = 0.25
+    compiled = True
 
     def begin(
         self,
@@ -170,6 +175,7 @@ class GumbelRule(SearchRule):
 
     name = "gumbel"
     keeps_subtree = False
+    compiled = True  # the root child from Python (`root_child`), the walk below compiled
 
     def __init__(self, params: SearchParams) -> None:
         super().__init__(params)
@@ -222,9 +228,7 @@ class GumbelRule(SearchRule):
         def walk(root: Node) -> tuple[SearchPath | None, Node]:
             """The root child from the halving, then `interior_index` down to a leaf, with
             virtual loss on the path; (None, root) while a halving waits."""
-            _, _, halving = self._drawn()
-            in_flight = halving.issued - (search.searches_done - self._done)
-            index = halving.next_action(lambda: self.scores(root), in_flight)
+            index = self.root_child(search, root)
             if index is None:
                 return None, root
             vl = search._virtualloss
@@ -245,6 +249,13 @@ class GumbelRule(SearchRule):
                 )
 
         return walk
+
+    def root_child(self, search: RuleSearch, root: Node) -> int | None:
+        """The root child the next simulation enters (the halving's), or None while a
+        halving waits for the simulations in flight to be backed up."""
+        _, _, halving = self._drawn()
+        in_flight = halving.issued - (search.searches_done - self._done)
+        return halving.next_action(lambda: self.scores(root), in_flight)
 
     def _check(self, root: Node) -> None:
         if root is not self._root:

@@ -51,6 +51,37 @@ def test_plays_the_games_of_the_python_core(make_graph, threads):
     assert compiled.evaluations == python.evaluations > 0
 
 
+@pytest.mark.parametrize("make_graph", GAMES)
+@pytest.mark.parametrize("threads,rescale", [(1, "score"), (8, "score"), (8, "node")])
+def test_the_gumbel_rule_plays_the_games_of_the_python_core(make_graph, threads, rescale):
+    """Under the Gumbel rule (sequential halving at the root in Python, the deterministic
+    non-root rule compiled) the games, improved-policy targets and counts are the Python
+    core's; each move starts from a fresh root, as there."""
+    graph = make_graph()
+    cfg = selfplay_config(
+        search="gumbel", searchcount=48, searchthreadcount=threads, gumbel_rescale=rescale
+    )
+    params = SearchParams.from_selfplay(cfg)
+    python = Search(graph, pseudo_network(graph), params)
+    compiled = ArenaSearch(graph, pseudo_network(graph), params)
+    assert games_of(compiled, cfg, graph, 2, seed=3) == games_of(python, cfg, graph, 2, seed=3)
+    assert compiled.searches_done == python.searches_done > 0
+    assert compiled.evaluations == python.evaluations > 0
+
+
+def test_gumbel_with_playout_caps_and_a_submitting_evaluator_plays_the_same_games():
+    graph = ConnectFour(rows=5, columns=5)
+    cfg = selfplay_config(
+        search="gumbel", searchcount=32, fast_searchcount=4, playout_cap_probability=0.25,
+        searchthreadcount=8,
+    )  # fmt: skip
+    params = SearchParams.from_selfplay(cfg)
+    python = Search(graph, AsyncUniform(graph.action_space_size), params)
+    compiled = ArenaSearch(graph, AsyncUniform(graph.action_space_size), params)
+    assert games_of(compiled, cfg, graph, 2, seed=4) == games_of(python, cfg, graph, 2, seed=4)
+    assert compiled.evaluate.max_outstanding == python.evaluate.max_outstanding
+
+
 def test_playout_caps_play_the_same_games():
     graph = ConnectFour(rows=5, columns=5)
     cfg = selfplay_config(
@@ -153,10 +184,11 @@ def test_core_for_picks_and_explains():
     assert core_for(dataclasses.replace(params, core="auto")) == "compiled"
     assert core_for(dataclasses.replace(params, core="compiled")) == "compiled"
     gumbel = dataclasses.replace(params, core="auto", rule="gumbel")
-    assert core_for(gumbel) == "python"
+    assert core_for(gumbel) == core_for(dataclasses.replace(gumbel, core="compiled"))
+    assert core_for(gumbel) == "compiled"
     assert core_for(dataclasses.replace(params, core="auto", solver=True)) == "python"
-    with pytest.raises(ValueError, match="PUCT search only.*'gumbel' rule"):
-        core_for(dataclasses.replace(gumbel, core="compiled"))
+    with pytest.raises(ValueError, match="'gumbel' and 'puct' rules without.*MCTS-solver"):
+        core_for(dataclasses.replace(params, core="compiled", solver=True))
     with pytest.raises(ValueError, match="must be one of"):
         core_for(dataclasses.replace(params, core="fast"))
     graph = TicTacToe()
@@ -167,7 +199,9 @@ def test_core_for_picks_and_explains():
 
 def test_the_config_names_what_the_compiled_core_cannot_do(monkeypatch):
     assert selfplay_config(search_core="compiled").search_core == "compiled"
-    with pytest.raises(ConfigError, match="search_core.*PUCT search only.*MCTS-solver"):
+    with pytest.raises(
+        ConfigError, match="search_core.*'gumbel' and 'puct' rules without.*MCTS-solver"
+    ):
         selfplay_config(search_core="compiled", search_solver=True)
     with pytest.raises(ConfigError, match="search_core.*must be one of"):
         selfplay_config(search_core="numba")
