@@ -43,6 +43,7 @@ from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
+from gamegym.registry import SEARCHES
 from gamegym.search.arena import CORES
 from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
@@ -122,10 +123,12 @@ def run_bench(
     precision: str = "float32",
     batch_sizes: list[int] | None = None,
     core: str | None = None,
+    search: str | None = None,
 ) -> dict:
     """All figures of one bench run (see the module docstring) with a learner preset.
     `precision` is the session's predict.precision (the fast path's int8 model or not);
-    `core` the selfplay.search_core of the run and of its search ceiling (None: the preset's).
+    `core` the selfplay.search_core of the run and of its search ceiling, `search` its root rule
+    (selfplay.search; None: the preset's).
     `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
     (network config fields) replaces the preset's network; `batch_sizes` are those the network
@@ -163,6 +166,7 @@ def run_bench(
                 "searchthreadcount": threads,
                 "searchcount": searchcount,
                 **({"search_core": core} if core is not None else {}),
+                **({"search": search} if search is not None else {}),
             },
             "predict": {
                 "batchsize": batchsize,
@@ -231,6 +235,7 @@ def run_bench(
         "label": " ".join(
             [learner]
             + ([precision] if precision != "float32" else [])
+            + ([search] if search is not None else [])
             + ([core] if core is not None else [])
         ),
         "backend": backend,
@@ -390,6 +395,11 @@ def cmd_throughput(args) -> int:
     cores: list[str | None] = (
         list(_choices("--core", args.core, CORES, "search cores")) if args.core else [None]
     )
+    searches: list[str | None] = (
+        list(_choices("--search", args.search, SEARCHES.names(), "search rules"))
+        if args.search
+        else [None]
+    )
     if args.batch_sizes and min(args.batch_sizes) < 1:
         raise ValueError(f"--batch-sizes {args.batch_sizes}: a batch holds at least 1 position")
     runs = [
@@ -412,9 +422,11 @@ def cmd_throughput(args) -> int:
             precision=precision,
             batch_sizes=args.batch_sizes,
             core=core,
+            search=search,
         )
         for learner in learners
         for precision in precisions
+        for search in searches
         for core in cores
     ]
     figures: dict[str, Any] = (
@@ -550,6 +562,13 @@ def add_parser(sub) -> None:
         default="",
         help="selfplay.search_core(s), comma-separated: auto, python, compiled (one run each, "
         "with ratios to the first; default: the preset's)",
+    )
+    p.add_argument(
+        "--search",
+        default="",
+        help="selfplay.search rule(s), comma-separated: "
+        + ", ".join(SEARCHES.names())
+        + " (one run each, with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--precision",

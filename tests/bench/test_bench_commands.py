@@ -333,3 +333,31 @@ def test_throughput_runs_each_search_core_and_compares_it_with_the_first(monkeyp
     args = parse_args(["bench", "throughput", "--core", "cython"])
     with pytest.raises(ValueError, match="--core 'cython': known search cores are auto, python"):
         args.run(args)
+
+
+def test_throughput_runs_each_search_rule_on_each_core(monkeypatch, capsys):
+    """`--search puct,gumbel --core python,compiled`: one run per rule and core, rules outer;
+    an unknown rule is named with the registered ones."""
+    calls = []
+
+    def fake_run_bench(*args, core=None, search=None, **kwargs):
+        calls.append((search, core))
+        return {
+            "label": f"alphazero {search} {core}",
+            "positions_per_s": 1.0,
+            "searches_per_s": 1.0,
+        }
+
+    monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
+    argv = ["bench", "throughput", "--search", "puct,gumbel", "--core", "python,compiled", "--json"]
+    args = parse_args(argv)
+    assert args.run(args) == 0
+    assert calls == [
+        ("puct", "python"), ("puct", "compiled"), ("gumbel", "python"), ("gumbel", "compiled")
+    ]  # fmt: skip
+    assert len(json.loads(capsys.readouterr().out)["vs_first"]) == 3
+    args = parse_args(["bench", "throughput", "--search", "alphabeta"])
+    with pytest.raises(
+        ValueError, match="--search 'alphabeta': known search rules are gumbel, puct"
+    ):
+        args.run(args)
