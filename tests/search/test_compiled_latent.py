@@ -205,6 +205,13 @@ def test_muzero_self_play_and_the_ceiling_pick_the_core_from_the_config():
         assert type(learner.stub_search(graph, params)) is kind
     gumbel = dataclasses.replace(SearchParams(core="auto"), rule="gumbel")
     assert type(make_latent_search(graph, uniform_latent_evaluator(9), gumbel)) is LatentSearch
+    from gamegym.config import ConfigError
+
+    with pytest.raises(ConfigError, match="'compiled' cannot be used with train.learner 'muzero'"):
+        GymConfig.from_dict(
+            {"game": "games.tictactoe:TicTacToe", "train": {"learner": "muzero"},
+             "selfplay": {"search": "gumbel", "search_core": "compiled"}}
+        )  # fmt: skip
     with pytest.raises(ValueError, match="latent search with the 'puct' rule only, not 'gumbel'"):
         make_latent_search(
             graph, uniform_latent_evaluator(9), dataclasses.replace(gumbel, core="compiled")

@@ -81,6 +81,12 @@ class MuZeroLearner(Learner):
                 "solver proves positions of the GameGraph, and MuZero searches a learned "
                 "model"
             )
+        if config.selfplay.search_core == "compiled" and config.selfplay.search != "puct":
+            return (
+                "'selfplay.search_core' 'compiled' cannot be used with train.learner 'muzero' "
+                f"and the {config.selfplay.search!r} rule: the compiled core runs MuZero's "
+                "latent search with the 'puct' rule only; use search_core 'auto' or 'python'"
+            )
         return None
 
     def build_model(self, graph, network_config, seed: int | None = None):
