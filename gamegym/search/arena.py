@@ -298,14 +298,23 @@ class ArenaSearch:
     # ----- public ----------------------------------------------------------------------------
     def new_root(self, vertex: Hashable) -> ArenaNode:
         """The root of a new tree from `vertex`; the nodes of the previous tree are given up."""
-        used = len(self.edge_vertices)
+        self._clear()
+        self.generation += 1
+        return ArenaNode(self, self._node(vertex))
+
+    def _edges_used(self) -> int:
+        """How many edges from the first the tree has made (each has a child vertex here)."""
+        return len(self.edge_vertices)
+
+    def _clear(self) -> None:
+        """Forget every node and zero every edge the tree used, whose statistics and child
+        links the next tree's edges start from."""
+        used = self._edges_used()
         self.ef[:, :used] = 0.0
         self.ei[:, :used] = -1
         self.vertices.clear()
         self.actions.clear()
         self.edge_vertices.clear()
-        self.generation += 1
-        return ArenaNode(self, self._node(vertex))
 
     def next_root(self, root: ArenaNode, index: int) -> ArenaNode:
         """The root of the next move after child `index` of `root` is played: the searched

@@ -24,7 +24,7 @@ May import: what `gamegym.search` may; numba only through gamegym.search._arena_
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -93,32 +93,21 @@ class LatentArenaSearch(ArenaSearch):
         self.n_edges = 0
 
     # ----- the tree --------------------------------------------------------------------------
-    def new_root(self, vertex: Hashable) -> ArenaNode:
-        self._clear_edges()
-        return super().new_root(vertex)
-
     def next_root(self, root: ArenaNode, index: int) -> ArenaNode:
         """A new tree at the position played: each move is searched from its real
         observation."""
         self._check(root)
         return self.new_root(self.edge_vertices[int(self.ni[FIRST, root.index]) + index])
 
-    def _clear_edges(self) -> None:
-        """Zero every edge of the tree (the root's and the hidden states'), whose statistics
-        and child links the next tree's root edges start from."""
-        used = max(self.n_edges, len(self.edge_vertices))
-        self.ef[:, :used] = 0.0
-        self.ei[:, :used] = -1
-        self.n_edges = 0
+    def _edges_used(self) -> int:
+        """The root's edges (which have child vertices) and the hidden states' after them."""
+        return max(self.n_edges, len(self.edge_vertices))
 
     def _restart(self, root: ArenaNode) -> None:
         """Forget the search below `root` (node 0 of its tree), which stays the caller's and is
         opened and evaluated again, its noise-free priors forgotten too."""
-        self._clear_edges()
         vertex = self.vertices[root.index]
-        self.vertices.clear()
-        self.actions.clear()
-        self.edge_vertices.clear()
+        self._clear()
         self._node(vertex)
         root.raw_priors = None
 
