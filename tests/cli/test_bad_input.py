@@ -208,7 +208,8 @@ class SlowModel:    # saves the starter model's bytes in small pieces, as a real
 
 session = Session(sys.argv[1])
 session.models_dir.mkdir(parents=True, exist_ok=True)
-iteration = max(session.model_iterations(), default=-1) + 1
+# as the Trainer does: a model file past current.json is an unfinished publish, written again
+iteration = session.current_iteration() + 1
 print("ready", flush=True)
 while True:
     session.publish_model(SlowModel(), iteration)
