@@ -246,9 +246,13 @@ def new_session(session_template, tmp_path):
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto`: two workers more than this process may use cores.  The end-to-end tests spend
     part of their time waiting on processes, timers and signals; the extra workers fill those
-    waits (one quiet run each on 2 cores: the whole suite in 231 s with 4 workers, 241 s with
-    3; the same machine's runs spread by up to a quarter between hours)."""
+    waits (quiet runs on 2 cores: the whole suite in 231 s and 238 s with 4 workers, 241 s with
+    3, 281 s with 5; the same machine's runs spread by up to a quarter between hours).  Without
+    the slow tests (`-m "not slow"`) nothing waits, and each worker's start (its collection,
+    TensorFlow's import) is a cost the extra workers only add: one worker a core."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if "not slow" in (config.getoption("markexpr", "") or ""):
+        return cores or 1
     return (cores or 1) + 2
 
 
