@@ -54,11 +54,18 @@ class LatentModel(Protocol):
     def recurrent(self, hidden: np.ndarray, actions: np.ndarray) -> Callable[[], tuple]: ...
 
 
+def compiled_latent_runs(rule: str) -> bool:
+    """Whether the compiled latent search runs the search rule `rule`: a rule that leaves the
+    root's child to the walk (PUCT) does; one that picks it itself (Gumbel's sequential
+    halving) runs on the Python latent search only."""
+    return not hasattr(search_rule(rule), "root_child")
+
+
 def make_latent_search(graph: GameGraph, evaluate, params: SearchParams):
     """MuZero's latent search over `graph` on the core `params.core` asks for
     (`gamegym.search.arena.core_for`): a `LatentArenaSearch` or the Python `LatentSearch`."""
     core = core_for(params)
-    if core == "compiled" and hasattr(search_rule(params.rule), "root_child"):
+    if core == "compiled" and not compiled_latent_runs(params.rule):
         if params.core == "compiled":
             raise ValueError(
                 "selfplay.search_core 'compiled': the compiled core runs MuZero's latent "
@@ -102,6 +109,10 @@ class LatentArenaSearch(ArenaSearch):
     def _edges_used(self) -> int:
         """The root's edges (which have child vertices) and the hidden states' after them."""
         return max(self.n_edges, len(self.edge_vertices))
+
+    def _clear(self) -> None:
+        super()._clear()
+        self.n_edges = 0
 
     def _restart(self, root: ArenaNode) -> None:
         """Forget the search below `root` (node 0 of its tree), which stays the caller's and is

@@ -81,7 +81,11 @@ class MuZeroLearner(Learner):
                 "solver proves positions of the GameGraph, and MuZero searches a learned "
                 "model"
             )
-        if config.selfplay.search_core == "compiled" and config.selfplay.search != "puct":
+        from gamegym.search.latent_arena import compiled_latent_runs
+
+        if config.selfplay.search_core == "compiled" and not compiled_latent_runs(
+            config.selfplay.search
+        ):
             return (
                 "'selfplay.search_core' 'compiled' cannot be used with train.learner 'muzero' "
                 f"and the {config.selfplay.search!r} rule: the compiled core runs MuZero's "
