@@ -82,6 +82,23 @@ def optimal_move_rate(
     return (optimal / total if total else 0.0), total
 
 
+def training_figures(report: dict | None) -> dict:
+    """What the Trainer reported for the iteration a point measures: its last epoch's losses
+    (`loss`, `val_loss`, ...), the samples it trained on and its learning rate ({}: no report,
+    as for the starting model)."""
+    if not report:
+        return {}
+    figures = {
+        name: round(float(value), 4)
+        for name, value in (report.get("losses") or {}).items()
+        if isinstance(value, (int, float))
+    }
+    for name in ("samples", "learning_rate"):
+        if isinstance(report.get(name), (int, float)):
+            figures[name] = report[name]
+    return figures
+
+
 def measure(
     session,
     graph,
@@ -104,6 +121,9 @@ def measure(
     iteration = session.current_iteration()
     player = model_player(session, graph, iteration, searchcount, EVAL_THREADS, config)
     point: dict = {"iteration": iteration, "by_opponent": {}}
+    training = training_figures(session.train_report(iteration))
+    if training:
+        point["training"] = training
     for spec in opponents:
         opponent: Player
         if spec == "solver" and solver is not None:

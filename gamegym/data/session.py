@@ -383,6 +383,14 @@ class Session:
     def write_train_report(self, iteration: int, report: dict) -> None:
         atomic_write_json(self.train_dir / f"{iteration}.json", report)
 
+    def train_report(self, iteration: int) -> dict | None:
+        """The training report of `iteration` (None: none, or unreadable)."""
+        try:
+            report = json.loads((self.train_dir / f"{iteration}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return report if isinstance(report, dict) else None
+
     def train_reports(self) -> list[dict]:
         reports: list[dict] = []
         if not self.train_dir.is_dir():

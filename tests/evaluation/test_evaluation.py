@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from conftest import create_session, gamegym, publish_as_trained
 
+from gamegym.bench.learning import training_figures
 from gamegym.cli.main import main
 from gamegym.config import GymConfig
 from gamegym.data.fileio import read_jsonl
@@ -198,6 +199,14 @@ def test_learning_benchmark_json_and_plot(tmp_path, capsys):
         assert point["by_opponent"]["solver"]["wins"] == point["wins"]  # the headline figure
         assert sum(point["by_opponent"]["mcts:20"][k] for k in ("wins", "draws", "losses")) == 2
         assert 0.0 <= point["optimal_move_rate"] <= 1.0
+    for point in curve:  # each point says what the Trainer reported for its model
+        if point["iteration"] == 0:
+            assert "training" not in point  # the starting model was not trained here
+            continue
+        report = tmp_path / "kept" / "train" / f"{point['iteration']}.json"
+        report = json.loads(report.read_text())
+        assert point["training"]["loss"] == round(report["losses"]["loss"], 4)
+        assert point["training"]["samples"] == report["samples"] > 0
     final = figures["final"]
     assert final["opponent"] == "solver" and final["iteration"] == curve[-1]["iteration"]
     assert final["wins"] + final["draws"] + final["losses"] == 8  # 4x the games of a point
@@ -207,6 +216,24 @@ def test_learning_benchmark_json_and_plot(tmp_path, capsys):
     assert plot.stat().st_size > 1000
     kept = json.loads((tmp_path / "kept" / "models" / "current.json").read_text())
     assert kept["iteration"] == final["iteration"]  # the session is kept
+
+
+def test_a_curve_point_carries_the_trainers_last_epoch_losses_samples_and_rate():
+    report = {
+        "iteration": 7,
+        "samples": 3000,
+        "learning_rate": 3e-4,
+        "losses": {"loss": 1.234567, "val_loss": 1.5, "value_loss": 0.25},
+        "history": {"loss": [2.0, 1.234567]},
+    }
+    assert training_figures(report) == {
+        "loss": 1.2346,
+        "val_loss": 1.5,
+        "value_loss": 0.25,
+        "samples": 3000,
+        "learning_rate": 3e-4,
+    }
+    assert training_figures(None) == {} and training_figures({"losses": {}}) == {}
 
 
 @pytest.mark.slow
