@@ -43,6 +43,8 @@ from gamegym.bench.peersides import (
     import_openspiel,
     race,
 )
+from gamegym.cli.util import json_object
+from gamegym.config import PRECISIONS
 from gamegym.search.arena import CORES, core_for
 from gamegym.search.tree import SearchParams
 
@@ -69,8 +71,9 @@ MOONSHOT_UNIT = (
     "Selfplayers over the CPU-seconds of every role, Predictor and bench included"
 )
 
-# (game, game_args, seconds, selfplayers, threads, searchcount, search core) -> figures
-SelfPlay = Callable[[str, dict, float, int, int, int, str], dict]
+# (game, game_args, seconds, selfplayers, threads, searchcount, search core, network=...,
+# precision=...) -> figures
+SelfPlay = Callable[..., dict]
 
 
 def alphazero_self_play(
@@ -81,14 +84,25 @@ def alphazero_self_play(
     threads: int,
     searchcount: int,
     core: str = "auto",
+    network: dict | None = None,
+    precision: str = "float32",
 ) -> dict:
     """End-to-end AlphaZero self-play at the game's preset, network included, its search on
     `core` (selfplay.search_core): the throughput bench's end-to-end run (processes, the
-    session's network path), with its efficiency."""
+    session's network path), with its efficiency.  `network` (network config fields) replaces
+    the preset's network, `precision` is predict.precision (float32 or int8)."""
     from gamegym.bench.throughput import run_bench
 
     run = run_bench(
-        game, game_args, seconds, selfplayers, threads, searchcount, network_seconds=0.0, core=core
+        game,
+        game_args,
+        seconds,
+        selfplayers,
+        threads,
+        searchcount,
+        network_seconds=0.0,
+        core=core,
+        **_end_to_end_options(network, precision),
     )
     cores = max(1, min(selfplayers, run["config"]["cores"] or 1))
     return {
@@ -151,6 +165,8 @@ class PeerSettings:
     end_to_end_runs: int = 1
     selfplayers: int = 4  # Selfplayers end to end
     core: str = "auto"  # our search's core (selfplay.search_core)
+    network: dict | None = None  # end to end: network config fields instead of the preset's
+    precision: str = "float32"  # end to end: predict.precision
 
     def __post_init__(self) -> None:
         if self.seconds <= 0 or self.slices < 1 or self.searchcount < 1 or self.threads < 1:
@@ -167,6 +183,17 @@ class PeerSettings:
                 "the peer bench needs end-to-end seconds >= 0, end-to-end runs >= 1 and "
                 f"selfplayers >= 1 (got {self.end_to_end_seconds}, {self.end_to_end_runs}, "
                 f"{self.selfplayers})"
+            )
+
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"the peer bench's precision must be one of {list(PRECISIONS)}, "
+                f"got {self.precision!r}"
+            )
+        if self.network is not None and not isinstance(self.network, dict):
+            raise ValueError(
+                f"the peer bench's network must be network config fields (a dict), "
+                f"got {self.network!r}"
             )
 
     @property
@@ -202,7 +229,9 @@ def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> d
     done = []
     for _ in range(s.runs):
         args = (s.end_to_end_seconds, s.selfplayers, s.threads, s.searchcount, s.core)
-        done.append(self_play(game, game_args, *args))
+        done.append(
+            self_play(game, game_args, *args, **_end_to_end_options(s.network, s.precision))
+        )
         groups.append(race(sides, slice_seconds, s.slices))
     figures = {name: sum((g[name] for g in groups), Tally()).figures() for name in sides}
     row.update(figures)
@@ -210,6 +239,14 @@ def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> d
     if s.runs:
         row.update(_moonshot(done, groups))
     return row
+
+
+def _end_to_end_options(network: dict | None, precision: str) -> dict:
+    """The keyword arguments of `self_play` that differ from the preset's."""
+    return {
+        **({"network": network} if network is not None else {}),
+        **({"precision": precision} if precision != "float32" else {}),
+    }
 
 
 def _chosen(games: list[str] | None) -> list[tuple]:
@@ -251,6 +288,8 @@ def run_peer_bench(
         "end_to_end_seconds": s.end_to_end_seconds,
         "end_to_end_runs": s.runs,
         "selfplayers": s.selfplayers,
+        "end_to_end_network": s.network,
+        "end_to_end_precision": s.precision,
         "moonshot_unit": MOONSHOT_UNIT if s.runs else None,
     }
 
@@ -305,7 +344,7 @@ def print_peer_report(figures: dict) -> None:
 def _print_moonshot(figures: dict) -> None:
     print(
         f"end-to-end AlphaZero self-play per core over OpenSpiel's Python MCTSBot's bare search "
-        f"per core (the moonshot): the game's preset, network included, "
+        f"per core (the moonshot): {_what_runs(figures)}, network included, "
         f"{figures['selfplayers']} Selfplayers x {figures['threads']} concurrent searches, "
         f"{figures['end_to_end_seconds']:g} s a run\n  unit: {figures['moonshot_unit']}"
     )
@@ -322,6 +361,14 @@ def _print_moonshot(figures: dict) -> None:
             f"{row['moonshot']:.2f}x (runs {spread}; per wall-second of a core "
             f"{row['moonshot_wall']:.2f}x)"
         )
+
+
+def _what_runs(figures: dict) -> str:
+    """The end-to-end runs' network and precision, as the report names them."""
+    network = figures.get("end_to_end_network")
+    precision = figures.get("end_to_end_precision", "float32")
+    what = "the game's preset" + (f" with the network {json.dumps(network)}" if network else "")
+    return what + (f", {precision}" if precision != "float32" else "")
 
 
 COMMAND = "peer"
@@ -370,6 +417,19 @@ def add_parser(sub) -> None:
         default="auto",
         help="our search's core (selfplay.search_core; auto: compiled where numba is installed)",
     )
+    p.add_argument(
+        "--network",
+        type=json_object,
+        default=None,
+        help="end to end: network config fields instead of the preset's, e.g. "
+        '\'{"kind": "residual", "width": 24, "blocks": 3}\'',
+    )
+    p.add_argument(
+        "--precision",
+        choices=list(PRECISIONS),
+        default="float32",
+        help="end to end: the fast path's precision (predict.precision)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_peer)
 
@@ -385,6 +445,8 @@ def cmd_peer(args) -> int:
         end_to_end_runs=args.end_to_end_runs,
         selfplayers=args.selfplayers,
         core=args.core,
+        network=args.network,
+        precision=args.precision,
     )
     if args.json:
         print(json.dumps(figures, sort_keys=True))

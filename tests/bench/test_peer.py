@@ -62,8 +62,8 @@ def test_a_pyspiel_without_the_cpp_bot_skips_that_side_and_says_why(monkeypatch,
 def test_the_moonshot_is_each_end_to_end_run_over_the_python_bot_around_it(capsys):
     calls = []
 
-    def fake_self_play(game, game_args, seconds, selfplayers, threads, searchcount, core):
-        calls.append((game, game_args, seconds, selfplayers, threads, searchcount, core))
+    def fake_self_play(game, game_args, seconds, selfplayers, threads, searchcount, core, **opts):
+        calls.append((game, game_args, seconds, selfplayers, threads, searchcount, core, opts))
         rate = 1000.0 * len(calls)  # a different figure each run
         return {
             "searches_per_s": 2 * rate,
@@ -75,7 +75,8 @@ def test_the_moonshot_is_each_end_to_end_run_over_the_python_bot_around_it(capsy
     figures = run_peer_bench(
         **TINY, end_to_end_seconds=3.0, end_to_end_runs=2, selfplayers=2, self_play=fake_self_play
     )
-    assert calls == [(TICTACTOE, {}, 3.0, 2, 4, 10, "auto")] * 2  # on the bench's core
+    # on the bench's core, with the preset's network and precision
+    assert calls == [(TICTACTOE, {}, 3.0, 2, 4, 10, "auto", {})] * 2
     (row,) = figures["games"]
     peers = row["moonshot_peer_searches_per_s"]
     assert len(peers) == 2 and all(rate > 0 for rate in peers)
@@ -89,8 +90,42 @@ def test_the_moonshot_is_each_end_to_end_run_over_the_python_bot_around_it(capsy
     assert f"moonshot {row['moonshot']:.2f}x" in out and "per core" in out
 
 
+def test_the_end_to_end_runs_take_the_network_and_precision_asked_for(monkeypatch, capsys):
+    from gamegym.bench import throughput
+
+    asked = []
+
+    def fake_run_bench(game, game_args, seconds, selfplayers, threads, searchcount, **options):
+        asked.append(options)
+        return {
+            "searches_per_s": 3000.0,
+            "searches_per_cpu_s": 1600.0,
+            "positions_per_s": 30.0,
+            "efficiency": 0.6,
+            "cpu_efficiency": 0.65,
+            "cpu_by_role": {"selfplayer": 180.0},
+            "network_path": "onnx int8, in the Selfplayers",
+            "mean_batch": 16.0,
+            "config": {"cores": 2},
+        }
+
+    monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
+    network = {"kind": "residual", "width": 24, "blocks": 3}
+    figures = run_peer_bench(**TINY, end_to_end_seconds=1.0, network=network, precision="int8")
+    assert asked == [
+        {"network_seconds": 0.0, "core": "auto", "network": network, "precision": "int8"}
+    ]
+    assert figures["end_to_end_network"] == network
+    assert figures["end_to_end_precision"] == "int8"
+    print_peer_report(figures)
+    out = capsys.readouterr().out
+    assert 'with the network {"kind": "residual", "width": 24, "blocks": 3}, int8' in out
+    with pytest.raises(ValueError, match=r"precision must be one of .*'int8'.*got 'int4'"):
+        run_peer_bench(**TINY, end_to_end_seconds=1.0, precision="int4")
+
+
 def test_one_end_to_end_run_is_measured_against_the_whole_race():
-    def fake_self_play(*args):
+    def fake_self_play(*args, **options):
         return {"searches_per_cpu_s": 5000.0, "searches_per_s_per_core": 5000.0}
 
     figures = run_peer_bench(**TINY, end_to_end_seconds=1.0, self_play=fake_self_play)
@@ -180,3 +215,18 @@ def test_our_sides_search_on_the_core_asked_for(monkeypatch):
         assert [type(search).__name__ for search in made] == [kind, kind]  # ours_1, ours_4
     with pytest.raises(ValueError, match=r"core must be one of \['auto', 'python', 'compiled'\]"):
         run_peer_bench(**TINY, core="fast")
+
+
+def test_the_command_reads_the_end_to_end_network_and_precision(capsys):
+    base = ["bench", "peer", "openspiel", "--end-to-end", "5"]
+    args = parse_args([*base, "--network", '{"width": 24}', "--precision", "int8"])
+    assert args.network == {"width": 24} and args.precision == "int8"
+    defaults = parse_args(base)
+    assert defaults.network is None and defaults.precision == "float32"
+    for wrong, says in (
+        (["--network", "[24]"], "must be a JSON object"),
+        (["--precision", "int4"], "invalid choice: 'int4'"),
+    ):
+        with pytest.raises(SystemExit):
+            parse_args([*base, *wrong])
+        assert says in capsys.readouterr().err
