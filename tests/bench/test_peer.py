@@ -22,6 +22,22 @@ ROW_KEYS = {"game", "game_args", "openspiel_game", "ratio_1", "ratio_threads"}
 SIDE_KEYS = {"searches_per_s", "searches_per_wall_s", "games", "seconds", "cpu_seconds"}
 
 
+def _bench_figures() -> dict:
+    """What the throughput bench's end-to-end run returns, as a stand-in: 3,000 searches/s on
+    2 cores, 1,600 per CPU-second, efficiency 0.4."""
+    return {
+        "searches_per_s": 3000.0,
+        "searches_per_cpu_s": 1600.0,
+        "positions_per_s": 30.0,
+        "efficiency": 0.4,
+        "cpu_efficiency": 0.45,
+        "cpu_by_role": {"selfplayer": 180.0},
+        "network_path": "onnx, in the Selfplayers",
+        "mean_batch": 16.0,
+        "config": {"cores": 2},
+    }
+
+
 def _close(ratio: float, numerator: float, denominator: float, digits: int) -> bool:
     """The ratio as the report rounded it, from rates the report rounded to 0.1."""
     return ratio == pytest.approx(numerator / denominator, abs=10**-digits, rel=1e-3)
@@ -97,17 +113,7 @@ def test_the_end_to_end_runs_take_the_network_and_precision_asked_for(monkeypatc
 
     def fake_run_bench(game, game_args, seconds, selfplayers, threads, searchcount, **options):
         asked.append(options)
-        return {
-            "searches_per_s": 3000.0,
-            "searches_per_cpu_s": 1600.0,
-            "positions_per_s": 30.0,
-            "efficiency": 0.6,
-            "cpu_efficiency": 0.65,
-            "cpu_by_role": {"selfplayer": 180.0},
-            "network_path": "onnx int8, in the Selfplayers",
-            "mean_batch": 16.0,
-            "config": {"cores": 2},
-        }
+        return _bench_figures()
 
     monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
     network = {"kind": "residual", "width": 24, "blocks": 3}
@@ -142,17 +148,7 @@ def test_the_end_to_end_figures_come_from_the_throughput_bench_per_core(monkeypa
     def fake_run_bench(game, game_args, seconds, selfplayers, threads, searchcount, **options):
         # no network paths, only the end to end, on the core asked for
         assert options == {"network_seconds": 0.0, "core": "python"}
-        return {
-            "searches_per_s": 3000.0,
-            "searches_per_cpu_s": 1600.0,
-            "positions_per_s": 30.0,
-            "efficiency": 0.4,
-            "cpu_efficiency": 0.45,
-            "cpu_by_role": {"selfplayer": 180.0},
-            "network_path": "onnx, in the Selfplayers",
-            "mean_batch": 16.0,
-            "config": {"cores": 2},
-        }
+        return _bench_figures()
 
     monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
     run = peer.alphazero_self_play(TICTACTOE, {}, 5.0, 4, 24, 100, "python")
