@@ -44,7 +44,7 @@ from gamegym.bench.peersides import (
     race,
 )
 from gamegym.cli.util import json_object
-from gamegym.config import PRECISIONS
+from gamegym.config import PRECISIONS, GymConfig
 from gamegym.search.arena import CORES, core_for
 from gamegym.search.tree import SearchParams
 
@@ -184,7 +184,6 @@ class PeerSettings:
                 f"selfplayers >= 1 (got {self.end_to_end_seconds}, {self.end_to_end_runs}, "
                 f"{self.selfplayers})"
             )
-
         if self.precision not in PRECISIONS:
             raise ValueError(
                 f"the peer bench's precision must be one of {list(PRECISIONS)}, "
@@ -195,6 +194,8 @@ class PeerSettings:
                 f"the peer bench's network must be network config fields (a dict), "
                 f"got {self.network!r}"
             )
+        if self.network:  # its fields' names and ranges, before any slice runs (ConfigError)
+            GymConfig(game=PEER_GAMES[0][0]).updated({"network": self.network})
 
     @property
     def runs(self) -> int:

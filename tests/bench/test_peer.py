@@ -128,6 +128,9 @@ def test_the_end_to_end_runs_take_the_network_and_precision_asked_for(monkeypatc
     assert 'with the network {"kind": "residual", "width": 24, "blocks": 3}, int8' in out
     with pytest.raises(ValueError, match=r"precision must be one of .*'int8'.*got 'int4'"):
         run_peer_bench(**TINY, end_to_end_seconds=1.0, precision="int4")
+    with pytest.raises(ValueError, match=r"'network\.widht'; did you mean 'network\.width'"):
+        run_peer_bench(**TINY, end_to_end_seconds=1.0, network={"widht": 24})
+    assert len(asked) == 1  # neither ran
 
 
 def test_one_end_to_end_run_is_measured_against_the_whole_race():
