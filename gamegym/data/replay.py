@@ -474,10 +474,10 @@ class BufferReplay(Replay):
 
     def _had_buffer(self, iteration: int) -> bool:
         """Whether the iteration was trained with a buffer replay (so a state should exist)."""
-        reports = [r for r in self.session.train_reports() if r.get("iteration") == iteration]
-        if not reports or reports[-1].get("replay") not in REPLAYS:
+        report = self.session.train_report(iteration)
+        if report is None or report.get("replay") not in REPLAYS:
             return False
-        uses: bool = REPLAYS.get(reports[-1]["replay"]).uses_buffer
+        uses: bool = REPLAYS.get(report["replay"]).uses_buffer
         return uses
 
 

@@ -385,24 +385,25 @@ class Session:
 
     def train_report(self, iteration: int) -> dict | None:
         """The training report of `iteration` (None: none, or unreadable)."""
-        try:
-            report = json.loads((self.train_dir / f"{iteration}.json").read_text())
-        except (OSError, ValueError):
-            return None
-        return report if isinstance(report, dict) else None
+        return _read_report(self.train_dir / f"{iteration}.json")
 
     def train_reports(self) -> list[dict]:
-        reports: list[dict] = []
+        """Every readable training report, by iteration."""
         if not self.train_dir.is_dir():
-            return reports
-        for path in sorted(
+            return []
+        paths = sorted(
             self.train_dir.glob("*.json"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1
-        ):
-            try:
-                reports.append(json.loads(path.read_text()))
-            except (OSError, ValueError):
-                continue
-        return reports
+        )
+        return [report for report in map(_read_report, paths) if report is not None]
+
+
+def _read_report(path: Path) -> dict | None:
+    """A training report file's object (None: missing, unreadable, or not a JSON object)."""
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None
 
 
 def fast_model_file(model_path: Path) -> Path:
