@@ -19,6 +19,7 @@ an MCTS needs, with an evaluation cache per model iteration.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from multiprocessing.connection import Connection
 from typing import ClassVar, TypeVar
@@ -205,7 +206,9 @@ class PositionEvaluator:
         self.service = service
         self.cache_size = min(cache_size, self.CACHE_BYTES // (4 * graph.action_space_size + 200))
         self.iteration = -1  # model iteration of the latest answer
-        self._cache: dict = {}  # vertex -> (probs [A], value), for self.iteration
+        # vertex -> (probs [A], value), for self.iteration; an OrderedDict because it drops its
+        # oldest entry in O(1), where a dict's next(iter()) walks past every deleted slot
+        self._cache: OrderedDict = OrderedDict()
         self.cache_hits = 0
 
     @property
@@ -249,7 +252,7 @@ class PositionEvaluator:
             if self.cache_size:
                 for j, i in enumerate(misses):
                     if len(cache) >= self.cache_size:
-                        del cache[next(iter(cache))]
+                        cache.popitem(last=False)
                     cache[vertices[i]] = (got_probs[j], float(got_values[j]))
             return probs, values
 
