@@ -1,6 +1,8 @@
 """Where one Selfplayer's time goes, per search: self-play in this process with the game's preset
 network on the fast path (as a Selfplayer runs it) against the same search with a uniform
-evaluator, both in CPU time, with the network and numpify calls timed apart.
+evaluator, both in CPU time, with the network and numpify calls timed apart.  The search runs
+on the core a Selfplayer would pick (`--core`: selfplay.search_core; "auto" is the compiled one
+where numba is installed).
 
     python scripts/selfplay_profile.py games.connectfour:ConnectFour '{"rows": 6, "columns": 7}'
     python scripts/selfplay_profile.py games.connectfour:ConnectFour --precision int8 \
@@ -30,7 +32,8 @@ from gamegym.nets.portable import evaluator_from_bytes
 from gamegym.nets.tfsetup import configure_tensorflow
 from gamegym.presets import preset_for
 from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
-from gamegym.search.mcts import Search, SearchParams, uniform_evaluator
+from gamegym.search.arena import CORES, core_for, make_search
+from gamegym.search.mcts import SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
 
 
@@ -51,7 +54,7 @@ class Timed:
 
 def play(graph, cfg, evaluate, seconds):
     """(searches, CPU seconds) of whole self-play games for about `seconds` of CPU."""
-    search = Search(graph, evaluate, SearchParams.from_selfplay(cfg))
+    search = make_search(graph, evaluate, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(0)
     start = time.process_time()
     while time.process_time() - start < seconds:
@@ -81,6 +84,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=24, help="concurrent searches")
     parser.add_argument("--precision", choices=PRECISIONS, default="float32")
     parser.add_argument(
+        "--core", choices=CORES, default="auto", help="the search core (selfplay.search_core)"
+    )
+    parser.add_argument(
         "--network", type=json.loads, default={}, help="changes to the preset's network (JSON)"
     )
     args = parser.parse_args()
@@ -91,7 +97,9 @@ def main() -> int:
     model = network_for_game(graph, network or None, seed=0)
     evaluator = fast_evaluator(model, graph, args.precision)
     cfg = GymConfig(
-        game=args.game, game_args=graph.game_args, selfplay={"searchthreadcount": args.threads}
+        game=args.game,
+        game_args=graph.game_args,
+        selfplay={"searchthreadcount": args.threads, "search_core": args.core},
     ).selfplay
     totals = {"network": 0.0, "positions": 0, "numpify": 0.0}
     numpify_many = graph.numpify_many  # what the evaluator calls for a batch of leaves
@@ -112,7 +120,8 @@ def main() -> int:
     per = {k: totals[k] / searches * 1e6 for k in ("network", "numpify")}
     total = cpu / searches * 1e6
     print(
-        f"{args.game} {graph.game_args}, {model.name} on {evaluator.path}, "
+        f"{args.game} {graph.game_args}, {model.name} on {evaluator.path} "
+        f"({evaluator.precision}), the {core_for(SearchParams.from_selfplay(cfg))} search core, "
         f"{args.threads} concurrent searches, {model.count_params()} parameters"
     )
     print(f"  with model / ceiling   {ceiling * 1e6 / total:.2f}")
