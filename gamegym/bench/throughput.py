@@ -298,17 +298,17 @@ def sample_positions(graph, count: int, seed: int = 0) -> np.ndarray:
 
 
 def _session_path(config: GymConfig, session) -> str:
-    """The network path the session's Predictor took, from its log ("onnx", "numpy",
-    "tensorflow"), and where the Selfplayers evaluated."""
+    """The network path the session's Predictor took, from its log ("onnx", "onnx int8",
+    "numpy", "tensorflow"), and where the Selfplayers evaluated."""
     from gamegym.runtime.process import log_path
 
     try:
         text = log_path(session.logs_dir, "predictor").read_text(encoding="utf-8")
     except OSError:
         return "unknown"
-    found = re.findall(r"loaded model iteration \d+ from .* \((\w+)\)", text)
+    found = re.findall(r"loaded model iteration \d+ from .* \((\w+(?: \w+)?)\)", text)
     path = found[-1] if found else "unknown"
-    local = config.predict.evaluate_in_selfplayers and path in ("onnx", "numpy")
+    local = config.predict.evaluate_in_selfplayers and path.split()[0] in ("onnx", "numpy")
     return f"{path}, in the {'Selfplayers' if local else 'Predictor'}"
 
 

@@ -127,12 +127,7 @@ class Predictor:
         if evaluator is None:
             evaluator = self._load_tensorflow(path, iteration, oldest)
         self.held[iteration] = evaluator
-        log.info(
-            "loaded model iteration %d from %s (%s)",
-            iteration,
-            path,
-            getattr(evaluator, "path", type(evaluator).__name__),
-        )
+        log.info("loaded model iteration %d from %s (%s)", iteration, path, _path_name(evaluator))
         if self._portable(evaluator) is not None:
             for conn in self.live:
                 self._send(conn, Reload(iteration))
@@ -360,3 +355,11 @@ def predictor_main(session_path, config, clients, control, joins=None, *, stop_e
 
     predictor = Predictor(Session(session_path), config, clients, control, reports, joins)
     predictor.serve(stop_event)
+
+
+def _path_name(evaluator) -> str:
+    """How an evaluator runs its network, for the log: "onnx", "onnx int8", "numpy", or its
+    class's name (TensorFlow's evaluators)."""
+    path = getattr(evaluator, "path", type(evaluator).__name__)
+    precision = getattr(evaluator, "precision", "float32")
+    return path if precision == "float32" else f"{path} {precision}"

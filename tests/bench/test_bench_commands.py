@@ -361,3 +361,42 @@ def test_throughput_runs_each_search_rule_on_each_core(monkeypatch, capsys):
         ValueError, match="--search 'alphabeta': known search rules are gumbel, puct"
     ):
         args.run(args)
+
+
+@pytest.mark.parametrize(
+    "logged, evaluate_in_selfplayers, label",
+    [
+        ("onnx", True, "onnx, in the Selfplayers"),
+        ("onnx int8", True, "onnx int8, in the Selfplayers"),
+        ("onnx int8", False, "onnx int8, in the Predictor"),
+        ("numpy", True, "numpy, in the Selfplayers"),
+        ("tensorflow", True, "tensorflow, in the Predictor"),
+    ],
+)
+def test_the_network_path_names_the_runner_its_precision_and_where_it_ran(
+    tmp_path, logged, evaluate_in_selfplayers, label
+):
+    """The throughput figure's `network_path` from the Predictor's log line (its last load)."""
+    from types import SimpleNamespace
+
+    from gamegym.config import GymConfig
+    from gamegym.runtime.predictor import _path_name
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    model = tmp_path / "models" / "0.keras"
+    runner, _, precision = logged.partition(" ")
+    evaluator = SimpleNamespace(path=runner, precision=precision or "float32")
+    (logs / "predictor.log").write_text(
+        f"x INFO loaded model iteration 0 from {model} (tensorflow)\n"
+        f"x INFO loaded model iteration 1 from {model} ({_path_name(evaluator)})\n"
+    )
+    config = GymConfig(
+        game="games.tictactoe:TicTacToe",
+        predict={"evaluate_in_selfplayers": evaluate_in_selfplayers},
+    )
+    session = SimpleNamespace(logs_dir=logs)
+    assert throughput._session_path(config, session) == label
+    assert throughput._session_path(config, SimpleNamespace(logs_dir=tmp_path / "none")) == (
+        "unknown"
+    )
