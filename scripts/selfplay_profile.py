@@ -1,6 +1,7 @@
 """Where one Selfplayer's time goes, per search: self-play in this process with the game's preset
 network on the fast path (as a Selfplayer runs it) against the same search with a uniform
-evaluator, both in CPU time, with the network and numpify calls timed apart.  The search runs
+evaluator, both in CPU time, with the network and numpify calls timed apart; then what the
+network costs a position at several batch sizes.  The search runs
 on the core a Selfplayer would pick (`--core`: selfplay.search_core; "auto" is the compiled one
 where numba is installed).
 
@@ -29,12 +30,15 @@ from gamegym.learners import get_learner
 from gamegym.nets.builders import network_for_game
 from gamegym.nets.inference import LocalService, ModelEvaluator, PositionEvaluator
 from gamegym.nets.portable import evaluator_from_bytes
+from gamegym.nets.quantize import random_positions
 from gamegym.nets.tfsetup import configure_tensorflow
 from gamegym.presets import preset_for
 from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.search.arena import CORES, core_for, make_search
 from gamegym.search.mcts import SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
+
+BATCHES = (1, 4, 8, 16, 32, 64)  # the batch sizes of the network's cost by batch
 
 
 class Timed:
@@ -49,6 +53,7 @@ class Timed:
         outputs = self.evaluator.run(kind, inputs)
         self.totals["network"] += time.process_time() - start
         self.totals["positions"] += len(inputs["x"])
+        self.totals["calls"] += 1
         return outputs
 
 
@@ -56,10 +61,28 @@ def play(graph, cfg, evaluate, seconds):
     """(searches, CPU seconds) of whole self-play games for about `seconds` of CPU."""
     search = make_search(graph, evaluate, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(0)
+    selfplay_game(graph, search, cfg, rng)  # not timed: loads the compiled core's kernels
+    search.searches_done = 0
     start = time.process_time()
     while time.process_time() - start < seconds:
         selfplay_game(graph, search, cfg, rng)
     return search.searches_done, time.process_time() - start
+
+
+def network_by_batch(graph, evaluator, sizes, seconds: float = 0.5) -> dict[int, float]:
+    """CPU µs per position of `evaluator` on random-play positions of `graph`, per batch size
+    (what a call costs beside what a position costs)."""
+    x = random_positions(graph, max(sizes), np.random.default_rng(1))
+    found = {}
+    for n in sizes:
+        batch = x[:n]
+        evaluator(batch)
+        calls, start = 0, time.process_time()
+        while time.process_time() - start < seconds:
+            evaluator(batch)
+            calls += 1
+        found[n] = (time.process_time() - start) / (calls * n) * 1e6
+    return found
 
 
 def fast_evaluator(model, graph, precision: str):
@@ -101,7 +124,7 @@ def main() -> int:
         game_args=graph.game_args,
         selfplay={"searchthreadcount": args.threads, "search_core": args.core},
     ).selfplay
-    totals = {"network": 0.0, "positions": 0, "numpify": 0.0}
+    totals = {"network": 0.0, "positions": 0, "calls": 0, "numpify": 0.0}
     numpify_many = graph.numpify_many  # what the evaluator calls for a batch of leaves
 
     def timed_numpify_many(vertices):
@@ -132,7 +155,14 @@ def main() -> int:
     )
     print(
         f"  network                {totals['positions'] / searches:.2f} positions per search, "
-        f"{totals['network'] / max(1, totals['positions']) * 1e6:.1f} µs per position"
+        f"{totals['network'] / max(1, totals['positions']) * 1e6:.1f} µs per position, "
+        f"{totals['positions'] / max(1, totals['calls']):.1f} positions per call"
+    )
+    by_batch = network_by_batch(graph, evaluator, BATCHES)
+    print(
+        "  network by batch       "
+        + ", ".join(f"{n}: {us:.1f}" for n, us in by_batch.items())
+        + " µs per position"
     )
     return 0
 
