@@ -234,7 +234,10 @@ class Tally:
 
 def race(sides: dict, slice_seconds: float, slices: int) -> dict[str, Tally]:
     """`slices` slices of `slice_seconds` per side, alternating between the sides, whole games
-    each; what each side did, in this process's CPU time and in wall time."""
+    each; what each side did, in this process's CPU time and in wall time.  Each side plays one
+    game first, not counted (a compiled search loads its kernels on its first search)."""
+    for side in sides.values():
+        side.play_game()
     tally = {name: Tally() for name in sides}
     for _ in range(slices):
         for name, side in sides.items():

@@ -3,6 +3,7 @@ an example in its help; the one-command spellings of before still run the same j
 deprecation line on stderr."""
 
 import json
+import time
 
 import pytest
 from conftest import TICTACTOE, gamegym
@@ -400,3 +401,48 @@ def test_the_network_path_names_the_runner_its_precision_and_where_it_ran(
     assert throughput._session_path(config, SimpleNamespace(logs_dir=tmp_path / "none")) == (
         "unknown"
     )
+
+
+class SlowFirstSide:
+    """A side whose first game takes `first` seconds (a compiled search loading its kernels)
+    and whose later games are quick; 10 searches a game."""
+
+    def __init__(self, first: float):
+        self.first, self.searches, self.games = first, 0, 0
+
+    def play_game(self) -> None:
+        time.sleep(self.first if self.games == 0 else 0.001)
+        self.searches += 10
+        self.games += 1
+
+
+def test_the_race_plays_one_uncounted_game_per_side_first():
+    from gamegym.bench.peersides import race
+
+    sides = {"ours": SlowFirstSide(0.3), "peer": SlowFirstSide(0.0)}
+    tally = race(sides, slice_seconds=0.05, slices=2)
+    for name, side in sides.items():
+        assert tally[name].games == side.games - 1  # all but the first
+        assert tally[name].searches == 10 * tally[name].games
+    assert tally["ours"].wall < 0.3  # the slow first game is not in the slices
+
+
+def test_the_search_ceiling_leaves_out_its_first_game(monkeypatch):
+    from gamegym.bench import throughput
+    from gamegym.config import GymConfig
+    from games.tictactoe import TicTacToe
+
+    played = []
+
+    def game(graph, search, cfg, rng):
+        time.sleep(0.3 if not played else 0.001)  # the first: kernels compiled or loaded
+        played.append(search.searches_done)
+        search.searches_done += 10
+
+    monkeypatch.setattr(throughput, "selfplay_game", game)
+    cfg = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"searchcount": 10}).selfplay
+    ceiling = throughput.search_ceiling(TicTacToe(), cfg, 0.1)
+    assert len(played) > 2 and played[1] == 0  # the count starts again after the first game
+    counted = len(played) - 1
+    assert ceiling["games_per_s"] * 0.1 == pytest.approx(counted, rel=0.5)
+    assert ceiling["searches_per_s"] == pytest.approx(10 * ceiling["games_per_s"])
