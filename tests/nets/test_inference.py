@@ -29,6 +29,13 @@ class CountingService:
         return lambda: answer
 
 
+def evaluator_with(cache_size: int, n: int):
+    """(evaluator on tic-tac-toe over a CountingService, that service, `n` distinct positions)."""
+    graph = TicTacToe()
+    service = CountingService(graph.action_space_size)
+    return PositionEvaluator(graph, service, cache_size), service, positions(graph, n)
+
+
 def positions(graph, n):
     """`n` distinct positions of `graph`, the root's children and grandchildren."""
     found = []
@@ -39,10 +46,7 @@ def positions(graph, n):
 
 
 def test_the_cache_answers_repeats_keeps_its_size_and_drops_the_oldest_first():
-    graph = TicTacToe()
-    service = CountingService(graph.action_space_size)
-    evaluator = PositionEvaluator(graph, service, cache_size=4)
-    a, b, c, d, e, f = positions(graph, 6)
+    evaluator, service, (a, b, c, d, e, f) = evaluator_with(cache_size=4, n=6)
 
     _, values = evaluator([a, b, c, d])
     assert service.batches == [4] and values.tolist() == [1.0] * 4
@@ -62,25 +66,19 @@ def test_the_cache_answers_repeats_keeps_its_size_and_drops_the_oldest_first():
 
 
 def test_a_new_model_iteration_clears_the_cache():
-    graph = TicTacToe()
-    service = CountingService(graph.action_space_size)
-    evaluator = PositionEvaluator(graph, service, cache_size=10)
-    a, b = positions(graph, 2)
+    evaluator, service, (a, b) = evaluator_with(cache_size=10, n=2)
     evaluator([a, b])
     service.iteration = 1
     evaluator([b])  # an answer held in the cache was given by iteration 0: no request
     assert service.batches == [2]
-    evaluator([graph.roots[0]])  # the next request is answered by iteration 1
+    evaluator([evaluator.graph.roots[0]])  # the next request is answered by iteration 1
     assert evaluator.iteration == 1 and len(evaluator._cache) == 1
     _, values = evaluator([a])  # forgotten with iteration 0: asked again
     assert service.batches == [2, 1, 1] and values.tolist() == [3.0]
 
 
 def test_no_cache_asks_for_every_position():
-    graph = TicTacToe()
-    service = CountingService(graph.action_space_size)
-    evaluator = PositionEvaluator(graph, service, cache_size=0)
-    a, b = positions(graph, 2)
+    evaluator, service, (a, b) = evaluator_with(cache_size=0, n=2)
     evaluator([a, b])
     evaluator([a, b])
     assert service.batches == [2, 2] and evaluator.cache_hits == 0 and not evaluator._cache
