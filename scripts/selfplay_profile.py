@@ -1,7 +1,7 @@
 """Where one Selfplayer's time goes, per search: self-play in this process with the game's preset
 network on the fast path (as a Selfplayer runs it) against the same search with a uniform
 evaluator, both in CPU time, with the network and numpify calls timed apart; then what the
-network costs a position at several batch sizes.  The search runs
+network costs a position at several batch sizes (`gamegym.bench.throughput.evaluator_rates`).  The search runs
 on the core a Selfplayer would pick (`--core`: selfplay.search_core; "auto" is the compiled one
 where numba is installed).
 
@@ -24,13 +24,13 @@ import time
 
 import numpy as np
 
+from gamegym.bench.throughput import evaluator_rates
 from gamegym.config import PRECISIONS, GymConfig
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner
 from gamegym.nets.builders import network_for_game
 from gamegym.nets.inference import LocalService, ModelEvaluator, PositionEvaluator
 from gamegym.nets.portable import evaluator_from_bytes
-from gamegym.nets.quantize import random_positions
 from gamegym.nets.tfsetup import configure_tensorflow
 from gamegym.presets import preset_for
 from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
@@ -67,22 +67,6 @@ def play(graph, cfg, evaluate, seconds):
     while time.process_time() - start < seconds:
         selfplay_game(graph, search, cfg, rng)
     return search.searches_done, time.process_time() - start
-
-
-def network_by_batch(graph, evaluator, sizes, seconds: float = 0.5) -> dict[int, float]:
-    """CPU µs per position of `evaluator` on random-play positions of `graph`, per batch size
-    (what a call costs beside what a position costs)."""
-    x = random_positions(graph, max(sizes), np.random.default_rng(1))
-    found = {}
-    for n in sizes:
-        batch = x[:n]
-        evaluator(batch)
-        calls, start = 0, time.process_time()
-        while time.process_time() - start < seconds:
-            evaluator(batch)
-            calls += 1
-        found[n] = (time.process_time() - start) / (calls * n) * 1e6
-    return found
 
 
 def fast_evaluator(model, graph, precision: str):
@@ -158,10 +142,10 @@ def main() -> int:
         f"{totals['network'] / max(1, totals['positions']) * 1e6:.1f} µs per position, "
         f"{totals['positions'] / max(1, totals['calls']):.1f} positions per call"
     )
-    by_batch = network_by_batch(graph, evaluator, BATCHES)
+    by_batch = evaluator_rates(evaluator, graph, BATCHES, seconds_each=0.5)
     print(
         "  network by batch       "
-        + ", ".join(f"{n}: {us:.1f}" for n, us in by_batch.items())
+        + ", ".join(f"{n}: {1e6 / rate:.1f}" for n, rate in by_batch.items())
         + " µs per position"
     )
     return 0

@@ -94,8 +94,16 @@ def network_ceiling(
     from gamegym.learners import get_learner
 
     evaluator = get_learner(learner).make_evaluator(model, 0)
-    x1 = graph.numpify(graph.roots[0])
     path = evaluator.path  # "onnx", "numpy" or "tensorflow", as the Predictor's log says
+    rates = evaluator_rates(evaluator, graph, batch_sizes, seconds_each)
+    return {f"{learner} {path}": {size: round(rate) for size, rate in rates.items()}}
+
+
+def evaluator_rates(evaluator, graph, batch_sizes, seconds_each: float) -> dict[int, float]:
+    """Evaluations per CPU-second of `evaluator` (a learner's evaluator: `search_request` and
+    `run`) on batches of the game's first root, for each batch size >= 1, each timed for about
+    `seconds_each` after one untimed call (which traces or opens the network)."""
+    x1 = graph.numpify(graph.roots[0])
     rates = {}
     for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
         kind, inputs = evaluator.search_request(np.repeat(x1[None], size, axis=0))
@@ -104,8 +112,8 @@ def network_ceiling(
         while time.perf_counter() - start < seconds_each:
             evaluator.run(kind, inputs)
             count += size
-        rates[size] = round(count / max(time.process_time() - cpu, 1e-9))
-    return {f"{learner} {path}": rates}
+        rates[size] = count / max(time.process_time() - cpu, 1e-9)
+    return rates
 
 
 def run_bench(
