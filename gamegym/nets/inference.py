@@ -19,7 +19,6 @@ an MCTS needs, with an evaluation cache per model iteration.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from multiprocessing.connection import Connection
 from typing import ClassVar, TypeVar
@@ -197,6 +196,8 @@ class PositionEvaluator:
     now and answers later, so the search can select its next batch meanwhile.  Answers are
     remembered per model iteration (`cache_size` entries, oldest out first, and no more than
     `CACHE_BYTES` of policies: a large action space holds fewer); a new iteration clears them.
+    The answers live in arrays used as a ring (a vertex's row in `_row`), so a batch's hits
+    and new answers are copied in one step each, whatever their number.
     """
 
     CACHE_BYTES = 64 * 2**20
@@ -206,14 +207,22 @@ class PositionEvaluator:
         self.service = service
         self.cache_size = min(cache_size, self.CACHE_BYTES // (4 * graph.action_space_size + 200))
         self.iteration = -1  # model iteration of the latest answer
-        # vertex -> (probs [A], value), for self.iteration; an OrderedDict because it drops its
-        # oldest entry in O(1), where a dict's next(iter()) walks past every deleted slot
-        self._cache: OrderedDict = OrderedDict()
         self.cache_hits = 0
+        self._row: dict = {}  # vertex -> its row in the ring, for self.iteration
+        size = self.cache_size
+        self._vertex_at: list = [None] * size  # row -> the vertex it holds
+        self._probs = np.empty((size, graph.action_space_size), np.float32)
+        self._values = np.empty(size, np.float32)
+        self._next_row = 0  # the row written next: the oldest one, once all are used
 
     @property
     def requests(self) -> int:
         return self.service.requests
+
+    def cached(self) -> list:
+        """The vertices whose answers are held, oldest first."""
+        start, size = self._next_row, self.cache_size
+        return sorted(self._row, key=lambda vertex: (self._row[vertex] - start) % size)
 
     def __call__(self, vertices: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
         return self.submit(vertices)()
@@ -225,38 +234,59 @@ class PositionEvaluator:
         return self.service.submit("evaluate", {"x": x})()[1]
 
     def submit(self, vertices: Sequence[Hashable]) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
-        n = len(vertices)
-        probs = np.empty((n, self.graph.action_space_size), np.float32)
-        values = np.empty(n, np.float32)
-        cache = self._cache
-        misses = []
-        for i, vertex in enumerate(vertices):
-            hit = cache.get(vertex)
-            if hit is None:
-                misses.append(i)
-            else:
-                probs[i], values[i] = hit
-        self.cache_hits += n - len(misses)
-        if not misses:
-            return lambda: (probs, values)
-        x = self.graph.numpify_many([vertices[i] for i in misses])
-        answer = self.service.submit("evaluate", {"x": x})
+        get = self._row.get
+        rows = [get(vertex, -1) for vertex in vertices]
+        misses = [i for i, row in enumerate(rows) if row < 0]
+        hits = len(rows) - len(misses)
+        self.cache_hits += hits
+        if not misses:  # (copies: a later answer may overwrite these rows)
+            return _answered(self._probs[rows], self._values[rows])
+        probs = np.empty((len(rows), self.graph.action_space_size), np.float32)
+        values = np.empty(len(rows), np.float32)
+        if hits:
+            found = [i for i, row in enumerate(rows) if row >= 0]
+            held = [rows[i] for i in found]
+            probs[found], values[found] = self._probs[held], self._values[held]
+        missed = [vertices[i] for i in misses]
+        answer = self.service.submit("evaluate", {"x": self.graph.numpify_many(missed)})
 
         def collect() -> tuple[np.ndarray, np.ndarray]:
             outputs, iteration = answer()
             if iteration != self.iteration:
-                cache.clear()
+                self._clear()
                 self.iteration = iteration
             got_probs, got_values = outputs["probs"], outputs["values"]
             probs[misses], values[misses] = got_probs, got_values
             if self.cache_size:
-                for j, i in enumerate(misses):
-                    if len(cache) >= self.cache_size:
-                        cache.popitem(last=False)
-                    cache[vertices[i]] = (got_probs[j], float(got_values[j]))
+                self._remember(missed, got_probs, got_values)
             return probs, values
 
         return collect
+
+    def _remember(self, missed: list, probs: np.ndarray, values: np.ndarray) -> None:
+        """Write new answers over the oldest rows (of more answers than rows, the last)."""
+        size, start = self.cache_size, self._next_row
+        if len(missed) > size:
+            missed, probs, values = missed[-size:], probs[-size:], values[-size:]
+        row_of, vertex_at = self._row, self._vertex_at
+        written = [(start + j) % size for j in range(len(missed))]
+        for row, vertex in zip(written, missed):
+            old = vertex_at[row]
+            if old is not None and row_of.get(old) == row:
+                del row_of[old]
+            vertex_at[row] = vertex
+            row_of[vertex] = row
+        self._probs[written], self._values[written] = probs, values
+        self._next_row = (start + len(missed)) % size
+
+    def _clear(self) -> None:
+        self._row.clear()
+        self._vertex_at = [None] * self.cache_size
+        self._next_row = 0
+
+
+def _answered(probs: np.ndarray, values: np.ndarray) -> Callable[[], tuple]:
+    return lambda: (probs, values)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
