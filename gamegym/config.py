@@ -151,10 +151,21 @@ class PredictConfig:
     #                             Trainer quantizes each conv model it publishes, checked
     #                             against float32 and kept float32 when they disagree;
     #                             gamegym.nets.quantize); training stays float32
+    int8_value_tolerance: float = 0.15  # the check of an int8 model: the largest |value - the
+    #                                     float32 value| over its check positions (values in
+    #                                     [-1, 1]; 2 accepts every int8 model)
+    int8_policy_tolerance: float = 0.1  # and the largest total-variation distance of its policy
+    #                                     from float32's (in [0, 1]; 1 accepts every one)
 
     def validate(self) -> None:
         _int_in(self, "batchsize", 1, 65536)
         _choice(self, "precision", PRECISIONS)
+        _float_in(self, "int8_value_tolerance", 0.0, 2.0)
+        _float_in(self, "int8_policy_tolerance", 0.0, 1.0)
+
+    def int8_tolerances(self) -> tuple[float, float]:
+        """(value, policy) tolerances of the int8 check (gamegym.nets.quantize.checked_int8)."""
+        return self.int8_value_tolerance, self.int8_policy_tolerance
         _float_in(self, "batch_timeout_ms", 0.0, 10_000.0)
         _bool(self, "use_gpu")
         _bool(self, "numpy_fastpath")

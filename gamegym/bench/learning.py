@@ -33,6 +33,7 @@ from gamegym.game.players import Player, Solver, SolverPlayer
 from gamegym.game.playerspecs import check_player_spec
 from gamegym.learners import get_learner
 from gamegym.presets import initial_model_path, learner_presets, preset_for
+from gamegym.runtime.fastmodels import int8_share
 from gamegym.search.mcts import choose_action
 
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)
@@ -237,6 +238,7 @@ def run_learning_bench(
             bars,
         )
         positions = gym.monitor.totals.get("selfplayer.positions", 0.0)
+        int8 = int8_share(gym.session) if config.predict.precision == "int8" else None
     figures = {
         "game": game,
         "game_args": graph.game_args,
@@ -256,6 +258,13 @@ def run_learning_bench(
         "seed": seed,
         "peak_rss_mib_by_role": peak_rss,
     }
+    if int8 is not None:
+        figures["int8_models"] = {"int8": int8[0], "models": int8[1]}
+        print(
+            f"[bench] int8: {int8[0]} of {int8[1]} models passed the int8 check and ran int8 "
+            "(the others float32)",
+            flush=True,
+        )
     if plot_path is not None and curve:
         plot_curves([figures], plot_path)
         figures["plot"] = str(plot_path)

@@ -17,7 +17,8 @@ float32 model on the check positions: it is kept only when
     max TV(policy_int8, policy_float32)          <= POLICY_TOLERANCE (0.1; TV = half the L1
                                                     distance of the two move distributions)
 
-over every check position; otherwise the model stays float32 and one log line says why.  The
+over every check position (a session sets both: `predict.int8_value_tolerance` and
+`predict.int8_policy_tolerance`); otherwise the model stays float32 and one log line says why.  The
 worst position sets the figure: a search averages many values, so the tolerance on one is a
 bound on what a move choice can see, not the typical error.  (`scripts/int8_bench.py` prints the
 agreement and the speed ratio of a model; the Trainer's log prints the agreement of every

@@ -28,13 +28,20 @@ import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes
 from gamegym.data.session import fast_model_file
-from gamegym.nets.portable import FastForm, FastModelError, evaluator_from_bytes, to_bytes
+from gamegym.nets.portable import (
+    FastForm,
+    FastModelError,
+    evaluator_from_bytes,
+    from_bytes,
+    to_bytes,
+)
 from gamegym.nets.tfsetup import tensorflow_imported
 
 __all__ = [
     "fast_model_bytes",
     "with_int8",
     "int8_inputs",
+    "int8_share",
     "cpu_fast_path",
     "gpu_may_be_present",
     "load_fast_model",
@@ -47,10 +54,17 @@ CONVERT_TIMEOUT_S = 600.0
 INT8_POSITIONS = 256  # calibration positions, and as many random-play check positions
 
 
-def fast_model_bytes(learner, model, precision: str = "float32", int8_inputs=None) -> bytes | None:
+def fast_model_bytes(
+    learner,
+    model,
+    precision: str = "float32",
+    int8_inputs=None,
+    tolerances: tuple[float, float] | None = None,
+) -> bytes | None:
     """The fast-path file of `model` (a Keras model of `learner`), or None when it has no fast
     form.  `precision` "int8" adds the int8 form of its (policy, value) conv network when it
-    agrees with float32; `int8_inputs()` then gives (calibration, check) positions (`int8_inputs`).
+    agrees with float32 within `tolerances` (value, policy; None: gamegym.nets.quantize's);
+    `int8_inputs()` then gives (calibration, check) positions (`int8_inputs`).
     A failure to convert is logged with its traceback, not raised: the model itself is still
     published, and its readers fall back to TensorFlow."""
     try:
@@ -58,30 +72,37 @@ def fast_model_bytes(learner, model, precision: str = "float32", int8_inputs=Non
         if form is None:
             return None
         if precision == "int8" and int8_inputs is not None:
-            form = _with_int8_or_not(form, int8_inputs)
+            form = _with_int8_or_not(form, int8_inputs, tolerances)
         return to_bytes(form)
     except Exception:
         log.exception("could not write the fast form of model %r", getattr(model, "name", model))
         return None
 
 
-def with_int8(form: FastForm, calibration: np.ndarray, check: np.ndarray) -> FastForm:
+def with_int8(
+    form: FastForm,
+    calibration: np.ndarray,
+    check: np.ndarray,
+    tolerances: tuple[float, float] | None = None,
+) -> FastForm:
     """`form` with the int8 form of its "evaluate" network (AlphaZero's; other learners' nets
-    stay float32) when it has convolutions and agrees with float32 on `check`."""
+    stay float32) when it has convolutions and agrees with float32 on `check` within
+    `tolerances` (value, policy; None: gamegym.nets.quantize's)."""
     from gamegym.nets import onnxnet
     from gamegym.nets.quantize import checked_int8
 
     net = form.nets.get("evaluate")
     if form.form != "evaluate" or net is None or not net.has_conv or not onnxnet.available():
         return form
-    model = checked_int8(net, calibration, check)
+    model = checked_int8(net, calibration, check, *(tolerances or (None, None)))
     return form if model is None else form._replace(int8={"evaluate": model})
 
 
-def _with_int8_or_not(form: FastForm, int8_inputs) -> FastForm:
+def _with_int8_or_not(form: FastForm, int8_inputs, tolerances) -> FastForm:
     """`with_int8`, or `form` as it is (float32) when its positions cannot be made."""
     try:
-        return with_int8(form, *int8_inputs())
+        calibration, check = int8_inputs()
+        return with_int8(form, calibration, check, tolerances)
     except Exception as error:  # noqa: BLE001 (int8 is an optimisation: float32 stays)
         log.warning("int8 model not made, staying float32: %s: %s", type(error).__name__, error)
         return form
@@ -100,6 +121,20 @@ def int8_inputs(graph, rng: np.random.Generator, recent: np.ndarray | None = Non
         return check[:INT8_POSITIONS], check[INT8_POSITIONS:]
 
     return positions
+
+
+def int8_share(session) -> tuple[int, int]:
+    """(models whose fast-path file carries an int8 form, models with a readable fast-path
+    file) of a session: how many iterations passed the int8 check and ran int8."""
+    int8 = readable = 0
+    for iteration in session.model_iterations():
+        try:
+            form = from_bytes(session.fast_model_path(iteration).read_bytes())
+        except (FastModelError, OSError):
+            continue
+        readable += 1
+        int8 += form.int8 is not None
+    return int8, readable
 
 
 def gpu_may_be_present() -> bool:

@@ -268,6 +268,7 @@ def _publish_first(session: Session, config: GymConfig, model, graph: GameGraph)
         model,
         config.predict.precision,
         int8_inputs(graph, np.random.default_rng(config.seed)),
+        config.predict.int8_tolerances(),
     )
     session.publish_model(model, 0, fast_form=fast_form)
 

@@ -150,7 +150,9 @@ class Trainer:
         inputs = None
         if precision == "int8" and self.graph is not None:
             inputs = int8_inputs(self.graph, self.rng, batch.x)
-        return fast_model_bytes(self.learner, self.model, precision, inputs)
+        return fast_model_bytes(
+            self.learner, self.model, precision, inputs, self.config.predict.int8_tolerances()
+        )
 
     def run(self, stop_event, max_iterations: int | None = None, check_every: float = 2.0) -> int:
         """Train whenever ready until stopped; returns the number of iterations trained."""

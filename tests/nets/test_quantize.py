@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 from conftest import batchnorm_as_trained
 
-from gamegym.config import ConfigError, GymConfig
+from gamegym.config import ConfigError, GymConfig, PredictConfig
+from gamegym.data.session import Session
 from gamegym.learners import get_learner
 from gamegym.nets import quantize
 from gamegym.nets.onnxnet import OnnxNet
 from gamegym.nets.portable import FastModelError, evaluator_from_bytes, from_bytes, to_bytes
-from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
+from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs, int8_share
 from games.connectfour import ConnectFour
 
 pytest.importorskip("onnxruntime.quantization")
@@ -122,6 +123,29 @@ def test_a_disagreeing_int8_form_is_left_out_of_the_file(model, monkeypatch, cap
     assert "staying float32" in caplog.text
 
 
+def test_the_session_sets_the_tolerances_and_the_bench_counts_int8_models(model, tmp_path):
+    """predict.int8_value_tolerance / int8_policy_tolerance decide (their defaults are the
+    module's); `int8_share` counts the published models that run int8."""
+    assert PredictConfig().int8_tolerances() == (
+        quantize.VALUE_TOLERANCE,
+        quantize.POLICY_TOLERANCE,
+    )
+    learner, graph = get_learner("alphazero"), ConnectFour()
+
+    def made(tolerances):
+        inputs = int8_inputs(graph, np.random.default_rng(0))
+        return fast_model_bytes(learner, model, "int8", inputs, tolerances)
+
+    strict, loose = made((0.0, 0.0)), made((2.0, 1.0))
+    assert from_bytes(strict).int8 is None and list(from_bytes(loose).int8) == ["evaluate"]
+    session = Session(tmp_path / "s")
+    session.create(GymConfig(game="games.connectfour:ConnectFour"))
+    for iteration, data in enumerate([loose, strict, loose, None]):
+        session.publish_model(model, iteration, fast_form=data)
+    session.fast_model_path(2).write_bytes(b"damaged")
+    assert int8_share(session) == (1, 2)  # of 0 and 1 (2 unreadable, 3 without a fast file)
+
+
 def test_int8_positions_that_cannot_be_made_leave_the_float32_file(model, caplog):
     def broken():
         raise RuntimeError("no positions")
@@ -150,6 +174,9 @@ def test_precision_is_validated():
     assert "config field 'predict.precision' must be one of ['float32', 'int8'], got 'fp16'" in str(
         error.value
     )
+    for field, bad in (("int8_value_tolerance", 2.5), ("int8_policy_tolerance", -0.1)):
+        with pytest.raises(ConfigError, match=f"predict.{field}"):
+            GymConfig.from_dict({"game": "games.tictactoe:TicTacToe", "predict": {field: bad}})
 
 
 def test_compare_precisions_reports_both_rates_and_their_ratio(net):
