@@ -162,15 +162,15 @@ class PredictConfig:
         _choice(self, "precision", PRECISIONS)
         _float_in(self, "int8_value_tolerance", 0.0, 2.0)
         _float_in(self, "int8_policy_tolerance", 0.0, 1.0)
-
-    def int8_tolerances(self) -> tuple[float, float]:
-        """(value, policy) tolerances of the int8 check (gamegym.nets.quantize.checked_int8)."""
-        return self.int8_value_tolerance, self.int8_policy_tolerance
         _float_in(self, "batch_timeout_ms", 0.0, 10_000.0)
         _bool(self, "use_gpu")
         _bool(self, "numpy_fastpath")
         _bool(self, "evaluate_in_selfplayers")
         _int_in(self, "gpu_memorylimit", 0)
+
+    def int8_tolerances(self) -> tuple[float, float]:
+        """(value, policy) tolerances of the int8 check (gamegym.nets.quantize.checked_int8)."""
+        return self.int8_value_tolerance, self.int8_policy_tolerance
 
 
 @dataclass

@@ -69,6 +69,18 @@ def test_json_round_trip(tmp_path):
             "config field 'train.max_samplecount' (5) must be >= train.min_samplecount (10)",
         ),
         (
+            {"game": GAME, "predict": {"batch_timeout_ms": -1}},
+            "config field 'predict.batch_timeout_ms' must be in [0.0, 10000.0], got -1",
+        ),
+        (
+            {"game": GAME, "predict": {"use_gpu": "no"}},
+            "config field 'predict.use_gpu' must be true or false, got 'no'",
+        ),
+        (
+            {"game": GAME, "predict": {"int8_value_tolerance": 2.5}},
+            "config field 'predict.int8_value_tolerance' must be in [0.0, 2.0], got 2.5",
+        ),
+        (
             {"game": GAME, "selfplay": {"nice": 25}},
             "config field 'selfplay.nice' must be in [0, 19], got 25",
         ),
