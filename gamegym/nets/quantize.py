@@ -36,6 +36,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gamegym.config import PRECISIONS, PredictConfig
+
 __all__ = [
     "PRECISIONS",
     "VALUE_TOLERANCE",
@@ -50,9 +52,10 @@ __all__ = [
 
 log = logging.getLogger("gamegym.nets.quantize")
 
-PRECISIONS = ("float32", "int8")
-VALUE_TOLERANCE = 0.15  # largest |value difference| from float32 an int8 model may show
-POLICY_TOLERANCE = 0.1  # largest total-variation distance of its policy from float32's
+# largest |value difference| from float32 an int8 model may show, and largest total-variation
+# distance of its policy from float32's: the defaults of the session's predict settings
+VALUE_TOLERANCE = PredictConfig.int8_value_tolerance
+POLICY_TOLERANCE = PredictConfig.int8_policy_tolerance
 CALIBRATION_BATCH = 64  # positions per calibration batch
 
 
