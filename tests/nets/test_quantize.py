@@ -113,6 +113,22 @@ def test_the_fast_path_file_carries_the_int8_form(model):
     assert np.array_equal(calibration, recent) and len(check) == 256
 
 
+def test_int8_calibration_is_drawn_from_the_whole_sample_window():
+    graph = ConnectFour()
+    window = np.zeros((2000, *graph.numpify(graph.roots[0]).shape), np.float32)
+    window[:, 0, 0, 0] = np.arange(2000)  # each sample's row number, to see which were drawn
+    calibration, check = int8_inputs(graph, np.random.default_rng(5), window)()
+    rows = calibration[:, 0, 0, 0].astype(int)
+    assert len(rows) == 256 and len(set(rows)) == 256  # no sample twice
+    assert np.array_equal(calibration, window[rows])  # whole samples, unchanged
+    assert rows.min() < 200 and rows.max() > 1800  # from the window's both ends, not one stretch
+    assert len(check) == 256 and set(np.unique(check)) <= {0.0, 1.0}  # random-play boards
+    few, _ = int8_inputs(graph, np.random.default_rng(5), window[:100])()
+    assert np.array_equal(few, window[:100])  # a window smaller than the draw: all of it
+    again, _ = int8_inputs(graph, np.random.default_rng(5), window)()
+    assert np.array_equal(again, calibration)  # seeded: the same session draws the same
+
+
 def test_a_disagreeing_int8_form_is_left_out_of_the_file(model, monkeypatch, caplog):
     monkeypatch.setattr(quantize, "VALUE_TOLERANCE", 0.0)
     inputs = int8_inputs(ConnectFour(), np.random.default_rng(0))
