@@ -121,11 +121,12 @@ def int8_inputs(graph, rng: np.random.Generator, recent: np.ndarray | None = Non
     from gamegym.nets.quantize import random_positions
 
     def positions() -> tuple[np.ndarray, np.ndarray]:
-        check = random_positions(graph, 2 * INT8_POSITIONS, rng)
         if recent is not None and len(recent):
+            check = random_positions(graph, INT8_POSITIONS, rng)
             rows = rng.choice(len(recent), min(INT8_POSITIONS, len(recent)), replace=False)
-            return np.asarray(recent[np.sort(rows)], np.float32), check[INT8_POSITIONS:]
-        return check[:INT8_POSITIONS], check[INT8_POSITIONS:]
+            return np.asarray(recent[np.sort(rows)], np.float32), check
+        played = random_positions(graph, 2 * INT8_POSITIONS, rng)
+        return played[:INT8_POSITIONS], played[INT8_POSITIONS:]
 
     return positions
 
