@@ -131,6 +131,7 @@ def run_replay_comparison(
     """One learning run per mode and seed (see the module); the figures and one plot."""
     graph = load_game(game, game_args)
     preset = _preset(game, graph.game_args, modes)
+    solver = bench_opponents(game, graph)[1]  # solved once for every run, where it is solvable
     runs = []
     for seed in seeds:
         for mode in modes:
@@ -146,6 +147,7 @@ def run_replay_comparison(
                 overrides=replay_overrides(preset, mode),
                 seed=seed,
                 graph=graph,
+                solver=solver,
             )
             runs.append(_run_record(mode, seed, figures["curve"], figures["final"]))
     result = {

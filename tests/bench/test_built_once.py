@@ -73,19 +73,34 @@ def test_new_and_resume_build_the_game_and_the_config_once(builds, monkeypatch, 
     assert builds["game"] == [] and len(builds["config"]) == 1, builds  # config.json, read once
 
 
-def test_runs_side_by_side_share_the_one_game(builds, monkeypatch):
+def test_runs_side_by_side_share_the_one_game_and_its_one_solve(builds, monkeypatch):
     calls = []
+    solves = []
+    real_solver = learning.Solver
 
     def fake_run(**options):
         calls.append(options)
         return {"learner": options["learner"], "curve": []}
 
+    def counted_solver(graph):
+        solves.append(graph)
+        return real_solver(graph)
+
     monkeypatch.setattr(learning, "run_learning_bench", fake_run)
+    monkeypatch.setattr(learning, "Solver", counted_solver)
     learning.run_learning_benches(
         ["alphazero", "muzero"], None, seeds=(0, 1), game=TICTACTOE, game_args={}, minutes=1.0
     )
     assert len(calls) == 4 and len(builds["game"]) == 1
     assert all(call["graph"] is calls[0]["graph"] for call in calls)
+    # tic-tac-toe is measured against its exact solver: solved once, before the first run
+    assert solves == [calls[0]["graph"]]
+    solver = calls[0]["solver"]
+    assert solver is not None and all(call["solver"] is solver for call in calls)
+    assert calls[0]["opponents"] == ("solver",)
+    # and a run given the solver does not solve again
+    assert learning.bench_opponents(TICTACTOE, calls[0]["graph"], None, solver)[1] is solver
+    assert len(solves) == 1
 
 
 def test_a_graph_its_spec_does_not_rebuild_is_refused_before_the_session_is_made(

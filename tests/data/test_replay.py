@@ -469,3 +469,28 @@ def test_the_bench_times_the_sum_tree():
     timing = sumtree_timing(items=1000, batch=16, repeats=3)
     assert (timing["items"], timing["batch"]) == (1000, 16)
     assert timing["draw_ms"] > 0 and timing["update_ms"] > 0
+
+
+def test_the_replay_comparison_solves_the_game_once_for_all_its_runs(monkeypatch):
+    from gamegym.bench import learning, replay
+
+    calls, solves = [], []
+    real_solver = learning.Solver
+
+    def counted_solver(graph):
+        solves.append(graph)
+        return real_solver(graph)
+
+    def fake_run(*args, **options):
+        calls.append(options)
+        return {"curve": [], "final": {}}
+
+    monkeypatch.setattr(learning, "Solver", counted_solver)
+    monkeypatch.setattr(replay, "run_learning_bench", fake_run)
+    monkeypatch.setattr(replay, "sumtree_timing", lambda: {})
+    result = replay.run_replay_comparison(
+        "games.tictactoe:TicTacToe", {}, ["window", "uniform"], [0, 1], 1.0, 1.0, 2, 2, None
+    )
+    assert len(result["runs"]) == 4 and len(calls) == 4
+    assert len(solves) == 1 and calls[0]["solver"] is not None
+    assert all(call["solver"] is calls[0]["solver"] for call in calls)
