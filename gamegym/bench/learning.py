@@ -300,6 +300,12 @@ def run_learning_benches(
     if options.get("graph") is None:  # (setdefault would build it even when it is given)
         options["graph"] = load_game(options["game"], options.get("game_args"))
     if len(runs) > 1:
+        for learner in learners:  # a learner without a preset fails now, not after the solve
+            if preset_for(options["game"], options["graph"].game_args, learner) is None:
+                raise ValueError(
+                    f"no bundled {learner} preset for {options['game']} "
+                    f"{options['graph'].game_args}; the learning benchmark runs on the bundled games"
+                )
         options["opponents"], options["solver"] = bench_opponents(
             options["game"], options["graph"], options.get("opponents"), options.get("solver")
         )

@@ -119,3 +119,19 @@ def test_a_graph_its_spec_does_not_rebuild_is_refused_before_the_session_is_made
     with pytest.raises(gym_module.GymError, match="cannot be rebuilt from its spec"):
         gym_module.GameGym(tmp_path / "shadowed", graph=TicTacToe())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_several_runs_name_a_game_without_a_preset_before_solving(monkeypatch):
+    monkeypatch.setattr(learning, "Solver", lambda graph: pytest.fail("solved first"))
+    with pytest.raises(ValueError, match="no bundled alphazero preset for games.santorini"):
+        learning.run_learning_benches(
+            ["alphazero", "muzero"],
+            None,
+            game="games.santorini:Santorini",
+            game_args={"dimension": 4},
+            minutes=1.0,
+        )
+    with pytest.raises(ValueError, match="unknown learner preset 'nosuch'"):
+        learning.run_learning_benches(
+            ["alphazero", "nosuch"], None, game=TICTACTOE, game_args={}, minutes=1.0
+        )
