@@ -186,12 +186,7 @@ def run_learning_bench(
 
     if graph is None:
         graph = load_game(game, game_args)
-    found = preset_for(game, graph.game_args, learner)
-    if found is None:
-        raise ValueError(
-            f"no bundled {learner} preset for {game} {graph.game_args}; the "
-            "learning benchmark runs on the bundled games"
-        )
+    found = bundled_preset(game, graph, learner)
     if keep is not None and Path(keep).exists():
         raise ValueError(
             f"--keep {keep}: that folder exists; the benchmark trains from scratch in a new session"
@@ -299,16 +294,6 @@ def run_learning_benches(
     # once where the runs measure against the solver (about 2.5 minutes for Santorini 3×3-1)
     if options.get("graph") is None:  # (setdefault would build it even when it is given)
         options["graph"] = load_game(options["game"], options.get("game_args"))
-    if len(runs) > 1:
-        for learner in learners:  # a learner without a preset fails now, not after the solve
-            if preset_for(options["game"], options["graph"].game_args, learner) is None:
-                raise ValueError(
-                    f"no bundled {learner} preset for {options['game']} "
-                    f"{options['graph'].game_args}; the learning benchmark runs on the bundled games"
-                )
-        options["opponents"], options["solver"] = bench_opponents(
-            options["game"], options["graph"], options.get("opponents"), options.get("solver")
-        )
     if len(runs) == 1:
         learner, name, changes, seed = runs[0]
         return run_learning_bench(
@@ -319,6 +304,11 @@ def run_learning_benches(
             seed=seed,
             **options,
         )
+    for learner in learners:  # a learner without a preset fails now, not after the solve
+        bundled_preset(options["game"], options["graph"], learner)
+    options["opponents"], options["solver"] = bench_opponents(
+        options["game"], options["graph"], options.get("opponents"), options.get("solver")
+    )
     results = []
     for learner, name, changes, seed in runs:
         label = " ".join(
@@ -375,6 +365,18 @@ def minutes_to(
         since = next((k for k in range(len(curve)) if all(hits[k:])), None)
         out[name] = None if since is None else curve[since]["minutes"]
     return out
+
+
+def bundled_preset(game: str, graph, learner: str) -> tuple[str, dict]:
+    """The learner's bundled preset for the game (as `preset_for` gives it), or a ValueError
+    that names the game: the learning benchmark runs on the bundled games."""
+    found = preset_for(game, graph.game_args, learner)
+    if found is None:
+        raise ValueError(
+            f"no bundled {learner} preset for {game} {graph.game_args}; the "
+            "learning benchmark runs on the bundled games"
+        )
+    return found
 
 
 def bench_opponents(
