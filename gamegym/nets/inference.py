@@ -38,6 +38,7 @@ from gamegym.runtime.messages import (
 
 __all__ = [
     "PredictorTimeout",
+    "PredictorGone",
     "StaleIteration",
     "PipeService",
     "LocalService",
@@ -54,6 +55,13 @@ Answer = Callable[[], tuple[dict, int]]  # () -> (outputs by name, model iterati
 
 class PredictorTimeout(RuntimeError):
     """The Predictor did not answer in time (it died or hangs)."""
+
+
+class PredictorGone(RuntimeError):
+    """The Predictor's end of the pipe is closed (it stopped or died)."""
+
+
+_GONE = "the Predictor's end of the pipe is closed: it stopped or died (its log says why)"
 
 
 class StaleIteration(RuntimeError):
@@ -106,7 +114,7 @@ class PipeService:
         self._next_id += 1
         self.requests += 1
         request_id = self._next_id
-        self.conn.send(EvalRequest(request_id, kind, inputs, iteration))
+        self._send(EvalRequest(request_id, kind, inputs, iteration))
 
         def collect() -> tuple[dict, int]:
             response = self._receive(request_id)
@@ -125,7 +133,7 @@ class PipeService:
     def _fetch(self, iteration: int) -> None:
         """Ask the Predictor for its evaluator of `iteration` and wait for it."""
         self._wanted = None
-        self.conn.send(EvaluatorRequest(iteration))
+        self._send(EvaluatorRequest(iteration))
         while True:
             message = self._next_message(time.monotonic() + self.timeout)
             if isinstance(message, EvaluatorUpdate):
@@ -138,9 +146,21 @@ class PipeService:
         if self._wanted in self.local:
             self._wanted = None  # announced again while this one was on its way
 
+    def _send(self, message) -> None:
+        try:
+            self.conn.send(message)
+        except ConnectionError as error:  # a broken pipe: no one reads the other end
+            raise PredictorGone(_GONE) from error
+
+    def _recv(self):
+        try:
+            return self.conn.recv()
+        except (EOFError, ConnectionError) as error:
+            raise PredictorGone(_GONE) from error
+
     def _read_pending(self) -> None:
         while self.conn.poll(0):
-            self._take(self.conn.recv())
+            self._take(self._recv())
 
     def _take(self, message) -> None:
         if isinstance(message, EvalResponse):
@@ -158,7 +178,7 @@ class PipeService:
         left = deadline - time.monotonic()
         if left <= 0 or not self.conn.poll(left):
             raise PredictorTimeout(f"no answer from the Predictor within {self.timeout:g} s")
-        message = self.conn.recv()
+        message = self._recv()
         self._take(message)
         return message
 

@@ -164,15 +164,24 @@ class Predictor:
         return portable() if portable is not None else None
 
     def serve(self, stop_event) -> None:
+        """Answer the clients until the stop is asked and every client has left.
+
+        A stop does not end the serving while a client's pipe is open: a Selfplayer finishes
+        its move after the stop, and that move may need this process even after long quiet
+        (one that evaluates its own leaves asks only for a new iteration's evaluator, one
+        still starting asks for the first time).  The gym stops the Selfplayers first (killing
+        one that does not stop in time), so each client pipe reaches its end; on a Ray node it kills
+        the Selfplayer actors before it stops the node's Predictor actor, which waits for this
+        loop a few seconds at most."""
         self.load(max(0, self.models.current_iteration()))
         timeout = self.config.batch_timeout_ms / 1000.0
         live = self.live  # clients that join are added to it
         while live or self._accepting:
+            if stop_event.is_set() and not live:
+                return  # stopping, and every client has left
             ready = wait(live + self.controls, timeout=1.0)
             if not ready:
                 self._report(force=False)
-                if stop_event.is_set():
-                    return  # stopping, and a whole second without a request: Selfplayers are done
                 continue
             pending: list[tuple[Connection, EvalRequest]] = []
             for control in [c for c in ready if c in self.controls]:

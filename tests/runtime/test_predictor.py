@@ -3,6 +3,7 @@ call returns; Selfplayers that run the model themselves get it from the Predicto
 
 import multiprocessing
 import threading
+import time
 from multiprocessing.connection import wait
 
 import numpy as np
@@ -39,6 +40,46 @@ def positions(graph, n, seed=0):
         out.append(graph.numpify(vertex))
         vertex = children[rng.integers(len(children))]
     return np.stack(out)
+
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def start_predictor(session, config, client_ends):
+    """A real Predictor process serving `client_ends`: (process, the control pipe's sending
+    end, its stop flag)."""
+    control_in, control_out = SPAWN.Pipe(duplex=False)
+    stop = StopFlag(SPAWN)
+    process = SPAWN.Process(
+        target=predictor_main,
+        args=(
+            session.logs_dir,
+            "INFO",
+            "predictor",
+            str(session.path),
+            config,
+            list(client_ends),
+            control_in,
+        ),
+        kwargs={"stop_event": stop},
+    )
+    process.start()
+    control_in.close()
+    return process, control_out, stop
+
+
+def answering_session(tmp_path, **predict):
+    """(graph, input shape, session, config) of a Santorini 3x3-1 session whose Predictor
+    answers every request itself (no evaluator handed to the clients)."""
+    graph = Santorini(3, 1)
+    session = Session(tmp_path / "s")
+    config = GymConfig(
+        game="games.santorini:Santorini",
+        game_args={"dimension": 3, "units_per_player": 1},
+        predict={"evaluate_in_selfplayers": False, **predict},
+    )
+    session.create(config)
+    return graph, graph.numpify(graph.roots[0]).shape, session, config
 
 
 def trained_like(model, seed=0):
@@ -167,35 +208,11 @@ def test_unknown_layers_and_fast_off_stay_on_tensorflow():
 
 @pytest.mark.slow
 def test_predictor_process_batches_clients_and_reloads(tmp_path):
-    graph = Santorini(3, 1)
-    shape = graph.numpify(graph.roots[0]).shape
-    session = Session(tmp_path / "s")
-    config = GymConfig(
-        game="games.santorini:Santorini",
-        game_args={"dimension": 3, "units_per_player": 1},
-        predict={"evaluate_in_selfplayers": False},
-    )  # every answer from here
-    session.create(config)
+    graph, shape, session, config = answering_session(tmp_path)
     models = [build_network(shape, 73, "dense", 32, 2, seed=s) for s in (1, 2)]
     publish_as_trained(session, models[0], 0)  # the Predictor needs no TensorFlow
-    ctx = multiprocessing.get_context("spawn")
-    pipes = [ctx.Pipe() for _ in range(3)]
-    control_in, control_out = ctx.Pipe(duplex=False)
-    stop = StopFlag(ctx)
-    process = ctx.Process(
-        target=predictor_main,
-        args=(
-            session.logs_dir,
-            "INFO",
-            "predictor",
-            str(session.path),
-            config,
-            [p[0] for p in pipes],
-            control_in,
-        ),
-        kwargs={"stop_event": stop},
-    )
-    process.start()
+    pipes = [SPAWN.Pipe() for _ in range(3)]
+    process, control_out, stop = start_predictor(session, config, [p[0] for p in pipes])
     try:
         xs = [positions(graph, n, seed=n) for n in (5, 9, 3)]
         answers = [None] * 3
@@ -229,6 +246,46 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
         assert np.allclose(answer.outputs["probs"], probs, atol=1e-5)
     finally:
         stop.set()
+        for pipe in pipes:
+            pipe[1].close()  # the clients leave: a stopped Predictor serves until they do
+        process.join(10)
+        if process.is_alive():
+            process.kill()
+    assert process.exitcode == 0
+
+
+@pytest.mark.slow
+def test_a_stopped_predictor_serves_until_its_clients_leave(tmp_path):
+    """After the stop a Selfplayer still finishes its move, and that move may ask the Predictor
+    for the first time after seconds of quiet (one that evaluates its own leaves asks only for a
+    new iteration's evaluator; one still starting asks for the first time): the Predictor
+    answers it, and exits once every client's pipe is closed."""
+    graph, shape, session, config = answering_session(tmp_path)
+    model = build_network(shape, 73, "dense", 16, 1, seed=3)
+    publish_as_trained(session, model, 0)
+    pipes = [SPAWN.Pipe() for _ in range(2)]
+    process, _control_out, stop = start_predictor(session, config, [p[0] for p in pipes])
+    x = positions(graph, 4, seed=1)
+    try:
+        pipes[0][1].send(EvalRequest(1, "evaluate", {"x": x}))
+        assert pipes[0][1].poll(120) and pipes[0][1].recv().request_id == 1
+        stop.set()
+        time.sleep(2.5)  # seconds of quiet after the stop, as in a Selfplayer's long move
+        assert process.is_alive(), "the Predictor left while its clients were connected"
+        pipes[1][1].send(EvalRequest(2, "evaluate", {"x": x}))  # its first request
+        assert pipes[1][1].poll(60), "no answer after the stop"
+        answer = pipes[1][1].recv()
+        assert answer.request_id == 2 and not answer.error
+        assert np.allclose(answer.outputs["probs"], direct(model, x)[0], atol=1e-5)
+        pipes[0][1].close()
+        process.join(2.0)
+        assert process.is_alive(), "the Predictor left while one client was connected"
+        pipes[1][1].close()
+        process.join(30)
+        assert not process.is_alive(), "the Predictor did not exit once its clients had left"
+    finally:
+        for pipe in pipes:
+            pipe[1].close()
         process.join(10)
         if process.is_alive():
             process.kill()
@@ -449,34 +506,10 @@ def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
     first: with both larger than the pipe's socket buffers, neither may wait on the other."""
     import socket
 
-    graph = Santorini(3, 1)
-    shape = graph.numpify(graph.roots[0]).shape
-    session = Session(tmp_path / "s")
-    config = GymConfig(
-        game="games.santorini:Santorini",
-        game_args={"dimension": 3, "units_per_player": 1},
-        predict={"evaluate_in_selfplayers": False, "batchsize": 8},
-    )
-    session.create(config)
+    graph, shape, session, config = answering_session(tmp_path, batchsize=8)
     publish_as_trained(session, build_network(shape, 73, "dense", 8, 1, seed=1), 0)
-    ctx = multiprocessing.get_context("spawn")
-    mine, theirs = ctx.Pipe()
-    control_in, control_out = ctx.Pipe(duplex=False)
-    stop = StopFlag(ctx)
-    process = ctx.Process(
-        target=predictor_main,
-        args=(
-            session.logs_dir,
-            "INFO",
-            "predictor",
-            str(session.path),
-            config,
-            [theirs],
-            control_in,
-        ),
-        kwargs={"stop_event": stop},
-    )
-    process.start()
+    mine, theirs = SPAWN.Pipe()
+    process, _control_out, stop = start_predictor(session, config, [theirs])
     theirs.close()
     pair = socket.socket(fileno=mine.fileno())
     buffered = pair.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) + pair.getsockopt(
@@ -504,6 +537,7 @@ def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
         assert all(a.outputs["probs"].shape == (rows, 73) for a in got)
     finally:
         stop.set()
+        mine.close()
         process.join(10)
         if process.is_alive():
             process.kill()

@@ -254,6 +254,7 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
         unplaced = nowhere.remote("q", config, key)
         time.sleep(0.5)
         waiting = actor_state(unplaced)
+        service.conn.close()  # the client leaves first, as the gym's Selfplayers do
         logs = "\n".join(answer["logs"] + ray.get(actor.stop.remote()))
         store = object_store_use()  # of the Ray connected to, not of RAY_ADDRESS's
     finally:

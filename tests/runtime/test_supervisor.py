@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.nets.inference import PipeService, PositionEvaluator, PredictorTimeout
+from gamegym.nets.inference import PipeService, PositionEvaluator, PredictorGone, PredictorTimeout
 from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS, ProcessBackend
-from gamegym.runtime.messages import EvalResponse
+from gamegym.runtime.messages import EvalRequest, EvalResponse
 from gamegym.runtime.process import EXIT_DISK_FULL
 from gamegym.runtime.supervisor import Child, Supervisor
 from games.tictactoe import TicTacToe
@@ -142,6 +142,22 @@ def test_selfplayer_wait_for_the_predictor_times_out():
         client([TicTacToe().roots[0]])
     assert 0.3 <= time.monotonic() - started < 3.0
     assert predictor_end.poll()  # the request did go out
+
+
+def test_selfplayer_names_a_predictor_that_is_gone():
+    """A Predictor that stops or dies while a request waits, or before one is sent, is named
+    as such (not a bare EOFError or BrokenPipeError)."""
+    mine, predictor_end = multiprocessing.Pipe(duplex=True)
+    service = PipeService(mine, timeout=30.0)
+    answer = service.submit("evaluate", {"x": np.zeros((1, 3, 3, 2), np.float32)})
+    assert isinstance(predictor_end.recv(), EvalRequest)
+    predictor_end.close()  # gone before it answered
+    started = time.monotonic()
+    with pytest.raises(PredictorGone, match="the Predictor's end of the pipe is closed"):
+        answer()
+    assert time.monotonic() - started < 3.0  # at once, not after the timeout
+    with pytest.raises(PredictorGone, match="stopped or died"):
+        service.submit("evaluate", {"x": np.zeros((1, 3, 3, 2), np.float32)})
 
 
 def test_selfplayer_skips_answers_to_requests_it_gave_up():
