@@ -18,6 +18,7 @@ from __future__ import annotations
 import compileall
 import fcntl
 import json
+import multiprocessing
 import os
 import re
 import resource
@@ -472,3 +473,32 @@ def create_session(
     config = GymConfig.from_dict({**settings, "game": game, "game_args": graph.game_args})
     GameGym(path, graph=graph, config=config, initial_model=initial_model)
     return path
+
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def start_predictor(session, config, client_ends):
+    """A real Predictor process serving `client_ends`: (process, the control pipe's sending
+    end, its stop flag)."""
+    from gamegym.runtime.predictor import predictor_main
+    from gamegym.runtime.stopflag import StopFlag
+
+    control_in, control_out = SPAWN.Pipe(duplex=False)
+    stop = StopFlag(SPAWN)
+    process = SPAWN.Process(
+        target=predictor_main,
+        args=(
+            session.logs_dir,
+            "INFO",
+            "predictor",
+            str(session.path),
+            config,
+            list(client_ends),
+            control_in,
+        ),
+        kwargs={"stop_event": stop},
+    )
+    process.start()
+    control_in.close()
+    return process, control_out, stop

@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import batchnorm_as_trained
+from conftest import SPAWN, batchnorm_as_trained, start_predictor
 
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
@@ -338,32 +338,13 @@ def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(
     TensorFlow, also when it had to convert a model without a fast-path file (in a child)."""
     import psutil
 
-    from gamegym.runtime.predictor import predictor_main
-    from gamegym.runtime.stopflag import StopFlag
-
     model = build()
     learner = get_learner(learner_name)
     _, _, _ = predictor_for(tmp_path, learner_name, [model], fast_files=fast_files)
     session = Session(tmp_path / "s")
     config = session.load_config()
-    ctx = multiprocessing.get_context("spawn")
-    client, predictor_end = ctx.Pipe()
-    control_in, _control_out = ctx.Pipe(duplex=False)
-    stop = StopFlag(ctx)
-    process = ctx.Process(
-        target=predictor_main,
-        args=(
-            session.logs_dir,
-            "INFO",
-            "predictor",
-            str(session.path),
-            config,
-            [predictor_end],
-            control_in,
-        ),
-        kwargs={"stop_event": stop},
-    )
-    process.start()
+    client, predictor_end = SPAWN.Pipe()
+    process, _control_out, stop = start_predictor(session, config, [predictor_end])
     try:
         x = random_inputs((6, 7, 2), 11)
         reference = learner.make_evaluator(model, 0, fast=False)

@@ -8,7 +8,7 @@ from multiprocessing.connection import wait
 
 import numpy as np
 import pytest
-from conftest import batchnorm_as_trained, publish_as_trained
+from conftest import SPAWN, batchnorm_as_trained, publish_as_trained, start_predictor
 
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
@@ -16,8 +16,6 @@ from gamegym.nets.builders import build_network
 from gamegym.nets.inference import ModelEvaluator
 from gamegym.nets.numpynet import NumpyNet
 from gamegym.runtime.messages import EvalRequest, EvalResponse, Reload
-from gamegym.runtime.predictor import predictor_main
-from gamegym.runtime.stopflag import StopFlag
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 
@@ -40,32 +38,6 @@ def positions(graph, n, seed=0):
         out.append(graph.numpify(vertex))
         vertex = children[rng.integers(len(children))]
     return np.stack(out)
-
-
-SPAWN = multiprocessing.get_context("spawn")
-
-
-def start_predictor(session, config, client_ends):
-    """A real Predictor process serving `client_ends`: (process, the control pipe's sending
-    end, its stop flag)."""
-    control_in, control_out = SPAWN.Pipe(duplex=False)
-    stop = StopFlag(SPAWN)
-    process = SPAWN.Process(
-        target=predictor_main,
-        args=(
-            session.logs_dir,
-            "INFO",
-            "predictor",
-            str(session.path),
-            config,
-            list(client_ends),
-            control_in,
-        ),
-        kwargs={"stop_event": stop},
-    )
-    process.start()
-    control_in.close()
-    return process, control_out, stop
 
 
 def answering_session(tmp_path, **predict):
