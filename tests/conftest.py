@@ -502,3 +502,16 @@ def start_predictor(session, config, client_ends):
     process.start()
     control_in.close()
     return process, control_out, stop
+
+
+def stop_predictor(process, stop, client_ends, timeout: float = 10.0):
+    """Stop a Predictor from `start_predictor` as the gym does: the stop, then its clients leave
+    (it serves until they have), then a join (a kill after `timeout` s); its exit code."""
+    stop.set()
+    for end in client_ends:
+        end.close()
+    process.join(timeout)
+    if process.is_alive():
+        process.kill()
+        process.join()
+    return process.exitcode

@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import SPAWN, batchnorm_as_trained, start_predictor
+from conftest import SPAWN, batchnorm_as_trained, start_predictor, stop_predictor
 
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
@@ -361,12 +361,8 @@ def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(
         rss = psutil.Process(process.pid).memory_info().rss / 2**20
         assert rss < PREDICTOR_MAX_MIB, f"the Predictor holds {rss:.0f} MiB"
     finally:
-        stop.set()
-        client.close()
-        process.join(30)
-        if process.is_alive():
-            process.kill()
-    assert process.exitcode == 0
+        code = stop_predictor(process, stop, [client], timeout=30.0)
+    assert code == 0
     log = (session.logs_dir / "predictor.log").read_text()
     assert "predictor exiting (TensorFlow not imported)" in log, log[-3000:]
     assert f"loaded model iteration 0 from {session.model_path(0)} (onnx)" in log

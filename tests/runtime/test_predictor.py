@@ -8,7 +8,13 @@ from multiprocessing.connection import wait
 
 import numpy as np
 import pytest
-from conftest import SPAWN, batchnorm_as_trained, publish_as_trained, start_predictor
+from conftest import (
+    SPAWN,
+    batchnorm_as_trained,
+    publish_as_trained,
+    start_predictor,
+    stop_predictor,
+)
 
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
@@ -217,13 +223,8 @@ def test_predictor_process_batches_clients_and_reloads(tmp_path):
         probs, values = direct(models[1], xs[0])
         assert np.allclose(answer.outputs["probs"], probs, atol=1e-5)
     finally:
-        stop.set()
-        for pipe in pipes:
-            pipe[1].close()  # the clients leave: a stopped Predictor serves until they do
-        process.join(10)
-        if process.is_alive():
-            process.kill()
-    assert process.exitcode == 0
+        code = stop_predictor(process, stop, [p[1] for p in pipes])
+    assert code == 0
 
 
 @pytest.mark.slow
@@ -256,12 +257,8 @@ def test_a_stopped_predictor_serves_until_its_clients_leave(tmp_path):
         process.join(30)
         assert not process.is_alive(), "the Predictor did not exit once its clients had left"
     finally:
-        for pipe in pipes:
-            pipe[1].close()
-        process.join(10)
-        if process.is_alive():
-            process.kill()
-    assert process.exitcode == 0
+        code = stop_predictor(process, stop, [p[1] for p in pipes])
+    assert code == 0
 
 
 RELOADS, WARM_UP = 16, 6
@@ -508,8 +505,4 @@ def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
         assert [a.request_id for a in got] == [1, 2, 3]
         assert all(a.outputs["probs"].shape == (rows, 73) for a in got)
     finally:
-        stop.set()
-        mine.close()
-        process.join(10)
-        if process.is_alive():
-            process.kill()
+        stop_predictor(process, stop, [mine])
