@@ -28,6 +28,7 @@ and 0 on the empty board.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -316,6 +317,20 @@ class ConnectFour(GameGraph):
 
     def describe_action(self, vertex, action: int) -> str:
         return f"column {action + 1}"
+
+    # ----- the exact solver and the solved-position benchmark ------------------------------
+    def exact_solver(self):
+        """games.connectfour_solver's solver, each call bounded by SOLVER_SECONDS."""
+        from games.connectfour_solver import SOLVER_SECONDS, ConnectFourSolver
+
+        return ConnectFourSolver(self, seconds=SOLVER_SECONDS)
+
+    @property
+    def benchmark_positions(self) -> Path | None:
+        """3,000 solved positions of the 6 x 7 board (scripts/make_connectfour_positions.py)."""
+        if (self.rows, self.columns) != (6, 7):
+            return None
+        return Path(__file__).with_name("connectfour-positions.tsv")
 
     def transform_actions(self, k: int) -> np.ndarray:
         if k == 0:

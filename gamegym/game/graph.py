@@ -25,6 +25,10 @@ Optional: `board_at(vertex)`, the position as a small JSON-able dict that the we
 (`gamegym serve`) draws as a grid and plays by clicks; `gamegym check` tests it when the game
 implements it (see `GameGraph.board_at` for the format).  Without it the page shows `render`'s
 text and a list of the legal moves.
+
+Optional: `exact_solver()`, a solver made for the game where the generic full-tree one is too
+slow (the `solver` player uses it), and `benchmark_positions`, the path of a file of solved
+positions (`gamegym bench accuracy`).
 """
 
 from __future__ import annotations
@@ -214,6 +218,19 @@ class GameGraph(ABC, Generic[Vertex]):
     def has_board(self) -> bool:
         """True when the game implements `board_at`."""
         return type(self).board_at is not GameGraph.board_at
+
+    def exact_solver(self) -> Any:
+        """A solver made for this game, for the `solver` player and the benchmarks: an object
+        with `solve(vertex)` -> gamegym.game.players.Solution and `value(vertex)`, as
+        gamegym.game.players.Solver has.  Optional: None (the default) means the generic
+        Solver, which searches the whole game tree and so serves small games only."""
+        return None
+
+    @property
+    def benchmark_positions(self) -> Any:
+        """The path of this game's solved-position benchmark (gamegym.game.positions; what
+        `gamegym bench accuracy` measures), or None (the default): the game has none."""
+        return None
 
     def render(self, vertex: Vertex) -> str:
         """A human-readable picture of the vertex for the console."""

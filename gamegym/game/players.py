@@ -376,8 +376,10 @@ class SolverPlayer(Player):
         self._solver: Solver | None = solver
 
     def solver_for(self, graph: GameGraph) -> Solver:
+        """The solver for `graph`: the game's own (`GameGraph.exact_solver`) where it has
+        one, else the generic Solver."""
         if self._solver is None or self._solver.graph is not graph:
-            self._solver = Solver(graph, use_symmetry=self.use_symmetry)
+            self._solver = graph.exact_solver() or Solver(graph, use_symmetry=self.use_symmetry)
         return self._solver
 
     def choose(self, graph: GameGraph, vertex: Vertex, rng: np.random.Generator) -> int:
