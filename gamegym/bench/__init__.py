@@ -19,14 +19,14 @@ import argparse
 import shlex
 import sys
 
-from gamegym.bench import calibration, learning, peer, replay, throughput
+from gamegym.bench import accuracy, calibration, learning, peer, replay, throughput
 
 __all__ = ["SUBCOMMANDS", "add_parser", "modern_argv"]
 
 # the subcommand modules, in the order `gamegym bench --help` lists them; for an old spelling
 # the first whose `legacy_argv` claims it wins (throughput claims every one: it was the default)
-SUBCOMMANDS = (replay, learning, calibration, peer, throughput)
-HELP_ORDER = (throughput, learning, replay, calibration, peer)
+SUBCOMMANDS = (replay, learning, calibration, peer, accuracy, throughput)
+HELP_ORDER = (throughput, learning, accuracy, replay, calibration, peer)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

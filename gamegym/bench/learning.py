@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from gamegym.bench.accuracy import accuracy_text, benchmark_of, measure_accuracy
 from gamegym.bench.legacy import has, take
 from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import json_object
@@ -50,6 +51,8 @@ SOLVABLE = (
     "games.santorini:Santorini",
 )  # the optimal-move rate is measured
 EVAL_THREADS = 8  # concurrent searches (virtual loss) of the evaluated player
+# positions a band of a solved-position benchmark at each curve point (the final point: all)
+ACCURACY_PER_BAND = 300
 
 
 def optimal_move_rate(
@@ -111,9 +114,14 @@ def measure(
     explore_plies: int = 0,
     bars: ProgressBars | None = None,
     config: GymConfig | None = None,
+    benchmark: tuple | None = None,
+    accuracy_per_band: int | None = None,
 ) -> dict:
     """One curve point for the newest iteration: a match of `games` games against each
-    opponent and, with a solver, the optimal-move rate over half as many self-play games.
+    opponent and, with a solver, the optimal-move rate over half as many self-play games;
+    with `benchmark` (gamegym.bench.accuracy.benchmark_of: a solved-position benchmark and
+    its vertices), the share of optimal moves a band (`accuracy`; `accuracy_per_band`
+    positions a band, None: all).
     `config`: the session's (None: read from its folder).
     Each opponent's figures include `by_side` (the results with the model moving first, and
     second); the first opponent's are also the point's own `wins`, `draws`, `losses`, `score`."""
@@ -154,6 +162,10 @@ def measure(
             graph, player, max(2, games // 2), rng, solver, explore_plies
         )
         point["optimal_move_rate"], point["positions"] = round(rate, 4), positions
+    if benchmark is not None:
+        point["accuracy"] = measure_accuracy(
+            graph, player, benchmark[0], benchmark[1], rng, accuracy_per_band, bars
+        )
     point["eval_seconds"] = round(time.monotonic() - started, 1)
     return point
 
@@ -424,8 +436,9 @@ def train_and_measure(
     games, after the clock) and the peak resident memory (MiB) of each role."""
     bars = bars or ProgressBars(enabled=False)
     explore = gym.config.selfplay.temperature_drop_move
+    benchmark = benchmark_of(graph)
 
-    def point(games: int) -> dict:
+    def point(games: int, per_band: int | None = ACCURACY_PER_BAND) -> dict:
         """A curve point of the newest iteration, `games` games against each opponent."""
         return measure(
             gym.session,
@@ -438,6 +451,8 @@ def train_and_measure(
             explore,
             bars,
             gym.config,
+            benchmark,
+            per_band,
         )
 
     curve = [
@@ -496,7 +511,7 @@ def train_and_measure(
         )
     # the final figure: the last iteration again, on `final_factor` times the games (after
     # the training clock, so a cheap curve and a precise final number)
-    final = point(games * final_factor)
+    final = point(games * final_factor, per_band=None)
     final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
     show(final, "final")
     return curve, final, peak_rss
@@ -514,6 +529,8 @@ def show(point: dict, label: str = "") -> None:
         + ("" if optimal is None else f", optimal moves {optimal:.1%} of {point['positions']}"),
         flush=True,
     )
+    for line in accuracy_text(point.get("accuracy", {})):
+        print(f"[bench]   {line.strip()}", flush=True)
 
 
 def plot_curves(runs: list[dict], path: Path) -> None:
@@ -542,11 +559,19 @@ def plot_curves(runs: list[dict], path: Path) -> None:
                     final.get("optimal_move_rate") if final else None,
                 )
             )
+        for band in curve[0].get("accuracy", {}):
+            lines.append(
+                (
+                    f"{name}optimal moves, {band} positions",
+                    [p["accuracy"][band]["search"]["optimal"] for p in curve],
+                    final["accuracy"][band]["search"]["optimal"] if final else None,
+                )
+            )
         for m, (label, values, last) in enumerate(lines):
             colour = f"C{n}" if several else f"C{m}"
             style = ("-", "--", ":", "-.")[m % 4] if several else "-"
             axis.plot(
-                minutes, values, marker="os^v"[m % 4], color=colour, linestyle=style, label=label
+                minutes, values, marker="os^vDP"[m % 6], color=colour, linestyle=style, label=label
             )
             if last is not None and final and "minutes" in final:  # measured on more games
                 axis.plot(
