@@ -55,8 +55,11 @@ class Trainer:
         self._load_model = load_model
         self.rng = rng
         self.listeners = listeners or []
-        if replay is None:  # sample files that do not fit the game are quarantined
-            replay = make_replay(session, config, None if graph is None else SampleShape.of(graph))
+        if replay is None:  # sample files that do not fit the game or learner are quarantined
+            shape = None
+            if graph is not None:
+                shape = SampleShape.of(graph, learner.sample_columns(config))
+            replay = make_replay(session, config, shape)
         self.replay = replay
 
     @property
