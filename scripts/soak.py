@@ -119,6 +119,11 @@ def settings(changes: dict) -> dict:
     return merged_settings(CONFIG, changes)
 
 
+def writer_of(name: str) -> str:
+    """The process that wrote a sample file: "<role>-<pid>", its name's first two parts."""
+    return "-".join(name.split("-")[:2])
+
+
 class Soak:
     """One run of the soak on a folder (see the module docstring)."""
 
@@ -326,8 +331,9 @@ class Soak:
                 except ValueError as error:
                     self.violation("sample_file_invalid", 1, str(error))
                     continue
-                # the process that wrote it: "<role>-<pid>" of "<role>-<pid>-<number>-<time>.npz"
-                writer = path.name.rsplit("-", 2)[0]
+                # the process that wrote it: "<role>-<pid>" of
+                # "<role>-<pid>-<number>-<time>-<token>.npz"
+                writer = writer_of(path.name)
                 name = path.name
                 for game in range(len(arrays["result"])):
                     rows = arrays["game"] == game
@@ -342,7 +348,7 @@ class Soak:
                     # is a coincidence of a network that has collapsed (tic-tac-toe's few games);
                     # the same game from two processes is what a reused seed writes
                     first = self.games.setdefault(key, name)
-                    if first != name and first.rsplit("-", 2)[0] != writer:
+                    if first != name and writer_of(first) != writer:
                         self.violation("repeated_game", 1, f"{name} {first}")
 
     def check_replay_state(self) -> None:

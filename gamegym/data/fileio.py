@@ -1,4 +1,10 @@
-"""Crash-safe file publication: write to a temporary name, flush, fsync, rename into place."""
+"""Crash-safe file publication: write to a temporary name, flush, fsync, rename into place.
+
+A file published under a name of its own (`atomic_write_bytes(..., replace=False)`: sample
+files) is linked into place, never renamed over an existing file: when the name is taken the
+write fails with FileExistsError and the published file stays as it was.  Appends
+(`append_jsonl`) and quarantine moves are fsynced, file and folder.
+"""
 
 from __future__ import annotations
 
@@ -53,8 +59,9 @@ def temporary_path(path: Path) -> Path:
     return path.with_name(f".{path.stem}.{os.getpid()}{TMP_MARK}{path.suffix}")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Publish `data` at `path` so a reader sees either the old file or the whole new one."""
+def atomic_write_bytes(path: Path, data: bytes, replace: bool = True) -> None:
+    """Publish `data` at `path` so a reader sees either the old file or the whole new one.
+    With `replace` False, an existing file at `path` is never overwritten: FileExistsError."""
     path = Path(path)
     make_folder(path.parent)
     tmp = temporary_path(path)
@@ -63,11 +70,42 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            _move_new(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+# what os.link says on a file system without hard links (FAT, some network shares)
+_NO_LINKS = frozenset(
+    {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV, errno.EMLINK}
+)
+
+
+def _move_new(source: Path, target: Path) -> None:
+    """Move `source` to `target`, which must not exist (FileExistsError; nothing moved): a
+    hard link then the old name's removal, so a file another writer put at `target` meanwhile
+    is never replaced.  Where the file system has no hard links, a rename after a check that
+    `target` is free (on Windows the rename itself refuses an existing target)."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        raise
+    except OSError as error:
+        if error.errno not in _NO_LINKS:
+            raise
+        if target.exists():
+            raise FileExistsError(errno.EEXIST, "file exists", str(target)) from None
+        if os.name == "nt":
+            os.rename(source, target)
+        else:
+            shutil.move(str(source), str(target))
+        return
+    os.unlink(source)
 
 
 def atomic_write_json(path: Path, obj) -> None:
@@ -83,17 +121,23 @@ def atomic_publish(tmp: Path, path: Path) -> None:
 
 
 def append_jsonl(path: Path, obj) -> None:
-    """Append one JSON line.  A torn last line (its writer was killed mid-line) is skipped by
-    read_jsonl; the new line starts on a line of its own so it is not glued to the torn one."""
+    """Append one JSON line, fsynced (and the folder too when the file is new).  A torn last
+    line (its writer was killed mid-line) is skipped by read_jsonl; the new line starts on a
+    line of its own so it is not glued to the torn one."""
     path = Path(path)
     make_folder(path.parent)
     line = (json.dumps(obj, sort_keys=True) + "\n").encode("utf-8")
     with open(path, "ab+") as handle:  # appends go to the end whatever the read position
-        if handle.seek(0, os.SEEK_END) > 0:
+        new = handle.seek(0, os.SEEK_END) == 0
+        if not new:
             handle.seek(-1, os.SEEK_END)
             if handle.read(1) != b"\n":
                 line = b"\n" + line
         handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+    if new:
+        _fsync_dir(path.parent)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -140,10 +184,26 @@ def remove_leftovers(folder: Path) -> int:
 
 
 def quarantine(path: Path, quarantine_dir: Path) -> Path:
-    """Move a damaged file aside (never delete user data)."""
+    """Move a damaged file aside (never delete user data) to a name of its own in
+    `quarantine_dir` (never over an earlier quarantined file, even one of the same name moved
+    within the same second), fsynced; returns where it went."""
+    path = Path(path)
     make_folder(quarantine_dir)
-    target = quarantine_dir / f"{int(time.time())}-{path.parent.name}-{path.name}"
-    shutil.move(str(path), target)
+    stamp = int(time.time())
+    for attempt in range(1, 1000):
+        tag = f"{stamp}" if attempt == 1 else f"{stamp}-{attempt}"
+        target = quarantine_dir / f"{tag}-{path.parent.name}-{path.name}"
+        if target.exists():
+            continue
+        try:
+            _move_new(path, target)
+        except FileExistsError:
+            continue
+        break
+    else:
+        raise FileExistsError(f"no free name in {quarantine_dir} for {path.name}")
+    _fsync_dir(quarantine_dir)
+    _fsync_dir(path.parent)
     log.warning("moved damaged file %s to %s", path, target)
     return target
 

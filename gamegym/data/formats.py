@@ -5,9 +5,12 @@
   replay state    member "version" (REPLAY_FORMAT)
 
 A file that records no version is version 1 (what gamegym wrote before it kept versions).  A
-file of a newer version than this gamegym reads is refused with a `FormatError` naming both
-versions; it is never quarantined or rewritten, so a newer gamegym can still open it.  When a
-format changes, its number goes up and its reader learns to read (or migrate) every older one.
+config.json or replay state of a newer version than this gamegym reads is refused with a
+`FormatError` naming both versions; it is never quarantined or rewritten, so a newer gamegym can
+still open it.  A sample file is one of thousands: one of a version it cannot read (newer, or
+not a number) is left out and moved whole to the session's quarantine, where a newer gamegym
+can still read it, and training goes on with the others (gamegym.data.samples).  When a format
+changes, its number goes up and its reader learns to read (or migrate) every older one.
 """
 
 from __future__ import annotations

@@ -136,6 +136,10 @@ class Replay(ABC):
         """Persist the replay's state as that of `iteration` (the Trainer calls it before it
         publishes that iteration's model, so a published model always has its state)."""
 
+    def rollback(self) -> None:
+        """Forget what the last `load` and training changed since the last `commit` (the
+        Trainer refused the iteration).  Default: nothing kept."""
+
     def figures(self) -> dict[str, Any]:
         """Numbers for the status line and the train report (empty when there are none)."""
         return {}
@@ -365,6 +369,13 @@ class BufferReplay(Replay):
         atomic_write_bytes(self.state_path(iteration), buffer.state(meta))
         for old in state_iterations(self.state_dir)[:-KEEP_STATES]:
             self.state_path(old).unlink(missing_ok=True)
+
+    def rollback(self) -> None:
+        """The counts and priorities go back to the last committed state: the buffer is
+        opened from its state file again at the next `ready` or `load`."""
+        self.buffer = None
+        self.added = {}
+        self.last_sampler = None
 
     def figures(self) -> dict[str, Any]:
         buffer = self.buffer

@@ -256,11 +256,20 @@ class ReplayBuffer:
         return all(arrays[k].shape[1:] == self.columns[k].shape[1:] for k in FIELDS)
 
     def _add_extra(self, arrays: dict, slots, rows_of, key: str) -> None:
-        """A learner's own columns; one that a file lacks is dropped from the buffer."""
-        missing = [k for k in self.extra_names if k not in arrays]
+        """A learner's own columns; one that a file lacks, or holds in rows of another shape,
+        is dropped from the buffer (read with the learner's SampleShape, every file has its
+        columns as declared)."""
+        missing = [
+            k
+            for k in self.extra_names
+            if k not in arrays or arrays[k].shape[1:] != self.columns[k].shape[1:]
+        ]
         if missing:
             log.warning(
-                "sample file %s lacks the columns %s; the buffer leaves them out", key, missing
+                "sample file %s lacks the columns %s, or holds them in rows of another shape; "
+                "the buffer leaves them out",
+                key,
+                missing,
             )
             for name in missing:
                 del self.columns[name]

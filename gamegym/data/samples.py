@@ -20,7 +20,16 @@ as a compressed ``.npz`` (zip members carry CRC32, so a truncated or flipped fil
   format_version int64 []                the file's format (gamegym.data.formats; absent: 1)
 
 A learner may add columns of its own, one row per position (Bootstrapped's head masks): any
-other member of length N.  They arrive in `SampleBatch.extra` by name.
+other member of length N.  Each learner declares them (`Learner.sample_columns`: a
+`SampleColumn`, dtype and row shape, per name); read with the learner's `SampleShape`, a file
+must hold every declared column as declared, and what it holds beyond them is left out.  They
+arrive in `SampleBatch.extra` by name.
+
+Reading checks every file (`read_sample_file`): its format version, the members' lengths,
+dtypes (`legal` and `truncated` bool, ids integers, the rest numbers), that every number is
+finite and within its range (pi and policy_weight in [0, 1], z and result in [-1, 1]) and, given
+the game's and learner's `SampleShape`, the shapes and the learner's columns.  A file that fails
+is moved to the session's quarantine by the loaders, never trained on, never fatal.
 
 Games are kept whole so sequence learners (MuZero unrolls, DQN transitions) can rebuild them:
 position i+1 of a game is the child of position i reached by action[i], seen by the opponent.
@@ -38,12 +47,13 @@ from typing import Any
 import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes, quarantine
-from gamegym.data.formats import SAMPLE_FORMAT, check_format
+from gamegym.data.formats import SAMPLE_FORMAT, FormatError, check_format
 from gamegym.game.graph import SCORE_RANGE
 
 __all__ = [
     "GameRecord",
     "SampleBatch",
+    "SampleColumn",
     "SampleShape",
     "SampleCounter",
     "encode_sample_file",
@@ -140,17 +150,51 @@ class SampleBatch:
         return SampleBatch(**columns, extra={k: v[index] for k, v in self.extra.items()})
 
 
+# the dtype kinds a learner's column of each declared kind may be stored as
+_STORED_KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "fiu"}
+
+
+@dataclass(frozen=True)
+class SampleColumn:
+    """A learner's own sample column (`Learner.sample_columns`): one row per position."""
+
+    dtype: str  # the numpy dtype it is read as: "bool", an integer ("int16") or a float type
+    shape: tuple[int, ...] = ()  # the shape of one row (): one number per position
+
+    def misfit(self, values: np.ndarray, n: int) -> str:
+        """Why the stored column `values` of a file of `n` positions is not this column, or
+        ""."""
+        want = np.dtype(self.dtype)
+        if values.shape != (n, *self.shape):
+            return f"has shape {values.shape}, the learner needs {(n, *self.shape)}"
+        if values.dtype.kind not in _STORED_KINDS.get(want.kind, want.kind):
+            return f"has dtype {values.dtype}, the learner needs {want}"
+        if want.kind in "iu" and values.size:
+            info = np.iinfo(want)
+            if values.min() < info.min or values.max() > info.max:
+                return f"holds values outside the range of {want}"
+        if want.kind == "f" and not np.isfinite(values).all():
+            return "holds a value that is not finite"
+        return ""
+
+
 @dataclass(frozen=True)
 class SampleShape:
-    """What the arrays of a game's sample files must look like (checked on load)."""
+    """What the arrays of a game's sample files must look like, with the session learner's
+    own columns (checked on load)."""
 
     input_shape: tuple  # numpify(vertex).shape
     actions: int  # action_space_size
+    columns: tuple[tuple[str, SampleColumn], ...] = ()  # the learner's columns, by name
 
     @classmethod
-    def of(cls, graph) -> SampleShape:
+    def of(cls, graph, columns: dict[str, SampleColumn] | None = None) -> SampleShape:
+        """The shape of `graph`'s sample files; `columns`: the learner's own
+        (`Learner.sample_columns`)."""
         return cls(
-            tuple(np.asarray(graph.numpify(graph.roots[0])).shape), int(graph.action_space_size)
+            tuple(np.asarray(graph.numpify(graph.roots[0])).shape),
+            int(graph.action_space_size),
+            tuple(sorted((columns or {}).items())),
         )
 
 
@@ -167,8 +211,39 @@ def bounded_value(value: float) -> float:
     return min(high, max(low, float(value)))
 
 
+def unsound(arrays: dict[str, np.ndarray]) -> str:
+    """Why a sample file's arrays cannot be training data whatever the game (a dtype, a value
+    that is not finite or out of its range, a game index past the file's games), or ""."""
+    n, games = len(arrays["z"]), len(arrays["result"])
+    for name in ("x", "pi", "z", "root_value", "policy_weight", "result"):
+        if arrays[name].dtype.kind not in "fiub":
+            return f"{name} has dtype {arrays[name].dtype}, it needs numbers"
+        if not np.isfinite(arrays[name]).all():
+            return f"{name} holds a value that is not finite"
+    for name in ("action", "game", "step"):
+        if arrays[name].dtype.kind not in "iu":
+            return f"{name} has dtype {arrays[name].dtype}, it needs integers"
+    for name in ("legal", "truncated"):
+        if arrays[name].dtype.kind != "b":
+            return f"{name} has dtype {arrays[name].dtype}, it needs bool"
+    if n and not (arrays["game"].min() >= 0 and arrays["game"].max() < games):
+        return f"a game index is outside 0..{games - 1}"
+    if n and arrays["step"].min() < 0:
+        return "a move number is negative"
+    for name, low, high in (  # root_value is an estimate: read_sample_file bounds it
+        ("pi", 0.0, 1.0),
+        ("policy_weight", 0.0, 1.0),
+        ("z", *SCORE_RANGE),
+        ("result", *SCORE_RANGE),
+    ):
+        values = arrays[name]
+        if values.size and (values.min() < low - VALUE_SLACK or values.max() > high + VALUE_SLACK):
+            return f"{name} holds values outside [{low:g}, {high:g}]"
+    return ""
+
+
 def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
-    """Why a sample file's arrays do not fit the game, or "" when they do."""
+    """Why a sound sample file's arrays do not fit the game (shapes, action ids), or ""."""
     n, a, games = len(arrays["z"]), shape.actions, len(arrays["result"])
     expected = {
         "x": (n, *shape.input_shape),
@@ -179,32 +254,28 @@ def misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
         "root_value": (n,),
         "game": (n,),
         "step": (n,),
+        "policy_weight": (n,),
         "result": (games,),
         "truncated": (games,),
     }
     for name, want in expected.items():
         if arrays[name].shape != want:
             return f"{name} has shape {arrays[name].shape}, the game needs {want}"
-    for name in ("x", "pi", "z", "root_value", "result"):
-        if arrays[name].dtype.kind not in "fiub":
-            return f"{name} has dtype {arrays[name].dtype}, the game needs numbers"
-        if not np.isfinite(arrays[name]).all():
-            return f"{name} holds a value that is not finite"
-    for name in ("action", "game", "step"):
-        if arrays[name].dtype.kind not in "iu":
-            return f"{name} has dtype {arrays[name].dtype}, the game needs integers"
     if n and not (arrays["action"].min() >= 0 and arrays["action"].max() < a):
         return f"an action id is outside 0..{a - 1}"
-    if n and not (arrays["game"].min() >= 0 and arrays["game"].max() < games):
-        return f"a game index is outside 0..{games - 1}"
-    for name, low, high in (  # root_value is an estimate: read_sample_file bounds it
-        ("pi", 0.0, 1.0),
-        ("z", *SCORE_RANGE),
-        ("result", *SCORE_RANGE),
-    ):
-        values = arrays[name]
-        if values.size and (values.min() < low - VALUE_SLACK or values.max() > high + VALUE_SLACK):
-            return f"{name} holds values outside [{low:g}, {high:g}]"
+    return ""
+
+
+def learner_misfit(arrays: dict[str, np.ndarray], shape: SampleShape) -> str:
+    """Why a sample file's columns are not those the learner declared (`shape.columns`), or
+    ""."""
+    n = len(arrays["z"])
+    for name, column in shape.columns:
+        if name not in arrays:
+            return f"it has no column {name!r}"
+        wrong = column.misfit(arrays[name], n)
+        if wrong:
+            return f"its column {name!r} {wrong}"
     return ""
 
 
@@ -288,9 +359,11 @@ def write_sample_file(path: Path, records: list[GameRecord]) -> int:
 
 
 def read_sample_file(path: Path, shape: SampleShape | None = None) -> dict[str, np.ndarray]:
-    """Load and verify one sample file; raises ValueError when it is damaged or inconsistent
-    (or, given the game's `shape`, does not fit the game), FormatError when a newer gamegym
-    wrote it.  The arrays returned hold no version."""
+    """Load and verify one sample file (see the module docstring for the checks); raises
+    ValueError naming the problem when it is damaged, of a format this gamegym cannot read
+    (newer, or not a number), holds bad data or, given the game's and learner's `shape`, does
+    not fit them.  The arrays returned hold no version; with a `shape`, the learner's columns
+    are those it declared, in their declared dtypes, and no others."""
     try:
         # the file is opened here, not by np.load: a damaged archive makes np.load raise before
         # it hands back the object that would close the file (an unclosed file per bad file)
@@ -299,23 +372,42 @@ def read_sample_file(path: Path, shape: SampleShape | None = None) -> dict[str, 
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as error:
         raise ValueError(f"damaged sample file {path}: {error}") from error
     version = arrays.pop(VERSION_FIELD, None)
-    check_format(
-        None if version is None else version.item() if version.shape == () else version.tolist(),
-        SAMPLE_FORMAT,
-        f"sample file {path}",
-    )
+    try:
+        check_format(
+            None if version is None else version.item() if version.size == 1 else version.tolist(),
+            SAMPLE_FORMAT,
+            f"sample file {path}",
+        )
+    except FormatError as error:  # one file of thousands: left out, kept whole in quarantine
+        raise ValueError(str(error)) from error
     if "policy_weight" not in arrays and "z" in arrays:  # format 1: written before the column
         arrays["policy_weight"] = np.ones(len(arrays["z"]), np.float32)
     missing = [k for k in FIELDS + GAME_FIELDS if k not in arrays]
     if missing:
         raise ValueError(f"sample file {path} lacks {missing}")
+    if any(arrays[k].ndim == 0 for k in FIELDS + GAME_FIELDS):
+        raise ValueError(f"sample file {path} has a member that is a single value, not a column")
     n = len(arrays["z"])
     if any(len(arrays[k]) != n for k in FIELDS):
         raise ValueError(f"sample file {path} has members of different lengths")
+    if len(arrays["truncated"]) != len(arrays["result"]):
+        raise ValueError(f"sample file {path} has a truncated flag per game of another count")
+    wrong = unsound(arrays)
+    if wrong:
+        raise ValueError(f"sample file {path} holds bad data: {wrong}")
     if shape is not None:
         wrong = misfit(arrays, shape)
         if wrong:
             raise ValueError(f"sample file {path} does not fit the game: {wrong}")
+        wrong = learner_misfit(arrays, shape)
+        if wrong:
+            raise ValueError(f"sample file {path} does not fit the learner: {wrong}")
+        columns = dict(shape.columns)
+        arrays = {
+            k: v.astype(columns[k].dtype) if k in columns else v
+            for k, v in arrays.items()
+            if k in FIELDS or k in GAME_FIELDS or k in columns
+        }
     # an estimate past the score range (from a recorder that did not bound it) is bounded here,
     # not refused: the rest of the file is sound (see bounded_value)
     arrays["root_value"] = np.clip(arrays["root_value"], *SCORE_RANGE)
@@ -384,8 +476,9 @@ def load_samples(
 ) -> SampleBatch | None:
     """The newest samples of iterations >= min_iteration, at most max_count (newest files first).
 
-    A damaged file, or one that does not fit the game's `shape` (when given), is moved to
-    `quarantine_dir` (when given) with a warning, and skipped.
+    A file that `read_sample_file` refuses (damaged, of another format, bad data, or not fitting
+    the game's and learner's `shape` when given) is moved to `quarantine_dir` (when given) with
+    a warning, and skipped.
     `sources`, when given, receives "<iteration>/<file name>" -> samples taken from each file
     read (fewer than the file holds only for the oldest file, cut at max_count).
     """
@@ -425,10 +518,18 @@ def load_samples(
             total += n
     if not chunks:
         return None
-    extra_names = set.intersection(*(set(c["extra"]) for c in chunks))
+    extra_names = {
+        name
+        for name in set.intersection(*(set(c["extra"]) for c in chunks))
+        if len({_row_form(c["extra"][name]) for c in chunks}) == 1
+    }
     dropped = set.union(*(set(c["extra"]) for c in chunks)) - extra_names
-    if dropped:
-        log.warning("sample columns %s are not in every file read; left out", sorted(dropped))
+    if dropped:  # only without a learner's SampleShape: with one, every file has its columns
+        log.warning(
+            "sample columns %s are not in every file read, or not of one row shape and "
+            "dtype kind; left out",
+            sorted(dropped),
+        )
     batch = SampleBatch(
         **{k: np.concatenate([c[k] for c in chunks]) for k in chunks[0] if k != "extra"},
         extra={k: np.concatenate([c["extra"][k] for c in chunks]) for k in sorted(extra_names)},
@@ -436,3 +537,8 @@ def load_samples(
     if len(batch) > max_count:
         batch = batch.take(np.arange(max_count))
     return batch
+
+
+def _row_form(column: np.ndarray) -> tuple:
+    """What columns must share to be concatenated: the row shape and the dtype kind."""
+    return column.shape[1:], column.dtype.kind

@@ -39,7 +39,7 @@ from gamegym.registry import LEARNERS, PRESETS
 if TYPE_CHECKING:
     from gamegym.config import GymConfig, NetworkConfig
     from gamegym.data.replay import Sampler
-    from gamegym.data.samples import GameRecord, SampleBatch
+    from gamegym.data.samples import GameRecord, SampleBatch, SampleColumn
     from gamegym.game.graph import GameGraph
     from gamegym.game.players import Player
     from gamegym.nets.portable import FastForm
@@ -131,6 +131,14 @@ class Learner(ABC):
     @abstractmethod
     def compile(self, model: Model, train_config: TrainOptions) -> None:
         """Prepare the optimizer (and any target networks) for training `model`."""
+
+    def sample_columns(self, config: GymConfig) -> dict[str, SampleColumn]:
+        """The columns of its own this learner's self-play adds to the sample files
+        (`GameRecord.extra`), by name, each a `gamegym.data.samples.SampleColumn` (dtype and
+        row shape) under the session's GymConfig `config`.  The Trainer reads a file only
+        when it holds each of them as declared (others are quarantined) and keeps no other.
+        Default: none."""
+        return {}
 
     @abstractmethod
     def make_targets(

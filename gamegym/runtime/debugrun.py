@@ -65,8 +65,9 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
         if not ok and not played:  # self-play waits for a model the Trainer cannot make yet
             gym.stop_requested.wait(1.0)
         if ok:
-            iteration = trainer.train_once()
-            driver = driver_for(iteration)
-            trained += 1
-            print(f"[gamegym] iteration {iteration} published", flush=True)
+            before, iteration = session.current_iteration(), trainer.train_once()
+            if iteration > before:  # else refused or nothing readable: the Trainer's log says
+                driver = driver_for(iteration)
+                trained += 1
+                print(f"[gamegym] iteration {iteration} published", flush=True)
     return 0

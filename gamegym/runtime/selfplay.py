@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import secrets
 import threading
 import time
 from collections import defaultdict
@@ -28,9 +29,9 @@ from gamegym.runtime.process import child_entry
 
 log = logging.getLogger("gamegym.runtime.selfplay")
 # sample file numbers, one sequence per process: a writer made for each round of a single-process
-# run must not reuse the name of the round before (written within the same second, it would
-# replace that file)
+# run must not reuse the name of the round before
 _FILE_NUMBERS = itertools.count(1)
+NAME_ATTEMPTS = 8  # names tried for one sample file before the write fails
 
 
 class SampleWriter:
@@ -41,7 +42,10 @@ class SampleWriter:
     def __init__(self, samples_dir: Path | None, name: str):
         self.samples_dir = Path(samples_dir) if samples_dir is not None else None
         self.role = name  # e.g. selfplayer3: whose games these are
-        self.name = f"{name}-{os.getpid()}"  # file names: <name>-<sequence>-<unix time>.npz
+        # file names: <name>-<sequence>-<unix time>-<random token>.npz; the token, not the
+        # clock or the pid (reused after a restart, stepped back by a clock change), makes a
+        # name unique, and a taken name is never overwritten (publish)
+        self.name = f"{name}-{os.getpid()}"
         self._pending: dict[int, list[GameRecord]] = defaultdict(list)
         self.samples_written = 0
 
@@ -67,13 +71,17 @@ class SampleWriter:
         """Write one encoded sample file of `iteration` atomically; returns its samples."""
         if self.samples_dir is None:
             raise RuntimeError(f"{self.role} has no samples folder to write to")
-        path = (
-            self.samples_dir
-            / str(iteration)
-            / f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}.npz"
-        )
-        atomic_write_bytes(path, data)
-        return samples
+        folder = self.samples_dir / str(iteration)
+        for _ in range(NAME_ATTEMPTS):
+            stem = f"{self.name}-{next(_FILE_NUMBERS):06d}-{int(time.time())}"
+            path = folder / f"{stem}-{secrets.token_hex(4)}.npz"
+            try:
+                atomic_write_bytes(path, data, replace=False)
+            except FileExistsError:  # a published file has that name: it stays, try another
+                log.warning("sample file %s exists already; writing under another name", path)
+                continue
+            return samples
+        raise FileExistsError(f"no free sample file name in {folder} after {NAME_ATTEMPTS} tries")
 
 
 class Counters:

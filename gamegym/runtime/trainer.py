@@ -5,6 +5,14 @@ which the current model played `min_new_samples`), trains one iteration with the
 learner, commits the replay's state, publishes models/<it+1>.keras, writes train/<it+1>.json and
 tells the Predictor to reload.  Reports go to listeners (the gym's monitor, the loss plot, the
 log); the Trainer itself neither prints nor plots inline.
+
+A model is published only when its training losses and weights are all finite.  An iteration
+that ends with a NaN or infinite one is refused: the weights from before it are put back (with
+a fresh optimizer, as on a resume), the replay's counts go back to its last committed state,
+nothing is published, the refusal is logged and appended to train/refused.jsonl, and the next
+published train/<it>.json counts it ("refused").  The Trainer then tries again; after
+MAX_REFUSALS refusals in a row it stops with `TrainingDiverged` (every sample it reads has
+passed the checks of gamegym.data.samples, so it is the training that diverges).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from gamegym.data.fileio import append_jsonl
 from gamegym.data.replay import make_replay
 from gamegym.data.samples import SampleShape
 from gamegym.game.graph import load_game
@@ -25,6 +34,11 @@ from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import child_entry
 
 log = logging.getLogger("gamegym.runtime.trainer")
+MAX_REFUSALS = 3  # iterations refused in a row (loss not finite) before the Trainer stops
+
+
+class TrainingDiverged(RuntimeError):
+    """Training gave a loss or weights that are not finite MAX_REFUSALS times in a row."""
 
 
 class Trainer:
@@ -55,9 +69,13 @@ class Trainer:
         self._load_model = load_model
         self.rng = rng
         self.listeners = listeners or []
-        if replay is None:  # sample files that do not fit the game are quarantined
-            replay = make_replay(session, config, None if graph is None else SampleShape.of(graph))
+        if replay is None:  # sample files that do not fit the game or learner are quarantined
+            shape = None
+            if graph is not None:
+                shape = SampleShape.of(graph, learner.sample_columns(config))
+            replay = make_replay(session, config, shape)
         self.replay = replay
+        self.refusals: list[dict] = []  # refused attempts since the last published iteration
 
     @property
     def model(self):
@@ -73,21 +91,33 @@ class Trainer:
         return self.replay.ready(self.session.current_iteration())
 
     def train_once(self) -> int:
-        """Train one iteration on the replay's samples and publish it; returns the new
-        iteration.  The replay's state is committed before the model is published, so a
-        crash between the two loses only this iteration (see gamegym.data.replay)."""
+        """Train one iteration on the replay's samples and publish it; returns the session's
+        iteration afterwards: the new one, or the same when there was nothing readable to
+        train on or the iteration was refused (a loss not finite, see the module).  The
+        replay's state is committed before the model is published, so a crash between the two
+        loses only this iteration (see gamegym.data.replay)."""
         cfg = self.config.train
         iteration = self.session.current_iteration()
         clock = time.perf_counter()
         batch, facts = self.replay.load(iteration)
-        if batch is None:
-            raise RuntimeError("no readable samples to train on")
+        if batch is None:  # every file in reach was quarantined meanwhile: wait for more
+            log.warning("no readable samples to train iteration %d on", iteration + 1)
+            return iteration
+        read = sorted(facts.get("sources", {}))
+        log.info(
+            "iteration %d trains on %d samples; the %d sample files read for it: %s",
+            iteration + 1,
+            len(batch),
+            len(read),
+            " ".join(read) or "none new",
+        )
         loaded = time.perf_counter()
         start = time.time()
         sampler = self.replay.sampler(batch, self.rng)
         timed = None if sampler is None else TimedSampler(sampler)
         options = self.config.train_options()
         options.learning_rate = cfg.learning_rate_at(iteration + 1)  # train.learning_rate_schedule
+        before = _weights(self.model)
         result = self.learner.train_iteration(
             self.model,
             batch,
@@ -96,6 +126,10 @@ class Trainer:
             graph=self.graph,
             sampler=timed,
         )
+        wrong = _not_finite(result.history, _weights(self.model))
+        if wrong:
+            self._refuse(iteration, wrong, before, options, facts)
+            return iteration
         trained = time.perf_counter()
         new_iteration = iteration + 1
         self.replay.commit(new_iteration)
@@ -130,8 +164,10 @@ class Trainer:
             "losses": {k: v[-1] for k, v in result.history.items() if v},
             "timing": {k: round(v, 4) for k, v in timing.items()},
             **({"replay_figures": figures} if figures else {}),
+            **({"refused": len(self.refusals)} if self.refusals else {}),
         }
         self.session.write_train_report(new_iteration, report)
+        self.refusals = []
         log.info(
             "iteration %d trained on %d samples in %.1f s: %s",
             new_iteration,
@@ -142,6 +178,41 @@ class Trainer:
         for listener in self.listeners:
             listener(report)
         return new_iteration
+
+    def _refuse(self, iteration: int, wrong: str, before, options, facts: dict) -> None:
+        """Keep iteration `iteration`: put its weights back with a fresh optimizer, undo the
+        replay's uncommitted counts, record why; TrainingDiverged after MAX_REFUSALS in a
+        row."""
+        if before is not None:
+            self.model.set_weights(before)
+            self.learner.compile(self.model, options)  # the optimizer's state went bad too
+        self.replay.rollback()
+        record = {
+            "time": time.time(),
+            "iteration": iteration + 1,
+            "reason": wrong,
+            "attempt": len(self.refusals) + 1,
+            "learning_rate": options.learning_rate,
+            "sources": facts.get("sources", {}),
+        }
+        self.refusals.append(record)
+        append_jsonl(self.session.train_dir / "refused.jsonl", record)
+        log.error(
+            "iteration %d refused (attempt %d of %d): %s; model %d is kept and nothing is "
+            "published (train/refused.jsonl lists the files it trained on)",
+            iteration + 1,
+            record["attempt"],
+            MAX_REFUSALS,
+            wrong,
+            iteration,
+        )
+        if len(self.refusals) >= MAX_REFUSALS:
+            raise TrainingDiverged(
+                f"training iteration {iteration + 1} gave {wrong} {MAX_REFUSALS} times in a "
+                f"row; model {iteration} is kept.  The samples passed every check when read, "
+                "so the training diverges: lower train.learning_rate (now "
+                f"{options.learning_rate:g}), then resume the session"
+            )
 
     def _fast_form(self, batch) -> bytes | None:
         """The fast-path file of the model just trained; with predict.precision "int8", with
@@ -192,6 +263,22 @@ class TimedSampler:
             self.sampler.update(index, losses)
         finally:
             self.seconds += time.perf_counter() - started
+
+
+def _weights(model) -> list | None:
+    """A copy of a Keras model's weights (None for a model that has none to copy)."""
+    get = getattr(model, "get_weights", None)
+    return None if get is None else get()
+
+
+def _not_finite(history: dict, weights: list | None) -> str:
+    """What of a trained iteration is not finite (its losses, its weights), or ""."""
+    for name, values in sorted(history.items()):
+        if not np.isfinite(np.asarray(values, np.float64)).all():
+            return f"a {name} that is not finite ({values[-1] if values else '?'})"
+    if weights is not None and not all(np.isfinite(w).all() for w in weights):
+        return "weights that are not finite"
+    return ""
 
 
 def _format_losses(losses: dict) -> str:

@@ -1,10 +1,13 @@
 """Format versions of what a session keeps: config.json, sample files, the replay state.
 
-A file from a newer gamegym is refused with a message naming both versions (never quarantined
-or rewritten); an older one (no version recorded = version 1) is read as it is."""
+A config.json or replay state from a newer gamegym is refused with a message naming both
+versions (never quarantined or rewritten); a sample file of a format it cannot read is one of
+many: it is quarantined whole and the others load.  An older file (no version recorded =
+version 1) is read as it is."""
 
 import io
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -89,20 +92,31 @@ def test_a_sample_file_without_a_version_is_version_1_and_loads(tmp_path):
     assert len(batch) == 3 and batch.extra == {}
 
 
-def test_a_sample_file_from_a_newer_gamegym_is_refused_not_quarantined(tmp_path):
+@pytest.mark.parametrize("version", [SAMPLE_FORMAT + 1, 999, "x", 0])
+def test_a_sample_file_of_a_format_it_cannot_read_is_quarantined_whole_and_the_rest_loads(
+    tmp_path, version, caplog
+):
+    """One file of a newer gamegym (or naming no valid version) among thousands: it is left
+    out and moved, unchanged, to the quarantine (a newer gamegym can read it there), and the
+    others load; it never stops the Trainer."""
     data, _ = encode_sample_file([game()])
     with np.load(io.BytesIO(data)) as npz:
         arrays = {k: npz[k] for k in npz.files}
-    arrays["format_version"] = np.int64(SAMPLE_FORMAT + 1)
+    arrays["format_version"] = np.array(version)
     folder = tmp_path / "samples" / "0"
     folder.mkdir(parents=True)
     write_npz(folder / "new.npz", **arrays)
-    message = f"format version {SAMPLE_FORMAT + 1}.*up to {SAMPLE_FORMAT}"
-    with pytest.raises(FormatError, match=message):
+    before = (folder / "new.npz").read_bytes()
+    (folder / "old.npz").write_bytes(data)
+    message = "format version" + (f" {version}.*up to {SAMPLE_FORMAT}" if version == 999 else "")
+    with pytest.raises(ValueError, match=message):
         read_sample_file(folder / "new.npz")
-    with pytest.raises(FormatError, match=message):
-        load_samples(tmp_path / "samples", 0, 100, tmp_path / "quarantine")
-    assert (folder / "new.npz").exists()
+    with caplog.at_level(logging.WARNING):
+        batch = load_samples(tmp_path / "samples", 0, 100, tmp_path / "quarantine")
+    assert len(batch) == 3 and not (folder / "new.npz").exists()
+    [kept] = (tmp_path / "quarantine").iterdir()
+    assert kept.name.endswith("new.npz") and kept.read_bytes() == before
+    assert "new.npz" in caplog.text and "format version" in caplog.text
 
 
 def state_bytes(tmp_path, version=None):

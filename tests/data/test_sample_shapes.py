@@ -1,6 +1,7 @@
-"""A sample file whose arrays do not fit the game (shape, dtype, action count, value range)
-is quarantined with a warning naming what is wrong, as a torn file is; the Trainer trains on
-the others instead of crashing."""
+"""A sample file whose arrays do not fit the game (shape, action count), the learner (its own
+columns) or hold bad data (a dtype, a value not finite or out of range) is quarantined with a
+warning naming what is wrong, as a torn file is; the Trainer trains on the others instead of
+crashing."""
 
 import io
 import logging
@@ -10,7 +11,13 @@ import numpy as np
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.data.samples import GameRecord, SampleShape, encode_sample_file, load_samples
+from gamegym.data.samples import (
+    GameRecord,
+    SampleColumn,
+    SampleShape,
+    encode_sample_file,
+    load_samples,
+)
 from gamegym.data.session import Session
 from gamegym.runtime.trainer import Trainer
 from games.tictactoe import TicTacToe
@@ -57,6 +64,22 @@ def damage(kind):
         arrays["pi"][0, 0] = -0.5
     elif kind == "game ids":
         arrays["game"][:] = 5  # no such game in the file
+    elif kind == "nan policy weight":
+        arrays["policy_weight"][1] = np.nan
+    elif kind == "huge policy weight":
+        arrays["policy_weight"][1] = 1e30
+    elif kind == "negative policy weight":
+        arrays["policy_weight"][1] = -1.0
+    elif kind == "legal dtype":
+        arrays["legal"] = arrays["legal"].astype(np.float32)
+    elif kind == "truncated dtype":
+        arrays["truncated"] = arrays["truncated"].astype(np.int8)
+    elif kind == "infinite x":
+        arrays["x"][0, 0, 0, 0] = np.inf
+    elif kind == "negative step":
+        arrays["step"][0] = -1
+    elif kind == "policy weight shape":
+        arrays["policy_weight"] = np.ones((n, 2), np.float32)
     return arrays
 
 
@@ -70,7 +93,30 @@ KINDS = [
     "nan value",
     "negative policy",
     "game ids",
+    "nan policy weight",
+    "huge policy weight",
+    "negative policy weight",
+    "legal dtype",
+    "truncated dtype",
+    "infinite x",
+    "negative step",
+    "policy weight shape",
 ]
+# the kinds wrong whatever the game: refused by every reader, not only the Trainer's
+BAD_DATA = {
+    "x dtype",
+    "z range",
+    "nan value",
+    "negative policy",
+    "game ids",
+    "nan policy weight",
+    "huge policy weight",
+    "negative policy weight",
+    "legal dtype",
+    "truncated dtype",
+    "infinite x",
+    "negative step",
+}
 
 
 def write(path, arrays):
@@ -89,7 +135,8 @@ def test_a_file_that_does_not_fit_the_game_is_quarantined(tmp_path, kind, caplog
         batch = load_samples(samples, 0, 1000, tmp_path / "quarantine", shape=SHAPE)
     assert len(batch) == 4
     assert [p.name.endswith("b-bad.npz") for p in (tmp_path / "quarantine").iterdir()] == [True]
-    assert "does not fit the game" in caplog.text and "b-bad.npz" in caplog.text
+    why = "holds bad data" if kind in BAD_DATA else "does not fit the game"
+    assert why in caplog.text and "b-bad.npz" in caplog.text
 
 
 def test_a_search_value_past_the_score_range_is_bounded_not_refused(tmp_path, caplog):
@@ -136,6 +183,9 @@ def config(**train):
 class Learner:
     """Trains nothing; keeps the batch it was given."""
 
+    def sample_columns(self, config):
+        return {}
+
     def train_iteration(self, model, batch, cfg, rng, graph=None, sampler=None):
         self.batch = batch
         if sampler is not None:
@@ -161,6 +211,82 @@ def test_the_trainer_trains_on_the_files_that_fit_and_quarantines_the_others(tmp
     session.publish_model(Model(), 0)
     write(session.samples_dir / "0" / "a-good.npz", arrays_of())
     write(session.samples_dir / "0" / "b-bad.npz", damage("action count"))
+    newer = arrays_of()
+    newer["format_version"] = np.int64(999)
+    write(session.samples_dir / "0" / "c-new.npz", newer)
+    write(session.samples_dir / "0" / "d-nan.npz", damage("nan policy weight"))
     assert trainer.train_once() == 1
     assert len(learner.batch) == 4 and learner.batch.pi.shape == (4, 9)
-    assert [p.name[-9:] for p in session.quarantine_dir.iterdir()] == ["b-bad.npz"]
+    assert sorted(p.name[-9:] for p in session.quarantine_dir.iterdir()) == [
+        "b-bad.npz",
+        "c-new.npz",
+        "d-nan.npz",
+    ]
+
+
+COLUMNS = {
+    "mask": SampleColumn("bool", (4,)),
+    "head": SampleColumn("int16"),
+    "terminal": SampleColumn("bool"),
+}
+LEARNER_SHAPE = SampleShape.of(TicTacToe(), COLUMNS)
+
+
+def with_columns(kind=""):
+    """A file's arrays with the learner's columns as declared, or one of them wrong."""
+    arrays = arrays_of()
+    n = len(arrays["z"])
+    arrays["mask"] = np.ones((n, 4), bool)
+    arrays["head"] = np.zeros(n, np.int16)
+    arrays["terminal"] = np.arange(n) == n - 1
+    if kind == "mask shape":
+        arrays["mask"] = np.ones((n, 3), bool)
+    elif kind == "mask dtype":
+        arrays["mask"] = np.ones((n, 4), np.float32)
+    elif kind == "no terminal":
+        del arrays["terminal"]
+    elif kind == "head range":
+        arrays["head"] = np.full(n, 70000, np.int64)
+    elif kind == "head per game":
+        arrays["head"] = np.zeros((n, 2), np.int16)
+    return arrays
+
+
+@pytest.mark.parametrize(
+    "kind", ["mask shape", "mask dtype", "no terminal", "head range", "head per game"]
+)
+def test_a_file_whose_learner_columns_are_not_as_declared_is_quarantined(tmp_path, kind, caplog):
+    """Each learner declares its own columns (Learner.sample_columns); a file with one of
+    another shape or dtype, or without one, would crash the learner's targets or the
+    concatenation: it is quarantined and the others are trained on."""
+    samples = tmp_path / "samples"
+    write(samples / "0" / "a-good.npz", with_columns())
+    write(samples / "0" / "b-bad.npz", with_columns(kind))
+    write(samples / "1" / "c-good.npz", with_columns())
+    with caplog.at_level(logging.WARNING):
+        batch = load_samples(samples, 0, 1000, tmp_path / "quarantine", shape=LEARNER_SHAPE)
+    assert len(batch) == 8 and batch.extra["mask"].shape == (8, 4)
+    assert [p.name[-9:] for p in (tmp_path / "quarantine").iterdir()] == ["b-bad.npz"]
+    assert "does not fit the learner" in caplog.text and "b-bad.npz" in caplog.text
+
+
+def test_the_learner_columns_are_read_as_declared_and_no_others(tmp_path):
+    arrays = with_columns()
+    arrays["head"] = arrays["head"].astype(np.int64)  # another integer type: read as int16
+    arrays["notes"] = np.zeros((4, 7), np.float32)  # not declared: left out
+    write(tmp_path / "samples" / "0" / "a.npz", arrays)
+    batch = load_samples(tmp_path / "samples", 0, 100, shape=LEARNER_SHAPE)
+    assert sorted(batch.extra) == ["head", "mask", "terminal"]
+    assert batch.extra["head"].dtype == np.int16 and batch.extra["mask"].dtype == bool
+
+
+def test_columns_of_different_shapes_in_two_files_are_left_out_not_a_crash(tmp_path, caplog):
+    """Read without a learner's shape (a tool, not the Trainer), a column whose rows differ
+    from file to file cannot be concatenated: it is left out with a warning."""
+    first, second = with_columns(), with_columns("mask shape")
+    write(tmp_path / "samples" / "0" / "a.npz", first)
+    write(tmp_path / "samples" / "0" / "b.npz", second)
+    with caplog.at_level(logging.WARNING):
+        batch = load_samples(tmp_path / "samples", 0, 100)
+    assert len(batch) == 8 and sorted(batch.extra) == ["head", "terminal"]
+    assert "'mask'" in caplog.text

@@ -16,7 +16,13 @@ from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
-from gamegym.data.samples import GameRecord, load_samples, write_sample_file  # noqa: E402
+from gamegym.data.samples import (  # noqa: E402
+    GameRecord,
+    SampleShape,
+    load_samples,
+    read_sample_file,
+    write_sample_file,
+)
 from gamegym.data.session import Session  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import get_learner  # noqa: E402
@@ -301,6 +307,11 @@ def test_selfplay_masks_are_seeded_stored_and_read_back(graph, tmp_path):
         assert len(heads) == 1  # one head acts for the whole game
     batch = stored(tmp_path, games)
     assert np.array_equal(batch.extra["mask"].astype(bool), masks)
+    # the columns are as the learner declares them: the Trainer reads the file with them
+    declared = SampleShape.of(graph, get_learner("bootstrapped").sample_columns(config))
+    assert dict(declared.columns)["mask"].shape == (4,)
+    checked = read_sample_file(tmp_path / "samples" / "0" / "g.npz", declared)
+    assert sorted(k for k in checked if k in dict(declared.columns)) == ["head", "mask", "terminal"]
     # greedy on its head: each move is the head's best legal move (epsilon 0 with 4 heads)
     assert epsilon_for(None, 4) == 0.0 and epsilon_for(None, 1) > 0
     online, _ = parts(model)

@@ -97,7 +97,7 @@ def _game(graph, seed: int) -> GameRecord:
 
 def test_a_game_two_processes_wrote_is_a_repeat_and_one_processs_own_twin_is_not(tmp_path):
     """The soak's repeated-game check (a replayed seed) on sample files named as the runtime
-    names them, `<role>-<pid>-<number>-<time>.npz`."""
+    names them, `<role>-<pid>-<number>-<time>-<token>.npz`."""
     graph = soak.load_game(soak.GAME)
     session = Session(tmp_path / "s")
     session.create(GymConfig(game=soak.GAME))
@@ -107,16 +107,22 @@ def test_a_game_two_processes_wrote_is_a_repeat_and_one_processs_own_twin_is_not
     checker.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
     folder = session.samples_dir / "0"
     folder.mkdir(parents=True, exist_ok=True)
-    write_sample_file(folder / "selfplayer0-100-0-1.npz", [_game(graph, 0), _game(graph, 1)])
-    write_sample_file(folder / "selfplayer0-100-1-2.npz", [_game(graph, 0)])  # its own twin
+    write_sample_file(
+        folder / "selfplayer0-100-000001-1-a1b2c3d4.npz", [_game(graph, 0), _game(graph, 1)]
+    )
+    write_sample_file(
+        folder / "selfplayer0-100-000002-2-e5f6a7b8.npz", [_game(graph, 0)]
+    )  # its own twin
     checker.check_samples()
     assert checker.totals["violations"]["repeated_game"] == 0
     assert len(checker.games) == 2  # one key per distinct game
-    write_sample_file(folder / "selfplayer1-200-0-3.npz", [_game(graph, 1), _game(graph, 2)])
+    write_sample_file(
+        folder / "selfplayer1-200-000001-3-c9d0e1f2.npz", [_game(graph, 1), _game(graph, 2)]
+    )
     checker.check_samples()
     assert checker.totals["violations"]["repeated_game"] == 1  # game 1, from another process
     assert checker.totals["violations"]["sample_file_lost"] == 0
-    (folder / "selfplayer0-100-1-2.npz").unlink()
+    (folder / "selfplayer0-100-000002-2-e5f6a7b8.npz").unlink()
     checker.check_samples()
     assert checker.totals["violations"]["sample_file_lost"] == 1
 

@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from gamegym.data.samples import SampleColumn
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.learners.bootstrapped.config import BootstrappedConfig, check_selfplay_pause
 from gamegym.learners.bootstrapped.evaluators import q_form
@@ -84,6 +85,15 @@ class BootstrappedLearner(Learner):
     @classmethod
     def check_config(cls, config) -> str | None:
         return check_selfplay_pause(config)
+
+    def sample_columns(self, config):
+        """Each position's Bernoulli mask over the heads, the head that chose its move, and
+        whether its move ended the game (see gamegym.learners.bootstrapped.play)."""
+        return {
+            "mask": SampleColumn("bool", (int(config.learner_config.heads),)),
+            "head": SampleColumn("int16"),
+            "terminal": SampleColumn("bool"),
+        }
 
     def player_searches(self, config) -> bool:
         return bool(config.learner_config.q_search)
