@@ -1,6 +1,7 @@
-"""The web page's server through Starlette's TestClient: what it answers, what it refuses (with a
-4xx and no change), and that it only reads the session folder.  The model is a random player
-here (no TensorFlow) except in the one test that plays the real starter network."""
+"""The web page's server, served by uvicorn on a free loopback port in a thread of the test's
+process and asked over HTTP (`serving.running`): what it answers, what it refuses (with a 4xx, a
+message and no change), and that it only reads the session folder.  The model is a random
+player here (no TensorFlow) except in the one test that plays the real starter network."""
 
 from __future__ import annotations
 
@@ -11,22 +12,13 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from starlette.testclient import TestClient
+from serving import RandomModels, running
 
 from gamegym.data.samples import GameRecord, write_sample_file
 from gamegym.data.session import SessionError
-from gamegym.game.players import RandomPlayer
 from gamegym.serve import create_app
 from gamegym.serve.play import ModelPlayers, NotFound
 from games.tictactoe import TicTacToe
-
-
-class RandomModels(ModelPlayers):
-    """Every model iteration plays random legal moves (the registry is still the session's)."""
-
-    def player(self, iteration, searchcount, graph):
-        self.check(iteration)
-        return RandomPlayer()
 
 
 @pytest.fixture
@@ -35,8 +27,9 @@ def session(new_session) -> Path:
 
 
 @pytest.fixture
-def client(session) -> TestClient:
-    return TestClient(create_app(session, players=RandomModels))
+def client(session):
+    with running(session) as client:
+        yield client
 
 
 def folder_state(path: Path) -> dict:
@@ -278,14 +271,14 @@ def test_only_reads_the_session_even_while_a_gym_holds_it(session):
     )
     write_sample_file(session / "samples" / "0" / "sp-1-000001-1.npz", [random_game()])
     before = folder_state(session)
-    client = TestClient(create_app(session, players=RandomModels))
-    assert client.get("/api/progress").json()["running"] is True
-    state = new_game(client)
-    client.post(f"/api/games/{state['id']}/move", json={"action": 4})
-    client.get("/api/selfplay")
-    client.get(
-        "/api/selfplay/game", params={"iteration": 0, "file": "sp-1-000001-1.npz", "game": 0}
-    )
+    with running(session) as client:
+        assert client.get("/api/progress").json()["running"] is True
+        state = new_game(client)
+        client.post(f"/api/games/{state['id']}/move", json={"action": 4})
+        client.get("/api/selfplay")
+        client.get(
+            "/api/selfplay/game", params={"iteration": 0, "file": "sp-1-000001-1.npz", "game": 0}
+        )
     assert folder_state(session) == before
 
 
@@ -325,13 +318,13 @@ def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
         tmp_path / "ttt", TICTACTOE, {}, initial_model=INITIAL_MODELS / "tictactoe.keras"
     )
     before = folder_state(path)
-    client = TestClient(create_app(path))
-    state = new_game(client, side="second", searchcount=16)
-    shares = state["model_move"]["shares"]
-    assert 0 < len(shares) <= 8 and 0.5 < sum(s["share"] for s in shares) <= 1.0 + 1e-6
-    assert state["model_move"]["action"] == state["history"][0]["action"]
-    again = new_game(client, side="second", searchcount=16)  # the loaded model is kept
-    assert again["position"]["ply"] == 1
+    with running(path, players=ModelPlayers) as client:
+        state = new_game(client, side="second", searchcount=16)
+        shares = state["model_move"]["shares"]
+        assert 0 < len(shares) <= 8 and 0.5 < sum(s["share"] for s in shares) <= 1.0 + 1e-6
+        assert state["model_move"]["action"] == state["history"][0]["action"]
+        again = new_game(client, side="second", searchcount=16)  # the loaded model is kept
+        assert again["position"]["ply"] == 1
     assert folder_state(path) == before  # loading and playing the model wrote nothing
 
 
@@ -342,8 +335,18 @@ def test_a_model_that_cannot_answer_undoes_the_move(session):
         def player(self, iteration, searchcount, graph):
             raise NotFound("model iteration 0 cannot be loaded: gone")
 
-    client = TestClient(create_app(session, players=Vanishing))
-    state = new_game(client)
-    response = client.post(f"/api/games/{state['id']}/move", json={"action": 4})
-    assert response.status_code == 404 and "cannot be loaded" in response.json()["error"]
-    assert client.get(f"/api/games/{state['id']}").json() == state
+    with running(session, players=Vanishing) as client:
+        state = new_game(client)
+        response = client.post(f"/api/games/{state['id']}/move", json={"action": 4})
+        assert response.status_code == 404 and "cannot be loaded" in response.json()["error"]
+        assert client.get(f"/api/games/{state['id']}").json() == state
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "http", "８０"])
+def test_the_port_is_a_port_number(session, capsys, port):
+    """The page checks that requests name its port: the system may not pick one (0)."""
+    from gamegym.cli.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["serve", str(session), "--port", port])
+    assert stop.value.code == 2 and "is not a port number (1..65535)" in capsys.readouterr().err
