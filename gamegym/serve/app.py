@@ -67,7 +67,7 @@ def create_app(
     return Starlette(
         routes=routes,
         middleware=[Middleware(RequestGuard, host=host, port=port)],
-        exception_handlers={HTTPException: _error},  # type: ignore[dict-item]
+        exception_handlers={HTTPException: _error, Exception: _failure},  # type: ignore[dict-item]
     )
 
 
@@ -120,7 +120,7 @@ class Site:
         try:
             return JSONResponse(self.replays.game(iteration, file, game))
         except ReplayError as error:
-            raise HTTPException(404, str(error)) from error
+            raise HTTPException(error.status, str(error)) from error
 
     async def new_game(self, request: Request):
         body = await _json_body(request)
@@ -145,12 +145,22 @@ async def _error(request: Request, error: HTTPException) -> JSONResponse:
     return JSONResponse({"error": error.detail}, status_code=error.status_code)
 
 
+async def _failure(request: Request, error: Exception) -> JSONResponse:
+    """A fault of the server, not of the request (uvicorn logs its traceback to the console)."""
+    return JSONResponse(
+        {"error": f"the server failed: {type(error).__name__}: {error} (see its console)"},
+        status_code=500,
+    )
+
+
 async def _json_body(request: Request) -> dict:
     data = await request.body()  # RequestGuard has read it, up to its size limit
     try:
         body = json.loads(data)
     except (ValueError, UnicodeDecodeError):
         raise HTTPException(400, "the request body is not JSON") from None
+    except RecursionError:  # a few thousand brackets, within the size limit
+        raise HTTPException(400, "the request body's JSON is nested too deeply") from None
     if not isinstance(body, dict):
         raise HTTPException(400, "the request body must be a JSON object")
     return body
@@ -172,7 +182,7 @@ def _int_param(request: Request, name: str, default=None, low=None, high=None) -
     text = request.query_params.get(name)
     if text is None and default is not None:
         return default
-    if text is None or not text.isdigit() or len(text) > 9:
+    if text is None or not (text.isascii() and text.isdigit()) or len(text) > 9:
         raise HTTPException(400, f"'{name}' must be a non-negative integer")
     value = int(text)
     if (low is not None and value < low) or (high is not None and value > high):

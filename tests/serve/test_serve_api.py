@@ -6,6 +6,7 @@ player here (no TensorFlow) except in the one test that plays the real starter n
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -131,15 +132,38 @@ def test_bad_moves_change_nothing(client, body, status, words):
     assert client.get(f"/api/games/{state['id']}").json() == before
 
 
-def test_malformed_json(client):
+@pytest.fixture
+def python_recursion_limit():
+    """Python's default recursion limit, as in a server that has not imported TensorFlow yet
+    (which raises it to 3000): 2000 brackets are too deep for the JSON decoder then."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(saved)
+
+
+@pytest.mark.parametrize(
+    "data, status, words",
+    [
+        (b"{", 400, "not JSON"),
+        (b"\xff\xfe", 400, "not JSON"),
+        (b"", 400, "not JSON"),
+        (b"null", 400, "JSON object"),
+        (b"[" * 2000 + b"]" * 2000, 400, "nested too deeply"),
+        (b"x" * 5000, 413, "over 4096 bytes"),
+    ],
+    ids=["torn", "not-utf8", "empty", "null", "deep", "too-long"],
+)
+def test_malformed_json(client, data, status, words, python_recursion_limit):
     state = new_game(client)
-    for data in (b"{", b"\xff\xfe", b"", b"null", b"x" * 5000):
-        response = client.post(
-            f"/api/games/{state['id']}/move",
-            content=data,
-            headers={"Content-Type": "application/json"},
-        )
-        assert 400 <= response.status_code < 500 and response.json()["error"]
+    response = client.post(
+        f"/api/games/{state['id']}/move",
+        content=data,
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == status, response.text
+    assert words in response.json()["error"]
+    assert client.get(f"/api/games/{state['id']}").json() == state
     assert client.get(f"/api/games/{state['id']}").json()["position"]["ply"] == 0
 
 
@@ -202,6 +226,105 @@ def test_replay_refuses_what_is_not_listed(client, session, params, status):
     write_sample_file(session / "samples" / "0" / "sp-1-000001-1.npz", [random_game()])
     response = client.get("/api/selfplay/game", params=params)
     assert response.status_code == status and response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({"iteration": "\u00b2", "game": 0}, "'iteration' must be a non-negative integer"),
+        ({"iteration": 0, "game": "\u0663"}, "'game' must be a non-negative integer"),  # ٣
+        ({"iteration": "", "game": 0}, "'iteration' must be a non-negative integer"),
+        ({"iteration": 0, "game": "1e3"}, "'game' must be a non-negative integer"),
+        ({"iteration": 0, "game": 10**12}, "'game' must be a non-negative integer"),
+    ],
+)
+def test_a_bad_replay_index_is_refused(client, session, params, words):
+    write_sample_file(session / "samples" / "0" / "sp-1-000001-1.npz", [random_game()])
+    response = client.get("/api/selfplay/game", params={"file": "sp-1-000001-1.npz", **params})
+    assert response.status_code == 400, response.text
+    assert words in response.json()["error"]
+
+
+def sample_arrays(records) -> dict:
+    from gamegym.data.samples import SAMPLE_FORMAT, VERSION_FIELD, records_to_arrays
+
+    return {**records_to_arrays(records), VERSION_FIELD: np.int64(SAMPLE_FORMAT)}
+
+
+def foreign_game() -> GameRecord:
+    """A game of another board (4x4 inputs, 16 actions) than the session's tic-tac-toe."""
+    record = GameRecord()
+    for move in range(3):
+        record.x.append(np.zeros((4, 4, 2), np.float32))
+        record.pi.append(np.full(16, 1 / 16, np.float32))
+        record.legal.append(np.ones(16, bool))
+        record.root_value.append(0.0)
+        record.action.append(12 + move)
+    record.result = 1.0
+    return record
+
+
+def illegal_game() -> GameRecord:
+    """A tic-tac-toe game whose second move is on the first one's cell."""
+    record = random_game()
+    record.action[1] = record.action[0]
+    return record
+
+
+BAD_FILES = {
+    "newer": lambda: {**sample_arrays([random_game()]), "format_version": np.int64(99)},
+    "foreign": lambda: sample_arrays([foreign_game()]),
+    "lacks a column": lambda: {
+        k: v for k, v in sample_arrays([random_game()]).items() if k != "action"
+    },
+    "illegal": lambda: sample_arrays([illegal_game()]),
+    "a game without positions": lambda: {
+        **sample_arrays([random_game()]),
+        "result": np.array([1.0, -1.0], np.float32),
+        "truncated": np.zeros(2, bool),
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "kind, game, listed, words",
+    [
+        ("newer", 0, [], "written by a newer gamegym"),
+        ("foreign", 0, [], "does not fit the game: x has shape (3, 4, 4, 2)"),
+        ("lacks a column", 0, [], "lacks ['action']"),
+        ("truncated", 0, [], "damaged sample file"),
+        ("illegal", 0, [0], "plays action"),
+        ("a game without positions", 1, [0], "holds no positions of game 1"),
+    ],
+)
+def test_a_sample_file_that_cannot_be_replayed_is_refused(
+    client, session, kind, game, listed, words
+):
+    """A damaged file, one of a newer format or of another game: refused with a 422 naming the
+    file and the reason; the list leaves out what it cannot show and keeps the rest."""
+    folder = session / "samples" / "0"
+    write_sample_file(folder / "sp-1-000001-1.npz", [random_game()])
+    bad = folder / "sp-1-000002-1.npz"
+    if kind == "truncated":
+        write_sample_file(bad, [random_game(1)])
+        bad.write_bytes(bad.read_bytes()[:200])
+    else:
+        np.savez(bad, **BAD_FILES[kind]())
+    games = client.get("/api/selfplay")
+    assert games.status_code == 200, games.text
+    assert sorted((g["file"], g["game"]) for g in games.json()["games"]) == [
+        ("sp-1-000001-1.npz", 0)
+    ] + [(bad.name, g) for g in listed]
+    response = client.get(
+        "/api/selfplay/game", params={"iteration": 0, "file": bad.name, "game": game}
+    )
+    assert response.status_code == 422, response.text
+    message = response.json()["error"]
+    assert bad.name in message and words in message, message
+    good = client.get(
+        "/api/selfplay/game", params={"iteration": 0, "file": "sp-1-000001-1.npz", "game": 0}
+    )
+    assert good.status_code == 200
 
 
 def test_progress_reads_the_gym_records(client, session):
@@ -339,6 +462,21 @@ def test_a_model_that_cannot_answer_undoes_the_move(session):
         state = new_game(client)
         response = client.post(f"/api/games/{state['id']}/move", json={"action": 4})
         assert response.status_code == 404 and "cannot be loaded" in response.json()["error"]
+        assert client.get(f"/api/games/{state['id']}").json() == state
+
+
+def test_a_fault_of_the_server_is_answered_in_json(session):
+    """Not a bad request: a 500, still with a message the page can show; the move undone."""
+
+    class Broken(RandomModels):
+        def player(self, iteration, searchcount, graph):
+            raise RuntimeError("the model fell over")
+
+    with running(session, players=Broken) as client:
+        state = new_game(client)
+        response = client.post(f"/api/games/{state['id']}/move", json={"action": 4})
+        assert response.status_code == 500
+        assert "RuntimeError: the model fell over" in response.json()["error"]
         assert client.get(f"/api/games/{state['id']}").json() == state
 
 
