@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from gamegym.cli.util import json_object, read_overrides
+from gamegym.cli.util import json_object, port_number, read_overrides
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.session import SessionError
 from gamegym.game.graph import GameGraphError
@@ -283,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
         "self-play games and play its models (only reads the session)",
     )
     p.add_argument("session")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=port_number, default=8000)
     p.add_argument(
         "--host",
         default="127.0.0.1",

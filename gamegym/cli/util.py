@@ -22,6 +22,14 @@ def json_object(text: str) -> dict:
     return value
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1..65535 (the page checks requests name it, so it is
+    chosen, not left to the system)."""
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1..65535)")
+    return int(text)
+
+
 def read_overrides(path: Path) -> dict:
     """A config file's JSON object, as changes to apply (ConfigError when it is not one)."""
     try:

@@ -2,6 +2,7 @@
 games, play its models in the browser).
 
   app       the Starlette application and the command (uvicorn); routes and request checks
+  guard     which requests reach the routes: Host, Origin, Content-Type, body size
   progress  the progress panel's figures, read from the session folder
   replays   the latest self-play games, rebuilt from the sample files
   play      games between a person and a model iteration, in the server process

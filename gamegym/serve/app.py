@@ -10,10 +10,12 @@ Routes (JSON unless said otherwise):
   GET  /api/games/{id}            a game in play
   POST /api/games/{id}/move       {"action": A}: the person's move, then the model's answer
 
-A refused request gets a 4xx status and {"error": message}, and changes nothing.  Nothing from
-a request names a file: iterations are ints checked against the model registry, self-play files
-names checked against the folder's listing, games in play are server-side tokens.  The server
-only reads the session folder (no lock, no write), so a gym may train it meanwhile.
+Every request passes guard.RequestGuard first: its Host names this server, its Origin (when
+sent) is the page's own, a body is application/json of at most MAX_BODY bytes.  A refused
+request gets a 4xx status and {"error": message}, and changes nothing.  Nothing from a request
+names a file: iterations are ints checked against the model registry, self-play files names
+checked against the folder's listing, games in play are server-side tokens.  The server only
+reads the session folder (no lock, no write), so a gym may train it meanwhile.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -31,6 +34,7 @@ from starlette.staticfiles import StaticFiles
 
 from gamegym.data.session import Session
 from gamegym.game.graph import load_game
+from gamegym.serve.guard import RequestGuard
 from gamegym.serve.play import MAX_SEARCHCOUNT, ModelPlayers, PlayError, PlayTable
 from gamegym.serve.progress import SessionProgress
 from gamegym.serve.replays import ReplayError, SelfplayGames
@@ -38,12 +42,14 @@ from gamegym.serve.replays import ReplayError, SelfplayGames
 __all__ = ["create_app", "run_server"]
 
 STATIC = Path(__file__).resolve().parent / "static"
-MAX_BODY = 4096  # bytes of a request body
 
 
-def create_app(session_path, players=ModelPlayers) -> Starlette:
-    """The application for one session folder; SessionError when it is not a session.
-    `players(session, config)` makes the model players (tests pass one without TensorFlow)."""
+def create_app(
+    session_path, players=ModelPlayers, host: str = "127.0.0.1", port: int = 8000
+) -> Starlette:
+    """The application for one session folder, served at `host`:`port` (the Host and Origin
+    its requests must name); SessionError when it is not a session.  `players(session,
+    config)` makes the model players (tests pass one without TensorFlow)."""
     site = Site(Session(session_path), players)
     routes = [
         Route("/", site.page),
@@ -58,7 +64,11 @@ def create_app(session_path, players=ModelPlayers) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     # Starlette types a handler as taking any Exception; this one is registered for HTTPException
-    return Starlette(routes=routes, exception_handlers={HTTPException: _error})  # type: ignore[dict-item]
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(RequestGuard, host=host, port=port)],
+        exception_handlers={HTTPException: _error, Exception: _failure},  # type: ignore[dict-item]
+    )
 
 
 class Site:
@@ -110,7 +120,7 @@ class Site:
         try:
             return JSONResponse(self.replays.game(iteration, file, game))
         except ReplayError as error:
-            raise HTTPException(404, str(error)) from error
+            raise HTTPException(error.status, str(error)) from error
 
     async def new_game(self, request: Request):
         body = await _json_body(request)
@@ -135,14 +145,22 @@ async def _error(request: Request, error: HTTPException) -> JSONResponse:
     return JSONResponse({"error": error.detail}, status_code=error.status_code)
 
 
+async def _failure(request: Request, error: Exception) -> JSONResponse:
+    """A fault of the server, not of the request (uvicorn logs its traceback to the console)."""
+    return JSONResponse(
+        {"error": f"the server failed: {type(error).__name__}: {error} (see its console)"},
+        status_code=500,
+    )
+
+
 async def _json_body(request: Request) -> dict:
-    data = await request.body()
-    if len(data) > MAX_BODY:
-        raise HTTPException(413, f"the request body is over {MAX_BODY} bytes")
+    data = await request.body()  # RequestGuard has read it, up to its size limit
     try:
         body = json.loads(data)
     except (ValueError, UnicodeDecodeError):
         raise HTTPException(400, "the request body is not JSON") from None
+    except RecursionError:  # a few thousand brackets, within the size limit
+        raise HTTPException(400, "the request body's JSON is nested too deeply") from None
     if not isinstance(body, dict):
         raise HTTPException(400, "the request body must be a JSON object")
     return body
@@ -164,7 +182,7 @@ def _int_param(request: Request, name: str, default=None, low=None, high=None) -
     text = request.query_params.get(name)
     if text is None and default is not None:
         return default
-    if text is None or not text.isdigit() or len(text) > 9:
+    if text is None or not (text.isascii() and text.isdigit()) or len(text) > 9:
         raise HTTPException(400, f"'{name}' must be a non-negative integer")
     value = int(text)
     if (low is not None and value < low) or (high is not None and value > high):
@@ -191,7 +209,8 @@ def run_server(session_path, host: str = "127.0.0.1", port: int = 8000) -> int:
     """Serve the page until Ctrl+C."""
     import uvicorn
 
-    app = create_app(session_path)  # SessionError for a folder that is not a session
+    # SessionError for a folder that is not a session
+    app = create_app(session_path, host=host, port=port)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"gamegym serve: warning: listening on {host}, not only this computer: anyone who "

@@ -3,8 +3,10 @@
 A sample file stores every position of its games as the network sees it (`x`), the move played
 (`action`) and the search's visit shares (`pi`), so a game is rebuilt from its first position
 (the root whose numpify matches, or `unnumpify`) and the actions played, move by move.  Files
-are read with gamegym.data.samples' reader (which checks them) and never written: a damaged file is
-skipped here and left for the trainer to quarantine.
+are read with gamegym.data.samples' reader, which checks them against the session's game
+(`SampleShape`), and never written: a file that is damaged, of a newer format or of another
+game is left out of the list, refused with its reason when asked for (HTTP 422), and left for
+the trainer to quarantine.
 
 A game is named by (iteration, file name, game index); the file name is only accepted when it
 is one of the files the sample folder of that iteration lists, so no request builds a path.
@@ -17,7 +19,8 @@ import threading
 
 import numpy as np
 
-from gamegym.data.samples import read_sample_file, sample_files, sample_iterations
+from gamegym.data.formats import FormatError
+from gamegym.data.samples import SampleShape, read_sample_file, sample_files, sample_iterations
 from gamegym.data.session import Session
 from gamegym.game.graph import GameGraph
 from gamegym.serve.boards import (
@@ -29,13 +32,22 @@ from gamegym.serve.boards import (
     side_names,
 )
 
-__all__ = ["SelfplayGames", "ReplayError"]
+__all__ = ["SelfplayGames", "ReplayError", "Unreplayable"]
 
 CACHED_FILES = 64
 
 
 class ReplayError(LookupError):
     """The game asked for is not (or no longer) in the session; the message says why."""
+
+    status = 404  # HTTP
+
+
+class Unreplayable(ReplayError):
+    """The sample file is there, but holds no game of this session to replay: damaged, of a
+    newer format, of another game, or a move that is not legal; the message says which."""
+
+    status = 422
 
 
 class SelfplayGames:
@@ -44,6 +56,7 @@ class SelfplayGames:
 
     def __init__(self, session: Session, graph: GameGraph):
         self.session, self.graph = session, graph
+        self.shape = SampleShape.of(graph)
         self._summaries: dict[str, tuple[float, list]] = {}  # path -> (mtime, games)
         self._lock = threading.Lock()
         self.names = side_names(graph.board_at(graph.roots[0]) if graph.has_board else None)
@@ -68,12 +81,14 @@ class SelfplayGames:
         if known is not None and known[0] == mtime:
             return known[1]
         try:
-            arrays = read_sample_file(path)
-        except (ValueError, OSError):
+            arrays = self._read(path)
+        except Unreplayable:
             return []
         games = []
         for game, result in enumerate(arrays["result"]):
             moves = int(np.count_nonzero(arrays["game"] == game))
+            if not moves:  # a game row without positions: nothing to replay
+                continue
             truncated = bool(arrays["truncated"][game])
             games.append(
                 {
@@ -103,22 +118,34 @@ class SelfplayGames:
             by_name = {p.name: p for p in sample_files(self.session.samples_dir, iteration)}
             if file not in by_name:
                 raise ReplayError(f"no sample file {file!r} in iteration {iteration}")
-            try:
-                arrays = read_sample_file(by_name[file])
-            except (ValueError, OSError) as error:
-                raise ReplayError(f"sample file {file!r} cannot be read: {error}") from error
+            arrays = self._read(by_name[file])
             if not 0 <= game < len(arrays["result"]):
                 raise ReplayError(f"sample file {file!r} has no game {game}")
             return self._rebuild(arrays, game, iteration, file)
 
+    def _read(self, path) -> dict:
+        """The file's arrays, checked against the session's game; Unreplayable says why not."""
+        try:
+            return read_sample_file(path, self.shape)
+        except (ValueError, OSError, FormatError) as error:  # the reader names the file
+            raise Unreplayable(str(error).replace(str(path), repr(path.name))) from error
+
     def _rebuild(self, arrays: dict, game: int, iteration: int, file: str) -> dict:
         graph = self.graph
         rows = np.flatnonzero(arrays["game"] == game)
+        if not len(rows):
+            raise Unreplayable(f"sample file {file!r} holds no positions of game {game}")
         rows = rows[np.argsort(arrays["step"][rows], kind="stable")]
-        vertex = self._first_vertex(arrays["x"][rows[0]])
+        vertex = self._first_vertex(arrays["x"][rows[0]], file)
         positions = []
         for ply, row in enumerate(rows):
             action = int(arrays["action"][row])
+            if action not in graph.actions_at(vertex):
+                raise Unreplayable(
+                    f"game {game} of {file!r} plays action {action}, which is "
+                    f"not legal at move {ply + 1}: not a game of this session's "
+                    "rules"
+                )
             view = position_view(graph, vertex, ply)
             view["played"] = {
                 "action": action,
@@ -128,12 +155,6 @@ class SelfplayGames:
             view["shares"] = move_shares(graph, vertex, arrays["pi"][row])
             view["root_value"] = round(float(arrays["root_value"][row]), 3)
             positions.append(view)
-            if action not in graph.actions_at(vertex):
-                raise ReplayError(
-                    f"game {game} of {file!r} plays action {action}, which is "
-                    f"not legal at move {ply + 1}: not a game of this session's "
-                    "rules"
-                )
             vertex = graph.child_by_action(vertex, action)
         truncated = bool(arrays["truncated"][game])
         last = position_view(graph, vertex, len(rows))
@@ -151,7 +172,7 @@ class SelfplayGames:
             "result": last["result"],
         }
 
-    def _first_vertex(self, x: np.ndarray):
+    def _first_vertex(self, x: np.ndarray, file: str):
         graph = self.graph
         for root in graph.roots:
             if np.array_equal(graph.numpify(root), x):
@@ -159,9 +180,15 @@ class SelfplayGames:
         try:
             return graph.unnumpify(x)
         except NotImplementedError:
-            raise ReplayError(
-                "the game starts away from the game's roots and the game cannot unnumpify it"
+            raise Unreplayable(
+                f"a game of {file!r} starts away from the game's roots and the game cannot "
+                "unnumpify it"
             ) from None
+        except Exception as error:  # the game's own code, on an array it never made
+            raise Unreplayable(
+                f"a game of {file!r} starts at a position the game cannot rebuild: "
+                f"{type(error).__name__}: {error}"
+            ) from error
 
 
 def _mtime(path) -> float:

@@ -1,32 +1,25 @@
-"""The web page's server through Starlette's TestClient: what it answers, what it refuses (with a
-4xx and no change), and that it only reads the session folder.  The model is a random player
-here (no TensorFlow) except in the one test that plays the real starter network."""
+"""The web page's server, served by uvicorn on a free loopback port in a thread of the test's
+process and asked over HTTP (`serving.running`): what it answers, what it refuses (with a 4xx, a
+message and no change), and that it only reads the session folder.  The model is a random
+player here (no TensorFlow) except in the one test that plays the real starter network."""
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
-from starlette.testclient import TestClient
+from serving import RandomModels, running
 
 from gamegym.data.samples import GameRecord, write_sample_file
 from gamegym.data.session import SessionError
-from gamegym.game.players import RandomPlayer
 from gamegym.serve import create_app
 from gamegym.serve.play import ModelPlayers, NotFound
 from games.tictactoe import TicTacToe
-
-
-class RandomModels(ModelPlayers):
-    """Every model iteration plays random legal moves (the registry is still the session's)."""
-
-    def player(self, iteration, searchcount, graph):
-        self.check(iteration)
-        return RandomPlayer()
 
 
 @pytest.fixture
@@ -35,8 +28,9 @@ def session(new_session) -> Path:
 
 
 @pytest.fixture
-def client(session) -> TestClient:
-    return TestClient(create_app(session, players=RandomModels))
+def client(session):
+    with running(session) as client:
+        yield client
 
 
 def folder_state(path: Path) -> dict:
@@ -138,15 +132,38 @@ def test_bad_moves_change_nothing(client, body, status, words):
     assert client.get(f"/api/games/{state['id']}").json() == before
 
 
-def test_malformed_json(client):
+@pytest.fixture
+def python_recursion_limit():
+    """Python's default recursion limit, as in a server that has not imported TensorFlow yet
+    (which raises it to 3000): 2000 brackets are too deep for the JSON decoder then."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(saved)
+
+
+@pytest.mark.parametrize(
+    "data, status, words",
+    [
+        (b"{", 400, "not JSON"),
+        (b"\xff\xfe", 400, "not JSON"),
+        (b"", 400, "not JSON"),
+        (b"null", 400, "JSON object"),
+        (b"[" * 2000 + b"]" * 2000, 400, "nested too deeply"),
+        (b"x" * 5000, 413, "over 4096 bytes"),
+    ],
+    ids=["torn", "not-utf8", "empty", "null", "deep", "too-long"],
+)
+def test_malformed_json(client, data, status, words, python_recursion_limit):
     state = new_game(client)
-    for data in (b"{", b"\xff\xfe", b"", b"null", b"x" * 5000):
-        response = client.post(
-            f"/api/games/{state['id']}/move",
-            content=data,
-            headers={"Content-Type": "application/json"},
-        )
-        assert 400 <= response.status_code < 500 and response.json()["error"]
+    response = client.post(
+        f"/api/games/{state['id']}/move",
+        content=data,
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == status, response.text
+    assert words in response.json()["error"]
+    assert client.get(f"/api/games/{state['id']}").json() == state
     assert client.get(f"/api/games/{state['id']}").json()["position"]["ply"] == 0
 
 
@@ -209,6 +226,105 @@ def test_replay_refuses_what_is_not_listed(client, session, params, status):
     write_sample_file(session / "samples" / "0" / "sp-1-000001-1.npz", [random_game()])
     response = client.get("/api/selfplay/game", params=params)
     assert response.status_code == status and response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({"iteration": "\u00b2", "game": 0}, "'iteration' must be a non-negative integer"),
+        ({"iteration": 0, "game": "\u0663"}, "'game' must be a non-negative integer"),  # ٣
+        ({"iteration": "", "game": 0}, "'iteration' must be a non-negative integer"),
+        ({"iteration": 0, "game": "1e3"}, "'game' must be a non-negative integer"),
+        ({"iteration": 0, "game": 10**12}, "'game' must be a non-negative integer"),
+    ],
+)
+def test_a_bad_replay_index_is_refused(client, session, params, words):
+    write_sample_file(session / "samples" / "0" / "sp-1-000001-1.npz", [random_game()])
+    response = client.get("/api/selfplay/game", params={"file": "sp-1-000001-1.npz", **params})
+    assert response.status_code == 400, response.text
+    assert words in response.json()["error"]
+
+
+def sample_arrays(records) -> dict:
+    from gamegym.data.samples import SAMPLE_FORMAT, VERSION_FIELD, records_to_arrays
+
+    return {**records_to_arrays(records), VERSION_FIELD: np.int64(SAMPLE_FORMAT)}
+
+
+def foreign_game() -> GameRecord:
+    """A game of another board (4x4 inputs, 16 actions) than the session's tic-tac-toe."""
+    record = GameRecord()
+    for move in range(3):
+        record.x.append(np.zeros((4, 4, 2), np.float32))
+        record.pi.append(np.full(16, 1 / 16, np.float32))
+        record.legal.append(np.ones(16, bool))
+        record.root_value.append(0.0)
+        record.action.append(12 + move)
+    record.result = 1.0
+    return record
+
+
+def illegal_game() -> GameRecord:
+    """A tic-tac-toe game whose second move is on the first one's cell."""
+    record = random_game()
+    record.action[1] = record.action[0]
+    return record
+
+
+BAD_FILES = {
+    "newer": lambda: {**sample_arrays([random_game()]), "format_version": np.int64(99)},
+    "foreign": lambda: sample_arrays([foreign_game()]),
+    "lacks a column": lambda: {
+        k: v for k, v in sample_arrays([random_game()]).items() if k != "action"
+    },
+    "illegal": lambda: sample_arrays([illegal_game()]),
+    "a game without positions": lambda: {
+        **sample_arrays([random_game()]),
+        "result": np.array([1.0, -1.0], np.float32),
+        "truncated": np.zeros(2, bool),
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "kind, game, listed, words",
+    [
+        ("newer", 0, [], "written by a newer gamegym"),
+        ("foreign", 0, [], "does not fit the game: x has shape (3, 4, 4, 2)"),
+        ("lacks a column", 0, [], "lacks ['action']"),
+        ("truncated", 0, [], "damaged sample file"),
+        ("illegal", 0, [0], "plays action"),
+        ("a game without positions", 1, [0], "holds no positions of game 1"),
+    ],
+)
+def test_a_sample_file_that_cannot_be_replayed_is_refused(
+    client, session, kind, game, listed, words
+):
+    """A damaged file, one of a newer format or of another game: refused with a 422 naming the
+    file and the reason; the list leaves out what it cannot show and keeps the rest."""
+    folder = session / "samples" / "0"
+    write_sample_file(folder / "sp-1-000001-1.npz", [random_game()])
+    bad = folder / "sp-1-000002-1.npz"
+    if kind == "truncated":
+        write_sample_file(bad, [random_game(1)])
+        bad.write_bytes(bad.read_bytes()[:200])
+    else:
+        np.savez(bad, **BAD_FILES[kind]())
+    games = client.get("/api/selfplay")
+    assert games.status_code == 200, games.text
+    assert sorted((g["file"], g["game"]) for g in games.json()["games"]) == [
+        ("sp-1-000001-1.npz", 0)
+    ] + [(bad.name, g) for g in listed]
+    response = client.get(
+        "/api/selfplay/game", params={"iteration": 0, "file": bad.name, "game": game}
+    )
+    assert response.status_code == 422, response.text
+    message = response.json()["error"]
+    assert bad.name in message and words in message, message
+    good = client.get(
+        "/api/selfplay/game", params={"iteration": 0, "file": "sp-1-000001-1.npz", "game": 0}
+    )
+    assert good.status_code == 200
 
 
 def test_progress_reads_the_gym_records(client, session):
@@ -278,14 +394,14 @@ def test_only_reads_the_session_even_while_a_gym_holds_it(session):
     )
     write_sample_file(session / "samples" / "0" / "sp-1-000001-1.npz", [random_game()])
     before = folder_state(session)
-    client = TestClient(create_app(session, players=RandomModels))
-    assert client.get("/api/progress").json()["running"] is True
-    state = new_game(client)
-    client.post(f"/api/games/{state['id']}/move", json={"action": 4})
-    client.get("/api/selfplay")
-    client.get(
-        "/api/selfplay/game", params={"iteration": 0, "file": "sp-1-000001-1.npz", "game": 0}
-    )
+    with running(session) as client:
+        assert client.get("/api/progress").json()["running"] is True
+        state = new_game(client)
+        client.post(f"/api/games/{state['id']}/move", json={"action": 4})
+        client.get("/api/selfplay")
+        client.get(
+            "/api/selfplay/game", params={"iteration": 0, "file": "sp-1-000001-1.npz", "game": 0}
+        )
     assert folder_state(session) == before
 
 
@@ -325,13 +441,13 @@ def test_the_starter_network_answers_with_its_visit_shares(tmp_path):
         tmp_path / "ttt", TICTACTOE, {}, initial_model=INITIAL_MODELS / "tictactoe.keras"
     )
     before = folder_state(path)
-    client = TestClient(create_app(path))
-    state = new_game(client, side="second", searchcount=16)
-    shares = state["model_move"]["shares"]
-    assert 0 < len(shares) <= 8 and 0.5 < sum(s["share"] for s in shares) <= 1.0 + 1e-6
-    assert state["model_move"]["action"] == state["history"][0]["action"]
-    again = new_game(client, side="second", searchcount=16)  # the loaded model is kept
-    assert again["position"]["ply"] == 1
+    with running(path, players=ModelPlayers) as client:
+        state = new_game(client, side="second", searchcount=16)
+        shares = state["model_move"]["shares"]
+        assert 0 < len(shares) <= 8 and 0.5 < sum(s["share"] for s in shares) <= 1.0 + 1e-6
+        assert state["model_move"]["action"] == state["history"][0]["action"]
+        again = new_game(client, side="second", searchcount=16)  # the loaded model is kept
+        assert again["position"]["ply"] == 1
     assert folder_state(path) == before  # loading and playing the model wrote nothing
 
 
@@ -342,8 +458,33 @@ def test_a_model_that_cannot_answer_undoes_the_move(session):
         def player(self, iteration, searchcount, graph):
             raise NotFound("model iteration 0 cannot be loaded: gone")
 
-    client = TestClient(create_app(session, players=Vanishing))
-    state = new_game(client)
-    response = client.post(f"/api/games/{state['id']}/move", json={"action": 4})
-    assert response.status_code == 404 and "cannot be loaded" in response.json()["error"]
-    assert client.get(f"/api/games/{state['id']}").json() == state
+    with running(session, players=Vanishing) as client:
+        state = new_game(client)
+        response = client.post(f"/api/games/{state['id']}/move", json={"action": 4})
+        assert response.status_code == 404 and "cannot be loaded" in response.json()["error"]
+        assert client.get(f"/api/games/{state['id']}").json() == state
+
+
+def test_a_fault_of_the_server_is_answered_in_json(session):
+    """Not a bad request: a 500, still with a message the page can show; the move undone."""
+
+    class Broken(RandomModels):
+        def player(self, iteration, searchcount, graph):
+            raise RuntimeError("the model fell over")
+
+    with running(session, players=Broken) as client:
+        state = new_game(client)
+        response = client.post(f"/api/games/{state['id']}/move", json={"action": 4})
+        assert response.status_code == 500
+        assert "RuntimeError: the model fell over" in response.json()["error"]
+        assert client.get(f"/api/games/{state['id']}").json() == state
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "http", "８０"])
+def test_the_port_is_a_port_number(session, capsys, port):
+    """The page checks that requests name its port: the system may not pick one (0)."""
+    from gamegym.cli.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["serve", str(session), "--port", port])
+    assert stop.value.code == 2 and "is not a port number (1..65535)" in capsys.readouterr().err
