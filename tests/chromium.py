@@ -30,8 +30,8 @@ DEBIAN = ("/usr/bin/chromium",)
 ON_PATH = ("chromium", "google-chrome", "google-chrome-stable")
 SNAP = ("/usr/bin/chromium-browser", "/snap/bin/chromium")
 INSTALL = (
-    "apt-get install chromium (Debian), snap install chromium (Ubuntu) or "
-    "python -m playwright install chromium"
+    "apt-get install chromium (Debian) or python -m playwright install --with-deps chromium "
+    "(Ubuntu, others)"
 )
 
 
@@ -92,9 +92,11 @@ def chromium_or_skip(
     if environ.get("GAMEGYM_SKIP_BROWSER") == "1":
         pytest.skip("GAMEGYM_SKIP_BROWSER=1")
     try:
-        found = find_chromium(environ, debian, snap)
+        found, problem = find_chromium(environ, debian, snap), ""
     except ValueError as error:
-        pytest.fail(str(error))
+        found, problem = None, str(error)
+    if problem:
+        pytest.fail(problem)
     if found is not None:
         return found
     reason = (
