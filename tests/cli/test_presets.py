@@ -7,6 +7,7 @@ import shutil
 import site
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -175,7 +176,7 @@ print(trial["initial_model_path"](config.game, config.game_args, config.network)
 def test_a_wheel_installed_in_a_fresh_venv_finds_every_starter_model(tmp_path):
     source = tmp_path / "source"  # a copy, so the build leaves no build/ in the checkout
     source.mkdir()
-    for name in ("setup.cfg", "pyproject.toml", "README.md", "script_trialrun.py"):
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE", "script_trialrun.py"):
         shutil.copy(ROOT / name, source / name)
     for package in ("gamegym", "games"):
         shutil.copytree(
@@ -198,6 +199,8 @@ def test_a_wheel_installed_in_a_fresh_venv_finds_every_starter_model(tmp_path):
         cwd=source,
     )
     (wheel,) = (tmp_path / "dist").glob("gamegym-*.whl")
+    with zipfile.ZipFile(wheel) as archive:  # the licence setup.cfg names travels with it
+        assert [n for n in archive.namelist() if ".dist-info/" in n and n.endswith("/LICENSE")]
     venv = tmp_path / "venv"
     python = venv_seeing_these_packages(venv)
     # pip from this environment's site-packages installs into the venv; -I leaves this
