@@ -32,7 +32,7 @@ from gamegym.cli.util import json_object
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.positions import PositionBenchmark, load_positions, policy_moves
 
-__all__ = ["COMMAND", "add_parser", "benchmark_of", "measure_accuracy", "legacy_argv"]
+__all__ = ["COMMAND", "add_parser", "benchmark_of", "measure_accuracy", "accuracy_text"]
 
 COMMAND = "accuracy"
 SEARCHES = 100  # the model's searches a move, as the learning bench's matches
@@ -207,7 +207,6 @@ def add_parser(sub) -> None:
         help="how often a model's move is optimal on a game's solved positions",
         description=__doc__.split("\n\n    gamegym")[0],
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "target", metavar="SESSION_OR_MODEL", help="a session folder or a .keras model file"
@@ -217,21 +216,13 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--game", help="MODULE:CLASS, for a model file (a session names its own)")
     p.add_argument("--game-args", type=json_object, default={}, help="the game's arguments (JSON)")
+    p.add_argument("--learner", default="alphazero", help="the learner of a model file")
+    p.add_argument("--searches", type=int, default=SEARCHES, help="searches a move")
+    p.add_argument("--threads", type=int, default=8, help="concurrent searches")
     p.add_argument(
-        "--learner", default="alphazero", help="the learner of a model file (default: alphazero)"
+        "--per-band", type=int, help="a random sample of this many positions a band (none: all)"
     )
-    p.add_argument(
-        "--searches", type=int, default=SEARCHES, help=f"searches a move (default: {SEARCHES})"
-    )
-    p.add_argument("--threads", type=int, default=8, help="concurrent searches (default: 8)")
-    p.add_argument(
-        "--per-band", type=int, help="a random sample of this many positions a band (default: all)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="the searches' seed (default: 0)")
+    p.add_argument("--seed", type=int, default=0, help="the searches' and the sample's seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_accuracy)
 
-
-def legacy_argv(tail: list[str]) -> list[str] | None:
-    """This bench has no one-command spelling."""
-    return None

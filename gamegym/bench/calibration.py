@@ -9,13 +9,11 @@ rollouts (`mcts:N`), alpha-beta with the game's heuristic (`alphabeta:D`) and wi
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import numpy as np
 
-from gamegym.bench.legacy import has, take
 from gamegym.cli.util import json_object
 from gamegym.evaluation.arena import make_player, run_match
 from gamegym.game.graph import GameGraph, load_game
@@ -114,9 +112,8 @@ def add_parser(sub) -> None:
         help="the yardsticks against each other (matches of player specs)",
         description=__doc__,
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--game", default=CALIBRATION_GAME, help="MODULE:CLASS (default: Connect Four)")
+    p.add_argument("--game", default=CALIBRATION_GAME, help="MODULE:CLASS")
     p.add_argument("--game-args", type=json_object, default={}, help="the game's arguments (JSON)")
     p.add_argument(
         "--pair",
@@ -148,11 +145,3 @@ def cmd_calibrate(args) -> int:
         print()
         print_calibration(figures)
     return 0
-
-
-def legacy_argv(tail: list[str]) -> list[str] | None:
-    """`gamegym bench --calibrate ...` was this bench."""
-    if not has(tail, "--calibrate"):
-        return None
-    take(tail, "--calibrate", count=0)
-    return [COMMAND, *tail]

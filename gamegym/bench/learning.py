@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from gamegym.bench.accuracy import accuracy_text, benchmark_of, measure_accuracy
-from gamegym.bench.legacy import has, take
 from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, merged_settings
@@ -689,7 +688,6 @@ def add_parser(sub) -> None:
         help="train a bundled game from scratch and print its curve",
         description=__doc__,
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_training_flags(p)
     p.add_argument(
@@ -738,11 +736,3 @@ def variant(text: str) -> tuple[str, dict]:
             f'{text!r} is not NAME=JSON, e.g. gumbel=\'{{"selfplay": {{"search": "gumbel"}}}}\''
         )
     return name.strip(), json_object(changes)
-
-
-def legacy_argv(tail: list[str]) -> list[str] | None:
-    """`gamegym bench --learning GAME ...` was this bench."""
-    if not has(tail, "--learning"):
-        return None
-    game = take(tail, "--learning") or []
-    return [COMMAND, *game, *tail]

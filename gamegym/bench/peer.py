@@ -23,7 +23,6 @@ the CPU-seconds of every role, OpenSpiel's over its own.  OpenSpiel is the optio
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from collections.abc import Callable
@@ -31,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from gamegym.bench.legacy import has, take
 from gamegym.bench.peersides import (
     CPP_EVALUATOR,
     EXTRA_MESSAGE,
@@ -387,7 +385,6 @@ def add_parser(sub) -> None:
         help="our search ceiling beside a peer's MCTS on every bundled game",
         description=__doc__,
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("peer", choices=["openspiel"], help="the peer (OpenSpiel's MCTSBot)")
     p.add_argument("--seconds", type=float, default=20.0, help="time per side and game")
@@ -454,11 +451,3 @@ def cmd_peer(args) -> int:
     else:
         print_peer_report(figures)
     return 0
-
-
-def legacy_argv(tail: list[str]) -> list[str] | None:
-    """`gamegym bench --peer openspiel ...` was this bench."""
-    if not has(tail, "--peer"):
-        return None
-    peer = take(tail, "--peer") or []
-    return [COMMAND, *peer, *tail]

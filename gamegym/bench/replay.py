@@ -19,7 +19,6 @@ seeds (a run that never got there counts as longer than any), and its ratio to `
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import tempfile
@@ -36,7 +35,6 @@ from gamegym.bench.learning import (
     run_learning_bench,
     train_and_measure,
 )
-from gamegym.bench.legacy import has, rename, take
 from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, merged_settings
 from gamegym.data.sumtree import SumTree
@@ -396,7 +394,6 @@ def add_parser(sub) -> None:
         help="replay modes side by side (--adapt-to: after a change of rules)",
         description=__doc__,
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_training_flags(p)
     p.add_argument(
@@ -405,7 +402,7 @@ def add_parser(sub) -> None:
         choices=REPLAYS.names(),
         default=["uniform", "curious"],
         metavar="MODE",
-        help="the replay modes, one run per mode and seed (default: uniform curious)",
+        help="the replay modes, one run per mode and seed",
     )
     p.add_argument("--seeds", nargs="+", type=int, default=[0], help="the seeds of the runs")
     p.add_argument(
@@ -428,11 +425,3 @@ def add_parser(sub) -> None:
         help="(--adapt-to) minutes of learning before the change",
     )
     p.set_defaults(run=cmd_replay)
-
-
-def legacy_argv(tail: list[str]) -> list[str] | None:
-    """`gamegym bench --learning GAME --replay MODE... | --adapt-to GAME2 ...` was this bench."""
-    if not (has(tail, "--learning") and (has(tail, "--replay") or has(tail, "--adapt-to"))):
-        return None
-    game = take(tail, "--learning") or []
-    return [COMMAND, *game, *rename(tail, "--replay", "--modes")]

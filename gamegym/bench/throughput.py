@@ -26,7 +26,6 @@ its core.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import re
@@ -502,14 +501,13 @@ def add_parser(sub) -> None:
         help="self-play throughput: searches/s, ceilings, efficiency",
         description=__doc__,
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--game", default=DEFAULT_GAME, help="MODULE:CLASS (default: Santorini)")
+    p.add_argument("--game", default=DEFAULT_GAME, help="MODULE:CLASS")
     p.add_argument(
         "--game-args",
         type=json_object,
         default={},
-        help="the game's arguments (JSON; default: the game's own)",
+        help="the game's arguments (JSON)",
     )
     p.add_argument("--seconds", type=float, default=20.0, help="end-to-end measuring time")
     p.add_argument("--selfplayers", type=int, default=4)
@@ -571,13 +569,11 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--core",
-        default="",
         help="selfplay.search_core(s), comma-separated: auto, python, compiled (one run each, "
         "with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--search",
-        default="",
         help="selfplay.search rule(s), comma-separated: "
         + ", ".join(SEARCHES.names())
         + " (one run each, with ratios to the first; default: the preset's)",
@@ -590,8 +586,3 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_throughput)
-
-
-def legacy_argv(tail: list[str]) -> list[str]:
-    """`gamegym bench [--game G] ...` (no job flag) was the throughput bench."""
-    return [COMMAND, *tail]

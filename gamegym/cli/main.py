@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from gamegym.cli.util import json_object, port_number, read_overrides
+from gamegym.cli.util import Parser, json_object, port_number, prints_help, read_overrides
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.session import SessionError
 from gamegym.game.graph import GameGraphError
@@ -212,14 +212,14 @@ NEW_EXAMPLE = """examples:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gamegym", description="A desktop self-play gym.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="gamegym", description="A desktop self-play gym.")
+    sub = parser.add_subparsers(dest="command")
+    parser.set_defaults(run=prints_help(parser))
 
     p = sub.add_parser(
         "new",
         help="create a session folder (does not start it)",
         epilog=NEW_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("session", help="session folder, e.g. sessions/mygame")
     p.add_argument("--game", help="the game as package.module:Class (or from --preset)")
@@ -272,9 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="play random games and report GameGraph contract violations")
     p.add_argument("game", help="package.module:Class")
-    p.add_argument("--game-args", type=json_object, default={})
-    p.add_argument("--games", type=int, default=50)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--game-args", type=json_object, default={}, help="JSON keyword arguments")
+    p.add_argument("--games", type=int, default=50, help="random games to play")
+    p.add_argument("--seed", type=int, default=0, help="the random games' seed")
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser(
@@ -283,11 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
         "self-play games and play its models (only reads the session)",
     )
     p.add_argument("session")
-    p.add_argument("--port", type=port_number, default=8000)
+    p.add_argument("--port", type=port_number, default=8000, help="port to listen on")
     p.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to listen on (default 127.0.0.1: this computer only)",
+        help="address to listen on (127.0.0.1: this computer only)",
     )
     p.set_defaults(run=cmd_serve)
 
@@ -302,14 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command line as a namespace whose `run` is the command; an old spelling of a
-    `bench` job (see gamegym.bench.modern_argv) is taken with one deprecation line."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:
-        from gamegym.bench import modern_argv
-
-        argv = ["bench", *modern_argv(argv[1:])]
-    return build_parser().parse_args(argv)
+    """The command line as a namespace whose `run` is the command (a command group without
+    its subcommand: its help, on stderr).  A usage error exits with status 2, on stderr."""
+    return build_parser().parse_args(sys.argv[1:] if argv is None else argv)
 
 
 def main(argv: list[str] | None = None) -> int:

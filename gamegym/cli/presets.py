@@ -3,7 +3,6 @@ starts a session from one (its game, settings and starter model; flags and --con
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ def add_parser(sub) -> None:
         help="list the bundled presets (gamegym new --preset NAME)",
         description=__doc__,
         epilog=EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_presets)

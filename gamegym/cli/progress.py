@@ -1,4 +1,4 @@
-"""Progress bars for long work at the console (`gamegym evaluate`, `gamegym bench --learning`):
+"""Progress bars for long work at the console (`gamegym evaluate`, `gamegym bench learning`):
 how much is done, the time elapsed and the expected end.  Drawn with rich on stderr, and only
 when stderr is a terminal: piped or captured output (scripts, CI, `--json > file`) gets none.
 

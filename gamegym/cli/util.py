@@ -1,14 +1,78 @@
-"""Argument types and readers shared by the command-line modules (cli, bench, evaluation)."""
+"""The command line's parser class and help layout, and the argument types and readers shared
+by the command-line modules (cli, bench, evaluation)."""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gamegym.config import ConfigError
 
-__all__ = ["json_object", "read_overrides"]
+__all__ = [
+    "HelpFormatter",
+    "Parser",
+    "default_text",
+    "json_object",
+    "prints_help",
+    "read_overrides",
+    "shows_default",
+]
+
+
+def shows_default(action: argparse.Action) -> bool:
+    """Whether `--help` names the action's default: an option (or optional positional) that
+    takes a value and has a default other than None; a plain flag's False is not shown."""
+    takes_value = action.nargs != 0
+    optional = bool(action.option_strings) or action.nargs in ("?", "*")
+    unset = action.default is None or action.default is argparse.SUPPRESS
+    return takes_value and optional and not unset and action.help is not argparse.SUPPRESS
+
+
+def default_text(value: Any) -> str:
+    """A default as it would be typed: a list's items apart, a dict as JSON."""
+    if isinstance(value, list | tuple):
+        return " ".join(map(str, value))
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written (their examples keep their lines); every option
+    with a default ends its help with `(default: VALUE)`.  Only `--help` shows it: the
+    reference pages have a column of their own for the default."""
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if shows_default(action) and "%(default)" not in (action.help or ""):
+            action = copy.copy(action)
+            shown = f"(default: {default_text(action.default)})".replace("%", "%%")
+            action.help = f"{action.help} {shown}" if action.help else shown
+        return super()._format_action(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose help uses HelpFormatter; its subcommands' parsers are Parsers
+    too (argparse makes them of the parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def prints_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The `run` of a command group called without a subcommand (`gamegym`, `gamegym bench`):
+    its help, which lists the subcommands, on stderr, and exit status 2 (a usage error)."""
+
+    def run(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 2
+
+    return run
 
 
 def json_object(text: str) -> dict:

@@ -582,30 +582,38 @@ def check_graph(
 
 # ----- the command line report -------------------------------------------------------------
 def run_check(
-    spec: str, game_args: dict | None, games: int, seed: int, out: TextIO = sys.stdout
+    spec: str,
+    game_args: dict | None,
+    games: int,
+    seed: int,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
-    """Load a game, check it and print a report; 0 when clean, 1 on violations, 2 if the game
-    cannot be loaded."""
+    """Load a game, check it and print a report: what was checked (and notes) on `out`, the
+    contract violations, or why the game cannot be loaded, on `err` (stdout and stderr by
+    default); 0 when clean, 1 on violations, 2 if the game cannot be loaded."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
     try:
         graph = load_game(spec, game_args)
     except GameSpecError as error:
-        print(f"gamegym check: error: {error}", file=out)
+        print(f"gamegym check: error: {error}", file=err)
         return 2
     except Exception as error:  # noqa: BLE001 - e.g. a ValueError from the game's constructor
         print(
             f"gamegym check: error: cannot build {spec} with arguments {game_args}: "
             f"{type(error).__name__}: {error}",
-            file=out,
+            file=err,
         )
         return 2
     checker = GraphChecker(graph, seed=seed)
     violations = checker.run(games)
-    _print_report(checker, violations, spec, seed, out)
+    _print_report(checker, violations, spec, seed, out, err)
     return 1 if violations else 0
 
 
 def _print_report(
-    checker: GraphChecker, violations: list, spec: str, seed: int, out: TextIO
+    checker: GraphChecker, violations: list, spec: str, seed: int, out: TextIO, err: TextIO
 ) -> None:
     graph = checker.graph
     print(
@@ -621,15 +629,16 @@ def _print_report(
     if not violations:
         print("no contract violations found", file=out)
         return
+    out.flush()  # the summary before the violations where both go to one terminal
     for v in violations:
-        print(f"\n{v.kind}: {v.count} time(s)\n  {v.message}\n    at vertex {v.vertex}", file=out)
+        print(f"\n{v.kind}: {v.count} time(s)\n  {v.message}\n    at vertex {v.vertex}", file=err)
         picture = _render(graph, v.subject)
         if picture:
-            print("    " + picture.replace("\n", "\n    "), file=out)
+            print("    " + picture.replace("\n", "\n    "), file=err)
         for text, message in v.examples:
-            print(f"  {message}\n    at vertex {text}", file=out)
+            print(f"  {message}\n    at vertex {text}", file=err)
     total = sum(v.count for v in violations)
-    print(f"\n{total} violation(s) of the GameGraph contract, {len(violations)} kind(s)", file=out)
+    print(f"\n{total} violation(s) of the GameGraph contract, {len(violations)} kind(s)", file=err)
 
 
 def _render(graph: GameGraph, vertex: Any, max_lines: int = 15, max_chars: int = 600) -> str:

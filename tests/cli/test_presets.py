@@ -4,8 +4,10 @@ their starter models as package data: a wheel installed in a fresh venv finds th
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -133,6 +135,27 @@ def run(command: list, cwd: Path, timeout: float = 300) -> subprocess.CompletedP
     return done
 
 
+def venv_seeing_these_packages(venv: Path) -> Path:
+    """A new venv, without pip, that sees the packages of the environment running the tests
+    after its own; its python.  `venv --system-site-packages` alone links the new venv to the
+    base interpreter (Python makes a venv from `sys._base_executable`), so when the tests run
+    in a venv it would miss that venv's packages (psutil, TensorFlow, pip); a .pth file in
+    the new venv's site-packages adds every site-packages folder of this environment that the
+    base interpreter does not have.  Run system-wide, there is none."""
+    run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv], venv.parent
+    )
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    own = Path(run([python, "-c", purelib], venv.parent).stdout.strip())
+    base = set(site.getsitepackages([sys.base_prefix]))
+    folders = [folder for folder in site.getsitepackages() if folder not in base]
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        folders.append(site.getusersitepackages())  # a venv never reads the user's folder
+    (own / "parent-environment.pth").write_text("".join(f"{folder}\n" for folder in folders))
+    return python
+
+
 FINDS_THE_MODELS = """
 import sys, gamegym
 from gamegym.presets import INITIAL_MODELS, PRESETS, starter_model
@@ -153,7 +176,7 @@ print(trial["initial_model_path"](config.game, config.game_args, config.network)
 def test_a_wheel_installed_in_a_fresh_venv_finds_every_starter_model(tmp_path):
     source = tmp_path / "source"  # a copy, so the build leaves no build/ in the checkout
     source.mkdir()
-    for name in ("setup.cfg", "pyproject.toml", "README.md", "script_trialrun.py"):
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE", "script_trialrun.py"):
         shutil.copy(ROOT / name, source / name)
     for package in ("gamegym", "games"):
         shutil.copytree(
@@ -176,14 +199,12 @@ def test_a_wheel_installed_in_a_fresh_venv_finds_every_starter_model(tmp_path):
         cwd=source,
     )
     (wheel,) = (tmp_path / "dist").glob("gamegym-*.whl")
+    with zipfile.ZipFile(wheel) as archive:  # the licence setup.cfg names travels with it
+        assert [n for n in archive.namelist() if ".dist-info/" in n and n.endswith("/LICENSE")]
     venv = tmp_path / "venv"
-    run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv],
-        cwd=tmp_path,
-    )
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    # pip from the machine's site-packages installs into the venv; -I leaves the machine's
-    # own gamegym (if any) alone
+    python = venv_seeing_these_packages(venv)
+    # pip from this environment's site-packages installs into the venv; -I leaves this
+    # environment's own gamegym (editable or not) alone
     run(
         [python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-cache-dir", "-I", wheel],
         cwd=tmp_path,

@@ -388,11 +388,14 @@ def test_reports_are_deduplicated_by_kind():
 
 # ----- run_check and the command line -------------------------------------------------------------
 def test_run_check_reports_and_exit_status():
-    out = io.StringIO()
-    assert run_check(f"{__name__}:ScoreOutOfRange", None, 4, 0, out) == 1
-    text = out.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert run_check(f"{__name__}:ScoreOutOfRange", None, 4, 0, out, err) == 1
+    text = err.getvalue()  # the violations: on stderr
     assert "score-out-of-range: 2 time(s)" in text
     assert "score 1.5 is not in [-1, 1]\n    at vertex (1, 1)" in text
+    assert text.splitlines()[-1].endswith("violation(s) of the GameGraph contract, 1 kind(s)")
+    assert out.getvalue().startswith(f"checked {__name__}:ScoreOutOfRange ")  # what was checked
+    assert "violation" not in out.getvalue()
 
     out = io.StringIO()
     assert run_check(f"{__name__}:Nim", {}, 4, 0, out) == 0
@@ -414,10 +417,10 @@ def test_run_check_reports_and_exit_status():
     ],
 )
 def test_run_check_cannot_load_the_game(spec, error):
-    out = io.StringIO()
-    assert run_check(spec, None, 4, 0, out) == 2
-    assert out.getvalue().startswith(f"gamegym check: error: {error}")
-    assert out.getvalue().count("\n") == 1
+    out, err = io.StringIO(), io.StringIO()
+    assert run_check(spec, None, 4, 0, out, err) == 2
+    assert err.getvalue().startswith(f"gamegym check: error: {error}")
+    assert err.getvalue().count("\n") == 1 and out.getvalue() == ""
 
 
 class WinsAtStart(TicTacToe):
@@ -428,14 +431,26 @@ class WinsAtStart(TicTacToe):
 
 
 def test_run_check_renders_the_vertex_and_rejects_bad_arguments():
-    out = io.StringIO()
-    assert run_check(f"{__name__}:WinsAtStart", None, 2, 0, out) == 1
-    assert "at vertex (0, 0, 0, 0, 0, 0, 0, 0, 0)\n    ...\n    ...\n    ...\n" in out.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert run_check(f"{__name__}:WinsAtStart", None, 2, 0, out, err) == 1
+    assert "at vertex (0, 0, 0, 0, 0, 0, 0, 0, 0)\n    ...\n    ...\n    ...\n" in err.getvalue()
 
-    out = io.StringIO()
-    assert run_check("games.santorini:Santorini", {"dimension": 9}, 2, 0, out) == 2
-    assert out.getvalue().startswith("gamegym check: error: cannot build games.santorini:Santorini")
-    assert out.getvalue().count("\n") == 1
+    out, err = io.StringIO(), io.StringIO()
+    assert run_check("games.santorini:Santorini", {"dimension": 9}, 2, 0, out, err) == 2
+    assert err.getvalue().startswith("gamegym check: error: cannot build games.santorini:Santorini")
+    assert err.getvalue().count("\n") == 1 and out.getvalue() == ""
+
+
+def test_gamegym_check_prints_violations_on_stderr(capsys):
+    from gamegym.cli.main import main
+
+    assert main(["check", f"{__name__}:ScoreOutOfRange", "--games", "4"]) == 1
+    printed = capsys.readouterr()
+    assert printed.out.startswith(f"checked {__name__}:ScoreOutOfRange ")
+    assert "score-out-of-range: 2 time(s)" in printed.err and "violation" not in printed.out
+    assert main(["check", "no_such_module_here:Game"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.startswith("gamegym check: error: cannot import module") and not printed.out
 
 
 @pytest.mark.slow

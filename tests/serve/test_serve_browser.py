@@ -1,8 +1,10 @@
 """The web page in a real browser: `gamegym serve` as a subprocess on a free loopback port,
-Debian's chromium driven by Playwright.
+the system's Chromium driven by Playwright.
 
-Without /usr/bin/chromium these tests fail (install it: `apt-get install chromium`); with
-GAMEGYM_SKIP_BROWSER=1 they are skipped.  Screenshots go to the test's tmp_path, and also to
+tests/chromium.py finds the browser (Debian's /usr/bin/chromium, Google Chrome, Playwright's
+own build, Ubuntu's snap or $GAMEGYM_CHROMIUM); without one these tests are skipped, saying
+so, or fail when GAMEGYM_REQUIRE_BROWSER=1 (CI).  GAMEGYM_SKIP_BROWSER=1 skips them even when
+a browser is there.  Screenshots go to the test's tmp_path, and also to
 the folder GAMEGYM_SCREENSHOTS names when it is set; then the gym also trains longer and is
 evaluated against the solver too, so the charts have more to show (the README's pictures:
 `GAMEGYM_SCREENSHOTS=docs python -m pytest -n 0 tests/serve/test_serve_browser.py`).
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from chromium import chromium_or_skip
 from conftest import SMALL
 
 from gamegym.config import GymConfig
@@ -33,7 +36,6 @@ from gamegym.runtime.gym import GameGym
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
     "--disable-gpu",
@@ -47,20 +49,14 @@ PLAYED = "#play-board[data-state=your-turn], #play-board[data-state=over]"
 
 @pytest.fixture(scope="module")
 def browser():
-    if os.environ.get("GAMEGYM_SKIP_BROWSER") == "1":
-        pytest.skip("GAMEGYM_SKIP_BROWSER=1")
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(
-            f"no {CHROMIUM}: install Debian's chromium (apt-get install chromium) or "
-            "set GAMEGYM_SKIP_BROWSER=1 to skip the browser tests"
-        )
+    executable = chromium_or_skip()
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.fail("Playwright is missing: pip install -e '.[test]'")
     args = CHROMIUM_ARGS + (["--no-sandbox"] if os.geteuid() == 0 else [])
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=args)
+        chromium = playwright.chromium.launch(executable_path=executable, args=args)
         yield chromium
         chromium.close()
 
