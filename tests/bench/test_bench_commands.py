@@ -12,7 +12,7 @@ from gamegym import bench
 from gamegym.bench import calibration, learning, peer, replay, throughput
 from gamegym.cli.main import build_parser, parse_args
 
-NAMES = {"throughput", "learning", "replay", "calibrate", "peer"}
+NAMES = {"throughput", "learning", "training", "replay", "calibrate", "peer"}
 
 # old spelling -> the subcommand spelling of the same job, and the command that runs it
 OLD_SPELLINGS = [
