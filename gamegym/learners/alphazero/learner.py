@@ -17,6 +17,8 @@ those of `gamegym.config.TrainConfig`):
   value_target_mix            m: z = (1 - m) * z + m * the position's own search value
   epochs                      passes over the training samples (when no sampled schedule)
   batchsize                   minibatch size (also read as `batch_size` or `mini_batch_size`)
+  compile                     how the training step runs: traced or XLA-compiled
+                              (gamegym.nets.trainstep; "auto": the learner's `train_compile`)
   validation_split            share of the batch held out (after an rng shuffle) for val_* losses
   num_updates_per_train_iter  > 0 (not None): that many minibatches drawn with replacement
                               instead of the epochs (design §7)
