@@ -35,6 +35,7 @@ __all__ = [
     "choice",
     "merged_settings",
     "PRECISIONS",
+    "COMPILES",
 ]
 
 
@@ -113,6 +114,7 @@ int_in, float_in, boolean, choice = _int_in, _float_in, _bool, _choice
 
 
 PRECISIONS = ("float32", "int8")  # predict.precision: the CPU fast path's arithmetic
+COMPILES = ("auto", "xla", "traced")  # train.compile (gamegym.nets.trainstep)
 GUMBEL_RESCALES = ("node", "score")  # selfplay.gumbel_rescale (gamegym.search.gumbel.RESCALES)
 
 
@@ -303,6 +305,14 @@ class TrainConfig:
     #                                 "uniform", "prioritized", "curious": a replay buffer
     epochs: int = 4  # passes over the sample window per iteration
     batchsize: int = 64  # training minibatch size
+    compile: str = "auto"  # how the training step runs: "traced" (tf.function, op by op),
+    #                                 "xla" (the same step compiled by XLA, jit_compile; on the
+    #                                 CPU and a GPU alike; falls back to traced with one log
+    #                                 line where XLA cannot compile it) or "auto" (the learner's
+    #                                 own choice, the faster one in `gamegym bench training`:
+    #                                 traced for the bundled learners).  The two train alike
+    #                                 to float rounding (a test holds their losses within a
+    #                                 relative 1e-3 over 300 steps)
     learning_rate: float = 1e-3  # Adam learning rate
     learning_rate_schedule: list = field(default_factory=list)  # [[iteration, rate], ...]:
     #                                 the models from that iteration on train at that rate
@@ -333,6 +343,7 @@ class TrainConfig:
         _registered(self, "replay", REPLAYS)
         _int_in(self, "epochs", 1, 10_000)
         _int_in(self, "batchsize", 1, 65536)
+        _choice(self, "compile", COMPILES)
         _float_in(self, "learning_rate", 0.0, 10.0, low_open=True)
         self._validate_schedule()
         _int_in(self, "min_samplecount", 1)

@@ -39,6 +39,10 @@ def test_json_round_trip(tmp_path):
             "config field 'train.learner' must be one of ['alphazero', ",
         ),
         (
+            {"game": GAME, "train": {"compile": "jit"}},
+            "config field 'train.compile' must be one of ['auto', 'xla', 'traced'], got 'jit'",
+        ),
+        (
             {"game": GAME, "selfplay": {"searchthreadcount": "8"}},
             "config field 'selfplay.searchthreadcount' must be an integer, got '8'",
         ),

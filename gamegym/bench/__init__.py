@@ -1,4 +1,5 @@
-"""Benchmarks, one module per `gamegym bench` subcommand: throughput, learning, calibrate (the
+"""Benchmarks, one module per `gamegym bench` subcommand: throughput, learning, training (the
+training step's paths side by side, and the Trainer's share of a run), calibrate (the
 yardsticks against each other), peer (our search beside OpenSpiel's), replay (replay modes side
 by side, and re-adapting to changed rules); `endtoend` (a real Predictor and Selfplayers) and
 `networks` (the network paths side by side) are parts of the throughput bench.
@@ -15,20 +16,20 @@ from __future__ import annotations
 
 import argparse
 
-from gamegym.bench import accuracy, calibration, learning, peer, replay, throughput
+from gamegym.bench import accuracy, calibration, learning, peer, replay, throughput, training
 from gamegym.cli.util import prints_help
 
 __all__ = ["SUBCOMMANDS", "add_parser"]
 
 # the subcommand modules, in the order `gamegym bench --help` lists them
-SUBCOMMANDS = (throughput, learning, accuracy, replay, calibration, peer)
+SUBCOMMANDS = (throughput, learning, training, accuracy, replay, calibration, peer)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     """The `bench` command and one subcommand per benchmark module."""
     parser = sub.add_parser(
         "bench",
-        help="measure throughput, learning, the yardsticks, a peer, replay modes",
+        help="measure throughput, learning, training, the yardsticks, a peer, replay modes",
         description="Benchmarks, one subcommand each; `gamegym bench JOB --help` for its flags.",
         epilog="example:\n  gamegym bench throughput --game games.tictactoe:TicTacToe --seconds 10",
     )

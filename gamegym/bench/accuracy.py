@@ -20,7 +20,6 @@ bars are fine).
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -225,4 +224,3 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="the searches' and the sample's seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_accuracy)
-

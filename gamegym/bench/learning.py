@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from gamegym.bench.accuracy import accuracy_text, benchmark_of, measure_accuracy
+from gamegym.bench.training import trainer_share
 from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, merged_settings
@@ -245,6 +246,7 @@ def run_learning_bench(
             bars,
         )
         positions = gym.monitor.totals.get("selfplayer.positions", 0.0)
+        trainer = trainer_share(gym.session.train_reports())
         int8 = int8_share(gym.session) if config.predict.precision == "int8" else None
     figures = {
         "game": game,
@@ -262,6 +264,8 @@ def run_learning_bench(
         # over the training clock (the gym ran `minutes`; the evaluations pause nothing)
         "selfplay_positions_per_s": round(positions / max(1e-9, minutes * 60), 1),
         "replay": config.train.replay,
+        # training against waiting for samples (gamegym.bench.training.trainer_share)
+        "trainer_share": trainer,
         "seed": seed,
         "peak_rss_mib_by_role": peak_rss,
     }
@@ -630,6 +634,13 @@ def cmd_learning(args) -> int:
             f"{run['selfplay_positions_per_s']} positions/s\npeak memory by role: {rss} MiB "
             "resident (the benchmark's own process, 'gym', also evaluates with TensorFlow)"
         )
+        share = run.get("trainer_share")
+        if share:
+            print(
+                f"Trainer: training {share['training_seconds']:,.0f} s of "
+                f"{share['wall_seconds']:,.0f} s between its first and last iteration "
+                f"({share['training_share']:.0%}), the rest waiting for samples"
+            )
     for label, reached in figures.get("minutes_to", {}).items():
         print(
             f"minutes to ({label}): "

@@ -108,6 +108,9 @@ class Learner(ABC):
     # whether its model is one network that gamegym.bench.networks can time on each path
     # (TensorFlow, NumPy, ONNX Runtime); else the bench times the learner's own evaluator
     compares_network_paths: bool = False
+    # how its training step runs under train.compile "auto" (gamegym.nets.trainstep): "xla"
+    # where `gamegym bench training` found the XLA-compiled step faster for it, else "traced"
+    train_compile: str = "traced"
 
     @classmethod
     def check_config(cls, config: GymConfig) -> str | None:
@@ -139,6 +142,18 @@ class Learner(ABC):
         when it holds each of them as declared (others are quarantined) and keeps no other.
         Default: none."""
         return {}
+
+    def train_path(self, train_config: TrainOptions) -> str:
+        """How this learner's training step runs under `train_config`'s train.compile:
+        "xla" or "traced" ("auto": its own `train_compile`)."""
+        from gamegym.nets.trainstep import compile_path
+
+        return compile_path(option(train_config, "compile"), self.train_compile)
+
+    def train_step_options(self, train_config: TrainOptions) -> tuple[str, int]:
+        """(path, minibatch size) of this learner's training step under `train_config`
+        (gamegym.nets.trainstep.TrainStep): a change of either builds the step anew."""
+        return self.train_path(train_config), int(option(train_config, "batchsize"))
 
     @abstractmethod
     def make_targets(

@@ -17,6 +17,8 @@ those of `gamegym.config.TrainConfig`):
   value_target_mix            m: z = (1 - m) * z + m * the position's own search value
   epochs                      passes over the training samples (when no sampled schedule)
   batchsize                   minibatch size (also read as `batch_size` or `mini_batch_size`)
+  compile                     how the training step runs: traced or XLA-compiled
+                              (gamegym.nets.trainstep; "auto": the learner's `train_compile`)
   validation_split            share of the batch held out (after an rng shuffle) for val_* losses
   num_updates_per_train_iter  > 0 (not None): that many minibatches drawn with replacement
                               instead of the epochs (design §7)
@@ -64,6 +66,7 @@ class AlphaZeroLearner(Learner):
 
     def compile(self, model, train_config) -> None:
         from gamegym.nets.tfsetup import import_keras, import_tensorflow
+        from gamegym.nets.trainstep import TrainStep
 
         keras, tf = import_keras(), import_tensorflow()
         self.optimizer = keras.optimizers.Adam(
@@ -81,7 +84,6 @@ class AlphaZeroLearner(Learner):
             policy = tf.nn.softmax_cross_entropy_with_logits(labels=pi, logits=logits)
             return policy * policy_weight, tf.square(z - tf.reshape(value, [-1]))
 
-        @tf.function(input_signature=[*examples, tf.TensorSpec((), tf.float32)], autograph=False)
         def train_step(x, pi, z, legal, policy_weight, weight):
             with tf.GradientTape() as tape:
                 policy, value = losses(x, pi, z, legal, policy_weight, True)
@@ -97,11 +99,19 @@ class AlphaZeroLearner(Learner):
         def eval_step(x, pi, z, legal, policy_weight):
             return losses(x, pi, z, legal, policy_weight, False)
 
-        self._train_step, self._eval_step = train_step, eval_step
+        self._train_step = TrainStep(
+            train_step,
+            *self.train_step_options(train_config),
+            input_signature=[*examples, tf.TensorSpec((), tf.float32)],
+            autograph=False,
+        )
+        self._eval_step = eval_step
 
     def _ready(self, model, train_config) -> None:
         if self._model is not model:
             self.compile(model, train_config)
+        else:
+            self._train_step.configure(*self.train_step_options(train_config))
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):

@@ -116,6 +116,7 @@ class BootstrappedLearner(Learner):
         import tensorflow as tf
 
         from gamegym.learners.bootstrapped.qnetwork import parts
+        from gamegym.nets.trainstep import TrainStep
 
         online, target = parts(model)
         self.optimizer = keras.optimizers.Adam(
@@ -151,7 +152,6 @@ class BootstrappedLearner(Learner):
             masked = tf.reduce_sum(mask * squared, axis=1) / tf.maximum(count, 1.0)
             return tf.where(count > 0, masked, tf.reduce_mean(squared, axis=1))
 
-        @tf.function(reduce_retracing=True, autograph=False)
         def train_step(x, action, reward, done, next_x, next_legal, mask):
             y = tf.stop_gradient(td_targets(reward, done, next_x, next_legal))
             with tf.GradientTape(persistent=True) as tape:
@@ -170,13 +170,21 @@ class BootstrappedLearner(Learner):
             error = errors(x, action, td_targets(reward, done, next_x, next_legal), False)
             return sample_losses(error, mask)
 
-        self._train_step, self._eval_step = train_step, eval_step
+        self._train_step = TrainStep(
+            train_step,
+            *self.train_step_options(train_config),
+            reduce_retracing=True,
+            autograph=False,
+        )
+        self._eval_step = eval_step
         self._td_targets = tf.function(td_targets, reduce_retracing=True, autograph=False)
 
     def _ready(self, model, train_config) -> None:
         options = (float(option(train_config, "discount")), bool(option(train_config, "double_q")))
         if self._model is not model or self._options != options:
             self.compile(model, train_config)
+        else:
+            self._train_step.configure(*self.train_step_options(train_config))
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):

@@ -117,11 +117,15 @@ class MuZeroLearner(Learner):
         )
         self._model = model
         self.optimizer.build(model.trainable_variables)  # slots made here, not in a traced step
-        self._steps = make_steps(model, muzero_parts(model), self.optimizer)
+        self._steps = make_steps(
+            model, muzero_parts(model), self.optimizer, *self.train_step_options(train_config)
+        )
 
     def _ready(self, model, train_config) -> None:
         if self._model is not model:
             self.compile(model, train_config)
+        else:
+            self._steps.train.configure(*self.train_step_options(train_config))
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):

@@ -268,8 +268,12 @@ class _Steps:
         self.train, self.evaluate, self.start = train, evaluate, start
 
 
-def make_steps(model, parts, optimizer) -> _Steps:
+def make_steps(model, parts, optimizer, path: str = "traced", batch_size: int = 0) -> _Steps:
+    """The training step (run as `path` says for minibatches of `batch_size` unrolls,
+    gamegym.nets.trainstep.TrainStep), the evaluation step and the start losses."""
     import tensorflow as tf
+
+    from gamegym.nets.trainstep import TrainStep
 
     def losses(
         x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight, training
@@ -292,8 +296,7 @@ def make_steps(model, parts, optimizer) -> _Steps:
         ]
         return step_losses, stats
 
-    @tf.function(reduce_retracing=True, autograph=False)
-    def train(x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight):
+    def train_step(x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight):
         with tf.GradientTape() as tape:
             step_losses, stats = losses(
                 x, actions, pi, value, value_mask, reward, reward_mask, policy_mask, weight, True
@@ -320,4 +323,5 @@ def make_steps(model, parts, optimizer) -> _Steps:
         value_loss = tf.square(value[:, 0] - tf.reshape(v, [-1])) * value_mask[:, 0]
         return policy + weight[0] * value_loss
 
+    train = TrainStep(train_step, path, batch_size, reduce_retracing=True, autograph=False)
     return _Steps(train, evaluate, start)
