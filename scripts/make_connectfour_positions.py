@@ -104,7 +104,8 @@ def header_of(args, counts: dict, skipped: dict, games: int) -> dict:
         "action_space_size": 7,
         "bands": {b: list(r) for b, r in BANDS.items()},
         "made_by": f"python scripts/make_connectfour_positions.py --seed {args.seed} "
-        f"--per-band {args.per_band} --exact-seconds {args.exact_seconds:g}",
+        f"--per-band {args.per_band} --exact-seconds {args.exact_seconds:g}"
+        + (f" --bands {args.bands}" if args.bands else ""),
         "sources": counts,
         "skipped": skipped,
         "games": games,
@@ -169,13 +170,16 @@ def make(args) -> int:
     skipped = {"repeated": 0, "no mistake possible": 0, "weak solve too slow": 0}
     solve_seconds = {band: 0.0 for band in BANDS}
     started, game = time.monotonic(), 0
-    while any(len(kept[b]) < args.per_band for b in BANDS):
+    wanted = args.bands.split(",") if args.bands else list(BANDS)
+    for band in set(BANDS) - set(wanted):
+        counts.pop(band)
+    while any(len(kept[b]) < args.per_band for b in wanted):
         source = list(sources)[game % len(sources)]
         player, random_plies = sources[source]
         actions = play(graph, player, rng, random_plies)
         game += 1
         for band, (low, high) in BANDS.items():
-            if len(kept[band]) >= args.per_band:
+            if band not in wanted or len(kept[band]) >= args.per_band:
                 continue
             high = min(high, len(actions) - 1)  # the final position is over
             if high < low:
@@ -286,6 +290,9 @@ def main(argv=None) -> int:
         type=int,
         metavar="N",
         help="re-solve N positions a band from --out, compare with the file and time the solves",
+    )
+    parser.add_argument(
+        "--bands", help="only these bands, comma-separated (none: early,middle,late)"
     )
     parser.add_argument(
         "--merge", nargs="+", type=Path, metavar="FILE", help="join these files into --out"

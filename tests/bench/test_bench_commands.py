@@ -11,7 +11,7 @@ from gamegym import bench
 from gamegym.bench import learning, throughput
 from gamegym.cli.main import build_parser, main, parse_args
 
-NAMES = {"throughput", "learning", "training", "replay", "calibrate", "peer"}
+NAMES = {"throughput", "learning", "training", "accuracy", "replay", "calibrate", "peer"}
 
 
 def test_the_bench_collects_one_subcommand_per_module(capsys):
