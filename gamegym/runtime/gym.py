@@ -168,8 +168,9 @@ class GameGym:
     def take_session(self) -> None:
         """Take the session's lock (SessionLockedError when a gym runs on it), write a config
         changed for the resume, and count this run (runs.json): the processes' seeds derive
-        from the run number."""
-        self.session.acquire_lock()
+        from the run number.  The processes of a run whose gym died hold the lock until they
+        have exited too: they are waited for a few seconds, then named in the refusal."""
+        self.session.acquire_lock(waiting=lambda message: print(f"[gamegym] {message}", flush=True))
         try:
             if self._config_to_save is not None:  # only the lock's holder writes config.json
                 self._config_to_save.check_resume(self.session.load_config())

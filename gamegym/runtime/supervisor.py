@@ -82,6 +82,9 @@ class Supervisor:
                 "stop_event": self.stop_event,
                 "heartbeat": child.heartbeat,
                 "reports": reports,
+                # the child holds the session lock with the gym: a new gym cannot start
+                # beside it, even once this one is gone (gamegym.data.session.HeldLock)
+                "session_lock": self.session.held_lock(),
             },
             daemon=False,
         )
@@ -90,6 +93,7 @@ class Supervisor:
         finally:
             reports.close()  # the child has its copy: its death is then the pipe's EOF
         child.heartbeat.seen(self.clock())
+        self.session.record_child(child.name, child.process.pid)
         self.gym.monitor.watch(child.name, child.process.pid)
         log.info("started %s (pid %d)", child.name, child.process.pid)
 
