@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from gamegym import workmeter
 from gamegym.data.replay import make_replay
 from gamegym.data.samples import SampleShape
 from gamegym.game.graph import load_game
@@ -80,6 +81,7 @@ class Trainer:
         iteration = self.session.current_iteration()
         clock = time.perf_counter()
         batch, facts = self.replay.load(iteration)
+        workmeter.tick()
         if batch is None:
             raise RuntimeError("no readable samples to train on")
         loaded = time.perf_counter()
@@ -159,6 +161,7 @@ class Trainer:
         trained = 0
         last_reason = ""
         while not stop_event.is_set() and (max_iterations is None or trained < max_iterations):
+            workmeter.tick()  # each round, waiting or training (the learner counts its steps)
             ok, reason = self.ready()
             if not ok:
                 if reason != last_reason:
