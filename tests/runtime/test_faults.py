@@ -360,3 +360,33 @@ def test_a_stopped_trainer_of_a_killed_gym_keeps_the_session_until_it_is_gone(se
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_predictor_hung_in_a_call_is_found_by_its_lack_of_progress(new_session):
+    """Its heartbeat thread beats on; its work count stands still: the gym names it and stops
+    within progress_timeout, instead of the Selfplayers timing out one restart after another."""
+    from conftest import ROOT
+
+    session = new_session(changes={**CHANGES, "plugins": ["hangplugin"], "progress_timeout": 8.0})
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+        "GAMEGYM_TEST_HANG": "predictor",
+    }
+    gym = subprocess.Popen(
+        gamegym_command("resume", str(session)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        lines = wait_for_line(gym, lambda line: "stopped with an error" in line, 90)
+        text = "".join(lines)
+        assert "predictor made no progress for" in text, text
+        assert "predictor stopped responding and was killed (no progress for" in text, text
+        assert "no heartbeat" not in text  # it beat all along
+        assert gym.wait(timeout=60) == 1
+    finally:
+        finish(gym)
