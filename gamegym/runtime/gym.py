@@ -75,6 +75,7 @@ class GameGym:
         self.stop_requested = threading.Event()
         self.stop_reason = ""
         self.force = False
+        self.continued = 0  # SIGCONTs received while running: the gym was stopped (Ctrl+Z)
         self.monitor = Monitor()
 
     # ----- creating and reopening -----------------------------------------------------------
@@ -320,7 +321,9 @@ def _setup_main_logging(session: Session, level: str) -> None:
 
 
 class _signals:
-    """SIGINT / SIGTERM ask for a clean stop; a second SIGINT forces it."""
+    """SIGINT / SIGTERM ask for a clean stop; a second SIGINT forces it; SIGCONT (the gym
+    continued after Ctrl+Z) is counted, so no child is taken for hung for the time it was
+    stopped."""
 
     def __init__(self, gym: GameGym):
         self.gym = gym
@@ -336,8 +339,13 @@ class _signals:
                 print("[gamegym] second Ctrl+C: forcing the stop", flush=True)
             self.gym.request_stop(f"signal {signal.Signals(signum).name}")
 
+        def on_continue(signum, frame):
+            self.gym.continued += 1  # the supervisor watches its children afresh
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             self.saved[sig] = signal.signal(sig, on_signal)
+        if hasattr(signal, "SIGCONT"):  # POSIX: continued after Ctrl+Z (SIGTSTP) or SIGSTOP
+            self.saved[signal.SIGCONT] = signal.signal(signal.SIGCONT, on_continue)
         return self
 
     def __exit__(self, *exc):

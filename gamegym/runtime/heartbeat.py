@@ -14,8 +14,8 @@ children:
 
 and its death is then handled as a crash is.  A child still starting up (no beat, or no work
 counted yet: spawn imports its modules) gets `STARTUP_GRACE` times as long.  When the gym
-itself was not running for a while (the whole process group stopped by Ctrl+Z, the machine
-suspended), no child could beat either: the gym starts every child's watch again (`restart`).
+itself was stopped and continued (Ctrl+Z of the whole process group), no child could beat
+either: the gym starts every child's watch again (`restart`).
 """
 
 from __future__ import annotations

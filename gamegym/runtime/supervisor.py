@@ -39,7 +39,6 @@ log = logging.getLogger("gamegym.runtime.supervisor")
 
 JOIN_TRAINER_S = 10.0  # a Trainer mid-iteration is cut (nothing half-published)
 FORCED_JOIN_S = 1.0  # per group, after a second Ctrl+C
-STOPPED_GAP_S = 5.0  # a gap this long between two looks at the children: the gym was not running
 
 
 def make_backend(host) -> SelfplayBackend:
@@ -71,7 +70,7 @@ class Supervisor:
         self.backend = make_backend(self)  # the Selfplayers and their Predictor
         self.failure = ""
         self.clock = time.monotonic
-        self._last_look: float | None = None  # when the children's liveness was last looked at
+        self._continued = 0  # the gym's count of SIGCONTs when the children were last watched
         self.evaluator_budget = RestartBudget()  # as each Selfplayer slot's
 
     # ----- start ----------------------------------------------------------------------------
@@ -252,18 +251,15 @@ class Supervisor:
         """Kill a child whose heartbeat stopped, or that beats but has counted no work for
         `progress_timeout` seconds (see gamegym.runtime.heartbeat), naming it; its death is
         then handled as a crash (a Selfplayer or the Evaluator is restarted, the others stop
-        the gym with the reason).  After a gap in the gym's own watch (the gym was stopped
-        or the machine suspended: its children could not beat either), every watch starts
+        the gym with the reason).  When the gym itself was stopped and continued (Ctrl+Z of the
+        process group, then `fg`: its children could not beat either), every watch starts
         again instead."""
         now = self.clock()
-        last, self._last_look = self._last_look, now
         children = [*self.children.values(), *getattr(self.backend, "children", {}).values()]
-        if last is not None and now - last > STOPPED_GAP_S:
-            log.warning(
-                "the gym did not run for %.0f s (stopped, or the machine suspended); "
-                "watching every process afresh",
-                now - last,
-            )
+        continued = getattr(self.gym, "continued", 0)  # SIGCONTs the gym received
+        if continued != self._continued:
+            self._continued = continued
+            log.warning("the gym was stopped and continued; watching every process afresh")
             for child in children:
                 if child.heartbeat is not None:
                     child.heartbeat.restart(now)

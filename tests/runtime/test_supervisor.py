@@ -348,9 +348,9 @@ def test_a_process_that_beats_but_makes_no_progress_is_killed_and_handled_as_a_c
 
 
 def test_after_the_whole_group_was_stopped_no_child_is_killed_as_hung(supervisor, capsys):
-    """Ctrl+Z stops the gym and its children alike; on continue the gym finds every child
-    silent for as long as it was stopped itself, and watches them afresh instead of killing
-    them.  One that then stays silent is still killed."""
+    """Ctrl+Z stops the gym and its children alike; on continue (a SIGCONT to the gym) it
+    finds every child silent for as long as it was stopped itself, and watches them afresh
+    instead of killing them.  One that then stays silent is still killed."""
     now = [1000.0]
     supervisor.clock = lambda: now[0]
     watched(supervisor, now[0])
@@ -359,6 +359,7 @@ def test_after_the_whole_group_was_stopped_no_child_is_killed_as_hung(supervisor
     supervisor.children["trainer"].process = StoppedProcess()
     supervisor._check_heartbeats()
     now[0] += 10 * supervisor.config.progress_timeout  # stopped: no one beat or worked
+    supervisor.gym.continued = 1  # what the gym's SIGCONT handler counts on `fg`
     supervisor._check_heartbeats()
     slots = {**supervisor.children, **supervisor.backend.children}
     assert not any(c.process.killed for c in slots.values())
