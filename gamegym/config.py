@@ -479,6 +479,10 @@ class GymConfig:
     status_interval: float = 5.0  # seconds between status lines (0 = none)
     heartbeat_timeout: float = 20.0  # seconds without a heartbeat before a child counts as hung
     #                                  and is killed (0 = never)
+    progress_timeout: float = 120.0  # seconds a child may beat without counting any work (a
+    #                                  training step, a request served, a search, a turn of a
+    #                                  waiting loop) before it counts as hung and is killed, as
+    #                                  one blocked in a call is (0 = never)
     log_level: str = "INFO"  # level of the per-process logs
     plugins: list = field(default_factory=list)  # modules every process imports before it
     #                                reads the config: where learners, replays, backends or
@@ -523,6 +527,7 @@ class GymConfig:
         _bool(self, "debug_single_process")
         _float_in(self, "status_interval", 0.0, 3600.0)
         _float_in(self, "heartbeat_timeout", 0.0, 3600.0)
+        _float_in(self, "progress_timeout", 0.0, 86400.0)
         _choice(self, "log_level", ("DEBUG", "INFO", "WARNING", "ERROR"))
         for name, cls in SECTIONS.items():
             section = getattr(self, name)

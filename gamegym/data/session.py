@@ -41,9 +41,12 @@ from gamegym.data.fileio import (
 )
 from gamegym.data.formats import CONFIG_FORMAT, FormatError, check_format
 
-__all__ = ["Session", "SessionError", "SessionLockedError", "fast_model_file"]
+__all__ = ["HeldLock", "Session", "SessionError", "SessionLockedError", "fast_model_file"]
 
 log = logging.getLogger(__name__)
+# how long a gym waits for the processes of a run whose gym died to exit (they stop by
+# themselves within 8 s of their gym's death: gamegym.runtime.process.child_entry)
+OLD_RUN_WAIT_S = 15.0
 FOLDERS = (
     "models",
     "samples",
@@ -86,6 +89,8 @@ class Session:
         self.runs_path = self.path / "runs.json"
         self._locked = False
         self._lock_fd: int | None = None
+        self._started = 0.0  # when this process took the lock (the record says)
+        self._children: dict[str, dict] = {}  # the record's processes holding the lock with it
 
     def __repr__(self) -> str:
         return f"Session({str(self.path)!r})"
@@ -162,47 +167,96 @@ class Session:
         return remove_leftovers(self.path)
 
     # ----- lock -----------------------------------------------------------------------------
-    def acquire_lock(self) -> None:
-        """Take the session lock, or raise SessionLockedError naming the running gym.
+    def acquire_lock(self, wait: float = OLD_RUN_WAIT_S, waiting=None) -> None:
+        """Take the session lock, or raise SessionLockedError naming who holds it.
 
         The lock is the operating system's (flock; LockFileEx on Windows) on session.lock,
         held as long as this process keeps the session: it goes with the process however it
         ends, so there is no stale lock to take over, and it holds across machines on a shared
         folder whose file system supports locks (NFSv4, SMB).  The pid, host and start time
-        written in the file are information for the user, never the test of who holds it."""
+        written in the file are information for the user, never the test of who holds it.
+
+        The gym's children hold the lock with it (`held_lock`: each gets the gym's open lock
+        file, and flock belongs to the open file, not the process), so it is free only once
+        the last process of a run has exited, even when the gym was killed.  A lock held by
+        processes of a run whose gym is gone (they exit by themselves within seconds of it)
+        is waited for up to `wait` seconds, telling `waiting(message)` once; then refused,
+        naming them.  Where the OS lock is the process's own (Windows), the processes recorded
+        in the file are checked the same way."""
         if self._locked:
             return
-        for _ in range(20):
+        deadline = time.monotonic() + wait
+        told = False
+        for _ in range(100_000):
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-            if not _try_lock(fd):
+            locked = _try_lock(fd)
+            if locked and not _same_file(fd, self.lock_path):  # released and removed meanwhile
+                _unlock(fd)
                 os.close(fd)
-                holder = self._read_record()
+                continue
+            holder = self._read_record()
+            survivors = _survivors(holder)
+            if locked and not survivors:
+                self._children, self._started = {}, time.time()
+                self._write_record(fd)
+                self._lock_fd = fd
+                self._locked = True
+                return
+            if locked:
+                _unlock(fd)
+            os.close(fd)
+            if not locked and (not holder or _on_host(holder) or _process_alive(holder)):
                 raise SessionLockedError(
                     f"session {self.path} is in use by gym process {holder.get('pid', '?')}"
                     f"{_on_host(holder)} (started {time.ctime(holder.get('started', 0))}); "
                     "stop it first (type 'exit' in its console or send it SIGTERM)"
                 )
-            if not _same_file(fd, self.lock_path):  # released and removed meanwhile: again
-                os.close(fd)
-                continue
-            self._write_record(fd)
-            self._lock_fd = fd
-            self._locked = True
-            return
+            # the gym of the record is gone; processes it started still hold the session
+            if time.monotonic() >= deadline:
+                raise SessionLockedError(_survivors_message(self.path, holder, survivors))
+            if not told and waiting is not None:
+                waiting(
+                    f"waiting up to {wait:g} s for the processes of the previous run of this "
+                    f"session to exit (its gym, pid {holder.get('pid', '?')}, is gone)"
+                    + "".join(f"; {s['name']} (pid {s['pid']})" for s in survivors)
+                )
+                told = True
+            time.sleep(0.25)
         raise SessionLockedError(f"could not take the lock {self.lock_path}")
+
+    def held_lock(self) -> HeldLock:
+        """The lock as a child process of the lock's holder keeps it (pass it to the child
+        when it is spawned): the child holds the same open lock file, so the lock stays held
+        while the child lives, whatever becomes of this process."""
+        if not self._locked or self._lock_fd is None:
+            raise SessionError(f"the lock of {self.path} is not held by this process")
+        return HeldLock(self._lock_fd)
+
+    def record_child(self, name: str, pid: int) -> None:
+        """Name a child process (by its role) in the lock record: a gym that finds the lock
+        held after this gym died names the processes that still hold it."""
+        if not self._locked or self._lock_fd is None:
+            return
+        try:
+            created = psutil.Process(pid).create_time()
+        except psutil.Error:
+            return  # gone already: it holds nothing
+        self._children[name] = {"pid": pid, "create_time": created}
+        self._write_record(self._lock_fd)
 
     def _write_record(self, fd: int) -> None:
         me = psutil.Process()
         record = {
             "pid": me.pid,
             "create_time": me.create_time(),
-            "started": time.time(),
+            "started": self._started,
             "host": socket.gethostname(),
+            "children": {n: dict(c) for n, c in sorted(self._children.items())},
         }
         data = json.dumps(record).encode()
-        os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, data)
+        os.write(fd, data)  # then cut the rest: a reader sees the old record or the new one
+        os.ftruncate(fd, len(data))
         os.fsync(fd)
 
     def _read_record(self) -> dict:
@@ -217,12 +271,7 @@ class Session:
         for a reader that must not touch the lock itself (`gamegym serve`); `lock_holder`
         is the answer of the lock."""
         record = self._read_record()
-        try:
-            process = psutil.Process(int(record["pid"]))
-            alive = abs(process.create_time() - float(record["create_time"])) < 1.0
-        except (KeyError, TypeError, ValueError, psutil.Error):
-            return None
-        return record if alive and not _on_host(record) else None
+        return record if _process_alive(record) and not _on_host(record) else None
 
     def lock_holder(self) -> dict | None:
         """The lock record ({} when unreadable) if a process holds the lock, else None."""
@@ -442,6 +491,75 @@ else:
 
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+class HeldLock:
+    """The session lock as a child process of its holder keeps it: the holder's open lock
+    file, handed to the child when multiprocessing spawns it (on POSIX the child gets the
+    same open file, and with it the flock).  Elsewhere (pickled for anything but a spawn, or
+    on Windows, where the lock is the process's own) it carries nothing; the lock record names
+    the child instead (`Session.record_child`)."""
+
+    def __init__(self, fd: int | None):
+        self.fd = fd
+
+    def __reduce__(self):
+        from multiprocessing import context, reduction
+
+        if os.name == "nt" or self.fd is None or context.get_spawning_popen() is None:
+            return (HeldLock, (None,))
+        return (_held_in_child, (reduction.DupFd(self.fd),))
+
+
+def _held_in_child(duplicate) -> HeldLock:
+    return HeldLock(duplicate.detach())
+
+
+def _process_alive(record: dict) -> bool:
+    """Whether the process a record names (pid and create_time) runs on this machine."""
+    try:
+        process = psutil.Process(int(record["pid"]))
+        return abs(process.create_time() - float(record["create_time"])) < 1.0
+    except (KeyError, TypeError, ValueError, psutil.Error):
+        return False
+
+
+def _survivors(record: dict) -> list[dict]:
+    """The processes of a lock record's run still alive on this machine when its gym is not:
+    [{"name", "pid", "status"}] ([] for a record of another host, or one whose gym lives)."""
+    if _on_host(record) or _process_alive(record):
+        return []
+    children = record.get("children")
+    found = []
+    for name, child in sorted(children.items() if isinstance(children, dict) else []):
+        if isinstance(child, dict) and _process_alive(child):
+            try:
+                status = psutil.Process(int(child["pid"])).status()
+            except psutil.Error:
+                continue
+            if status != psutil.STATUS_ZOMBIE:
+                found.append({"name": name, "pid": int(child["pid"]), "status": status})
+    return found
+
+
+def _survivors_message(path: Path, record: dict, survivors: list[dict]) -> str:
+    listed = ", ".join(
+        f"{s['name']} (pid {s['pid']}{', stopped' if s['status'] == psutil.STATUS_STOPPED else ''})"
+        for s in survivors
+    )
+    stopped = [str(s["pid"]) for s in survivors if s["status"] == psutil.STATUS_STOPPED]
+    advice = (
+        f"a stopped process exits once continued (kill -CONT {' '.join(stopped)}); "
+        if stopped
+        else ""
+    )
+    pids = " ".join(str(s["pid"]) for s in survivors) or "PID"
+    return (
+        f"session {path} is still held by processes of its previous run, whose gym (pid "
+        f"{record.get('pid', '?')}) is gone: {listed or 'processes it started'}; they may "
+        f"still write to the folder, so no new run starts beside them. {advice}"
+        f"End them (kill {pids}) or let them exit, then resume again"
+    )
 
 
 def _same_file(fd: int, path: Path) -> bool:

@@ -13,10 +13,12 @@ import time
 
 import numpy as np
 
+from gamegym import workmeter
 from gamegym.cli.progress import ProgressBars
 from gamegym.data.fileio import append_jsonl, atomic_write_json, read_jsonl
 from gamegym.evaluation.arena import fit_ratings, make_player, model_player, run_match
 from gamegym.game.graph import load_game
+from gamegym.game.players import Player
 from gamegym.runtime.messages import Report
 from gamegym.runtime.process import child_entry
 
@@ -27,24 +29,72 @@ def iteration_name(iteration: int) -> str:
     return f"iteration:{iteration}"
 
 
+class ModelPruned(Exception):
+    """A model iteration's file was deleted (`train.keep_models`) before it could be loaded."""
+
+
+def load_model_player(session, graph, iteration: int, searchcount: int) -> Player:
+    """`model_player`, with ModelPruned when the iteration's file is gone (a newer one has been
+    published since the iteration was named, and the older pruned)."""
+    if not session.model_path(iteration).is_file():
+        raise ModelPruned(f"model iteration {iteration} was pruned before it could be loaded")
+    try:
+        return model_player(session, graph, iteration, searchcount)
+    except Exception:
+        if session.model_path(iteration).is_file():
+            raise
+        raise ModelPruned(
+            f"model iteration {iteration} was pruned while it was being loaded"
+        ) from None
+
+
+class CountedPlayer(Player):
+    """A player whose every move counts as the Evaluator's work (gamegym.workmeter)."""
+
+    def __init__(self, player: Player):
+        self.player = player
+
+    def choose(self, graph, vertex, rng: np.random.Generator) -> int:
+        action = self.player.choose(graph, vertex, rng)
+        workmeter.tick()
+        return action
+
+    def move(self, graph, vertex, rng: np.random.Generator):
+        child = self.player.move(graph, vertex, rng)
+        workmeter.tick()
+        return child
+
+
+def previous_player(session, graph, iteration: int, searchcount: int) -> tuple[str, Player] | None:
+    """The newest iteration before `iteration` that loads, as a player (a pruned one is
+    passed over: iteration 0 is always kept); None when there is none."""
+    for earlier in reversed([i for i in session.model_iterations() if i < iteration]):
+        try:
+            return iteration_name(earlier), load_model_player(session, graph, earlier, searchcount)
+        except ModelPruned as error:
+            log.info("%s; taking an older one as the previous iteration", error)
+    return None
+
+
 def evaluate_iteration(session, config, graph, iteration: int, rng: np.random.Generator) -> dict:
-    """Play `iteration` against the configured opponents; record results; return ratings."""
+    """Play `iteration` against the configured opponents; record results; return ratings.
+    ModelPruned when the iteration's model file is gone."""
     cfg = config.evaluate
-    player = model_player(session, graph, iteration, cfg.searchcount)
+    player = CountedPlayer(load_model_player(session, graph, iteration, cfg.searchcount))
     for spec in cfg.opponents:
         if spec == "previous":
-            earlier = [i for i in session.model_iterations() if i < iteration]
-            if not earlier:
+            previous = previous_player(session, graph, iteration, cfg.searchcount)
+            if previous is None:
                 continue
-            opponent_name = iteration_name(earlier[-1])
+            opponent_name, opponent = previous
         else:
             opponent_name = spec
-        opponent = make_player(opponent_name, session, graph, cfg.searchcount)
+            opponent = make_player(opponent_name, session, graph, cfg.searchcount)
         started = time.time()
         result = run_match(
             graph,
             player,
-            opponent,
+            CountedPlayer(opponent),
             cfg.games,
             rng,
             names=(iteration_name(iteration), opponent_name),
@@ -97,6 +147,43 @@ def plot_ratings(session, ratings: dict) -> None:
     save_figure(figure, session.plots_dir / "rating.png")
 
 
+class Evaluator:
+    """Rates the session's newest iteration once `evaluate.every` iterations have passed since
+    the last one rated (an evaluation can take longer than several iterations: none is waited
+    for); `listeners` hear each rating (iteration, ratings, that iteration's result rows)."""
+
+    def __init__(self, session, config, graph, rng: np.random.Generator, listeners=()):
+        self.session, self.config, self.graph, self.rng = session, config, graph, rng
+        self.listeners = list(listeners)
+        self.done = {r["iteration"] for r in read_jsonl(session.evaluation_dir / "results.jsonl")}
+        self.last = max(self.done, default=0)
+
+    def step(self) -> int | None:
+        """Rate the newest iteration if it is due; returns it (None: none rated).  An
+        iteration pruned before it could be loaded is passed over: the next step rates the
+        newest."""
+        iteration = self.session.current_iteration()
+        if iteration < self.last + self.config.evaluate.every or iteration in self.done:
+            return None
+        try:
+            ratings = evaluate_iteration(self.session, self.config, self.graph, iteration, self.rng)
+        except ModelPruned as error:
+            if self.session.current_iteration() == iteration:  # not pruned: missing
+                raise
+            log.info("%s; rating the newest iteration instead", error)
+            return None
+        self.done.add(iteration)
+        self.last = iteration
+        rows = [
+            r
+            for r in read_jsonl(self.session.evaluation_dir / "results.jsonl")
+            if r.get("iteration") == iteration
+        ]
+        for listener in self.listeners:
+            listener(iteration, ratings, rows)
+        return iteration
+
+
 # how often the Evaluator looks for a new iteration (one small file read): often enough to
 # rate an iteration that a short run (`resume --max-iterations N`) stops right after
 POLL_S = 0.5
@@ -109,34 +196,22 @@ def evaluator_main(session_path, config, seed, *, stop_event, reports):
 
     session = Session(session_path)
     board = BoardWriter(session.tensorboard_dir, "evaluator")
-    graph = load_game(config.game, config.game_args)
-    rng = np.random.default_rng(seed)
-    done = {r["iteration"] for r in read_jsonl(session.evaluation_dir / "results.jsonl")}
-    last = max(done, default=0)
-    while not stop_event.is_set():
-        # the newest iteration, once `every` iterations have passed since the last one rated
-        # (an evaluation can take longer than several iterations: none is waited for)
-        iteration = session.current_iteration()
-        if iteration >= last + config.evaluate.every and iteration not in done:
-            ratings = evaluate_iteration(session, config, graph, iteration, rng)
-            done.add(iteration)
-            last = iteration
-            rows = [
-                r
-                for r in read_jsonl(session.evaluation_dir / "results.jsonl")
-                if r.get("iteration") == iteration
-            ]
-            board.scalars(iteration, evaluation_scalars(iteration, ratings, rows))
-            reports.put(
-                Report(
-                    "evaluator",
-                    os.getpid(),
-                    {
-                        "rating": ratings.get(iteration_name(iteration)),
-                        "rated_iteration": iteration,
-                    },
-                )
+
+    def rated(iteration: int, ratings: dict, rows: list) -> None:
+        board.scalars(iteration, evaluation_scalars(iteration, ratings, rows))
+        reports.put(
+            Report(
+                "evaluator",
+                os.getpid(),
+                {"rating": ratings.get(iteration_name(iteration)), "rated_iteration": iteration},
             )
+        )
+
+    graph = load_game(config.game, config.game_args)
+    evaluator = Evaluator(session, config, graph, np.random.default_rng(seed), [rated])
+    while not stop_event.is_set():
+        workmeter.tick()  # a look for a new iteration; each move of a match counts too
+        evaluator.step()
         stop_event.wait(POLL_S)
     board.close()
 

@@ -6,7 +6,8 @@ A learner of your own registers the same way (`@register` on its class) and is t
 `train.learner` like the built-in ones.  Each learner's presets (settings per game) live in its
 `presets` module and register with `register_preset`; gamegym.presets gathers them.
 
-May import: gamegym.game, gamegym.search, gamegym.nets, gamegym.data, gamegym.config.
+May import: gamegym.game, gamegym.search, gamegym.nets, gamegym.data, gamegym.config,
+gamegym.workmeter.
 """
 
 from gamegym.learners.base import (

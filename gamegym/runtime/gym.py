@@ -75,6 +75,7 @@ class GameGym:
         self.stop_requested = threading.Event()
         self.stop_reason = ""
         self.force = False
+        self.continued = 0  # SIGCONTs received while running: the gym was stopped (Ctrl+Z)
         self.monitor = Monitor()
 
     # ----- creating and reopening -----------------------------------------------------------
@@ -168,8 +169,9 @@ class GameGym:
     def take_session(self) -> None:
         """Take the session's lock (SessionLockedError when a gym runs on it), write a config
         changed for the resume, and count this run (runs.json): the processes' seeds derive
-        from the run number."""
-        self.session.acquire_lock()
+        from the run number.  The processes of a run whose gym died hold the lock until they
+        have exited too: they are waited for a few seconds, then named in the refusal."""
+        self.session.acquire_lock(waiting=lambda message: print(f"[gamegym] {message}", flush=True))
         try:
             if self._config_to_save is not None:  # only the lock's holder writes config.json
                 self._config_to_save.check_resume(self.session.load_config())
@@ -319,7 +321,9 @@ def _setup_main_logging(session: Session, level: str) -> None:
 
 
 class _signals:
-    """SIGINT / SIGTERM ask for a clean stop; a second SIGINT forces it."""
+    """SIGINT / SIGTERM ask for a clean stop; a second SIGINT forces it; SIGCONT (the gym
+    continued after Ctrl+Z) is counted, so no child is taken for hung for the time it was
+    stopped."""
 
     def __init__(self, gym: GameGym):
         self.gym = gym
@@ -335,8 +339,13 @@ class _signals:
                 print("[gamegym] second Ctrl+C: forcing the stop", flush=True)
             self.gym.request_stop(f"signal {signal.Signals(signum).name}")
 
+        def on_continue(signum, frame):
+            self.gym.continued += 1  # the supervisor watches its children afresh
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             self.saved[sig] = signal.signal(sig, on_signal)
+        if hasattr(signal, "SIGCONT"):  # POSIX: continued after Ctrl+Z (SIGTSTP) or SIGSTOP
+            self.saved[signal.SIGCONT] = signal.signal(signal.SIGCONT, on_continue)
         return self
 
     def __exit__(self, *exc):

@@ -39,6 +39,7 @@ from typing import cast
 
 import numpy as np
 
+from gamegym import workmeter
 from gamegym.nets.protocols import ModelCall
 from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model_or_none
 from gamegym.runtime.messages import (
@@ -55,6 +56,10 @@ from gamegym.runtime.process import child_entry
 log = logging.getLogger("gamegym.runtime.predictor")
 
 HOLD = 2  # model iterations held at once: the newest and the one before it
+
+
+class ModelPruned(Exception):
+    """A model iteration's file was deleted (`train.keep_models`) before it could be loaded."""
 
 
 class Predictor:
@@ -77,8 +82,7 @@ class Predictor:
         self.models = models
         self.config = config.predict
         self.learner = get_learner(config.train.learner)
-        self.clients = list(clients)
-        self.live = list(clients)  # clients whose pipe is open
+        self.live = list(clients)  # clients whose pipe is open (a dead one's is closed)
         self.controls = [control] if control is not None else []
         self.reports = reports
         self.held: dict[int, ModelCall] = {}  # iteration -> evaluator, oldest first
@@ -117,15 +121,43 @@ class Predictor:
 
     def load(self, iteration: int) -> None:
         """Hold `iteration` as the newest; beyond HOLD iterations the oldest evaluator takes the
-        new weights (its traced function is kept: a new trace per reload would grow memory)."""
+        new weights (its traced function is kept: a new trace per reload would grow memory).
+        An iteration whose file was pruned (`train.keep_models`) before it could be loaded
+        is skipped for the newest one."""
+        while True:
+            try:
+                self._load(iteration)
+                workmeter.tick()
+                return
+            except ModelPruned as error:
+                newest = self.models.current_iteration()
+                if newest <= iteration:
+                    raise
+                log.warning("%s; loading the newest, %d", error, newest)
+                iteration = newest
+
+    def _load(self, iteration: int) -> None:
         if iteration in self.held:
             self.held[iteration] = self.held.pop(iteration)
             return
         path = self.models.model_path(iteration)
+        if not path.is_file():
+            raise ModelPruned(f"model iteration {iteration} was pruned before it was loaded")
         evaluator = self._load_fast(path, iteration) if self.fast_files else None
+        if evaluator is None and not path.is_file():  # gone while the fast path looked
+            raise ModelPruned(f"model iteration {iteration} was pruned while it was loaded")
         oldest = self.held.pop(next(iter(self.held))) if len(self.held) >= HOLD else None
         if evaluator is None:
-            evaluator = self._load_tensorflow(path, iteration, oldest)
+            try:
+                evaluator = self._load_tensorflow(path, iteration, oldest)
+            except Exception:
+                if oldest is not None:  # still held: a request for it is answered
+                    self.held = {oldest.iteration: oldest, **self.held}
+                if path.is_file():
+                    raise
+                raise ModelPruned(
+                    f"model iteration {iteration} was pruned while it was loaded"
+                ) from None
         self.held[iteration] = evaluator
         log.info("loaded model iteration %d from %s (%s)", iteration, path, _path_name(evaluator))
         if self._portable(evaluator) is not None:
@@ -136,6 +168,8 @@ class Predictor:
         """The iteration's evaluator from its fast-path file, or None (then TensorFlow, from
         now on: the network is the same in every iteration)."""
         evaluator = load_fast_model_or_none(self.learner, path, iteration, self._plugins)
+        if evaluator is None and not path.is_file():
+            return None  # pruned meanwhile (the caller says so): no reason to leave the path
         if evaluator is None:
             log.info("model iteration %d has no fast form here: TensorFlow from now on", iteration)
             self.fast_files = False
@@ -177,6 +211,7 @@ class Predictor:
         timeout = self.config.batch_timeout_ms / 1000.0
         live = self.live  # clients that join are added to it
         while live or self._accepting:
+            workmeter.tick()  # a turn of the loop, idle or not: this process is not stuck
             if stop_event.is_set() and not live:
                 return  # stopping, and every client has left
             ready = wait(live + self.controls, timeout=1.0)
@@ -231,13 +266,11 @@ class Predictor:
             return
         if isinstance(message, NewClient):  # a restarted Selfplayer, on a pipe of its own
             conn = cast(Connection, message.conn)
-            self.clients.append(conn)
             self.live.append(conn)
         if isinstance(message, Reload) and message.iteration != self.evaluator.iteration:
             self.load(message.iteration)
         while self._joining:
             conn = self._joining.popleft()
-            self.clients.append(conn)
             self.live.append(conn)
 
     def _evaluate(self, pending) -> None:
@@ -295,10 +328,13 @@ class Predictor:
         outbox.put(message)
 
     def _drop(self, conn: Connection) -> None:
-        """A client is gone: stop its outbox."""
+        """A client is gone: close its end of the pipe (once its outbox has stopped), so no
+        file descriptor is left behind however often Selfplayers are restarted."""
         outbox = self._outboxes.pop(id(conn), None)
-        if outbox is not None:
-            outbox.close()
+        if outbox is not None and outbox.conn is conn:
+            outbox.close()  # its thread closes the pipe when it stops
+        else:
+            conn.close()
 
     def _report(self, force: bool) -> None:
         now = time.monotonic()
@@ -345,17 +381,21 @@ class Outbox:
         self.queue.put(message)
 
     def close(self) -> None:
+        """Stop the thread and close the pipe (the client is gone)."""
         self.queue.put(None)
 
     def _run(self) -> None:
-        while True:
-            message = self.queue.get()
-            if message is None:
-                return
-            try:
-                self.conn.send(message)
-            except (OSError, ValueError):  # that Selfplayer is gone (or its pipe closed)
-                return
+        try:
+            while True:
+                message = self.queue.get()
+                if message is None:
+                    return
+                try:
+                    self.conn.send(message)
+                except (OSError, ValueError):  # that Selfplayer is gone (or its pipe closed)
+                    return
+        finally:
+            self.conn.close()
 
 
 @child_entry("predictor")

@@ -24,6 +24,7 @@ from gamegym.data.fileio import is_disk_full
 EXIT_DISK_FULL = 75
 
 log = logging.getLogger("gamegym")
+_held: list = []  # what this process keeps open for its life (the session lock)
 
 
 # the role numbers of process_seed
@@ -112,7 +113,8 @@ def child_entry(role: str):
     """Decorator for a process entry point `fn(session_path, config, ..., stop_event)`.
 
     Sets up the per-role log (Python warnings included: the console is the gym's), ignores
-    SIGINT (the gym coordinates shutdown), exits when the parent dies, and logs start, any
+    SIGINT (the gym coordinates shutdown), keeps the session lock it is given open until it
+    exits, exits when the parent dies, and logs start, any
     traceback, and an 'exiting' line that says whether the process imported TensorFlow.  A
     failure also gets one line on the console: the role and the error, without the traceback.
     """
@@ -125,6 +127,8 @@ def child_entry(role: str):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             stop_event = kwargs.get("stop_event")
             heartbeat = kwargs.pop("heartbeat", None)
+            # the session lock, held with the gym until this process exits (never closed)
+            _held.append(kwargs.pop("session_lock", None))
             if heartbeat is not None:
                 heartbeat.start_beating()
             orphaned = threading.Event()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gamegym import workmeter
 from gamegym.data.fileio import atomic_write_bytes
 from gamegym.data.samples import GameRecord, encode_sample_file
 from gamegym.game.graph import load_game
@@ -160,6 +161,7 @@ def selfplay_loop(
     games = 0
     try:
         for finished in driver.play(stop_event.is_set):
+            workmeter.tick()  # a game played, or a turn of a wait for a new model
             if finished is None:
                 if writer.pending_games:
                     counters.add(samples=writer.flush())
@@ -217,6 +219,7 @@ def selfplayer_main(session_path, config, index, conn, seed, *, stop_event, repo
     driver = get_learner(config.train.learner).selfplayer(
         graph, service, config, np.random.default_rng(seed)
     )
+    workmeter.count_from(lambda: driver.searches_done)  # each search is progress
     search = getattr(driver, "search", None)
     if search is not None:
         log.info("searching on the %s core", getattr(search, "core", "python"))

@@ -17,6 +17,7 @@ from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
     JOIN_PREDICTOR_S,
     JOIN_SELFPLAYERS_S,
+    RestartBudget,
     SelfplayBackend,
 )
 from gamegym.runtime.heartbeat import STARTUP_GRACE, Heartbeat
@@ -69,6 +70,8 @@ class Supervisor:
         self.backend = make_backend(self)  # the Selfplayers and their Predictor
         self.failure = ""
         self.clock = time.monotonic
+        self._continued = 0  # the gym's count of SIGCONTs when the children were last watched
+        self.evaluator_budget = RestartBudget()  # as each Selfplayer slot's
 
     # ----- start ----------------------------------------------------------------------------
     def spawn(self, child: Child) -> None:
@@ -82,6 +85,9 @@ class Supervisor:
                 "stop_event": self.stop_event,
                 "heartbeat": child.heartbeat,
                 "reports": reports,
+                # the child holds the session lock with the gym: a new gym cannot start
+                # beside it, even once this one is gone (gamegym.data.session.HeldLock)
+                "session_lock": self.session.held_lock(),
             },
             daemon=False,
         )
@@ -90,6 +96,7 @@ class Supervisor:
         finally:
             reports.close()  # the child has its copy: its death is then the pipe's EOF
         child.heartbeat.seen(self.clock())
+        self.session.record_child(child.name, child.process.pid)
         self.gym.monitor.watch(child.name, child.process.pid)
         log.info("started %s (pid %d)", child.name, child.process.pid)
 
@@ -186,14 +193,24 @@ class Supervisor:
             self.gym.monitor.add(report)
 
     def _check_children(self) -> None:
-        """A dead Trainer or Evaluator stops the gym, naming it and where its error is."""
+        """A dead Trainer stops the gym, naming it and where its error is; a dead Evaluator
+        (training does not need it) is restarted with a seed of its own, as a Selfplayer is,
+        until its restart budget is spent."""
         for child in list(self.children.values()):
             process = child.process
             if process is None or process.is_alive():
                 continue
             code = process.exitcode
             where = where_to_look(self.session.logs_dir, child.name)
-            if code == EXIT_DISK_FULL:  # a restart would fail the same way
+            how = f"was killed ({child.hung})" if child.hung else f"died (exit code {code})"
+            if code != EXIT_DISK_FULL and child.name == "evaluator":
+                if self._restart_evaluator(child, how):
+                    continue
+                self.failure = (
+                    f"{child.name} {how}, too many restarts ({self.evaluator_budget.spent()}); "
+                    f"{where}"
+                )
+            elif code == EXIT_DISK_FULL:  # a restart would fail the same way
                 self.failure = (
                     f"{child.name} could not write ({where}): "
                     f"{disk_full_message(self.session.path)}"
@@ -207,26 +224,66 @@ class Supervisor:
             self.gym.request_stop(self.failure)
             return
 
+    def _restart_evaluator(self, child: Child, how: str) -> bool:
+        """Start the Evaluator again (False when its restart budget is spent)."""
+        if not self.evaluator_budget.take(self.clock()):
+            return False
+        child.restarts += 1
+        path, cfg, _ = child.args
+        child.args = (
+            path,
+            cfg,
+            process_seed(cfg.seed, SEED_EVALUATOR, self.run_number, child.restarts),
+        )
+        log.warning(
+            "evaluator %s; restart %d (%d of %d within %g minutes)",
+            how,
+            child.restarts,
+            len(self.evaluator_budget.times),
+            self.evaluator_budget.limit,
+            self.evaluator_budget.window / 60,
+        )
+        print(f"[gamegym] evaluator {how}; restarting", flush=True)
+        self.spawn(child)
+        return True
+
     def _check_heartbeats(self) -> None:
-        """Kill a child whose heartbeat stopped (see gamegym.runtime.heartbeat), naming it;
-        its death is then handled as a crash (a Selfplayer is restarted, the others stop the
-        gym with the reason)."""
-        deadline = self.config.heartbeat_timeout
-        if not deadline:
-            return
+        """Kill a child whose heartbeat stopped, or that beats but has counted no work for
+        `progress_timeout` seconds (see gamegym.runtime.heartbeat), naming it; its death is
+        then handled as a crash (a Selfplayer or the Evaluator is restarted, the others stop
+        the gym with the reason).  When the gym itself was stopped and continued (Ctrl+Z of the
+        process group, then `fg`: its children could not beat either), every watch starts
+        again instead."""
         now = self.clock()
-        for child in [*self.children.values(), *getattr(self.backend, "children", {}).values()]:
+        children = [*self.children.values(), *getattr(self.backend, "children", {}).values()]
+        continued = getattr(self.gym, "continued", 0)  # SIGCONTs the gym received
+        if continued != self._continued:
+            self._continued = continued
+            log.warning("the gym was stopped and continued; watching every process afresh")
+            for child in children:
+                if child.heartbeat is not None:
+                    child.heartbeat.restart(now)
+            return
+        beats, work = self.config.heartbeat_timeout, self.config.progress_timeout
+        for child in children:
             beat, process = child.heartbeat, child.process
             if beat is None or process is None or child.hung or not process.is_alive():
                 continue
-            silent = beat.silent_for(now)
-            if silent < (deadline if beat.started else STARTUP_GRACE * deadline):
+            silent, idle = beat.silent_for(now), beat.idle_for(now)
+            if beats and silent >= (beats if beat.started else STARTUP_GRACE * beats):
+                child.hung = f"no heartbeat for {silent:.0f} s"
+                message = (
+                    f"{child.name} is not responding (no heartbeat for {silent:.0f} s: "
+                    "stopped or hung); killing it"
+                )
+            elif work and idle >= (work if beat.working else STARTUP_GRACE * work):
+                child.hung = f"no progress for {idle:.0f} s"
+                message = (
+                    f"{child.name} made no progress for {idle:.0f} s (its heartbeat goes "
+                    "on: hung in a call); killing it"
+                )
+            else:
                 continue
-            child.hung = f"no heartbeat for {silent:.0f} s"
-            message = (
-                f"{child.name} is not responding (no heartbeat for {silent:.0f} s: "
-                "stopped or hung); killing it"
-            )
             log.error(message)
             print(f"[gamegym] {message}", flush=True)
             process.kill()

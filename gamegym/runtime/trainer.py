@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from gamegym import workmeter
 from gamegym.data.fileio import append_jsonl
 from gamegym.data.replay import make_replay
 from gamegym.data.samples import SampleShape
@@ -100,6 +101,7 @@ class Trainer:
         iteration = self.session.current_iteration()
         clock = time.perf_counter()
         batch, facts = self.replay.load(iteration)
+        workmeter.tick()
         if batch is None:  # every file in reach was quarantined meanwhile: wait for more
             log.warning("no readable samples to train iteration %d on", iteration + 1)
             return iteration
@@ -230,6 +232,7 @@ class Trainer:
         trained = 0
         last_reason = ""
         while not stop_event.is_set() and (max_iterations is None or trained < max_iterations):
+            workmeter.tick()  # each round, waiting or training (the learner counts its steps)
             ok, reason = self.ready()
             if not ok:
                 if reason != last_reason:

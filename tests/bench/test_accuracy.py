@@ -84,17 +84,31 @@ def test_shares_count_optimal_and_exactly_optimal_moves(tmp_path):
         return min(set(p.values) - p.optimal)
 
     figures = measure_accuracy(GAME, Fixed(positions, vertices, exact), benchmark, vertices, rng)
-    assert figures["late"]["search"] == {"optimal": 1.0, "exactly_optimal": 1.0, "exact_positions": 12}
-    assert figures["middle"] == {"positions": 0, "search": {"optimal": None, "exactly_optimal": None, "exact_positions": 0}}
+    assert figures["late"]["search"] == {
+        "optimal": 1.0,
+        "exactly_optimal": 1.0,
+        "exact_positions": 12,
+    }
+    assert figures["middle"] == {
+        "positions": 0,
+        "search": {"optimal": None, "exactly_optimal": None, "exact_positions": 0},
+    }
     assert "policy" not in figures["late"]  # a player without a policy network
     figures = measure_accuracy(GAME, Fixed(positions, vertices, wrong), benchmark, vertices, rng)
     assert figures["late"]["search"]["optimal"] == 0.0
     # half the positions right: 0.5; a sample of 4 a band counts 4
-    half = {v: (exact(p) if i % 2 else wrong(p)) for i, (p, v) in enumerate(zip(positions, vertices))}
+    half = {
+        v: (exact(p) if i % 2 else wrong(p)) for i, (p, v) in enumerate(zip(positions, vertices))
+    }
     player = Fixed(positions, vertices, exact)
     player.moves = half
-    assert measure_accuracy(GAME, player, benchmark, vertices, rng)["late"]["search"]["optimal"] == 0.5
-    assert measure_accuracy(GAME, player, benchmark, vertices, rng, per_band=4)["late"]["positions"] == 4
+    assert (
+        measure_accuracy(GAME, player, benchmark, vertices, rng)["late"]["search"]["optimal"] == 0.5
+    )
+    assert (
+        measure_accuracy(GAME, player, benchmark, vertices, rng, per_band=4)["late"]["positions"]
+        == 4
+    )
 
 
 @pytest.mark.parametrize(
@@ -161,7 +175,10 @@ def test_the_command_measures_the_starter_network_band_by_band(capsys):
         assert row["positions"] == 4
         for kind in ("policy", "search"):
             assert 0.0 <= row[kind]["optimal"] <= 1.0
-            assert row[kind]["exactly_optimal"] is None or row[kind]["exactly_optimal"] <= row[kind]["optimal"]
+            assert (
+                row[kind]["exactly_optimal"] is None
+                or row[kind]["exactly_optimal"] <= row[kind]["optimal"]
+            )
 
 
 @pytest.mark.parametrize(

@@ -265,3 +265,98 @@ def test_keep_models_is_checked():
 
     with pytest.raises(ConfigError, match="keep_models"):
         GymConfig(game="games.tictactoe:TicTacToe", train={"keep_models": -1})
+
+
+# a gym in miniature: takes the lock, starts a child that holds it with it, says so, waits
+GYM_WITH_A_CHILD = """
+import multiprocessing, os, signal, sys, time
+from gamegym.data.session import Session
+
+def child(lock, stop_first):
+    if stop_first == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    time.sleep(float(sys.argv[3]))
+
+if __name__ == "__main__":
+    s = Session(sys.argv[1])
+    s.acquire_lock()
+    ctx = multiprocessing.get_context("spawn")
+    p = ctx.Process(target=child, args=(s.held_lock(), sys.argv[2]))
+    p.start()
+    s.record_child("trainer", p.pid)
+    print(p.pid, flush=True)
+    time.sleep(60)
+"""
+
+
+def start_gym_with_a_child(tmp_path, session, how: str, child_seconds: float):
+    script = tmp_path / "gym.py"
+    script.write_text(GYM_WITH_A_CHILD)
+    gym = subprocess.Popen(
+        [sys.executable, str(script), str(session.path), how, str(child_seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return gym, int(gym.stdout.readline())
+
+
+@pytest.mark.slow
+def test_the_lock_holds_until_the_last_child_of_a_killed_gym_has_exited(tmp_path):
+    """`kill -STOP <child>; kill -9 <gym>`: a new gym is refused, naming the stopped child,
+    until it is gone; a child that exits by itself within the wait is waited for."""
+    import signal
+    import time
+
+    import psutil
+
+    session = make_session(tmp_path)
+    gym, child = start_gym_with_a_child(tmp_path, session, "stop", 60)
+    try:
+        deadline = time.monotonic() + 30
+        while psutil.Process(child).status() != psutil.STATUS_STOPPED:
+            assert time.monotonic() < deadline, "the child never stopped"
+            time.sleep(0.05)
+        gym.kill()
+        gym.wait()
+        gym.stdout.close()
+        told = []
+        with pytest.raises(SessionLockedError) as refused:
+            Session(session.path).acquire_lock(wait=1.0, waiting=told.append)
+        message = str(refused.value)
+        assert f"whose gym (pid {gym.pid}) is gone: trainer (pid {child}, stopped)" in message
+        assert f"kill -CONT {child}" in message
+        assert len(told) == 1 and f"trainer (pid {child})" in told[0]
+    finally:
+        os.kill(child, signal.SIGKILL)
+    wait_gone(child)
+    other = Session(session.path)
+    other.acquire_lock(wait=0.0)  # the last one gone: the lock is free
+    other.release_lock()
+
+    gym, child = start_gym_with_a_child(tmp_path, session, "run", 2.0)
+    gym.kill()
+    gym.wait()
+    gym.stdout.close()
+    told = []
+    waited = Session(session.path)
+    waited.acquire_lock(wait=30.0, waiting=told.append)  # the child ends within it
+    wait_gone(child)  # it exited: nothing else let the lock go
+    assert len(told) == 1 and "waiting up to 30 s for the processes of the previous run" in told[0]
+    waited.release_lock()
+
+
+def wait_gone(pid: int) -> None:
+    """Until the process has exited (a zombie has: no one may reap an orphan here)."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} is still running")

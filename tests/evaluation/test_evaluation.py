@@ -57,6 +57,33 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
     assert (session.plots_dir / "rating.png").stat().st_size > 1000
 
 
+def test_the_evaluator_passes_over_a_model_pruned_before_it_was_loaded(two_iterations):
+    """`keep_models` may delete an iteration between the Evaluator naming it and loading it,
+    as the one it was to rate or as the previous one it plays: it rates the newest instead,
+    against the newest earlier iteration still there."""
+    from gamegym.evaluation.evaluator import Evaluator
+
+    session = two_iterations.session
+    config = two_iterations.config.updated(
+        {"evaluate": {"games": 2, "searchcount": 4, "opponents": ["random", "previous"]}}
+    )
+    publish_as_trained(session, load_model(session.model_path(0)), 2)
+    listed = session.model_iterations()
+    session.model_path(1).unlink()  # pruned: 2 is current, 1 was listed a moment ago
+    named = iter([1])
+    real = session.current_iteration
+    session.current_iteration = lambda: next(named, None) or real()
+    session.model_iterations = lambda: listed
+    evaluator = Evaluator(session, config, TicTacToe(), np.random.default_rng(0))
+    assert evaluator.step() is None  # 1 is gone: nothing rated this time
+    assert evaluator.step() == 2
+    rows = read_jsonl(session.evaluation_dir / "results.jsonl")
+    assert [(r["player"], r["opponent"]) for r in rows] == [
+        ("iteration:2", "random"),
+        ("iteration:2", "iteration:0"),
+    ]
+
+
 @pytest.mark.slow
 def test_evaluate_command(two_iterations, capsys):
     path = str(two_iterations.session.path)

@@ -316,3 +316,77 @@ def test_a_stopped_trainer_or_predictor_is_named_killed_and_stops_the_gym(new_se
         finish(gym)
     assert f"{role} is not responding" in (session / "logs" / "gym.log").read_text()
     assert not (session / "session.lock").exists()
+
+
+def test_a_stopped_trainer_of_a_killed_gym_keeps_the_session_until_it_is_gone(session, capsys):
+    """`kill -STOP <trainer>; kill -9 <gym>; gamegym resume S; kill -CONT <trainer>`: the
+    resume is refused, naming the stopped Trainer, and deletes nothing (its temporary file is
+    left to it); once continued the Trainer exits by itself, and the resume goes on."""
+    from gamegym.cli.main import main
+
+    gym = start_gym(session)
+    try:
+        wait_for_line(gym, playing)
+        trainer = find_role(session, "trainer")
+        os.kill(trainer, signal.SIGSTOP)
+        others = [  # multiprocessing's resource tracker lives while the Trainer does
+            p
+            for p in children_of(gym)
+            if p.pid != trainer and "resource_tracker" not in " ".join(p.cmdline())
+        ]
+        gym.kill()
+        gym.wait()
+        assert not wait_gone(others, timeout=15)  # they see the gym gone and exit
+        writing = session / "models" / f".99.{trainer}.tmp.keras"  # as if being written
+        writing.write_bytes(b"half a model")
+        capsys.readouterr()
+        assert main(["resume", str(session), "--max-iterations", "1"]) != 0
+        out = capsys.readouterr()
+        text = out.out + out.err
+        assert f"trainer (pid {trainer}, stopped)" in text, text
+        assert "is still held by processes of its previous run" in text
+        assert writing.exists()  # the new gym did not tidy beside a live writer
+        assert json.loads((session / "runs.json").read_text())["runs"] == 1  # no run counted
+    finally:
+        os.kill(trainer, signal.SIGCONT)
+        finish(gym)
+    assert not wait_gone([psutil.Process(trainer)], timeout=20), "the Trainer never exited"
+    writing.unlink()
+    done = subprocess.run(
+        gamegym_command("resume", str(session), "--max-seconds", "1"),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_predictor_hung_in_a_call_is_found_by_its_lack_of_progress(new_session):
+    """Its heartbeat thread beats on; its work count stands still: the gym names it and stops
+    within progress_timeout, instead of the Selfplayers timing out one restart after another."""
+    from conftest import ROOT
+
+    session = new_session(changes={**CHANGES, "plugins": ["hangplugin"], "progress_timeout": 8.0})
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+        "GAMEGYM_TEST_HANG": "predictor",
+    }
+    gym = subprocess.Popen(
+        gamegym_command("resume", str(session)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        lines = wait_for_line(gym, lambda line: "stopped with an error" in line, 90)
+        text = "".join(lines)
+        assert "predictor made no progress for" in text, text
+        assert "predictor stopped responding and was killed (no progress for" in text, text
+        assert "no heartbeat" not in text  # it beat all along
+        assert gym.wait(timeout=60) == 1
+    finally:
+        finish(gym)

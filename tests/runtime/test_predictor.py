@@ -506,3 +506,66 @@ def test_large_requests_and_answers_on_one_pipe_do_not_deadlock(tmp_path):
         assert all(a.outputs["probs"].shape == (rows, 73) for a in got)
     finally:
         stop_predictor(process, stop, [mine])
+
+
+def test_a_model_pruned_before_it_is_loaded_is_skipped_for_the_newest(tmp_path):
+    """The Trainer published iterations 1 and 2 and `keep_models` deleted 1 before the
+    Predictor got to its Reload: the Predictor loads 2 instead of failing."""
+    from gamegym.runtime.predictor import Predictor
+
+    graph, shape, session, config = answering_session(tmp_path)
+    for iteration in range(3):
+        session.publish_model(build_network(shape, 73, "dense", 16, 1, seed=iteration), iteration)
+    session.model_path(1).unlink()
+    session.fast_model_path(1).unlink(missing_ok=True)
+    predictor = Predictor(session, config, [], None)
+    predictor.load(0)
+    fast = predictor.fast_files
+    predictor.load(1)
+    assert sorted(predictor.held) == [0, 2]
+    assert predictor.fast_files == fast  # the path it takes is unchanged
+
+
+def test_the_predictor_closes_the_pipes_of_clients_that_are_gone(tmp_path):
+    """Each restarted Selfplayer comes with a pipe of its own; once it is gone, the
+    Predictor's end is closed: its file descriptors do not grow with the restarts."""
+    import os
+
+    from gamegym.runtime.messages import NewClient
+    from gamegym.runtime.predictor import Predictor
+    from gamegym.runtime.stopflag import StopFlag
+
+    graph, shape, session, config = answering_session(tmp_path)
+    session.publish_model(build_network(shape, 73, "dense", 16, 1, seed=0), 0)
+    joins_in, joins = multiprocessing.Pipe(duplex=False)
+    predictor = Predictor(session, config, [], None, joins=joins_in)
+    stop = StopFlag()
+    serving = threading.Thread(target=predictor.serve, args=(stop,), daemon=True)
+    serving.start()
+    x = positions(graph, 2)
+
+    def restart_one(request_id):
+        predictor_end, selfplayer_end = multiprocessing.Pipe(duplex=True)
+        joins.send(NewClient(predictor_end))
+        predictor_end.close()  # the gym keeps no end
+        selfplayer_end.send(EvalRequest(request_id, "evaluate", {"x": x}))
+        assert selfplayer_end.poll(30) and selfplayer_end.recv().request_id == request_id
+        selfplayer_end.close()  # the Selfplayer dies
+
+    def open_fds():
+        deadline = time.monotonic() + 10
+        while predictor.live and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # the outbox threads close the ends they sent on
+        return len(os.listdir("/proc/self/fd"))
+
+    restart_one(0)
+    before = open_fds()
+    for request_id in range(1, 21):
+        restart_one(request_id)
+    after = open_fds()
+    stop.set()
+    serving.join(timeout=10)
+    joins.close()
+    assert not serving.is_alive()
+    assert after - before < 5, f"{after - before} file descriptors more after 20 restarts"

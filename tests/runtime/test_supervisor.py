@@ -296,3 +296,99 @@ def test_a_process_without_a_heartbeat_is_named_killed_and_handled_as_a_crash(
         assert supervisor.spawned == ["selfplayer0"] and not supervisor.failure
     else:
         assert supervisor.failure.startswith(f"{role} stopped responding and was killed")
+
+
+def watched(supervisor, now):
+    """Every child gets a Heartbeat that has beaten and counted work once, watched from now."""
+    from gamegym.runtime.heartbeat import Heartbeat
+
+    for slot in {**supervisor.children, **supervisor.backend.children}.values():
+        slot.heartbeat = Heartbeat()
+        slot.heartbeat.counter.value = slot.heartbeat.work.value = 1  # started, and working
+        slot.heartbeat.seen(now)
+
+
+@pytest.mark.parametrize("role", ["trainer", "predictor", "selfplayer0", "evaluator"])
+def test_a_process_that_beats_but_makes_no_progress_is_killed_and_handled_as_a_crash(
+    supervisor, role, capsys
+):
+    """Hung in a call that released the interpreter: its heartbeat thread beats on, its work
+    count stands still for progress_timeout."""
+    supervisor.children["evaluator"] = Child(
+        "evaluator", None, ("path", supervisor.config, 0), LiveProcess()
+    )
+    now = [1000.0]
+    supervisor.clock = lambda: now[0]
+    watched(supervisor, now[0])
+    stuck = child(supervisor, role)
+    stuck.process = StoppedProcess()
+    deadline = supervisor.config.progress_timeout
+    assert deadline > supervisor.config.heartbeat_timeout
+    for _ in range(int(deadline) + 2):
+        now[0] += 1.0
+        for slot in {**supervisor.children, **supervisor.backend.children}.values():
+            slot.heartbeat.counter.value += 1  # every heartbeat thread runs ...
+            if slot is not stuck:
+                slot.heartbeat.work.value += 1  # ... and the others work
+        supervisor._check_heartbeats()
+    assert stuck.process.killed
+    assert f"{role} made no progress for {int(deadline)} s" in capsys.readouterr().out
+    others = [
+        c for c in {**supervisor.children, **supervisor.backend.children}.values() if c is not stuck
+    ]
+    assert not any(getattr(c.process, "killed", False) for c in others)
+    stuck.process = DeadProcess(-9)
+    check(supervisor)
+    if role in ("selfplayer0", "evaluator"):
+        assert supervisor.spawned == [role] and not supervisor.failure
+    else:
+        assert supervisor.failure.startswith(
+            f"{role} stopped responding and was killed (no progress for"
+        )
+
+
+def test_after_the_whole_group_was_stopped_no_child_is_killed_as_hung(supervisor, capsys):
+    """Ctrl+Z stops the gym and its children alike; on continue (a SIGCONT to the gym) it
+    finds every child silent for as long as it was stopped itself, and watches them afresh
+    instead of killing them.  One that then stays silent is still killed."""
+    now = [1000.0]
+    supervisor.clock = lambda: now[0]
+    watched(supervisor, now[0])
+    for slot in supervisor.backend.children.values():
+        slot.process = StoppedProcess()
+    supervisor.children["trainer"].process = StoppedProcess()
+    supervisor._check_heartbeats()
+    now[0] += 10 * supervisor.config.progress_timeout  # stopped: no one beat or worked
+    supervisor.gym.continued = 1  # what the gym's SIGCONT handler counts on `fg`
+    supervisor._check_heartbeats()
+    slots = {**supervisor.children, **supervisor.backend.children}
+    assert not any(c.process.killed for c in slots.values())
+    assert "not responding" not in capsys.readouterr().out
+    for _ in range(int(supervisor.config.heartbeat_timeout) + 2):  # all but one go on
+        now[0] += 1.0
+        for name, slot in slots.items():
+            if name != "selfplayer1":
+                slot.heartbeat.counter.value += 1
+                slot.heartbeat.work.value += 1
+        supervisor._check_heartbeats()
+    assert [n for n, c in slots.items() if c.process.killed] == ["selfplayer1"]
+
+
+def test_a_dead_evaluator_is_restarted_with_a_new_seed_until_its_budget_is_spent(supervisor):
+    from gamegym.runtime.process import SEED_EVALUATOR, process_seed
+
+    config = supervisor.config
+    slot = supervisor.children["evaluator"] = Child(
+        "evaluator", None, ("path", config, process_seed(config.seed, SEED_EVALUATOR, 1)), None
+    )
+    seeds = [slot.args[-1]]
+    for _ in range(MAX_SELFPLAYER_RESTARTS):
+        slot.process = DeadProcess(1)
+        check(supervisor)
+        assert not supervisor.failure and slot.process.is_alive()
+        seeds.append(slot.args[-1])
+    assert len(set(seeds)) == len(seeds)
+    slot.process = DeadProcess(1)
+    check(supervisor)
+    assert supervisor.failure.startswith("evaluator died (exit code 1), too many restarts")
+    assert supervisor.gym.reasons == [supervisor.failure]

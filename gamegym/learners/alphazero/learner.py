@@ -38,6 +38,7 @@ import zipfile
 
 import numpy as np
 
+from gamegym import workmeter
 from gamegym.data.samples import n_step_value_targets
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.nets.inference import evaluate_form
@@ -253,6 +254,7 @@ class AlphaZeroLearner(Learner):
                 xb, pi, targets["z"][index], legal, targets["policy_weight"][index], weight
             )
             losses[index] = per_sample.numpy()
+            workmeter.tick()  # a training step: the gym's proof of progress
             if isinstance(steps, _Draws):
                 steps.sampler.update(index, losses[index])
             sums += stats.numpy()

@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from gamegym import workmeter
 from gamegym.data.samples import SampleColumn
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.learners.bootstrapped.config import BootstrappedConfig, check_selfplay_pause
@@ -393,6 +394,7 @@ class _Run:
             x, action, t["reward"][index], t["done"][index], next_x, next_legal, t["mask"][index]
         )
         self.steps += 1
+        workmeter.tick()  # a training step: the gym's proof of progress
         self.age += 1
         if self.age >= self.period:
             learner = self.learner

@@ -45,6 +45,7 @@ import time
 
 import numpy as np
 
+from gamegym import workmeter
 from gamegym.data.samples import n_step_value_targets
 from gamegym.learners.base import Learner, TrainReport, option, register
 from gamegym.learners.muzero.config import MuZeroConfig
@@ -240,6 +241,7 @@ class MuZeroLearner(Learner):
             step_losses, stats = self._steps.train(*batch, weight)
             rows, step_losses = data.trained(starts, step_losses.numpy())
             losses[rows] = step_losses
+            workmeter.tick()  # a training step: the gym's proof of progress
             if sampler is not None:
                 sampler.update(rows, step_losses)
             sums += stats.numpy()
