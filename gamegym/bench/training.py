@@ -153,7 +153,8 @@ def self_play_window(graph, config: GymConfig, model, samples: int, searchcount:
     held = sum(map(len, records))
     with tempfile.TemporaryDirectory(prefix="gamegym-training-") as folder:
         write_sample_file(Path(folder) / "0" / "selfplay.npz", records)
-        batch = load_samples(Path(folder), 0, held, shape=SampleShape.of(graph))
+        shape = SampleShape.of(graph, learner.sample_columns(config))
+        batch = load_samples(Path(folder), 0, held, shape=shape)
     assert batch is not None
     return batch
 
@@ -166,7 +167,7 @@ def session_window(session, config: GymConfig, graph) -> SampleBatch:
         session.samples_dir,
         max(0, iteration - config.train.max_sampleage),
         config.train.max_samplecount,
-        shape=SampleShape.of(graph),
+        shape=SampleShape.of(graph, get_learner(config.train.learner).sample_columns(config)),
     )
     if batch is None:
         raise ValueError(f"session {session.path} has no readable samples in its window")
