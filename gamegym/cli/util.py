@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from gamegym.config import ConfigError
 
-__all__ = ["json_object", "read_overrides"]
+__all__ = ["json_object", "read_overrides", "add_trust_flag", "console_ask"]
 
 
 def json_object(text: str) -> dict:
@@ -31,3 +33,32 @@ def read_overrides(path: Path) -> dict:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a JSON object")
     return data
+
+
+def add_trust_flag(parser: argparse.ArgumentParser, imports: str) -> None:
+    """The `--trust` flag of a command that imports modules a session folder names."""
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help=f"import {imports} named in the session's config.json even when it is not "
+        "bundled with gamegym and this folder was not made here (a folder from elsewhere); "
+        "remembered for the folder (gamegym.data.trust)",
+    )
+
+
+def console_ask() -> Callable[[str], bool] | None:
+    """A question to the person at the console ("... [y/N]"), or None when stdin or stdout
+    is not a terminal (a script, a service): the command then refuses instead of asking."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return None
+
+    def ask(question: str) -> bool:
+        try:
+            answer = input(
+                f"{question}\nimport it, and allow it for this folder from now on? [y/N] "
+            )
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask

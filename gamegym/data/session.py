@@ -131,6 +131,9 @@ class Session:
         atomic_write_json(self.config_path, {**config.to_dict(), "format_version": CONFIG_FORMAT})
 
     def load_config(self) -> GymConfig:
+        """The session's config.json, read without importing any module it names: its
+        `plugins` are not imported (`GymConfig.runs_plugins` False; `with_plugins` imports
+        them) and its game is only a name (gamegym.data.trust decides who may import them)."""
         if not self.path.is_dir():
             raise SessionError(f"no session folder at {self.path} (create one with 'gamegym new')")
         if not self.exists():
@@ -149,8 +152,9 @@ class Session:
                     CONFIG_FORMAT,
                     f"session {self.path} (config.json)",
                 )
-            # format 1 kept every learner's own fields in the shared sections
-            return GymConfig.from_dict(data, stored=version < 2)
+            # format 1 kept every learner's own fields in the shared sections; the plugins
+            # it names are not imported (GymConfig.with_plugins, once the user agreed)
+            return GymConfig.from_dict(data, stored=version < 2, plugins=False)
         except FormatError as error:
             raise SessionError(str(error)) from error
         except ConfigError as error:

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from gamegym.cli.progress import ProgressBars
+from gamegym.cli.util import add_trust_flag, console_ask
 from gamegym.data.fileio import append_jsonl, atomic_write_json, read_jsonl
 from gamegym.evaluation.arena import fit_ratings, make_player, model_player, run_match
 from gamegym.game.graph import load_game
@@ -30,7 +31,7 @@ def iteration_name(iteration: int) -> str:
 def evaluate_iteration(session, config, graph, iteration: int, rng: np.random.Generator) -> dict:
     """Play `iteration` against the configured opponents; record results; return ratings."""
     cfg = config.evaluate
-    player = model_player(session, graph, iteration, cfg.searchcount)
+    player = model_player(session, graph, iteration, cfg.searchcount, config=config)
     for spec in cfg.opponents:
         if spec == "previous":
             earlier = [i for i in session.model_iterations() if i < iteration]
@@ -170,10 +171,9 @@ def verdict(
 
 # ----- command line ---------------------------------------------------------------------------
 def cmd_evaluate(args) -> int:
-    from gamegym.data.session import Session
+    from gamegym.data.trust import read_session
 
-    session = Session(args.session)
-    config = session.load_config()
+    session, config = read_session(args.session, "evaluate", args.trust, console_ask())
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration() if args.iteration is None else args.iteration
     opponent = make_player(args.against, session, graph, args.searchcount)  # a bad one: at once
@@ -203,11 +203,10 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_play(args) -> int:
-    from gamegym.data.session import Session
+    from gamegym.data.trust import read_session
     from gamegym.evaluation.arena import HumanPlayer, describe_move
 
-    session = Session(args.session)
-    config = session.load_config()
+    session, config = read_session(args.session, "play", args.trust, console_ask())
     graph = load_game(config.game, config.game_args)
     if args.opponent:
         model = make_player(args.opponent, session, graph, args.searchcount)
@@ -262,6 +261,7 @@ def add_commands(sub) -> None:
     p.add_argument("--searchcount", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
+    add_trust_flag(p, "the game module (never a plugin)")
     p.set_defaults(run=cmd_evaluate)
 
     p = sub.add_parser("play", help="play against a model iteration at the console")
@@ -278,4 +278,5 @@ def add_commands(sub) -> None:
     side.add_argument("--second", action="store_true", help="the model moves first")
     p.add_argument("--searchcount", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
+    add_trust_flag(p, "the game module (never a plugin)")
     p.set_defaults(run=cmd_play)
