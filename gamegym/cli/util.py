@@ -40,9 +40,9 @@ def add_trust_flag(parser: argparse.ArgumentParser, imports: str) -> None:
     parser.add_argument(
         "--trust",
         action="store_true",
-        help=f"import {imports} named in the session's config.json even when it is not "
-        "bundled with gamegym and this folder was not made here (a folder from elsewhere); "
-        "remembered for the folder (gamegym.data.trust)",
+        help=f"import {imports} that the session's config.json names, even when not bundled "
+        "with gamegym and the folder was not made here (a folder from elsewhere); remembered "
+        "for the folder (see the reliability guide, 'Code from a session folder')",
     )
 
 
