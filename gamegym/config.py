@@ -6,12 +6,14 @@ range, naming the field.  `GymConfig.check_resume` refuses changes to fields fix
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import dataclasses
 import difflib
 import importlib
 import json
 import math
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import SimpleNamespace
@@ -95,8 +97,11 @@ def _choice(obj: Any, name: str, choices: tuple) -> None:
 
 
 def _registered(obj: Any, name: str, registry: Registry) -> None:
-    """The field names something registered in `registry` (gamegym.registry)."""
+    """The field names something registered in `registry` (gamegym.registry); any name while
+    a config whose plugins were not imported is built (one of them may register it)."""
     value = getattr(obj, name)
+    if isinstance(value, str) and value and _PENDING_PLUGINS.get():
+        return
     _check(
         isinstance(value, str) and value in registry,
         f"{_section(obj)}{name}",
@@ -112,6 +117,16 @@ def _section(obj: Any) -> str:
 check = _check
 int_in, float_in, boolean, choice = _int_in, _float_in, _bool, _choice
 
+
+# while GymConfig.__post_init__ builds a config without importing its plugins: those of them
+# not imported (their names may be registered by them, so registry fields are not checked)
+_PENDING_PLUGINS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "gamegym_pending_plugins", default=()
+)
+# set by GymConfig.from_dict(..., plugins=False): the config being built imports no plugin
+_NO_PLUGINS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "gamegym_no_plugins", default=False
+)
 
 PRECISIONS = ("float32", "int8")  # predict.precision: the CPU fast path's arithmetic
 COMPILES = ("auto", "xla", "traced")  # train.compile (gamegym.nets.trainstep)
@@ -368,7 +383,8 @@ class TrainConfig:
         _float_in(self, "curious_alpha", 0.0, 1.0)
         _float_in(self, "curious_epsilon", 0.0, 1e6, low_open=True)
         _float_in(self, "priority_max", 0.0, 1e15, low_open=True)
-        problem = REPLAYS.get(self.replay).check_config(self)
+        replay = REPLAYS.get(self.replay) if self.replay in REPLAYS else None  # else a plugin's
+        problem = replay.check_config(self) if replay is not None else None
         if problem:
             raise ConfigError(f"config field {problem}")
 
@@ -501,16 +517,52 @@ class GymConfig:
     FIXED = ("game", "game_args", "network", "train.learner")
 
     def __post_init__(self) -> None:
+        # whether this config's processes import its plugins: True for settings of the
+        # user's own; False for a session's config.json (Session.load_config) until
+        # `with_plugins`, so a command that only reads a session runs none of its code
+        self.runs_plugins = not _NO_PLUGINS.get()
+        if self.runs_plugins:
+            import_plugins(self.plugins)
+            pending: tuple[str, ...] = ()
+        else:
+            _check_module_list(self.plugins)
+            pending = tuple(m for m in self.plugins if m not in sys.modules)
+        token = _PENDING_PLUGINS.set(pending)
+        try:
+            for name, section_cls in SECTIONS.items():  # sections may be given as plain dicts
+                section = getattr(self, name)
+                if isinstance(section, dict):
+                    _reject_unknown(section, _field_names(section_cls), f"{name}.")
+                    setattr(self, name, section_cls(**section))
+            if isinstance(self.train, TrainConfig):
+                _registered(self.train, "learner", LEARNERS)
+                self.learner_config = _learner_section(self.train.learner, self.learner_config)
+            self.validate()
+        finally:
+            _PENDING_PLUGINS.reset(token)
+
+    def unregistered(self) -> list[str]:
+        """The registry fields whose names nothing registered, as "field 'name'": names a
+        config built without importing its plugins may hold (one of them would register it)."""
+        return [
+            f"{path} {value!r}"
+            for path, registry, value in (
+                ("train.learner", LEARNERS, self.train.learner),
+                ("train.replay", REPLAYS, self.train.replay),
+                ("selfplay.backend", BACKENDS, self.selfplay.backend),
+                ("selfplay.search", SEARCHES, self.selfplay.search),
+            )
+            if value not in registry
+        ]
+
+    def with_plugins(self) -> GymConfig:
+        """This config with its plugins imported and every field checked against what they
+        register (the same config when they were imported already).  Call it once the user
+        has agreed to run the modules it names (gamegym.data.trust)."""
+        if self.runs_plugins:
+            return self
         import_plugins(self.plugins)
-        for name, section_cls in SECTIONS.items():  # sections may be given as plain dicts
-            section = getattr(self, name)
-            if isinstance(section, dict):
-                _reject_unknown(section, _field_names(section_cls), f"{name}.")
-                setattr(self, name, section_cls(**section))
-        if isinstance(self.train, TrainConfig):
-            _registered(self.train, "learner", LEARNERS)
-            self.learner_config = _learner_section(self.train.learner, self.learner_config)
-        self.validate()
+        return GymConfig.from_dict(self.to_dict())
 
     def validate(self) -> None:
         _check(
@@ -533,18 +585,21 @@ class GymConfig:
             section = getattr(self, name)
             _check(isinstance(section, cls), name, f"must be a {cls.__name__}")
             section.validate()
-        if self.learner_config is not None:
-            self.learner_config.validate()
+        if self.learner_config is not None and not isinstance(self.learner_config, dict):
+            self.learner_config.validate()  # a dict: the section of an unregistered learner
+        learner = LEARNERS.get(self.train.learner) if self.train.learner in LEARNERS else None
         problem = self.check_selfplay_pause(
             "selfplay.positions_per_iteration", self.selfplay.positions_per_iteration
-        ) or LEARNERS.get(self.train.learner).check_config(self)
+        ) or (learner.check_config(self) if learner is not None else None)
         if problem:
             raise ConfigError(f"config field {problem}")
 
     def __setstate__(self, state: dict) -> None:
-        """Unpickled in a child process (or a Ray actor): its plug-ins register there too."""
-        self.__dict__.update(state)
-        import_plugins(self.plugins)
+        """Unpickled in a child process (or a Ray actor): its plug-ins register there too,
+        when this process's config imported them (`runs_plugins`)."""
+        self.__dict__.update({"runs_plugins": True, **state})
+        if self.runs_plugins:
+            import_plugins(self.plugins)
 
     def selfplayers(self) -> int:
         """Self-play drivers at work: one in a single-process run."""
@@ -591,7 +646,7 @@ class GymConfig:
 
     def learner_options(self) -> dict:
         """The learner's own section as a dict (empty when it has none)."""
-        return {} if self.learner_config is None else dataclasses.asdict(self.learner_config)
+        return _section_dict(self.learner_config) if self.learner_config is not None else {}
 
     # ----- JSON round trip -----------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -603,16 +658,18 @@ class GymConfig:
             if f.name != "learner_config"
         }
         if self.learner_config is not None:
-            data[self.train.learner] = dataclasses.asdict(self.learner_config)
+            data[self.train.learner] = _section_dict(self.learner_config)
         return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_dict(cls, data: dict, stored: bool = False) -> GymConfig:
+    def from_dict(cls, data: dict, stored: bool = False, plugins: bool = True) -> GymConfig:
         """A config from its JSON form.  `stored`: a session's own config.json, which may be in
-        the layout before learner sections (it is then read as today's)."""
+        the layout before learner sections (it is then read as today's).  `plugins` False:
+        its plugins are not imported (`runs_plugins`; a name only one of them could register
+        is taken as it is, see `unregistered`, until `with_plugins`)."""
         if not isinstance(data, dict):
             raise ConfigError(f"a config must be a JSON object, got {type(data).__name__}")
         # a copy of a session's config.json: its format version is the session's business
@@ -636,7 +693,11 @@ class GymConfig:
         own = data.get(learner, {}) if learner in sections else None
         if own is not None and not isinstance(own, dict):
             raise ConfigError(f"config field '{learner}' must be a JSON object")
-        return cls(**{k: v for k, v in data.items() if k in known}, learner_config=own)
+        token = _NO_PLUGINS.set(not plugins)
+        try:
+            return cls(**{k: v for k, v in data.items() if k in known}, learner_config=own)
+        finally:
+            _NO_PLUGINS.reset(token)
 
     @classmethod
     def from_json_file(cls, path: Path, fill: dict | None = None) -> GymConfig:
@@ -654,8 +715,11 @@ class GymConfig:
         return cls.from_dict(data)
 
     def updated(self, overrides: dict) -> GymConfig:
-        """A copy with nested overrides applied, e.g. {"selfplay": {"searchcount": 50}}."""
-        return GymConfig.from_dict(merged_settings(self.to_dict(), overrides))
+        """A copy with nested overrides applied, e.g. {"selfplay": {"searchcount": 50}};
+        its plugins imported as this one's are (`runs_plugins`)."""
+        return GymConfig.from_dict(
+            merged_settings(self.to_dict(), overrides), plugins=self.runs_plugins
+        )
 
     def value_at(self, path: str) -> Any:
         """A field by its dotted name, e.g. "train.learner" (None when there is none)."""
@@ -691,13 +755,23 @@ def merged_settings(data: dict, overrides: dict) -> dict:
     return out
 
 
-def import_plugins(modules: Any) -> None:
-    """Import the `plugins` modules (once each; Python caches them)."""
+def _check_module_list(modules: Any) -> None:
     _check(
         isinstance(modules, list) and all(isinstance(m, str) and m for m in modules),
         "plugins",
         f"must be a list of module names, got {modules!r}",
     )
+    for module in modules:
+        _check(
+            all(part.isidentifier() for part in module.split(".")),
+            "plugins",
+            f"names {module!r}, which is not an importable module name (dotted Python names)",
+        )
+
+
+def import_plugins(modules: Any) -> None:
+    """Import the `plugins` modules (once each; Python caches them)."""
+    _check_module_list(modules)
     for module in modules:
         try:
             importlib.import_module(module)
@@ -708,8 +782,16 @@ def import_plugins(modules: Any) -> None:
             ) from error
 
 
+def _section_dict(section: Any) -> dict:
+    """A learner's section as a dict (a dict already: the section of an unregistered one)."""
+    return copy.deepcopy(section) if isinstance(section, dict) else dataclasses.asdict(section)
+
+
 def _learner_section(learner: str, given: Any) -> Any:
-    """The learner's section built from `given` (a dict, an instance or None: defaults)."""
+    """The learner's section built from `given` (a dict, an instance or None: defaults); the
+    dict as it is when the learner is not registered while plugins are pending."""
+    if learner not in LEARNERS and _PENDING_PLUGINS.get():
+        return None if given is None else copy.deepcopy(given)
     section_cls = learner_config_class(learner)
     if section_cls is None:
         _check(

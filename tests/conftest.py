@@ -25,6 +25,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,12 @@ TICTACTOE = "games.tictactoe:TicTacToe"
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 )
+
+# the consents to import a session folder's modules (gamegym.data.trust) that the suite's
+# sessions record go to a folder of this run (made by the controller, shared by the workers
+# and every process they start), never to the user's own
+if not os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["GAMEGYM_TRUST_DIR"] = tempfile.mkdtemp(prefix="gamegym-trust-")
 
 # the settings of a small tic-tac-toe session that trains an iteration within seconds (its
 # Selfplayer waits for each new model after 100 positions, leaving the cores to the Trainer).

@@ -8,7 +8,15 @@ import sys
 import time
 from pathlib import Path
 
-from gamegym.cli.util import Parser, json_object, port_number, prints_help, read_overrides
+from gamegym.cli.util import (
+    Parser,
+    add_trust_flag,
+    console_ask,
+    json_object,
+    port_number,
+    prints_help,
+    read_overrides,
+)
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.session import SessionError
 from gamegym.game.graph import GameGraphError
@@ -59,7 +67,7 @@ def cmd_resume(args) -> int:
         config = GymConfig.from_json_file(
             args.config, fill={"game": stored.game, "game_args": stored.game_args}
         )
-    gym = GameGym(args.session, config=config, stored=stored)
+    gym = GameGym(args.session, config=config, stored=stored, trust=args.trust, ask=console_ask())
     if args.ray is not None:  # this run only: the session's config.json keeps its backend
         gym.config = gym.config.updated({"selfplay": {"backend": "ray", "ray_address": args.ray}})
     BACKENDS.get(gym.config.selfplay.backend).check_available(gym.config)
@@ -70,7 +78,15 @@ def cmd_continue(args) -> int:
     from gamegym.runtime.continuation import continue_session
 
     overrides = read_overrides(args.config) if args.config else {}
-    new = continue_session(args.source, args.session, args.game, args.game_args, overrides)
+    new = continue_session(
+        args.source,
+        args.session,
+        args.game,
+        args.game_args,
+        overrides,
+        trust=args.trust,
+        ask=console_ask(),
+    )
     config = new.load_config()
     origin = json.loads((new.path / "origin.json").read_text())
     print(
@@ -90,14 +106,18 @@ def session_status(path: str) -> dict:
     from gamegym.data.fileio import last_jsonl
     from gamegym.data.samples import SampleCounter
     from gamegym.data.session import Session
-    from gamegym.game.graph import game_module_origin
+    from gamegym.data.trust import session_code, trusted_modules
 
     session = Session(path)
-    config = session.load_config()
+    config = session.load_config()  # imports nothing it names
     try:
-        origin = game_module_origin(config.game)
+        code = session_code(config.game, config.plugins)
+        origin, plugins = code.origins[code.game], {m: code.origins[m] for m in code.plugins}
+        described = code.describe()
+        unallowed = sorted(set(code.foreign()) - trusted_modules(session.path))
     except GameGraphError as error:
-        origin = f"(refused: {error})"
+        origin = described = f"(refused: {error})"
+        plugins, unallowed = {}, []
     counts = SampleCounter(session.samples_dir).per_iteration()
     reports = session.train_reports()
     holder = session.lock_holder() if session.lock_path.exists() else None
@@ -107,6 +127,9 @@ def session_status(path: str) -> dict:
         "game": config.game,
         "game_args": config.game_args,
         "game_module": origin,
+        "plugins": plugins,
+        "code": described,
+        "code_not_allowed": unallowed,
         "learner": config.train.learner,
         "iteration": session.current_iteration(),
         "models": session.model_iterations(),
@@ -128,6 +151,8 @@ def backend_status(config, record: dict | None) -> dict:
     """The backend of the newest status record (with its time), else the configured one."""
     if record and isinstance(record.get("backend"), dict):
         return {**record["backend"], "time": record.get("time")}
+    if config.selfplay.backend not in BACKENDS:  # a plugin's, not imported here
+        return {"name": config.selfplay.backend}
     return BACKENDS.get(config.selfplay.backend).describe(config)
 
 
@@ -138,10 +163,12 @@ def cmd_status(args) -> int:
         return 0
     print(f"session   {status['session']}")
     print(f"game      {status['game']} {status['game_args']}  (learner {status['learner']})")
-    print(
-        f"code      imports {status['game'].partition(':')[0]} from {status['game_module']} "
-        "(resuming the session runs it)"
-    )
+    print(f"code      imports {status['code']} (resuming the session runs it)")
+    if status["code_not_allowed"]:
+        print(
+            f"          not allowed for this folder yet: {', '.join(status['code_not_allowed'])}"
+            f" (resume refuses them without --trust)"
+        )
     print(f"iteration {status['iteration']}  (model files: {len(status['models'])})")
     print(f"samples   {status['samples']} from {status['games']} games")
     losses = ", ".join(f"{k} {v:.4f}" for k, v in sorted(status["last_losses"].items()))
@@ -202,7 +229,9 @@ def cmd_check(args) -> int:
 def cmd_serve(args) -> int:
     from gamegym.serve import run_server
 
-    return run_server(args.session, host=args.host, port=args.port)
+    return run_server(
+        args.session, host=args.host, port=args.port, trust=args.trust, ask=console_ask()
+    )
 
 
 NEW_EXAMPLE = """examples:
@@ -251,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the Selfplayers on Ray for this run: alone, a Ray started on this "
         "machine; 'auto' or HOST:PORT, the cluster there (needs the [ray] extra)",
     )
+    add_trust_flag(p, "the game module and the plugins")
     p.set_defaults(run=cmd_resume)
 
     p = sub.add_parser(
@@ -263,9 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--game-args", type=json_object, help="the new game arguments (JSON)")
     p.add_argument("--game", help="another game with the same input shape and action space")
     p.add_argument("--config", type=Path, help="other settings to change (a config JSON file)")
+    add_trust_flag(p, "the game module and the plugins of the source session")
     p.set_defaults(run=cmd_continue)
 
-    p = sub.add_parser("status", help="show a session's state")
+    p = sub.add_parser("status", help="show a session's state (imports none of the code it names)")
     p.add_argument("session")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=cmd_status)
@@ -289,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="127.0.0.1",
         help="address to listen on (127.0.0.1: this computer only)",
     )
+    add_trust_flag(p, "the game module (never a plugin)")
     p.set_defaults(run=cmd_serve)
 
     from gamegym import bench

@@ -16,6 +16,8 @@ from gamegym.config import ConfigError
 __all__ = [
     "HelpFormatter",
     "Parser",
+    "add_trust_flag",
+    "console_ask",
     "default_text",
     "json_object",
     "prints_help",
@@ -103,3 +105,32 @@ def read_overrides(path: Path) -> dict:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a JSON object")
     return data
+
+
+def add_trust_flag(parser: argparse.ArgumentParser, imports: str) -> None:
+    """The `--trust` flag of a command that imports modules a session folder names."""
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help=f"import {imports} that the session's config.json names, even when not bundled "
+        "with gamegym and the folder was not made here (a folder from elsewhere); remembered "
+        "for the folder (see the reliability guide, 'Code from a session folder')",
+    )
+
+
+def console_ask() -> Callable[[str], bool] | None:
+    """A question to the person at the console ("... [y/N]"), or None when stdin or stdout
+    is not a terminal (a script, a service): the command then refuses instead of asking."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return None
+
+    def ask(question: str) -> bool:
+        try:
+            answer = input(
+                f"{question}\nimport it, and allow it for this folder from now on? [y/N] "
+            )
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask

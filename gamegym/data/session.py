@@ -8,7 +8,8 @@ runs.json          how many times a gym has run on the session (the run number s
 models/<it>.keras  model iterations; models/current.json names the newest
 models/<it>.fast.npz  the iteration on the CPU fast path (gamegym.nets.portable), written with
                    it when the learner has a fast form, so a Predictor loads it without
-                   TensorFlow; valid only while not older than the .keras file
+                   TensorFlow; it records the sha256 of the .keras file it was made from
+                   (`stamped_fast_form`) and is valid only for that file
 samples/<it>/      sample files of games played with model <it>
 train/<it>.json    training report of the iteration that produced model <it>
 replay/<it>.npz    the replay buffer's counts and priorities after iteration <it> (replays
@@ -18,6 +19,8 @@ evaluation/ monitoring/ plots/ logs/ quarantine/
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import logging
 import os
@@ -27,6 +30,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import psutil
 
 from gamegym.config import ConfigError, GymConfig
@@ -41,7 +45,16 @@ from gamegym.data.fileio import (
 )
 from gamegym.data.formats import CONFIG_FORMAT, FormatError, check_format
 
-__all__ = ["HeldLock", "Session", "SessionError", "SessionLockedError", "fast_model_file"]
+__all__ = [
+    "HeldLock",
+    "Session",
+    "SessionError",
+    "SessionLockedError",
+    "fast_model_file",
+    "file_sha256",
+    "stamped_fast_form",
+    "fast_form_digest",
+]
 
 log = logging.getLogger(__name__)
 # how long a gym waits for the processes of a run whose gym died to exit (they stop by
@@ -136,6 +149,9 @@ class Session:
         atomic_write_json(self.config_path, {**config.to_dict(), "format_version": CONFIG_FORMAT})
 
     def load_config(self) -> GymConfig:
+        """The session's config.json, read without importing any module it names: its
+        `plugins` are not imported (`GymConfig.runs_plugins` False; `with_plugins` imports
+        them) and its game is only a name (gamegym.data.trust decides who may import them)."""
         if not self.path.is_dir():
             raise SessionError(f"no session folder at {self.path} (create one with 'gamegym new')")
         if not self.exists():
@@ -154,8 +170,9 @@ class Session:
                     CONFIG_FORMAT,
                     f"session {self.path} (config.json)",
                 )
-            # format 1 kept every learner's own fields in the shared sections
-            return GymConfig.from_dict(data, stored=version < 2)
+            # format 1 kept every learner's own fields in the shared sections; the plugins
+            # it names are not imported (GymConfig.with_plugins, once the user agreed)
+            return GymConfig.from_dict(data, stored=version < 2, plugins=False)
         except FormatError as error:
             raise SessionError(str(error)) from error
         except ConfigError as error:
@@ -398,14 +415,16 @@ class Session:
         self, model, iteration: int, keep: int = 0, fast_form: bytes | None = None
     ) -> Path:
         """Save a Keras model as models/<iteration>.keras atomically, then point current.json at
-        it.  `fast_form` (the bytes of its fast-path file) is written next to it first; without
-        one, a fast-path file left from an earlier model of that iteration is removed."""
+        it.  `fast_form` (the bytes of its fast-path file) is written next to it first, with
+        the model file's sha256 recorded in it; without one, a fast-path file left from an
+        earlier model of that iteration is removed."""
         path = self.model_path(iteration)
         tmp = temporary_path(path)
         try:
             model.save(tmp)
             if fast_form is not None:
-                atomic_write_bytes(fast_model_file(path), fast_form)
+                stamped = stamped_fast_form(fast_form, file_sha256(tmp))
+                atomic_write_bytes(fast_model_file(path), stamped)
             else:
                 fast_model_file(path).unlink(missing_ok=True)
             atomic_publish(tmp, path)
@@ -459,6 +478,44 @@ def fast_model_file(model_path: Path) -> Path:
     """The fast-path file of a model file: models/<it>.keras -> models/<it>.fast.npz."""
     model_path = Path(model_path)
     return model_path.with_name(f"{model_path.stem}.fast.npz")
+
+
+FAST_DIGEST = "keras_sha256"  # the fast-path file's entry: the sha256 of its model file
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def stamped_fast_form(data: bytes, model_sha256: str) -> bytes:
+    """A fast-path file's bytes (an .npz) with the sha256 of the model file it was made from
+    as its entry FAST_DIGEST (one recorded before is replaced); the other entries are copied
+    as they are."""
+    out = io.BytesIO()
+    entry = io.BytesIO()
+    np.save(entry, np.frombuffer(model_sha256.encode("ascii"), np.uint8))
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            if name != f"{FAST_DIGEST}.npy":
+                target.writestr(source.getinfo(name), source.read(name))
+        target.writestr(f"{FAST_DIGEST}.npy", entry.getvalue())
+    return out.getvalue()
+
+
+def fast_form_digest(data: bytes) -> str | None:
+    """The model file's sha256 a fast-path file's bytes record (None: none, or unreadable)."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+            if FAST_DIGEST not in archive.files:
+                return None
+            return archive[FAST_DIGEST].tobytes().decode("ascii")
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError):
+        return None
 
 
 # ----- the OS lock ----------------------------------------------------------------------------

@@ -80,7 +80,9 @@ def _fast_evaluator(learner, path, iteration: int, config: GymConfig):
 
     if not cpu_fast_path(config.predict):
         return None
-    return load_fast_model_or_none(learner, path, iteration, config.plugins)
+    # a converting child imports the plugins only when this process did (GymConfig.runs_plugins)
+    plugins = config.plugins if config.runs_plugins else []
+    return load_fast_model_or_none(learner, path, iteration, plugins)
 
 
 class HumanPlayer(Player):

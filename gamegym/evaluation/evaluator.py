@@ -15,6 +15,7 @@ import numpy as np
 
 from gamegym import workmeter
 from gamegym.cli.progress import ProgressBars
+from gamegym.cli.util import add_trust_flag, console_ask
 from gamegym.data.fileio import append_jsonl, atomic_write_json, read_jsonl
 from gamegym.evaluation.arena import fit_ratings, make_player, model_player, run_match
 from gamegym.game.graph import load_game
@@ -33,13 +34,14 @@ class ModelPruned(Exception):
     """A model iteration's file was deleted (`train.keep_models`) before it could be loaded."""
 
 
-def load_model_player(session, graph, iteration: int, searchcount: int) -> Player:
-    """`model_player`, with ModelPruned when the iteration's file is gone (a newer one has been
+def load_model_player(session, graph, iteration: int, searchcount: int, config=None) -> Player:
+    """`model_player` (`config`: the session's, as read with consent; None: read from the
+    folder), with ModelPruned when the iteration's file is gone (a newer one has been
     published since the iteration was named, and the older pruned)."""
     if not session.model_path(iteration).is_file():
         raise ModelPruned(f"model iteration {iteration} was pruned before it could be loaded")
     try:
-        return model_player(session, graph, iteration, searchcount)
+        return model_player(session, graph, iteration, searchcount, config=config)
     except Exception:
         if session.model_path(iteration).is_file():
             raise
@@ -65,12 +67,15 @@ class CountedPlayer(Player):
         return child
 
 
-def previous_player(session, graph, iteration: int, searchcount: int) -> tuple[str, Player] | None:
+def previous_player(
+    session, graph, iteration: int, searchcount: int, config=None
+) -> tuple[str, Player] | None:
     """The newest iteration before `iteration` that loads, as a player (a pruned one is
     passed over: iteration 0 is always kept); None when there is none."""
     for earlier in reversed([i for i in session.model_iterations() if i < iteration]):
         try:
-            return iteration_name(earlier), load_model_player(session, graph, earlier, searchcount)
+            player = load_model_player(session, graph, earlier, searchcount, config)
+            return iteration_name(earlier), player
         except ModelPruned as error:
             log.info("%s; taking an older one as the previous iteration", error)
     return None
@@ -80,10 +85,10 @@ def evaluate_iteration(session, config, graph, iteration: int, rng: np.random.Ge
     """Play `iteration` against the configured opponents; record results; return ratings.
     ModelPruned when the iteration's model file is gone."""
     cfg = config.evaluate
-    player = CountedPlayer(load_model_player(session, graph, iteration, cfg.searchcount))
+    player = CountedPlayer(load_model_player(session, graph, iteration, cfg.searchcount, config))
     for spec in cfg.opponents:
         if spec == "previous":
-            previous = previous_player(session, graph, iteration, cfg.searchcount)
+            previous = previous_player(session, graph, iteration, cfg.searchcount, config)
             if previous is None:
                 continue
             opponent_name, opponent = previous
@@ -245,10 +250,9 @@ def verdict(
 
 # ----- command line ---------------------------------------------------------------------------
 def cmd_evaluate(args) -> int:
-    from gamegym.data.session import Session
+    from gamegym.data.trust import read_session
 
-    session = Session(args.session)
-    config = session.load_config()
+    session, config = read_session(args.session, "evaluate", args.trust, console_ask())
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration() if args.iteration is None else args.iteration
     opponent = make_player(args.against, session, graph, args.searchcount)  # a bad one: at once
@@ -278,11 +282,10 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_play(args) -> int:
-    from gamegym.data.session import Session
+    from gamegym.data.trust import read_session
     from gamegym.evaluation.arena import HumanPlayer, describe_move
 
-    session = Session(args.session)
-    config = session.load_config()
+    session, config = read_session(args.session, "play", args.trust, console_ask())
     graph = load_game(config.game, config.game_args)
     if args.opponent:
         model = make_player(args.opponent, session, graph, args.searchcount)
@@ -337,6 +340,7 @@ def add_commands(sub) -> None:
     p.add_argument("--searchcount", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
+    add_trust_flag(p, "the game module (never a plugin)")
     p.set_defaults(run=cmd_evaluate)
 
     p = sub.add_parser("play", help="play against a model iteration at the console")
@@ -353,4 +357,5 @@ def add_commands(sub) -> None:
     side.add_argument("--second", action="store_true", help="the model moves first")
     p.add_argument("--searchcount", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
+    add_trust_flag(p, "the game module (never a plugin)")
     p.set_defaults(run=cmd_play)

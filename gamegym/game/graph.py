@@ -53,7 +53,9 @@ __all__ = [
     "VertexError",
     "GameSpecError",
     "game_class",
+    "game_module",
     "game_module_origin",
+    "module_origin",
     "load_game",
     "game_spec",
 ]
@@ -353,10 +355,22 @@ def _module_name(spec: object) -> tuple[str, str]:
     return MOVED_MODULES.get(module_name, module_name), class_name
 
 
+def game_module(spec: str) -> str:
+    """The module a game spec imports ('package.module:Class' -> 'package.module'); a spec
+    that is not a module name is refused (GameSpecError) before anything is imported."""
+    return _module_name(spec)[0]
+
+
 def game_module_origin(spec: str) -> str:
     """The file of the module a game spec imports, found without running any of its code (a
     session folder names code; resuming it runs that code)."""
-    module_name, _ = _module_name(spec)
+    return module_origin(game_module(spec), f"game {spec!r}")
+
+
+def module_origin(module_name: str, what: str = "") -> str:
+    """The file a module would be imported from, found without running any of its code (for a
+    dotted name, not even its packages' __init__); GameSpecError when it is not found.
+    `what`: what needs it, for the message ("game 'x:Y'")."""
     module = sys.modules.get(module_name)
     if module is not None:
         return str(getattr(module, "__file__", None) or "(built in)")
@@ -370,10 +384,12 @@ def game_module_origin(spec: str) -> str:
             spec_found = importlib.machinery.PathFinder.find_spec(part, path)
         if spec_found is None:
             raise GameSpecError(
-                f"cannot find module {module_name!r} for game {spec!r} on the import path"
+                f"cannot find module {module_name!r}{' for ' + what if what else ''} "
+                "on the import path"
             )
         path = spec_found.submodule_search_locations
-    return str(spec_found.origin if spec_found is not None else None)
+    origin = spec_found.origin if spec_found is not None else None
+    return str(origin if origin not in (None, "built-in", "frozen") else "(built in)")
 
 
 def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]:

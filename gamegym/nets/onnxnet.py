@@ -9,6 +9,12 @@ c) order).  The net pickles without its session, so a process that receives it (
 opens its own, on one thread.  Given the bytes of an int8 form of that graph
 (`gamegym.nets.quantize`), it runs those instead.
 
+Every graph is checked before ONNX Runtime sees it (`check_graph`): the int8 graph comes from a
+file in the session folder, and an ONNX model may do more than a network's arithmetic (custom
+operator domains, functions, subgraphs, weights read from other files).  Only the operators
+this module's writer and ONNX Runtime's static quantization of its graphs emit (`ALLOWED_OPS`,
+standard domain) pass; anything else is refused with OnnxGraphError naming it.
+
 Needs the `onnx` package to write the graph and `onnxruntime` to run it; `available()` says
 whether both import.
 """
@@ -19,10 +25,84 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OnnxNet", "available"]
+__all__ = ["OnnxNet", "OnnxGraphError", "ALLOWED_OPS", "available", "check_graph"]
 
 OPSET = 17
 IR_VERSION = 8  # the IR of opset 17: runtimes older than the onnx package still read it
+
+
+# the operators of the graphs written here (_WRITERS, activations, outputs) and of their int8
+# forms (quantize_static, QDQ format): a graph with any other is not one of ours
+ALLOWED_OPS = frozenset(
+    {
+        "Add",
+        "Concat",
+        "Conv",
+        "Div",
+        "Flatten",
+        "Identity",
+        "MatMul",
+        "Mul",
+        "ReduceMax",
+        "ReduceMin",
+        "Relu",
+        "Reshape",
+        "Shape",
+        "Sigmoid",
+        "Sub",
+        "Tanh",
+        "Transpose",
+        "QuantizeLinear",
+        "DequantizeLinear",
+    }
+)
+STANDARD_DOMAINS = ("", "ai.onnx")
+
+
+class OnnxGraphError(ValueError):
+    """An ONNX model that gamegym's converters could not have written: it is not run."""
+
+
+def check_graph(model_bytes: bytes) -> None:
+    """Refuse (OnnxGraphError) an ONNX model that is not made of `ALLOWED_OPS` of the standard
+    domain alone: one that imports another operator set, defines functions, has a subgraph
+    (an If, a Loop), or reads tensors from files beside it."""
+    import onnx
+
+    try:
+        model = onnx.load_from_string(model_bytes)
+    except Exception as error:  # noqa: BLE001 (protobuf's DecodeError and kin)
+        raise OnnxGraphError(f"not a readable ONNX model ({type(error).__name__})") from None
+    other = sorted({o.domain for o in model.opset_import} - set(STANDARD_DOMAINS))
+    if other:
+        raise OnnxGraphError(f"the ONNX model imports operator sets {other}")
+    if len(model.functions):
+        raise OnnxGraphError("the ONNX model defines functions")
+    graph = model.graph
+    if len(graph.sparse_initializer):
+        raise OnnxGraphError("the ONNX model has sparse initializers")
+    for node in graph.node:
+        if node.domain not in STANDARD_DOMAINS or node.op_type not in ALLOWED_OPS:
+            op = f"{node.domain}:{node.op_type}" if node.domain else node.op_type
+            raise OnnxGraphError(
+                f"the ONNX model has a node {node.name or '(unnamed)'!r} of operator {op!r}, "
+                f"which gamegym's converters never write (they write {', '.join(sorted(ALLOWED_OPS))})"
+            )
+        for attribute in node.attribute:
+            if attribute.type not in _PLAIN_ATTRIBUTES:
+                raise OnnxGraphError(
+                    f"the ONNX model's node {node.name or node.op_type!r} has an attribute "
+                    f"{attribute.name!r} of type {attribute.type} (a subgraph or tensor)"
+                )
+    for tensor in graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL or len(tensor.external_data):
+            raise OnnxGraphError(
+                f"the ONNX model reads tensor {tensor.name!r} from a file outside it"
+            )
+
+
+# attribute types a node of ours may carry: FLOAT, INT, STRING, FLOATS, INTS, STRINGS
+_PLAIN_ATTRIBUTES = (1, 2, 3, 6, 7, 8)
 
 
 def available() -> bool:
@@ -45,6 +125,7 @@ class OnnxNet:
         self.outputs = list(net.outputs)
         self.precision = "float32" if quantized is None else "int8"
         self.model_bytes = _graph(net) if quantized is None else quantized
+        check_graph(self.model_bytes)  # OnnxGraphError: never given to ONNX Runtime
         self._session: Any = None
 
     def __getstate__(self) -> dict:

@@ -15,7 +15,10 @@ The file (`to_bytes` / `from_bytes`, an .npz): "header" holds UTF-8 JSON
                    "steps": [{"name", "op", "inputs", "params": {key: value | {"array": id}}}]}}}
 and every weight array is an entry of its own ("a0", "a1", ...), stored as float32.  A net with
 an int8 form (`gamegym.nets.quantize`) also has the ONNX model of that form as an entry
-"int8/<net name>" (bytes as uint8), listed in the header's optional "int8": [net names].
+"int8/<net name>" (bytes as uint8), listed in the header's optional "int8": [net names]; that
+model runs only when made of the operators gamegym writes (`gamegym.nets.onnxnet.check_graph`).
+A published file also records the sha256 of its model file ("keras_sha256",
+`gamegym.data.session.stamped_fast_form`), which this module does not read.
 `choose_runner` picks how a net runs: ONNX Runtime when installed, else NumPy for nets without
 convolutions (NumPy convolutions lose to TensorFlow's); None otherwise.
 """
@@ -30,6 +33,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 import numpy as np
 
 from gamegym.nets.numpynet import NumpyNet, Step
+from gamegym.nets.onnxnet import OnnxGraphError
 
 __all__ = [
     "FastForm",
@@ -172,6 +176,8 @@ def evaluator_from_bytes(data: bytes, iteration: int, source: str = "fast-path m
         )
     try:
         return cls.from_form(form, iteration)
+    except OnnxGraphError as error:
+        raise FastModelError(f"{source} is refused: {error}") from None
     except (KeyError, TypeError, ValueError) as error:
         raise FastModelError(f"{source} is damaged: {type(error).__name__} {error}") from None
 

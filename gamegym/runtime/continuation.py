@@ -28,6 +28,7 @@ from gamegym.config import ConfigError, GymConfig
 from gamegym.data.fileio import atomic_publish, atomic_write_json, temporary_path
 from gamegym.data.samples import sample_files, sample_iterations
 from gamegym.data.session import Session, SessionError
+from gamegym.data.trust import record_trust, require_consent, session_code
 from gamegym.game.graph import load_game
 
 __all__ = ["continue_session"]
@@ -42,11 +43,23 @@ def continue_session(
     game: str | None = None,
     game_args: dict | None = None,
     overrides: dict | None = None,
+    trust: bool = False,
+    ask=None,
 ) -> Session:
     """Make the session `target` from `source` under `game` / `game_args` (unchanged when
-    None) and `overrides` (config sections, as GymConfig.updated takes); returns it."""
+    None) and `overrides` (config sections, as GymConfig.updated takes); returns it.
+    `source`'s game is imported, and the new session will run its plugins: both need the
+    user's agreement for `source` when they are not bundled (`trust`, `ask`: see
+    gamegym.data.trust.require_consent); `game` is the caller's own."""
     old = Session(source)
     stored = old.load_config()
+    require_consent(
+        old,
+        session_code(stored.game, stored.plugins),
+        trust=trust,
+        command="continue",
+        ask=ask,
+    )
     if old.lock_path.exists() and old.lock_holder() is not None:
         raise SessionError(f"session {old.path} is running; stop it before continuing from it")
     iteration = old.current_iteration()
@@ -77,6 +90,7 @@ def continue_session(
     folder_was_there = new.path.exists()
     try:
         new.create(config)
+        record_trust(new.path, session_code(config.game, config.plugins).foreign())
         carry(old, new, iteration)
     except BaseException:
         _remove_contents(new.path)  # all made here: the folder was new or empty

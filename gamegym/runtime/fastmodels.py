@@ -4,11 +4,14 @@ Whoever publishes a model (the Trainer, the process that makes a session's first
 writes its fast form next to it, models/<it>.fast.npz (`fast_model_bytes`, gamegym.nets.portable;
 `Session.publish_model` writes it atomically, before the model file).  A Predictor that needs no
 GPU (`cpu_fast_path`) then loads each iteration from that file (`load_fast_model`) and never
-imports TensorFlow, which keeps it small.  A model file without a fast-path file that is at least
-as new (a session from before such files, a model copied to a Ray node) is converted by a
+imports TensorFlow, which keeps it small.  The file records the sha256 of the model file it was
+made from (`Session.publish_model`); a fast-path file that is missing, unreadable, records
+another model file's digest or none (a session from before such files, a file swapped in), or
+holds an ONNX graph that gamegym's converters could not have written
+(gamegym.nets.onnxnet.check_graph) is never run: the model file is converted again by a
 short-lived child process that imports TensorFlow and exits (or here, when this process has
-imported TensorFlow anyway).  A model with no fast form leaves no file, and the Predictor falls
-back to TensorFlow.
+imported TensorFlow anyway), in Keras' safe mode.  A model with no fast form leaves no file, and
+the Predictor falls back to TensorFlow.
 
 With `predict.precision` "int8", the publisher also stores an int8 form of an AlphaZero conv
 network in the file (gamegym.nets.quantize: calibrated on recent samples or random-play
@@ -27,7 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.data.fileio import atomic_write_bytes
-from gamegym.data.session import fast_model_file
+from gamegym.data.session import (
+    fast_form_digest,
+    fast_model_file,
+    file_sha256,
+    stamped_fast_form,
+)
 from gamegym.nets.portable import (
     FastForm,
     FastModelError,
@@ -161,17 +169,21 @@ def cpu_fast_path(predict_config) -> bool:
 
 def load_fast_model(learner, model_path: Path, iteration: int, plugins=()):
     """The fast-path evaluator of a model file, from its fast-path file (converting the model
-    first when that file is missing or older than the model; `plugins`: the config's, which a
-    converting child imports); None when the model has no fast form or its nets cannot run
-    here.  FastModelError when the file stays unreadable."""
+    first when that file is missing or was not made from this model file; `plugins`: the
+    config's, which a converting child imports); None when the model has no fast form or its
+    nets cannot run here.  FastModelError when the file stays unreadable or refused."""
     model_path = Path(model_path)
     path = fast_model_file(model_path)
     for attempt in range(2):
-        stale = attempt or not _fresh(path, model_path)
-        if stale and not convert_model_file(learner.name, model_path, plugins):
-            return None
+        data = _matching(path, model_path) if not attempt else None
+        if data is None:
+            if not convert_model_file(learner.name, model_path, plugins):
+                return None
+            data = _matching(path, model_path)
         try:
-            return evaluator_from_bytes(path.read_bytes(), iteration, str(path))
+            if data is None:
+                raise FastModelError(f"{path} does not record the sha256 of {model_path.name}")
+            return evaluator_from_bytes(data, iteration, str(path))
         except (FastModelError, OSError) as error:
             if attempt:
                 raise FastModelError(
@@ -191,12 +203,17 @@ def load_fast_model_or_none(learner, model_path: Path, iteration: int, plugins=(
         return None
 
 
-def _fresh(path: Path, model_path: Path) -> bool:
-    """A fast-path file that exists and is not older than its model file."""
+def _matching(path: Path, model_path: Path) -> bytes | None:
+    """The bytes of a fast-path file made from this model file (the sha256 it records is the
+    model file's), else None (missing, unreadable, another model's, or none recorded)."""
     try:
-        return path.stat().st_mtime_ns >= model_path.stat().st_mtime_ns
+        data = path.read_bytes()
+        if fast_form_digest(data) == file_sha256(model_path):
+            return data
     except OSError:
-        return False
+        return None
+    log.info("%s was not made from %s (its sha256 differs); converting it", path, model_path.name)
+    return None
 
 
 def convert_model_file(learner_name: str, model_path: Path, plugins=()) -> bool:
@@ -241,12 +258,13 @@ def _convert(learner_name: str, model_path: Path) -> bool:
     from gamegym.nets.tfsetup import import_keras, load_model
 
     import_keras().backend.clear_session()  # Keras' global name state grows with every load
+    digest = file_sha256(model_path)  # before it is read: a file replaced meanwhile mismatches
     data = fast_model_bytes(get_learner(learner_name), load_model(model_path))
     path = fast_model_file(model_path)
     if data is None:
         path.unlink(missing_ok=True)
         return False
-    atomic_write_bytes(path, data)
+    atomic_write_bytes(path, stamped_fast_form(data, digest))
     return True
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from gamegym.config import GymConfig
 from gamegym.data.fileio import disk_full_message, is_disk_full
 from gamegym.data.session import Session, SessionError
+from gamegym.data.trust import record_trust, require_consent, session_code
 from gamegym.game.graph import GameGraph, game_class, game_module_origin, game_spec, load_game
 from gamegym.nets.tfsetup import tensorflow_imported
 from gamegym.runtime.monitor import Monitor
@@ -45,9 +46,14 @@ class GameGym:
         config: GymConfig | None = None,
         initial_model=None,
         stored: GymConfig | None = None,
+        trust: bool = False,
+        ask=None,
     ):
         """`graph` and `config` make a new session (or change a resumed one's config);
-        `stored`: the session's config.json when the caller has read it already."""
+        `stored`: the session's config.json when the caller has read it already.  Reopening a
+        session imports the modules its config.json names only when they are bundled or the
+        user allowed them for the folder (gamegym.data.trust): `trust` allows them now,
+        `ask(question)` asks (None: UntrustedCodeError naming them)."""
         if in_spawned_child():
             # a child started with spawn imports the parent's main script again: without the
             # guard every child would build a gym of its own (and start children of its own)
@@ -60,8 +66,9 @@ class GameGym:
         self.session = Session(session_path)
         self._config_to_save = None  # a changed config, written once the lock is held
         self.graph = graph  # the game, when this process has it built (else None)
+        self._code_told = False  # the modules it imports said on the console
         if self.session.exists():
-            self.config = self._config_for_resume(graph, config, stored)
+            self.config = self._config_for_resume(graph, config, stored, trust, ask)
             if initial_model is not None:
                 raise GymError(
                     f"session {self.session.path} already has models; "
@@ -79,19 +86,37 @@ class GameGym:
         self.monitor = Monitor()
 
     # ----- creating and reopening -----------------------------------------------------------
-    def _config_for_resume(self, graph, config, stored=None) -> GymConfig:
+    def _config_for_resume(self, graph, config, stored=None, trust=False, ask=None) -> GymConfig:
         stored = stored if stored is not None else self.session.load_config()
         if graph is not None and game_spec(graph) != stored.game:
             raise GymError(
                 f"session {self.session.path} is for game {stored.game}, not {game_spec(graph)}"
             )
-        if config is None:
-            return stored
-        if not config.game:
-            config = config.updated({"game": stored.game, "game_args": stored.game_args})
-        config.check_resume(stored)
-        self._config_to_save = config if config != stored else None
-        return config
+        if config is not None:
+            if not config.game:
+                config = config.updated({"game": stored.game, "game_args": stored.game_args})
+            config.check_resume(stored)
+        chosen = stored if config is None else config
+        code = session_code(chosen.game, chosen.plugins)  # refuses a game that is no module
+        # what the caller named itself needs no agreement: its own settings' plugins, the
+        # game it built
+        given = (
+            *(chosen.plugins if chosen.runs_plugins else ()),
+            *(() if graph is None else (code.game,)),
+        )
+        require_consent(self.session, code, trust=trust, ask=ask, given=given)
+        if not chosen.runs_plugins and chosen.plugins:
+            self._tell_code(chosen)  # imported here: said before (else when it runs)
+        chosen = chosen.with_plugins()
+        if config is not None:
+            self._config_to_save = chosen if chosen != stored else None
+        return chosen
+
+    def _tell_code(self, config: GymConfig) -> None:
+        """One line on the console: the modules the session imports, and from where."""
+        code = session_code(config.game, config.plugins)
+        print(f"[gamegym] imports {code.describe()}", flush=True)
+        self._code_told = True
 
     def _create(self, graph, config, initial_model) -> GymConfig:
         if graph is None and (config is None or not config.game):
@@ -103,6 +128,7 @@ class GameGym:
             config = GymConfig(game=game_spec(graph), game_args=graph.game_args)
         elif graph is not None and not _describes(config, graph):
             config = config.updated({"game": game_spec(graph), "game_args": graph.game_args})
+        config = config.with_plugins()  # the caller's own settings (or a copy it chose)
         if graph is None:
             self.graph = graph = load_game(config.game, config.game_args)
         elif game_class(config.game) is not type(graph):  # the children rebuild it from the spec
@@ -122,6 +148,8 @@ class GameGym:
                     f"cannot create session {self.session.path}: {advice}"
                 ) from error
             raise
+        # made here: the modules it names are the maker's own choice (gamegym.data.trust)
+        record_trust(self.session.path, session_code(config.game, config.plugins).foreign())
         log.info("created session %s for %s", self.session.path, config.game)
         return config
 
@@ -133,8 +161,8 @@ class GameGym:
         console: bool = True,
     ) -> int:
         """Run until 'exit', a signal, or a limit; returns the exit code (0 = clean stop)."""
-        origin = game_module_origin(self.config.game)  # refuses a spec that is not a module
-        print(f"[gamegym] game {self.config.game}: its code comes from {origin}", flush=True)
+        if not self._code_told:
+            self._tell_code(self.config)  # refuses a game spec that is not a module
         self.take_session()
         try:
             self.session.make_folders()

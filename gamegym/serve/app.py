@@ -32,7 +32,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gamegym.data.session import Session
+from gamegym.data.trust import read_session
 from gamegym.game.graph import load_game
 from gamegym.serve.guard import RequestGuard
 from gamegym.serve.play import MAX_SEARCHCOUNT, ModelPlayers, PlayError, PlayTable
@@ -45,12 +45,20 @@ STATIC = Path(__file__).resolve().parent / "static"
 
 
 def create_app(
-    session_path, players=ModelPlayers, host: str = "127.0.0.1", port: int = 8000
+    session_path,
+    players=ModelPlayers,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    trust: bool = False,
+    ask=None,
 ) -> Starlette:
     """The application for one session folder, served at `host`:`port` (the Host and Origin
     its requests must name); SessionError when it is not a session.  `players(session,
-    config)` makes the model players (tests pass one without TensorFlow)."""
-    site = Site(Session(session_path), players)
+    config)` makes the model players (tests pass one without TensorFlow).  The session's game
+    is imported when it is bundled or allowed for the folder (`trust`, `ask`:
+    gamegym.data.trust.read_session); its plugins never are."""
+    session, config = read_session(session_path, "serve", trust, ask)
+    site = Site(session, config, players)
     routes = [
         Route("/", site.page),
         Route("/favicon.ico", site.no_icon),
@@ -75,9 +83,8 @@ class Site:
     """The handlers of one session's page.  The synchronous ones (reading files) run in
     Starlette's thread pool, and so do moves (a model search takes seconds)."""
 
-    def __init__(self, session: Session, players):
-        self.session = session
-        self.config = config = session.load_config()
+    def __init__(self, session, config, players):
+        self.session, self.config = session, config
         self.graph = load_game(config.game, config.game_args)  # the games in play's own
         self.progress = SessionProgress(session)
         self.replays = SelfplayGames(session, load_game(config.game, config.game_args))
@@ -205,12 +212,14 @@ async def _in_thread(function, *args) -> JSONResponse:
 
 
 # ----- the command -----------------------------------------------------------------------------
-def run_server(session_path, host: str = "127.0.0.1", port: int = 8000) -> int:
+def run_server(
+    session_path, host: str = "127.0.0.1", port: int = 8000, trust: bool = False, ask=None
+) -> int:
     """Serve the page until Ctrl+C."""
     import uvicorn
 
     # SessionError for a folder that is not a session
-    app = create_app(session_path, host=host, port=port)
+    app = create_app(session_path, host=host, port=port, trust=trust, ask=ask)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"gamegym serve: warning: listening on {host}, not only this computer: anyone who "

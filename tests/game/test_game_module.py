@@ -52,7 +52,8 @@ def test_status_and_resume_say_which_module_the_session_imports(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["game_module"].endswith("tictactoe.py")
     done = gamegym("status", session.path, timeout=120)
-    assert "imports games.tictactoe from " in done.stdout and "tictactoe.py" in done.stdout
+    assert "imports game games.tictactoe (bundled) from " in done.stdout
+    assert "tictactoe.py" in done.stdout
     data = json.loads(session.config_path.read_text())
     data["game"] = "../../evil:Game"
     session.config_path.write_text(json.dumps(data))

@@ -367,3 +367,105 @@ def test_a_predictor_on_the_cpu_fast_path_never_imports_tensorflow(
     assert "predictor exiting (TensorFlow not imported)" in log, log[-3000:]
     assert f"loaded model iteration 0 from {session.model_path(0)} (onnx)" in log
     assert ("in a child process: done" in log) != fast_files
+
+
+# ----- a fast-path file runs only for its own model, and only gamegym's operators --------------
+
+
+def alphazero_session(tmp_path, seeds):
+    """A Connect Four session with a dense AlphaZero model per seed, published with their
+    fast-path files as a Trainer publishes them; (session, learner, models)."""
+    from conftest import publish_as_trained
+
+    learner = get_learner("alphazero")
+    session = Session(tmp_path / "s")
+    session.create(GymConfig(game="games.connectfour:ConnectFour", predict={"use_gpu": False}))
+    models = []
+    for iteration, seed in enumerate(seeds):
+        model = trained_like(
+            learner.build_model(
+                ConnectFour(), {"kind": "dense", "width": 8, "blocks": 1}, seed=seed
+            ),
+            seed,
+        )
+        publish_as_trained(session, model, iteration)
+        models.append(model)
+    return session, learner, models
+
+
+def assert_answers_as(evaluator, model, learner):
+    x = random_inputs((6, 7, 2), 8)
+    reference = learner.make_evaluator(model, 0, fast=False)
+    kind, inputs = reference.search_request(x)
+    diff = max_diff(evaluator.run(kind, inputs), reference.run(kind, inputs))
+    assert max(diff.values()) < TOLERANCE, diff
+
+
+def test_a_fast_file_not_made_from_its_model_is_made_again_from_the_model(tmp_path):
+    from gamegym.data.session import fast_form_digest, file_sha256
+    from gamegym.runtime.fastmodels import load_fast_model
+
+    session, learner, models = alphazero_session(tmp_path, [0, 1])
+    for iteration in (0, 1):  # each file names its own model file's digest
+        digest = fast_form_digest(session.fast_model_path(iteration).read_bytes())
+        assert digest == file_sha256(session.model_path(iteration))
+    # iteration 1's fast file put beside iteration 0's model (and newer than it)
+    session.fast_model_path(0).write_bytes(session.fast_model_path(1).read_bytes())
+    evaluator = load_fast_model(learner, session.model_path(0), 0)  # converted here (TF)
+    assert_answers_as(evaluator, models[0], learner)
+    assert fast_form_digest(session.fast_model_path(0).read_bytes()) == file_sha256(
+        session.model_path(0)
+    )
+    unstamped = to_bytes(learner.fast_form(models[1]))  # a file that names no model at all
+    session.fast_model_path(0).write_bytes(unstamped)
+    assert_answers_as(load_fast_model(learner, session.model_path(0), 0), models[0], learner)
+
+
+def graph_with_an_op_of_its_own(net) -> bytes:
+    """The ONNX graph of `net` with its value output negated by a node of a standard operator
+    that gamegym never writes (Neg): ONNX Runtime runs it without a complaint."""
+    import onnx
+
+    from gamegym.nets.onnxnet import _graph
+
+    model = onnx.load_from_string(_graph(net))
+    last = model.graph.node[-1]  # Identity -> output_1 (the value)
+    assert last.op_type == "Identity" and last.output[0] == "output_1"
+    last.op_type = "Neg"
+    return model.SerializeToString()
+
+
+def test_an_onnx_graph_off_the_allowlist_is_refused_and_the_model_made_again(tmp_path):
+    import onnx
+
+    from gamegym.data.session import file_sha256, stamped_fast_form
+    from gamegym.nets.onnxnet import OnnxGraphError, _graph, check_graph
+    from gamegym.runtime.fastmodels import load_fast_model
+
+    session, learner, models = alphazero_session(tmp_path, [0])
+    form = learner.fast_form(models[0])
+    hostile = form._replace(int8={"evaluate": graph_with_an_op_of_its_own(form.nets["evaluate"])})
+    data = to_bytes(hostile)
+    with pytest.raises(FastModelError, match="m.fast.npz is refused: .* operator 'Neg'"):
+        evaluator_from_bytes(data, 0, "m.fast.npz")
+    # written by someone who also recorded the model's digest: refused all the same, and the
+    # file made again from the model file (float32, as a converting process makes it)
+    digest = file_sha256(session.model_path(0))
+    session.fast_model_path(0).write_bytes(stamped_fast_form(data, digest))
+    evaluator = load_fast_model(learner, session.model_path(0), 0)
+    assert evaluator.precision == "float32"
+    assert_answers_as(evaluator, models[0], learner)
+    assert from_bytes(session.fast_model_path(0).read_bytes()).int8 is None
+    # other ways out of the arithmetic: another operator set, a tensor read from a file
+    model = onnx.load_from_string(_graph(form.nets["evaluate"]))
+    model.graph.node[-1].domain = "com.example"
+    with pytest.raises(OnnxGraphError, match="operator 'com.example:Identity'"):
+        check_graph(model.SerializeToString())
+    model = onnx.load_from_string(_graph(form.nets["evaluate"]))
+    tensor = model.graph.initializer[0]
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    tensor.external_data.add(key="location", value="../../secret")
+    with pytest.raises(OnnxGraphError, match="from a file outside it"):
+        check_graph(model.SerializeToString())
+    with pytest.raises(OnnxGraphError, match="not a readable ONNX model"):
+        check_graph(b"not onnx at all")

@@ -286,10 +286,11 @@ def test_a_model_iteration_is_put_once_for_every_node(fake_ray, tmp_path):
 
     backend = make_backend(tmp_path)
     backend.session.model_path(1).write_bytes(b"model 1")
-    backend.session.fast_model_path(1).write_bytes(b"fast 1")  # not older than its model
+    fast = stamped(b"model 1")  # made from that model file
+    backend.session.fast_model_path(1).write_bytes(fast)
     backend.model_channel().send(Reload(1))
     backend.poll()
-    sent = [ModelFiles(b"model 0", None), ModelFiles(b"model 1", b"fast 1")]
+    sent = [ModelFiles(b"model 0", None), ModelFiles(b"model 1", fast)]
     assert fake_ray.puts == sent
     for predictor in fake_ray.alive("PredictorActor"):
         published = [args for method, args in predictor.calls if method == "publish"]
@@ -297,28 +298,41 @@ def test_a_model_iteration_is_put_once_for_every_node(fake_ray, tmp_path):
     assert backend.model_ref.value == sent[1]  # the newest only is held
 
 
-def test_a_fast_file_older_than_its_model_is_not_broadcast(fake_ray, tmp_path):
-    import os
+def stamped(model: bytes) -> bytes:
+    """A fast-path file (an .npz, here of one array) made from a model file of these bytes."""
+    import hashlib
 
+    from gamegym.data.session import stamped_fast_form
+
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.zeros(1, np.uint8))
+    return stamped_fast_form(buffer.getvalue(), hashlib.sha256(model).hexdigest())
+
+
+def test_a_fast_file_of_another_model_is_not_broadcast(fake_ray, tmp_path):
     backend = make_backend(tmp_path)
     fast, model = backend.session.fast_model_path(1), backend.session.model_path(1)
-    fast.write_bytes(b"fast of an earlier model 1")
+    fast.write_bytes(b"fast of an earlier model 1")  # records no model at all
     model.write_bytes(b"model 1")
-    os.utime(fast, ns=(1, 1))
     assert backend._model_files(1) == (b"model 1", None)
+    fast.write_bytes(stamped(b"an earlier model 1"))
+    assert backend._model_files(1) == (b"model 1", None)
+    fast.write_bytes(stamped(b"model 1"))
+    assert backend._model_files(1) == (b"model 1", fast.read_bytes())
 
 
 def test_a_node_keeps_the_fast_file_with_its_model_and_prunes_both(tmp_path):
-    from gamegym.runtime.fastmodels import _fresh
+    from gamegym.runtime.fastmodels import _matching
     from gamegym.runtime.ray.actors import ModelFiles, NodeModels
 
     models = NodeModels(keep=2)
     try:
         for it in range(3):
-            models.add(it, ModelFiles(b"model %d" % it, b"fast %d" % it if it else None))
+            fast = stamped(b"model %d" % it) if it else None
+            models.add(it, ModelFiles(b"model %d" % it, fast))
         names = sorted(p.name for p in models.folder.iterdir())
         assert names == ["1.fast.npz", "1.keras", "2.fast.npz", "2.keras"]
-        assert _fresh(models.folder / "2.fast.npz", models.model_path(2))  # used, not remade
+        assert _matching(models.folder / "2.fast.npz", models.model_path(2))  # used, not remade
         models.add(2, ModelFiles(b"model 2 again", None))  # no fast form now: none kept
         assert not (models.folder / "2.fast.npz").exists()
     finally:

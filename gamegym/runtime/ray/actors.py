@@ -148,7 +148,7 @@ class NodeModels:
     def add(self, iteration: int, files: ModelFiles) -> None:
         path = self.model_path(iteration)
         atomic_write_bytes(path, files.model)
-        if files.fast is not None:  # after the model: not older than it, so it is used
+        if files.fast is not None:  # it records the model's sha256, so it is used
             atomic_write_bytes(fast_model_file(path), files.fast)
         else:  # one left from an earlier copy of this iteration would be stale
             fast_model_file(path).unlink(missing_ok=True)

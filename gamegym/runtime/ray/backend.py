@@ -27,11 +27,13 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
 from collections import defaultdict, deque
 
+from gamegym.data.session import fast_form_digest
 from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
     JOIN_SELFPLAYERS_S,
@@ -125,16 +127,14 @@ class RayBackend(SelfplayBackend):
 
     def _model_files(self, iteration: int) -> tuple[bytes, bytes | None]:
         """The bytes of a model file and of its fast-path file (None when there is none, or
-        it is older than the model: a node then converts the model itself)."""
+        it was not made from that model file: a node then converts the model itself)."""
         path = self.session.model_path(iteration)
         data = path.read_bytes()
         try:
-            fast = self.session.fast_model_path(iteration)
-            if fast.stat().st_mtime_ns < path.stat().st_mtime_ns:
-                return data, None
-            return data, fast.read_bytes()
+            fast = self.session.fast_model_path(iteration).read_bytes()
         except FileNotFoundError:
             return data, None
+        return data, fast if fast_form_digest(fast) == hashlib.sha256(data).hexdigest() else None
 
     # ----- nodes ----------------------------------------------------------------------------
     def _reconcile(self) -> str:
