@@ -336,7 +336,7 @@ class TrainConfig:
     #                                 trained; "ema" = an exponential moving average of the
     #                                 trained weights over the iterations, as KataGo publishes
     #                                 an average of recent weights (Wu 2019), while training
-    #                                 goes on from the trained weights (models/<it>.raw.keras)
+    #                                 goes on from the trained weights (`models/<it>.raw.keras`)
     weight_average_decay: float = 0.75  # "ema": the published model of iteration n is decay
     #                                 × that of n − 1 + (1 − decay) × the weights trained for n
     #                                 (the first iteration trained with "ema" publishes its
