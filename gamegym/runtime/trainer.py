@@ -50,9 +50,10 @@ class TrainingDiverged(RuntimeError):
 
 class Trainer:
     """Trains model iterations from the session's samples with one Learner.  `model` is the
-    Keras model to train, or None with `load_model` (() -> the model): then the model, and
-    TensorFlow with it, is loaded only when the first iteration is due, so a Trainer that
-    waits for samples holds no TensorFlow."""
+    Keras model to train, with the weights it trained (`Session.training_model_path`, not an
+    average that train.weight_average published), or None with `load_model` (() -> the
+    model): then the model, and TensorFlow with it, is loaded only when the first iteration
+    is due, so a Trainer that waits for samples holds no TensorFlow."""
 
     def __init__(
         self,
