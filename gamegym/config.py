@@ -130,6 +130,7 @@ _NO_PLUGINS: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 PRECISIONS = ("float32", "int8")  # predict.precision: the CPU fast path's arithmetic
 COMPILES = ("auto", "xla", "traced")  # train.compile (gamegym.nets.trainstep)
+WEIGHT_AVERAGES = ("none", "ema")  # train.weight_average (gamegym.runtime.weightaverage)
 GUMBEL_RESCALES = ("node", "score")  # selfplay.gumbel_rescale (gamegym.search.gumbel.RESCALES)
 
 
@@ -345,6 +346,19 @@ class TrainConfig:
     #                                 MuZero's td_steps
     value_target_mix: float = 0.0  # value target = (1 - m) * that + m * own search value
     keep_models: int = 0  # keep only the newest N model files (0 = keep all)
+    weight_average: str = "none"  # the weights of the model the Trainer publishes (self-play,
+    #                                 evaluation and play use it): "none" = the weights it
+    #                                 trained; "ema" = an exponential moving average of the
+    #                                 trained weights over the iterations, as KataGo publishes
+    #                                 an average of recent weights (Wu 2019), while training
+    #                                 goes on from the trained weights (`models/<it>.raw.keras`)
+    weight_average_decay: float = 0.75  # "ema": the published model of iteration n is decay
+    #                                 × that of n − 1 + (1 − decay) × the weights trained for n
+    #                                 (the first iteration trained with "ema" publishes its
+    #                                 trained weights); per iteration, the period of one
+    #                                 published model, as KataGo's decay per snapshot (0.75):
+    #                                 the average reaches back about 1 / (1 − decay) models
+    #                                 whatever the number of steps an iteration trains
     # the replay buffer (replay "uniform", "prioritized", "curious"; Curious Replay's defaults)
     replay_capacity: int = 100_000  # positions in the buffer; the oldest leave first
     curious_c: float = 1e4  # c: weight of the count term c*beta^v (prioritized: 0)
@@ -377,6 +391,14 @@ class TrainConfig:
         _float_in(self, "value_target_mix", 0.0, 1.0)
         _int_in(self, "value_td_steps", 0, 10_000)
         _int_in(self, "keep_models", 0)
+        _choice(self, "weight_average", WEIGHT_AVERAGES)
+        decay = self.weight_average_decay
+        _check(
+            _is_number(decay) and 0.0 < decay < 1.0,
+            "train.weight_average_decay",
+            f"must be a number in (0, 1) (the share of the previous average kept each "
+            f"iteration), got {decay!r}",
+        )
         _int_in(self, "replay_capacity", 1, 100_000_000)
         _float_in(self, "curious_c", 0.0, 1e12)
         _float_in(self, "curious_beta", 0.0, 1.0)

@@ -107,6 +107,28 @@ def test_json_round_trip(tmp_path):
             {"game": GAME, "train": {"learning_rate_schedule": {"50": 1e-3}}},
             "config field 'train.learning_rate_schedule' must be a list of [iteration, rate] pairs",
         ),
+        (
+            {"game": GAME, "train": {"weight_average": "swa"}},
+            "config field 'train.weight_average' must be one of ['none', 'ema'], got 'swa'",
+        ),
+        (
+            {"game": GAME, "train": {"weight_average": "ema", "weight_average_decay": 1.0}},
+            "config field 'train.weight_average_decay' must be a number in (0, 1) (the share of "
+            "the previous average kept each iteration), got 1.0",
+        ),
+        (
+            {"game": GAME, "train": {"weight_average_decay": 0}},
+            "config field 'train.weight_average_decay' must be a number in (0, 1)",
+        ),
+        (
+            {"game": GAME, "train": {"weight_average_decay": "0.9"}},
+            "config field 'train.weight_average_decay' must be a number in (0, 1) (the share of "
+            "the previous average kept each iteration), got '0.9'",
+        ),
+        (
+            {"game": GAME, "train": {"weight_average_decay": True}},
+            "config field 'train.weight_average_decay' must be a number in (0, 1)",
+        ),
     ],
 )
 def test_bad_values_name_the_field(data, message):

@@ -10,6 +10,9 @@ models/<it>.fast.npz  the iteration on the CPU fast path (gamegym.nets.portable)
                    it when the learner has a fast form, so a Predictor loads it without
                    TensorFlow; it records the sha256 of the .keras file it was made from
                    (`stamped_fast_form`) and is valid only for that file
+models/<it>.raw.keras  with train.weight_average "ema": the weights the Trainer trained (its
+                   training continues from them), written just before models/<it>.keras, which
+                   holds their average; without it the published model is the trained one
 samples/<it>/      sample files of games played with model <it>
 train/<it>.json    training report of the iteration that produced model <it>
 replay/<it>.npz    the replay buffer's counts and priorities after iteration <it> (replays
@@ -353,6 +356,18 @@ class Session:
     def fast_model_path(self, iteration: int) -> Path:
         return fast_model_file(self.model_path(iteration))
 
+    def raw_model_path(self, iteration: int) -> Path:
+        """models/<it>.raw.keras: the trained weights of an iteration whose published model
+        holds their average (train.weight_average); absent when the two are the same."""
+        return self.models_dir / f"{iteration}.raw.keras"
+
+    def training_model_path(self, iteration: int) -> Path:
+        """The file the Trainer continues from: the iteration's trained weights
+        (models/<it>.raw.keras) where the published model holds their average, else the
+        published model."""
+        raw = self.raw_model_path(iteration)
+        return raw if raw.exists() else self.model_path(iteration)
+
     def current_iteration(self) -> int:
         """The newest published iteration (-1 when there is no model yet)."""
         try:
@@ -373,20 +388,19 @@ class Session:
 
     def model_is_sound(self, iteration: int) -> bool:
         """True when the model file is a complete zip archive with intact members (CRC)."""
-        try:
-            with zipfile.ZipFile(self.model_path(iteration)) as archive:
-                return archive.testzip() is None and "config.json" in archive.namelist()
-        except (OSError, zipfile.BadZipFile, EOFError, ValueError):
-            return False
+        return _archive_is_sound(self.model_path(iteration))
 
     def recover_models(self) -> int:
-        """Quarantine damaged model files from the newest down; point current.json at the newest
-        sound one.  Returns the current iteration afterwards (-1 when none is left)."""
+        """Quarantine damaged model files from the newest down (with their trained weights,
+        models/<it>.raw.keras); point current.json at the newest sound one.  A damaged
+        models/<it>.raw.keras of that one is quarantined too (see `_recover_raw_model`).
+        Returns the current iteration afterwards (-1 when none is left)."""
         current = self.current_iteration()
         for iteration in sorted(
             (i for i in self.model_iterations() if i <= max(current, 0)), reverse=True
         ):
             if self.model_is_sound(iteration):
+                self._recover_raw_model(iteration)
                 if iteration != current:
                     log.warning(
                         "model iteration %d is damaged or missing; continuing from %d",
@@ -399,6 +413,8 @@ class Session:
                     )
                 return iteration
             quarantine(self.model_path(iteration), self.quarantine_dir)
+            if self.raw_model_path(iteration).exists():
+                quarantine(self.raw_model_path(iteration), self.quarantine_dir)
         if current >= 0:
             raise SessionError(
                 f"no sound model file in {self.models_dir}; damaged ones were "
@@ -406,19 +422,47 @@ class Session:
             )
         return -1
 
+    def _recover_raw_model(self, iteration: int) -> None:
+        """Quarantine the iteration's trained weights (models/<it>.raw.keras) when damaged:
+        training then continues from its published model, where a new average starts."""
+        raw = self.raw_model_path(iteration)
+        if raw.exists() and not _archive_is_sound(raw):
+            moved = quarantine(raw, self.quarantine_dir)
+            log.warning(
+                "the trained weights of iteration %d (%s) are damaged and were moved to %s; "
+                "training continues from its published model (an average of weights, "
+                "train.weight_average), where a new average starts",
+                iteration,
+                raw.name,
+                moved,
+            )
+
     def model_iterations(self) -> list[int]:
         if not self.models_dir.is_dir():
             return []
         return sorted(int(p.stem) for p in self.models_dir.glob("*.keras") if p.stem.isdigit())
 
     def publish_model(
-        self, model, iteration: int, keep: int = 0, fast_form: bytes | None = None
+        self,
+        model,
+        iteration: int,
+        keep: int = 0,
+        fast_form: bytes | None = None,
+        raw_weights: list | None = None,
     ) -> Path:
         """Save a Keras model as models/<iteration>.keras atomically, then point current.json at
         it.  `fast_form` (the bytes of its fast-path file) is written next to it first, with
         the model file's sha256 recorded in it; without one, a fast-path file left from an
-        earlier model of that iteration is removed."""
+        earlier model of that iteration is removed.
+        `raw_weights` (train.weight_average: `model` holds an average of weights) are the
+        weights training continues from: `model` with them is saved first, atomically, as
+        models/<iteration>.raw.keras; without them such a file left from an earlier model of
+        that iteration is removed, so a resume never continues from weights of another."""
         path = self.model_path(iteration)
+        if raw_weights is None:
+            self.raw_model_path(iteration).unlink(missing_ok=True)
+        else:
+            self._save_weights(model, raw_weights, self.raw_model_path(iteration))
         tmp = temporary_path(path)
         try:
             model.save(tmp)
@@ -439,13 +483,29 @@ class Session:
             self.prune_models(keep)
         return path
 
+    def _save_weights(self, model, weights: list, path: Path) -> None:
+        """Save `model` holding `weights` atomically at `path`; `model` keeps its own."""
+        own = model.get_weights()
+        tmp = temporary_path(path)
+        try:
+            model.set_weights(weights)
+            model.save(tmp)
+            atomic_publish(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            model.set_weights(own)
+
     def prune_models(self, keep: int) -> None:
-        """Delete all but the newest `keep` model files (iteration 0 is always kept)."""
+        """Delete all but the newest `keep` model files, with their fast-path and trained
+        weights files (iteration 0 is always kept)."""
         iterations = self.model_iterations()
         for it in iterations[:-keep]:
             if it != 0:
                 self.model_path(it).unlink(missing_ok=True)
                 self.fast_model_path(it).unlink(missing_ok=True)
+                self.raw_model_path(it).unlink(missing_ok=True)
 
     # ----- training history -----------------------------------------------------------------
     def write_train_report(self, iteration: int, report: dict) -> None:
@@ -472,6 +532,15 @@ def _read_report(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return report if isinstance(report, dict) else None
+
+
+def _archive_is_sound(path: Path) -> bool:
+    """True when `path` is a complete Keras zip archive with intact members (CRC)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.testzip() is None and "config.json" in archive.namelist()
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError):
+        return False
 
 
 def fast_model_file(model_path: Path) -> Path:

@@ -135,6 +135,13 @@ class Learner(ABC):
     def compile(self, model: Model, train_config: TrainOptions) -> None:
         """Prepare the optimizer (and any target networks) for training `model`."""
 
+    def averaged_weights(self, model: Model) -> list[bool]:
+        """Which of `model.get_weights()` train.weight_average "ema" averages (the others are
+        published as trained): the weights that make the model's play, not training
+        bookkeeping stored in the model file.  Default: every floating-point weight (a
+        network's kernels and biases, and batch normalization's moving mean and variance)."""
+        return [np.issubdtype(w.dtype, np.floating) for w in model.get_weights()]
+
     def sample_columns(self, config: GymConfig) -> dict[str, SampleColumn]:
         """The columns of its own this learner's self-play adds to the sample files
         (`GameRecord.extra`), by name, each a `gamegym.data.samples.SampleColumn` (dtype and

@@ -6,6 +6,8 @@ file, except `network` and `train.learner`, which describe the carried model.  I
 
   models/<K+1>.keras   OLD's current model K, as its first iteration: the carried samples keep
                        their iterations 0..K and games under the new rules start at K+1
+  models/<K+1>.raw.keras  OLD's trained weights of K, where its model K is an average of
+                       weights (train.weight_average): training and the average go on
   samples/<0..K>/      OLD's sample files (hard links where the file system allows, else
                        copies; published sample files never change)
   replay/<K+1>.npz     OLD's replay state, when it has one: the carried samples keep their
@@ -114,6 +116,8 @@ def carry(old: Session, new: Session, iteration: int) -> None:
     """Copy the model, the sample files and the replay state; write origin.json."""
     first = iteration + 1
     _copy(old.model_path(iteration), new.model_path(first), link=False)
+    if old.raw_model_path(iteration).exists():  # an average: training goes on from the raw
+        _copy(old.raw_model_path(iteration), new.raw_model_path(first), link=False)
     files = 0
     for it in sample_iterations(old.samples_dir):
         for path in sample_files(old.samples_dir, it):

@@ -13,6 +13,12 @@ nothing is published, the refusal is logged and appended to train/refused.jsonl,
 published train/<it>.json counts it ("refused").  The Trainer then tries again; after
 MAX_REFUSALS refusals in a row it stops with `TrainingDiverged` (every sample it reads has
 passed the checks of gamegym.data.samples, so it is the training that diverges).
+
+With train.weight_average "ema" the published model holds an exponential moving average of the
+trained weights (gamegym.runtime.weightaverage): the Trainer trains on from its own weights,
+saved beside it as models/<it>.raw.keras, and a resume continues from those and from the
+average.  The average is checked for finite weights before it is published, as the trained
+weights are.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from gamegym.game.graph import load_game
 from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import child_entry
+from gamegym.runtime.weightaverage import WeightAverage
 
 log = logging.getLogger("gamegym.runtime.trainer")
 MAX_REFUSALS = 3  # iterations refused in a row (loss not finite) before the Trainer stops
@@ -44,9 +51,10 @@ class TrainingDiverged(RuntimeError):
 
 class Trainer:
     """Trains model iterations from the session's samples with one Learner.  `model` is the
-    Keras model to train, or None with `load_model` (() -> the model): then the model, and
-    TensorFlow with it, is loaded only when the first iteration is due, so a Trainer that
-    waits for samples holds no TensorFlow."""
+    Keras model to train, with the weights it trained (`Session.training_model_path`, not an
+    average that train.weight_average published), or None with `load_model` (() -> the
+    model): then the model, and TensorFlow with it, is loaded only when the first iteration
+    is due, so a Trainer that waits for samples holds no TensorFlow."""
 
     def __init__(
         self,
@@ -77,11 +85,14 @@ class Trainer:
             replay = make_replay(session, config, shape)
         self.replay = replay
         self.refusals: list[dict] = []  # refused attempts since the last published iteration
+        # train.weight_average "ema": the average the published models hold (None: "none")
+        self.average = WeightAverage.of(config.train)
 
     @property
     def model(self):
-        """The model in training (loaded at the first use when the Trainer was given a
-        loader)."""
+        """The model in training, with the weights it trained (models/<it>.raw.keras where
+        the published model is an average); loaded at the first use when the Trainer was
+        given a loader."""
         if self._model is None:
             assert self._load_model is not None
             self._model = self._load_model()
@@ -128,7 +139,16 @@ class Trainer:
             graph=self.graph,
             sampler=timed,
         )
-        wrong = _not_finite(result.history, _weights(self.model))
+        weights = _weights(self.model)
+        wrong = _not_finite(result.history, weights)
+        averaged = previous = None
+        if not wrong and self.average is not None and weights is not None:
+            previous = self.average.stored(self.session, iteration)
+            averaged = self.average.next(
+                previous, weights, self.learner.averaged_weights(self.model)
+            )
+            if not _finite(averaged):
+                wrong = "averaged weights that are not finite (train.weight_average)"
         if wrong:
             self._refuse(iteration, wrong, before, options, facts)
             return iteration
@@ -136,12 +156,14 @@ class Trainer:
         new_iteration = iteration + 1
         self.replay.commit(new_iteration)
         committed = time.perf_counter()
-        self.session.publish_model(
-            self.model,
-            new_iteration,
-            keep=cfg.keep_models,
-            fast_form=self._fast_form(batch),
-        )
+        self._publish(new_iteration, batch, weights, averaged)
+        if averaged is not None and previous is None:
+            log.info(
+                "models from %d on hold an average of the trained weights (train.weight_average "
+                '"ema", decay %g); training goes on from models/<it>.raw.keras',
+                new_iteration,
+                cfg.weight_average_decay,
+            )
         figures = self.replay.figures()
         total = time.perf_counter() - clock
         timing = {
@@ -168,6 +190,8 @@ class Trainer:
             **({"replay_figures": figures} if figures else {}),
             **({"refused": len(self.refusals)} if self.refusals else {}),
         }
+        if self.average is not None:
+            report["weight_average"] = self.average.report(started=previous is None)
         self.session.write_train_report(new_iteration, report)
         self.refusals = []
         log.info(
@@ -215,6 +239,27 @@ class Trainer:
                 "so the training diverges: lower train.learning_rate (now "
                 f"{options.learning_rate:g}), then resume the session"
             )
+
+    def _publish(self, iteration: int, batch, trained, averaged: list | None) -> None:
+        """Publish model `iteration`: the weights trained, or with train.weight_average their
+        average `averaged` (and the trained weights beside it, models/<it>.raw.keras); the
+        model in training keeps the trained weights."""
+        keep = self.config.train.keep_models
+        if averaged is None:
+            self.session.publish_model(
+                self.model, iteration, keep=keep, fast_form=self._fast_form(batch)
+            )
+            return
+        assert self.average is not None
+        self.model.set_weights(averaged)
+        try:
+            fast_form = self._fast_form(batch)  # of the model published: the average
+            self.session.publish_model(
+                self.model, iteration, keep=keep, fast_form=fast_form, raw_weights=trained
+            )
+        finally:
+            self.model.set_weights(trained)
+        self.average.published(iteration, averaged)
 
     def _fast_form(self, batch) -> bytes | None:
         """The fast-path file of the model just trained; with predict.precision "int8", with
@@ -274,12 +319,16 @@ def _weights(model) -> list | None:
     return None if get is None else get()
 
 
+def _finite(weights: list) -> bool:
+    return all(np.isfinite(w).all() for w in weights)
+
+
 def _not_finite(history: dict, weights: list | None) -> str:
     """What of a trained iteration is not finite (its losses, its weights), or ""."""
     for name, values in sorted(history.items()):
         if not np.isfinite(np.asarray(values, np.float64)).all():
             return f"a {name} that is not finite ({values[-1] if values else '?'})"
-    if weights is not None and not all(np.isfinite(w).all() for w in weights):
+    if weights is not None and not _finite(weights):
         return "weights that are not finite"
     return ""
 
@@ -305,7 +354,8 @@ def build_trainer(
 
         if load is not None:
             load()
-        model = load_model(session.model_path(max(0, session.current_iteration())))
+        # the weights it trained: an average is published (train.weight_average) beside them
+        model = load_model(session.training_model_path(max(0, session.current_iteration())))
         learner.compile(model, config.train_options())
         return model
 

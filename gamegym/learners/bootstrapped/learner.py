@@ -112,6 +112,15 @@ class BootstrappedLearner(Learner):
 
         return build_q_model(graph, network_config, seed=seed)
 
+    def averaged_weights(self, model) -> list[bool]:
+        """The online network's weights: the target network and its age are training
+        bookkeeping, published as trained (a resume continues from the trained file)."""
+        from gamegym.learners.bootstrapped.qnetwork import parts
+
+        online, _ = parts(model)
+        own = {id(v) for v in online.weights}
+        return [id(v) in own for v in model.weights]
+
     def compile(self, model, train_config) -> None:
         import keras
         import tensorflow as tf
