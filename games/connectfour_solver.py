@@ -210,7 +210,7 @@ class ConnectFourSolver:
                 f"({time.monotonic() - started:.0f} s, {self.nodes:,} positions searched) at "
                 f"the position with {(vertex >> self._span).bit_count()} discs:\n"
                 f"{self.game.render(vertex)}\npositions nearer the start take longer "
-                "(docs/guides/evaluation.md, 'The Connect Four solver')"
+                "(docs/guides/evaluation.md, 'The Connect Four solver and its solved positions')"
             )
         return result
 
