@@ -231,10 +231,10 @@ def check(args) -> int:
     vertices = benchmark.vertices(graph)
     rng = np.random.default_rng(args.seed)
     bad = 0
-    for band in benchmark.bands:
+    for band in args.bands.split(",") if args.bands else benchmark.bands:
         indices = [i for i, p in enumerate(benchmark.positions) if p.band == band]
         sample = rng.choice(indices, size=min(args.check, len(indices)), replace=False)
-        solver = ConnectFourSolver(graph)
+        solver = ConnectFourSolver(graph, compiled=args.run == "compiled")
         weak_times, exact_times = [], []
         for i in sample:
             position, vertex = benchmark.positions[i], vertices[i]
@@ -248,7 +248,8 @@ def check(args) -> int:
                 exact_times.append(time.monotonic() - t)
         w, e = np.array(weak_times), np.array(exact_times)
         print(
-            f"{band:7s} {len(sample)} positions: values (win/draw/loss of every move) "
+            f"{band:7s} {len(sample)} positions ({args.run}, {solver.nodes:,} positions "
+            f"searched, {solver.nodes / max(1e-9, w.sum() + e.sum()) / 1e6:.2f} M/s): values (win/draw/loss of every move) "
             f"median {np.median(w) * 1e3:.1f} ms, mean {w.mean() * 1e3:.1f} ms, max {w.max():.2f} s; "
             + (
                 f"exact scores ({len(e)} with all known) median {np.median(e) * 1e3:.1f} ms, "
@@ -290,6 +291,12 @@ def main(argv=None) -> int:
         type=int,
         metavar="N",
         help="re-solve N positions a band from --out, compare with the file and time the solves",
+    )
+    parser.add_argument(
+        "--run",
+        choices=("compiled", "python"),
+        default="compiled",
+        help="--check with the numba-compiled search or its plain-Python run",
     )
     parser.add_argument(
         "--bands", help="only these bands, comma-separated (none: early,middle,late)"
