@@ -30,6 +30,7 @@ from pathlib import Path
 import psutil
 
 from gamegym.config import ConfigError, GymConfig
+from gamegym.data.faults import disk_full_here, mutated
 from gamegym.data.fileio import (
     atomic_publish,
     atomic_write_bytes,
@@ -254,6 +255,7 @@ class Session:
             "children": {n: dict(c) for n, c in sorted(self._children.items())},
         }
         data = json.dumps(record).encode()
+        disk_full_here(self.lock_path)  # a test switch (data/faults.py)
         os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, data)  # then cut the rest: a reader sees the old record or the new one
         os.ftruncate(fd, len(data))
@@ -512,7 +514,11 @@ class HeldLock:
 
 
 def _held_in_child(duplicate) -> HeldLock:
-    return HeldLock(duplicate.detach())
+    fd = duplicate.detach()
+    if mutated("lock"):  # (the soak's mutation check: the child lets go of the lock)
+        os.close(fd)
+        return HeldLock(None)
+    return HeldLock(fd)
 
 
 def _process_alive(record: dict) -> bool:
