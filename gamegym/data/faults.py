@@ -39,7 +39,7 @@ MUTATIONS = {
     "atomic_publish": "files are written in place instead of under a temporary name",
     "seed": "every process of every run draws from the session's seed alone",
     "heartbeat": "the gym never kills a child whose heartbeat or work stopped",
-    "lock": "children do not hold the session lock after their gym has died",
+    "lock": "a dead gym's children neither hold the session lock nor are waited for",
 }
 _writes: dict[str, int] = {}
 

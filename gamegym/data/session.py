@@ -196,7 +196,8 @@ class Session:
                 os.close(fd)
                 continue
             holder = self._read_record()
-            survivors = _survivors(holder)
+            # (the soak's mutation check: the processes of a dead gym's run are not waited for)
+            survivors = [] if mutated("lock") else _survivors(holder)
             if locked and not survivors:
                 self._children, self._started = {}, time.time()
                 self._write_record(fd)
