@@ -1,39 +1,51 @@
 """A seeded chaos soak: a real session, faults injected on a seeded schedule, invariants checked.
 
     python scripts/soak.py --minutes 10 --seed 1 --json [--folder soak] [--resume] [--set JSON]
+        [--faults KIND[:TARGET] ...]
+    python scripts/soak.py --mutation-check [MUTATION ...] --folder DIR
 
 It runs a tic-tac-toe session with every process kind (Trainer, Predictor, two Selfplayers, the
 Evaluator; curious replay, so the replay state is on disk too) in cycles: start the gym, let it
 play, inject one fault, let the gym stop (or stop it), and check the folder.  The faults, drawn
-from the seed: SIGKILL of each process kind and of the gym itself, SIGSTOP (short: resumed by
-SIGCONT; long: the gym's heartbeat deadline kills it), `exit` typed on the console, and a full
-disk (a file-size limit on the gym and its children, as a quota would set).
+from the seed (or from --faults): SIGKILL of each process kind and of the gym itself, SIGSTOP of
+a process (short: resumed by SIGCONT; long: never resumed, the gym's heartbeat deadline must
+kill it), SIGSTOP then SIGCONT of the gym, the lock case (a child stopped, its gym killed: a
+new gym must wait, then refuse naming it), `exit` typed on the console, and a full disk (an
+ENOSPC injected in the writer of one kind of file, GAMEGYM_FAULT_ENOSPC of
+gamegym/data/faults.py).  A fault counts only when it reached a live target.
 
-After every cycle it checks: no two processes wrote a game with the same moves, search values
-and policy targets (such a repeat is a replayed seed; one process's two equal games are the
-coincidence of a collapsed network); iterations never go back; every model file is a sound archive
-that loads as the runtime loads it (Keras, as the Trainer and a TensorFlow Predictor do, and its
-fast-path file where there is one, as a Predictor on the CPU fast path does), each answering one
-batch of positions, the fast form what the model answers; the newest
-replay state names only sample files on disk with their row counts; no temporary file after a
-clean stop, and nothing in quarantine (no damage is injected); no process of the gym left
-running; every sample file seen before is still there and valid.
+After every cycle it checks: the gym's exit code and stop reason are the ones its fault must
+end in (`expected_stop`); no two processes wrote a game with the same moves, search values and
+policy targets (such a repeat is a replayed seed; one process's two equal games are the
+coincidence of a collapsed network), across --resume runs too (soak-state.npz keeps the
+digests); iterations never go back and none is published twice; every model file is a sound
+archive that loads as the runtime loads it (Keras, as the Trainer and a TensorFlow Predictor do,
+and its fast-path file where there is one, as a Predictor on the CPU fast path does), each
+answering one batch of positions, the fast form what the model answers; the newest replay state
+names only sample files on disk with their row counts; no temporary file after a clean stop,
+and nothing in quarantine (no damage is injected); no process of the gym left running; every
+sample file seen before is still there and valid.
 
 `--set '{"selfplay": {...}}'` changes the session's settings, section by section, when the soak
 makes its session (a resumed soak keeps the session's).  Counts are kept in <folder>/soak.json;
-`--resume` adds to them (a long soak is made of runs of
-a few hours).  It prints one JSON object: faults, faults_by_kind, resumes, games, samples,
-iterations, cycles, minutes, violations (each invariant's name and its count), and run_log
-(one line per run: its start, seed, minutes, cycles, faults and violations).
+`--resume` adds to them (a long soak is made of runs of a few hours).  It prints one JSON
+object: faults, faults_by_kind, faults_missed, faults_hit_by_file_kind, stops_by_reason,
+unexpected_stops, resumes, games, samples, iterations, cycles, minutes, violations (each
+invariant's name and its count), and run_log (one line per run: its start, seed, minutes,
+cycles, faults and violations).
+
+`--mutation-check` runs a one-cycle soak per mutation (a protection switched off in the gym,
+GAMEGYM_MUTATE) with the fault that exposes it, and exits 1 unless each reports its violation.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
-import resource
+import re
 import signal
 import subprocess
 import sys
@@ -45,7 +57,8 @@ import numpy as np
 import psutil
 
 from gamegym.config import merged_settings
-from gamegym.data.fileio import atomic_write_json
+from gamegym.data.faults import ENOSPC_VAR, MUTATE_VAR, MUTATIONS, RECORD_VAR
+from gamegym.data.fileio import atomic_write_bytes, atomic_write_json
 from gamegym.data.replaybuffer import read_state
 from gamegym.data.samples import SampleShape, read_sample_file, sample_files, sample_iterations
 from gamegym.data.session import Session
@@ -78,7 +91,9 @@ CONFIG = {
     "status_interval": 1.0,
     "heartbeat_timeout": 6.0,
 }
-SURVIVED = ("kill_selfplayer", "stop_short")  # the gym plays on after these
+# the gym plays on after these (a Selfplayer and the Evaluator are restarted; a stopped gym
+# watches its children afresh once continued)
+SURVIVED = ("kill_selfplayer", "kill_evaluator", "stop_short", "stop_gym")
 KINDS = (
     "kill_trainer",
     "kill_predictor",
@@ -87,13 +102,33 @@ KINDS = (
     "kill_gym",
     "stop_short",
     "stop_long",
+    "stop_gym",
+    "orphan",
     "exit",
     "disk_full",
 )
 ROLES_STOPPED = ("trainer", "predictor", "selfplayer0", "selfplayer1", "evaluator")
+ORPHAN_ROLES = ("trainer", "predictor", "selfplayer0", "selfplayer1")
+# the file kinds a `disk_full` fault fails the writes of (an injected ENOSPC, see
+# gamegym/data/faults.py); runs.json and the lock are written as the gym starts
+DISK_KINDS = (
+    "sample",
+    "model",
+    "fastmodel",
+    "current",
+    "runs",
+    "lock",
+    "replay_state",
+    "results",
+    "ratings",
+    "status",
+    "train_report",
+)
+EXIT_TYPED = "'exit' typed on the console"
 INVARIANTS = (
     "repeated_game",
     "iteration_went_back",
+    "iteration_published_twice",
     "unsound_model",
     "model_does_not_load",
     "fast_form_differs",
@@ -104,7 +139,19 @@ INVARIANTS = (
     "sample_file_lost",
     "sample_file_invalid",
     "gym_did_not_start",
+    "unexpected_stop",
+    "hung_process_not_killed",
+    "lock_not_held",
+    "live_writer_temp_deleted",
 )
+# the mutation check: per protection switched off (GAMEGYM_MUTATE, gamegym/data/faults.py),
+# the faults of its short soak and the violations that catch it
+MUTATION_PLAN = {
+    "atomic_publish": (("disk_full:model",), ("unsound_model", "model_does_not_load")),
+    "seed": (("exit",), ("repeated_game",)),
+    "heartbeat": (("stop_long:trainer",), ("hung_process_not_killed",)),
+    "lock": (("orphan",), ("lock_not_held",)),
+}
 
 
 def settings(changes: dict) -> dict:
@@ -127,8 +174,18 @@ def writer_of(name: str) -> str:
 class Soak:
     """One run of the soak on a folder (see the module docstring)."""
 
-    def __init__(self, folder: Path, seed: int, resume: bool, changes: dict | None = None):
+    def __init__(
+        self,
+        folder: Path,
+        seed: int,
+        resume: bool,
+        changes: dict | None = None,
+        faults: tuple[str, ...] = (),
+        mutation: str = "",
+    ):
         self.folder = folder
+        self.faults = faults  # --faults: the kinds drawn from (all when empty)
+        self.mutation = mutation  # GAMEGYM_MUTATE for the gym (the mutation check)
         self.session = Session(folder / "session")
         self.config = settings(changes or {})
         self.record_path = folder / "soak.json"
@@ -153,6 +210,9 @@ class Soak:
                 "violations": dict.fromkeys(INVARIANTS, 0),
             }
             self._new_session()
+        for key in ("faults_missed", "faults_hit_by_file_kind", "stops_by_reason"):
+            self.totals.setdefault(key, {})  # (a record from before these counts)
+        self.totals.setdefault("unexpected_stops", [])
         self.totals["runs"] += 1
         self.rng = np.random.default_rng([seed, self.totals["runs"]])
         # one line per run: when it started and what it added (kept up to date every cycle, so
@@ -170,8 +230,12 @@ class Soak:
         if resume:  # the settings the session was made with
             self.config = json.loads(self.session.config_path.read_text())
         self.shape = SampleShape.of(load_game(GAME))
-        self.games: dict[bytes, str] = {}  # a game's digest -> the file it is in
-        self.seen: set[Path] = set()
+        self.state_path = folder / "soak-state.npz"
+        self.games: dict[bytes, str] = {}  # a game's digest -> the process that wrote it
+        self.seen: set[Path] = set()  # the sample files checked
+        self.published: dict[int, tuple[int, int]] = {}  # iteration -> its model's mtime, size
+        if resume:
+            self.load_state()
         self.max_iteration = self.session.current_iteration()
         self.loaded: set[tuple] = set()  # (iteration, mtime, size) of the model files loaded
         # every model file present when the record was last saved had been loaded by that
@@ -199,66 +263,171 @@ class Soak:
             raise SystemExit(f"cannot make the soak session: {error}") from None
 
     # ----- one cycle ------------------------------------------------------------------------
+    def draw(self) -> tuple[str, str | None]:
+        """This cycle's fault and its target (a role, or a file kind for `disk_full`): from
+        the seed, or from --faults ("kind" or "kind:target")."""
+        if self.faults:
+            kind, _, target = self.faults[int(self.rng.integers(len(self.faults)))].partition(":")
+            if target:
+                return kind, target
+        else:
+            kind = KINDS[int(self.rng.integers(len(KINDS)))]
+        if kind == "disk_full":
+            return kind, DISK_KINDS[int(self.rng.integers(len(DISK_KINDS)))]
+        if kind == "kill_selfplayer":
+            return kind, f"selfplayer{int(self.rng.integers(2))}"
+        if kind in ("stop_short", "stop_long"):
+            return kind, ROLES_STOPPED[int(self.rng.integers(len(ROLES_STOPPED)))]
+        if kind == "orphan":
+            return kind, ORPHAN_ROLES[int(self.rng.integers(len(ORPHAN_ROLES)))]
+        role = {"kill_trainer": "trainer", "kill_predictor": "predictor"}
+        return kind, role.get(kind, "evaluator" if kind == "kill_evaluator" else None)
+
     def cycle(self) -> None:
-        kind = KINDS[int(self.rng.integers(len(KINDS)))]
-        limit = kind == "disk_full"
-        gym = start_gym(self.session.path, limit)
+        kind, target = self.draw()
+        record = self.folder / "enospc.txt"  # the writes a disk_full fault failed
+        record.unlink(missing_ok=True)
+        env = dict(os.environ) | self.mutation_env()
+        if kind == "disk_full":
+            env[ENOSPC_VAR], env[RECORD_VAR] = f"{target}:1", str(record)
+        gym = start_gym(self.session.path, env)
         watcher = Lines(gym)
         family: set[int] = set()
         started = watcher.wait_for(
             lambda line: "| games " in line or "stopped" in line, 150, gym, family
         )
-        if not started and not limit:
+        reached = False
+        if not started and kind != "disk_full":
             self.violation("gym_did_not_start")
-        elif not limit:
+        elif started:
             for _extra in range(int(self.rng.integers(0, 4))):  # faults the gym plays on after
                 time.sleep(float(self.rng.uniform(1.0, 4.0)))
                 family |= descendants(gym)
-                survived = SURVIVED[int(self.rng.integers(len(SURVIVED)))]
-                self.inject(survived, gym, watcher, family)
-                self.count_fault(survived)
+                survived, role = self.draw_survived()
+                if self.inject(survived, role, gym, watcher, family):
+                    self.count_fault(survived)
             time.sleep(float(self.rng.uniform(1.0, 6.0)))
             family |= descendants(gym)
-            self.inject(kind, gym, watcher, family)
-        stop(gym, watcher, family, expect_stop=kind not in SURVIVED)
-        self.count_fault(kind)
-        self.check(family, clean=gym.returncode in (0, 1))  # the gym's own stop: tidy
+            if kind == "disk_full":  # the gym meets the full disk at that kind's next write
+                deadline = time.monotonic() + 90.0
+                while gym.poll() is None and time.monotonic() < deadline and not record.exists():
+                    time.sleep(0.5)
+            else:
+                reached = self.inject(kind, target, gym, watcher, family)
+        ends = kind == "disk_full" or (reached and expected_stop(kind, target)[0] != {0})
+        code, reason = stop(gym, watcher, family, expect_stop=ends)
+        if kind == "disk_full":
+            hit = hits(record)
+            reached = bool(hit)
+            for file_kind in hit:
+                by_kind = self.totals["faults_hit_by_file_kind"]
+                by_kind[file_kind] = by_kind.get(file_kind, 0) + 1
+        if reached:
+            self.count_fault(kind)
+        else:
+            missed = self.totals["faults_missed"]
+            missed[kind] = missed.get(kind, 0) + 1
+        self.check_stop(kind if reached else "exit", target, code, reason)
+        self.check(family, clean=code in (0, 1, 2))  # the gym's own stop: tidy
         self.totals["resumes"] += 1
         self.totals["cycles"] += 1
 
-    def inject(self, kind: str, gym, watcher, family) -> None:
+    def draw_survived(self) -> tuple[str, str | None]:
+        survived = SURVIVED[int(self.rng.integers(len(SURVIVED)))]
+        if survived == "kill_selfplayer":
+            return survived, f"selfplayer{int(self.rng.integers(2))}"
+        if survived == "stop_short":
+            return survived, ROLES_STOPPED[int(self.rng.integers(len(ROLES_STOPPED)))]
+        return survived, "evaluator" if survived == "kill_evaluator" else None
+
+    def inject(self, kind: str, role: str | None, gym, watcher, family) -> bool:
+        """Inject one fault; False when its target was not running (nothing injected)."""
+        if gym.poll() is not None:
+            return False
         if kind == "exit":
             gym.stdin.write("exit\n")
             gym.stdin.flush()
-            return
+            return True
         if kind == "kill_gym":
             os.kill(gym.pid, signal.SIGKILL)
-            return
-        role = {
-            "kill_trainer": "trainer",
-            "kill_predictor": "predictor",
-            "kill_evaluator": "evaluator",
-        }.get(kind)
-        if role is None:
-            role = (
-                f"selfplayer{int(self.rng.integers(2))}"
-                if kind == "kill_selfplayer"
-                else ROLES_STOPPED[int(self.rng.integers(len(ROLES_STOPPED)))]
-            )
-        pid = role_pid(self.session, role, family)
+            return True
+        if kind == "stop_gym":  # as Ctrl+Z then `fg` of the gym alone
+            os.kill(gym.pid, signal.SIGSTOP)
+            time.sleep(float(self.rng.uniform(2.0, self.config["heartbeat_timeout"] + 4.0)))
+            os.kill(gym.pid, signal.SIGCONT)
+            time.sleep(float(self.rng.uniform(1.0, 4.0)))
+            return True
+        pid = role_pid(self.session, role or "", family)
         if pid is None:
-            return  # not running now (an Evaluator between ratings): the fault is the stop
-        if kind.startswith("kill"):
+            return False  # not running now (an Evaluator between ratings, a restart)
+        if kind == "orphan":
+            self.orphan(gym, pid, role or "", family)
+        elif kind.startswith("kill"):
             os.kill(pid, signal.SIGKILL)
-        else:
+        elif kind == "stop_short":
             os.kill(pid, signal.SIGSTOP)
-            pause = 2.0 if kind == "stop_short" else self.config["heartbeat_timeout"] + 6.0
-            time.sleep(pause)
-            try:
+            time.sleep(2.0)
+            os.kill(pid, signal.SIGCONT)
+        else:  # stop_long: the gym must see the stopped heartbeat and kill the process
+            os.kill(pid, signal.SIGSTOP)
+            deadline = time.monotonic() + self.config["heartbeat_timeout"] + 15.0
+            while time.monotonic() < deadline and running(pid):
+                time.sleep(0.5)
+            if running(pid):
+                self.violation("hung_process_not_killed", 1, f"{role} (pid {pid})")
                 os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass  # the gym killed it as hung
         time.sleep(float(self.rng.uniform(1.0, 4.0)))
+        return True
+
+    def orphan(self, gym, pid: int, role: str, family: set[int]) -> None:
+        """The lock case: a child stopped, its gym killed.  A new gym must wait, then refuse
+        naming the stopped process, and delete no temporary file of it; then the child is
+        continued, notices that its gym is gone and exits."""
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.5)
+        # the stopped child's temporary files (named with its pid: fileio.temporary_path)
+        temporary = set(self.session.path.rglob(f".*.{pid}.tmp*"))
+        os.kill(gym.pid, signal.SIGKILL)
+        gym.wait()
+        time.sleep(1.0)
+        second = start_gym(self.session.path, dict(os.environ) | self.mutation_env())
+        lines = Lines(second)
+        try:
+            second.wait(timeout=60.0)
+        except subprocess.TimeoutExpired:  # it took the lock from a living child
+            stop(second, lines, family, expect_stop=False)
+        text = "".join(lines.lines)
+        if second.returncode != 2 or f"pid {pid}" not in text:
+            self.violation(
+                "lock_not_held",
+                1,
+                f"a new gym with {role} (pid {pid}) stopped: exit code {second.returncode}, "
+                f"{text.strip().splitlines()[-1:] or 'no output'}",
+            )
+        gone = [p for p in temporary if not p.exists()]
+        self.violation("live_writer_temp_deleted", len(gone), str(gone[:3]))
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+    def mutation_env(self) -> dict[str, str]:
+        return {MUTATE_VAR: self.mutation} if self.mutation else {}
+
+    def check_stop(self, kind: str, target: str | None, code: int, reason: str) -> None:
+        """Compare the gym's exit code and stop reason with what the fault must end in."""
+        codes, want = expected_stop(kind, target)
+        key = stop_key(code, reason)
+        by_reason = self.totals["stops_by_reason"]
+        by_reason[key] = by_reason.get(key, 0) + 1
+        if code not in codes or want not in reason:
+            detail = (
+                f"after {kind}{f' of {target}' if target else ''}: expected exit code "
+                f"{'/'.join(map(str, sorted(codes)))} and a reason with {want!r}; saw exit code "
+                f"{code}, {reason!r}"
+            )
+            self.violation("unexpected_stop", 1, detail)
+            self.totals["unexpected_stops"] = [*self.totals["unexpected_stops"], detail][-20:]
 
     def count_fault(self, kind: str) -> None:
         self.totals["faults"] += 1
@@ -311,6 +480,10 @@ class Soak:
             except FileNotFoundError:
                 continue  # pruned
             key = (iteration, stat.st_mtime_ns, stat.st_size)
+            first = self.published.setdefault(iteration, key[1:])
+            if first != key[1:]:  # published again: a second writer, or a step back
+                self.violation("iteration_published_twice", 1, f"{path.name}: {first} {key[1:]}")
+                self.published[iteration] = key[1:]
             if key in self.loaded or iteration in unsound or stat.st_mtime_ns < self.checked_until:
                 continue
             self.loaded.add(key)
@@ -333,8 +506,7 @@ class Soak:
                     continue
                 # the process that wrote it: "<role>-<pid>" of
                 # "<role>-<pid>-<number>-<time>-<token>.npz"
-                writer = writer_of(path.name)
-                name = path.name
+                writer, name = writer_of(path.name), path.name
                 for game in range(len(arrays["result"])):
                     rows = arrays["game"] == game
                     # a digest of the game (16 bytes, not the arrays: a soak of hours sees
@@ -347,9 +519,9 @@ class Soak:
                     # one process draws its noise from one generator, so a game it plays twice
                     # is a coincidence of a network that has collapsed (tic-tac-toe's few games);
                     # the same game from two processes is what a reused seed writes
-                    first = self.games.setdefault(key, name)
-                    if first != name and writer_of(first) != writer:
-                        self.violation("repeated_game", 1, f"{name} {first}")
+                    first = self.games.setdefault(key, writer)
+                    if first != writer:
+                        self.violation("repeated_game", 1, f"{name}, first from {first}")
 
     def check_replay_state(self) -> None:
         states = sorted(
@@ -400,7 +572,38 @@ class Soak:
 
     def save(self) -> None:
         self.log_run()
+        self.save_state()
         atomic_write_json(self.record_path, self.totals)
+
+    def save_state(self) -> None:
+        """What the checks have seen, for the next run on the folder (`--resume`): the
+        digest of every game and its writer, the sample files checked, each model file's
+        mtime and size."""
+        writers = sorted(set(self.games.values()))
+        index = {writer: i for i, writer in enumerate(writers)}
+        buffer = io.BytesIO()
+        np.savez(
+            buffer,
+            digests=np.frombuffer(b"".join(self.games), np.uint8).reshape(-1, 16),
+            writer=np.array([index[w] for w in self.games.values()], np.int32),
+            writers=np.array(writers, dtype=str),
+            seen=np.array(sorted(str(p.relative_to(self.session.path)) for p in self.seen), str),
+            published=np.array(
+                [(it, *key) for it, key in sorted(self.published.items())], np.int64
+            ).reshape(-1, 3),
+        )
+        atomic_write_bytes(self.state_path, buffer.getvalue())
+
+    def load_state(self) -> None:
+        if not self.state_path.is_file():
+            return
+        with np.load(self.state_path) as state:
+            writers = [str(w) for w in state["writers"]]
+            self.games = {
+                bytes(d): writers[i] for d, i in zip(state["digests"], state["writer"].tolist())
+            }
+            self.seen = {self.session.path / str(p) for p in state["seen"]}
+            self.published = {int(r[0]): (int(r[1]), int(r[2])) for r in state["published"]}
 
 
 def positions(graph, count: int = 8) -> np.ndarray:
@@ -483,23 +686,21 @@ def gamegym(*args) -> list[str]:
     return [sys.executable, "-m", "gamegym", *map(str, args)]
 
 
-def start_gym(session: Path, limit_files: bool):
-    def limit():  # a quota-like limit: no file of the gym or its children may grow past 64 KiB
-        resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
-
+def start_gym(session: Path, env: dict[str, str]):
     return subprocess.Popen(
         gamegym("resume", session),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        preexec_fn=limit if limit_files else None,
+        env=env,
     )
 
 
-def stop(gym, watcher, family: set[int], expect_stop: bool, wait_s: float = 60.0) -> None:
+def stop(gym, watcher, family: set[int], expect_stop: bool, wait_s: float = 60.0):
     """Wait for the gym to stop by itself (when the fault stops it, or it was killed); else
-    type 'exit'; else kill it.  Then give its children the seconds they take to notice."""
+    type 'exit'; else kill it.  Then give its children the seconds they take to notice.
+    Returns the gym's exit code and its stop reason (its 'stopping:' line, else its last)."""
     try:
         gym.wait(timeout=20.0 if expect_stop else 0.5)
     except subprocess.TimeoutExpired:
@@ -517,6 +718,45 @@ def stop(gym, watcher, family: set[int], expect_stop: bool, wait_s: float = 60.0
     deadline = time.monotonic() + 20.0  # orphans leave within ~8 s of the gym's death
     while time.monotonic() < deadline and any(running(p) for p in family):
         time.sleep(0.5)
+    deadline = time.monotonic() + 5.0  # the console's last lines
+    while time.monotonic() < deadline and (not watcher.lines or watcher.lines[-1] != ""):
+        time.sleep(0.1)
+    lines = [line.strip() for line in watcher.lines if line.strip()]
+    stops = [line.split(STOPPING, 1)[1] for line in lines if STOPPING in line]
+    return gym.returncode, stops[0] if stops else (lines[-1] if lines else "")
+
+
+STOPPING = "[gamegym] stopping: "
+
+
+def expected_stop(kind: str, target: str | None) -> tuple[set[int], str]:
+    """The exit codes a gym may end with after a fault, and what its stop reason says."""
+    if kind in ("kill_gym", "orphan"):
+        return {-signal.SIGKILL}, ""
+    if kind in ("kill_trainer", "kill_predictor"):
+        return {1}, f"{kind.split('_')[1]} died"
+    if kind == "stop_long" and target in ("trainer", "predictor"):
+        return {1}, f"{target} stopped responding"
+    if kind == "disk_full":  # the lock and runs.json are written as the gym starts
+        return ({2} if target in ("lock", "runs") else {1}), "is full"
+    return {0}, EXIT_TYPED  # the gym played on; the soak typed 'exit'
+
+
+def stop_key(code: int, reason: str) -> str:
+    """A stop's kind, for the count of stops by reason."""
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    if "is full" in reason:
+        return "disk full"
+    return re.split(r" \(|;|: ", reason.removeprefix("gamegym: error: "))[0] or f"exit {code}"
+
+
+def hits(record: Path) -> set[str]:
+    """The file kinds an injected ENOSPC hit (the lines GAMEGYM_FAULT_RECORD collected)."""
+    try:
+        return {line.split()[0] for line in record.read_text().splitlines() if line.strip()}
+    except FileNotFoundError:
+        return set()
 
 
 def descendants(process) -> set[int]:
@@ -579,9 +819,44 @@ def json_text(text: str):
         raise argparse.ArgumentTypeError(f"not JSON ({error}): {text!r}") from None
 
 
+def fault_spec(text: str) -> str:
+    """One --faults entry: a fault kind, or "kind:target" (a role, a file kind)."""
+    kind, _, target = text.partition(":")
+    targets = {"disk_full": DISK_KINDS, "orphan": ORPHAN_ROLES}.get(kind, ROLES_STOPPED)
+    if kind not in KINDS:
+        raise argparse.ArgumentTypeError(f"no fault kind {kind!r}; the kinds: {', '.join(KINDS)}")
+    if target and target not in targets:
+        raise argparse.ArgumentTypeError(
+            f"no target {target!r} of {kind}; the targets: {', '.join(targets)}"
+        )
+    return text
+
+
+def mutation_check(folder: Path, seed: int, names: list[str]) -> int:
+    """A short soak per mutation (one protection switched off, GAMEGYM_MUTATE), each with the
+    faults that expose it: every one must report its invariant's violation.  Prints one JSON
+    object, {mutation: {caught, violations}}; exit status 1 unless every mutation is caught."""
+    report = {}
+    for name in names:
+        faults, catches = MUTATION_PLAN[name]
+        run_folder = folder / name
+        command = [sys.executable, __file__, "--minutes", "0", "--seed", str(seed), "--json"]
+        command += ["--folder", str(run_folder), "--mutate", name, "--faults", *faults]
+        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        try:
+            violations = json.loads(done.stdout.strip().splitlines()[-1])["violations"]
+        except (IndexError, json.JSONDecodeError, KeyError):
+            violations = {}
+            print(f"[soak] the soak of mutation {name} failed: {done.stderr[-2000:]}", flush=True)
+        found = {v: n for v, n in violations.items() if n}
+        report[name] = {"caught": any(found.get(v) for v in catches), "violations": found}
+    print(json.dumps(report, sort_keys=True))
+    return 0 if all(r["caught"] for r in report.values()) else 1
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, required=True)
+    parser.add_argument("--minutes", type=float, default=None)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--folder", type=Path, default=Path("soak"))
     parser.add_argument("--resume", action="store_true", help="add to the soak in --folder")
@@ -593,8 +868,38 @@ def main(argv=None) -> int:
         metavar="JSON",
         help="changes to the settings of a new soak session, e.g. '{\"selfplay\": {...}}'",
     )
+    parser.add_argument(
+        "--faults",
+        nargs="+",
+        type=fault_spec,
+        default=(),
+        metavar="KIND[:TARGET]",
+        help="draw the faults from these only (a target: a role, or a file kind of disk_full)",
+    )
+    parser.add_argument(
+        "--mutate",
+        choices=sorted(MUTATIONS),
+        default="",
+        help="switch one protection off in the gym (test only: the soak must then fail)",
+    )
+    parser.add_argument(
+        "--mutation-check",
+        nargs="*",
+        choices=sorted(MUTATION_PLAN),
+        metavar="MUTATION",
+        help="a short soak per mutation (all, or those named) in --folder/<mutation>; fails "
+        "unless each reports its violation",
+    )
     args = parser.parse_args(argv)
-    soak = Soak(args.folder.resolve(), args.seed, args.resume, args.set)
+    if args.mutation_check is not None:
+        return mutation_check(
+            args.folder.resolve(), args.seed, args.mutation_check or sorted(MUTATION_PLAN)
+        )
+    if args.minutes is None:
+        parser.error("--minutes is required (except with --mutation-check)")
+    soak = Soak(
+        args.folder.resolve(), args.seed, args.resume, args.set, tuple(args.faults), args.mutate
+    )
     started = time.monotonic()
     while True:
         cycle_start = time.monotonic()

@@ -16,6 +16,8 @@ import shutil
 import time
 from pathlib import Path
 
+from gamegym.data.faults import disk_full_here, mutated
+
 log = logging.getLogger(__name__)
 TMP_MARK = ".tmp"
 
@@ -64,9 +66,12 @@ def atomic_write_bytes(path: Path, data: bytes, replace: bool = True) -> None:
     With `replace` False, an existing file at `path` is never overwritten: FileExistsError."""
     path = Path(path)
     make_folder(path.parent)
-    tmp = temporary_path(path)
+    # (the soak's mutation check: written in place, a torn write is a torn file)
+    in_place = replace and mutated("atomic_publish")
+    tmp = path if in_place else temporary_path(path)
     try:
         with open(tmp, "wb") as handle:
+            disk_full_here(path, handle, data)  # a test switch (data/faults.py)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -75,7 +80,8 @@ def atomic_write_bytes(path: Path, data: bytes, replace: bool = True) -> None:
         else:
             _move_new(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if not in_place:
+            tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
 
@@ -115,6 +121,15 @@ def atomic_write_json(path: Path, obj) -> None:
 def atomic_publish(tmp: Path, path: Path) -> None:
     """Rename a fully written temporary file (made by a library writer) into place."""
     with open(tmp, "rb+") as handle:
+        if mutated("atomic_publish"):  # (the soak's mutation check: a torn write in place)
+            try:
+                disk_full_here(path)
+            except OSError:
+                handle.truncate(os.path.getsize(tmp) // 2)
+                handle.close()
+                os.replace(tmp, path)
+                raise
+        disk_full_here(path)  # a test switch (data/faults.py)
         os.fsync(handle.fileno())
     os.replace(tmp, path)
     _fsync_dir(path.parent)
@@ -133,6 +148,7 @@ def append_jsonl(path: Path, obj) -> None:
             handle.seek(-1, os.SEEK_END)
             if handle.read(1) != b"\n":
                 line = b"\n" + line
+        disk_full_here(path, handle, line)  # a test switch (data/faults.py)
         handle.write(line)
         handle.flush()
         os.fsync(handle.fileno())

@@ -37,6 +37,7 @@ import numpy as np
 import psutil
 
 from gamegym.config import ConfigError, GymConfig
+from gamegym.data.faults import disk_full_here, mutated
 from gamegym.data.fileio import (
     atomic_publish,
     atomic_write_bytes,
@@ -215,7 +216,8 @@ class Session:
                 os.close(fd)
                 continue
             holder = self._read_record()
-            survivors = _survivors(holder)
+            # (the soak's mutation check: the processes of a dead gym's run are not waited for)
+            survivors = [] if mutated("lock") else _survivors(holder)
             if locked and not survivors:
                 self._children, self._started = {}, time.time()
                 self._write_record(fd)
@@ -274,6 +276,7 @@ class Session:
             "children": {n: dict(c) for n, c in sorted(self._children.items())},
         }
         data = json.dumps(record).encode()
+        disk_full_here(self.lock_path)  # a test switch (data/faults.py)
         os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, data)  # then cut the rest: a reader sees the old record or the new one
         os.ftruncate(fd, len(data))
@@ -638,7 +641,11 @@ class HeldLock:
 
 
 def _held_in_child(duplicate) -> HeldLock:
-    return HeldLock(duplicate.detach())
+    fd = duplicate.detach()
+    if mutated("lock"):  # (the soak's mutation check: the child lets go of the lock)
+        os.close(fd)
+        return HeldLock(None)
+    return HeldLock(fd)
 
 
 def _process_alive(record: dict) -> bool:

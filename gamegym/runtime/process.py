@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gamegym.data.faults import mutated
 from gamegym.data.fileio import is_disk_full
 
 # a child's exit code when a write found the disk full: the gym stops instead of restarting it
@@ -39,6 +40,8 @@ def derive_seed(seed: int, *path: int) -> int:
 def process_seed(seed: int, role: int, run: int, *slot: int) -> int:
     """The seed of a process of run `run` of a session (runs.json counts the runs): different
     for every run, role, slot and restart, and the same again for the same ones."""
+    if mutated("seed"):  # (the soak's mutation check: every process replays one seed)
+        return seed
     return derive_seed(seed, role, run, *slot)
 
 

@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import time
 
+from gamegym.data.faults import mutated
 from gamegym.data.fileio import append_jsonl, disk_full_message, is_disk_full, last_jsonl
 from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
@@ -254,6 +255,8 @@ class Supervisor:
         the gym with the reason).  When the gym itself was stopped and continued (Ctrl+Z of the
         process group, then `fg`: its children could not beat either), every watch starts
         again instead."""
+        if mutated("heartbeat"):  # (the soak's mutation check: no liveness watch)
+            return
         now = self.clock()
         children = [*self.children.values(), *getattr(self.backend, "children", {}).values()]
         continued = getattr(self.gym, "continued", 0)  # SIGCONTs the gym received

@@ -162,3 +162,56 @@ def test_a_soak_run_again_on_its_folder_adds_to_its_record(tmp_path, monkeypatch
     assert all(line["violations"] == 0 for line in lines)
     config = json.loads((tmp_path / "soak" / "session" / "config.json").read_text())
     assert config["selfplay"]["positions_per_iteration"] == 100  # the first run's settings
+
+
+def test_what_the_checks_saw_is_kept_for_the_next_run_on_the_folder(tmp_path):
+    """A game a later run's process writes again is a repeat across `--resume` runs; a sample
+    file checked by an earlier run and gone since is lost; an iteration's model file that
+    changes is published twice."""
+    graph = soak.load_game(soak.GAME)
+    session = Session(tmp_path / "session")
+    session.create(GymConfig(game=soak.GAME))
+
+    def checker() -> soak.Soak:
+        made = soak.Soak.__new__(soak.Soak)  # its checks and state only, on this folder
+        made.session, made.shape = session, soak.SampleShape.of(graph)
+        made.state_path = tmp_path / "soak-state.npz"
+        made.games, made.seen, made.published = {}, set(), {}
+        made.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
+        return made
+
+    first = checker()
+    folder = session.samples_dir / "0"
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / "selfplayer0-100-000001-1-a1b2c3d4.npz"
+    write_sample_file(kept, [_game(graph, 0), _game(graph, 1)])
+    first.check_samples()
+    first.published = {0: (5, 7)}
+    first.save_state()
+    second = checker()
+    second.load_state()
+    assert second.games == first.games and second.seen == {kept}
+    assert second.published == {0: (5, 7)}
+    write_sample_file(folder / "selfplayer1-300-000001-9-c9d0e1f2.npz", [_game(graph, 1)])
+    kept.unlink()
+    second.check_samples()
+    violations = second.totals["violations"]
+    assert (violations["repeated_game"], violations["sample_file_lost"]) == (1, 1)
+    fresh = checker()  # what a soak without the state file sees: nothing of the earlier run
+    fresh.check_samples()
+    assert fresh.totals["violations"]["repeated_game"] == 0
+
+
+def test_each_fault_has_its_expected_stop_and_a_stop_has_a_short_reason():
+    assert soak.expected_stop("kill_trainer", "trainer") == ({1}, "trainer died")
+    assert soak.expected_stop("stop_long", "predictor") == ({1}, "predictor stopped responding")
+    assert soak.expected_stop("stop_long", "selfplayer0") == ({0}, soak.EXIT_TYPED)
+    assert soak.expected_stop("kill_gym", None) == ({-9}, "")
+    assert soak.expected_stop("disk_full", "lock")[0] == {2}
+    assert soak.expected_stop("disk_full", "model") == ({1}, "is full")
+    assert soak.stop_key(1, "trainer died (exit code -9); see logs/trainer.log") == "trainer died"
+    assert soak.stop_key(-9, "") == "killed by SIGKILL"
+    assert soak.stop_key(1, "trainer could not write (see x): the disk holding s is full") == (
+        "disk full"
+    )
+    assert soak.stop_key(0, soak.EXIT_TYPED) == soak.EXIT_TYPED
