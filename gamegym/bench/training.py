@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -222,10 +223,12 @@ def run_training_bench(
     steps: int,
     rounds: int,
     seed: int = 0,
-    say=print,
+    say=None,
 ) -> dict:
     """The figures of every path (see the module doc) for `model` (a Keras model, not
-    changed) under `config` on the samples `window`."""
+    changed) under `config` on the samples `window`; `say` prints the progress lines (None:
+    on stderr, beside --json's one object on stdout)."""
+    say = say or (lambda *text, **kw: print(*text, file=sys.stderr, **kw))
     preset_batch = config.train.batchsize
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="gamegym-training-") as folder:
@@ -327,6 +330,7 @@ def cmd_training(args) -> int:
             f"[bench] training: playing {wanted:,} samples of {learner.name} self-play "
             f"({args.searchcount} searches a move) with the "
             f"{'starter' if starter else 'fresh'} network of {name}",
+            file=sys.stderr,  # beside --json's one object on stdout
             flush=True,
         )
         window = self_play_window(graph, config, model, wanted, args.searchcount, args.seed)

@@ -71,9 +71,11 @@ def test_the_bench_times_each_path_on_the_learners_own_samples(capsys):
         ]
     )
     assert code == 0
-    out = capsys.readouterr().out.strip().splitlines()
-    assert any(line.startswith("[bench] training xla: round 1/1") for line in out)
-    figures = json.loads(out[-1])
+    printed = capsys.readouterr()
+    progress = printed.err.strip().splitlines()
+    assert any(line.startswith("[bench] training xla: round 1/1") for line in progress)
+    (line,) = printed.out.strip().splitlines()  # --json: one object on stdout, nothing else
+    figures = json.loads(line)
     assert figures["learner"] == "alphazero" and figures["preset"] == "tictactoe"
     assert figures["window"]["samples"] >= 3 * 64
     assert figures["default_compile"] == "traced"
