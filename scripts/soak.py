@@ -57,7 +57,7 @@ import numpy as np
 import psutil
 
 from gamegym.config import merged_settings
-from gamegym.data.faults import ENOSPC_VAR, MUTATE_VAR, MUTATIONS, RECORD_VAR
+from gamegym.data.faults import ENOSPC_VAR, FILE_KINDS, MUTATE_VAR, MUTATIONS, RECORD_VAR
 from gamegym.data.fileio import atomic_write_bytes, atomic_write_json
 from gamegym.data.replaybuffer import read_state
 from gamegym.data.samples import SampleShape, read_sample_file, sample_files, sample_iterations
@@ -110,20 +110,9 @@ KINDS = (
 ROLES_STOPPED = ("trainer", "predictor", "selfplayer0", "selfplayer1", "evaluator")
 ORPHAN_ROLES = ("trainer", "predictor", "selfplayer0", "selfplayer1")
 # the file kinds a `disk_full` fault fails the writes of (an injected ENOSPC, see
-# gamegym/data/faults.py); runs.json and the lock are written as the gym starts
-DISK_KINDS = (
-    "sample",
-    "model",
-    "fastmodel",
-    "current",
-    "runs",
-    "lock",
-    "replay_state",
-    "results",
-    "ratings",
-    "status",
-    "train_report",
-)
+# gamegym/data/faults.py): all but the config (written once, by `new`) and other files; runs.json
+# and the lock are written as the gym starts
+DISK_KINDS = tuple(kind for kind in FILE_KINDS if kind not in ("config", "other"))
 EXIT_TYPED = "'exit' typed on the console"
 INVARIANTS = (
     "repeated_game",
