@@ -1,7 +1,11 @@
 """Make Connect Four's solved-position benchmark (games/connectfour-positions.tsv), or check it.
 
-    python scripts/make_connectfour_positions.py                 # make it (about an hour, 2 cores)
+    python scripts/make_connectfour_positions.py --seed 1 --out a.tsv      # make one
+    python scripts/make_connectfour_positions.py --merge a.tsv b.tsv --out games/connectfour-positions.tsv
     python scripts/make_connectfour_positions.py --check 50      # re-solve 50 a band, timed
+
+The bundled file joins runs of several seeds, made side by side (the early band, whose solves take
+seconds, by itself: --bands early); its header line lists each run's command and counts.
 
 Positions come from three kinds of games, in turn: uniformly random moves, UCT with random
 rollouts (`mcts:200`, its first two moves random) and the Connect Four preset's starter network
@@ -10,7 +14,9 @@ taken at a random ply of the band: early (6-12 discs), middle (13-24), late (25 
 position is kept when it is new up to the left-right mirror and when a mistake is possible there
 (some legal move does not keep the position's exact value).  Every move's value (win, draw or
 loss) is solved exactly; its exact score too (Pons's scores: how fast a win or how slow a loss)
-when that takes at most --exact-seconds, else its score is written as unknown.
+when that takes at most --exact-seconds, else its score is written as unknown.  A position whose
+values take longer than --weak-seconds is skipped (and counted in the header: the early band
+leaves out its hardest positions).
 
 --check re-solves a sample of each band with a fresh table, compares every value and score with
 the file, and prints the solve time per band (the figures of docs/guides/evaluation.md).
@@ -104,8 +110,8 @@ def header_of(args, counts: dict, skipped: dict, games: int) -> dict:
         "action_space_size": 7,
         "bands": {b: list(r) for b, r in BANDS.items()},
         "made_by": f"python scripts/make_connectfour_positions.py --seed {args.seed} "
-        f"--per-band {args.per_band} --exact-seconds {args.exact_seconds:g}"
-        + (f" --bands {args.bands}" if args.bands else ""),
+        f"--per-band {args.per_band} --exact-seconds {args.exact_seconds:g} "
+        f"--weak-seconds {args.weak_seconds:g}" + (f" --bands {args.bands}" if args.bands else ""),
         "sources": counts,
         "skipped": skipped,
         "games": games,
