@@ -67,10 +67,11 @@ def measure_accuracy(
     rng: np.random.Generator,
     per_band: int | None = None,
     bars: ProgressBars | None = None,
+    sample_seed: int = 0,
 ) -> dict:
     """{band: {positions, policy: {optimal, exactly_optimal, exact_positions} (when the player
     has a policy network), search: {...}}}.  `per_band`: a random sample of that many
-    positions a band (None: all)."""
+    positions a band, drawn with `sample_seed` (None: all); `rng`: the searches'."""
     bars = bars or ProgressBars(enabled=False)
     evaluate = getattr(player, "evaluate", None)
     from gamegym.nets.inference import PositionEvaluator
@@ -80,7 +81,8 @@ def measure_accuracy(
     for band in benchmark.bands:
         indices = [i for i, p in enumerate(benchmark.positions) if p.band == band]
         if per_band is not None and per_band < len(indices):
-            indices = sorted(rng.choice(indices, size=per_band, replace=False).tolist())
+            sample = np.random.default_rng(sample_seed).choice(indices, per_band, replace=False)
+            indices = sorted(sample.tolist())
         positions = [benchmark.positions[i] for i in indices]
         band_vertices = [vertices[i] for i in indices]
         row: dict = {"positions": len(positions)}
@@ -183,6 +185,7 @@ def cmd_accuracy(args) -> int:
             np.random.default_rng(args.seed),
             args.per_band,
             bars,
+            args.seed,
         )
     record = {
         "model": what,

@@ -51,8 +51,6 @@ SOLVABLE = (
     "games.santorini:Santorini",
 )  # the optimal-move rate is measured
 EVAL_THREADS = 8  # concurrent searches (virtual loss) of the evaluated player
-# positions a band of a solved-position benchmark at each curve point (the final point: all)
-ACCURACY_PER_BAND = 300
 
 
 def optimal_move_rate(
@@ -115,13 +113,11 @@ def measure(
     bars: ProgressBars | None = None,
     config: GymConfig | None = None,
     benchmark: tuple | None = None,
-    accuracy_per_band: int | None = None,
 ) -> dict:
     """One curve point for the newest iteration: a match of `games` games against each
     opponent and, with a solver, the optimal-move rate over half as many self-play games;
     with `benchmark` (gamegym.bench.accuracy.benchmark_of: a solved-position benchmark and
-    its vertices), the share of optimal moves a band (`accuracy`; `accuracy_per_band`
-    positions a band, None: all).
+    its vertices), the share of optimal moves a band on every position of it (`accuracy`).
     `config`: the session's (None: read from its folder).
     Each opponent's figures include `by_side` (the results with the model moving first, and
     second); the first opponent's are also the point's own `wins`, `draws`, `losses`, `score`."""
@@ -164,7 +160,7 @@ def measure(
         point["optimal_move_rate"], point["positions"] = round(rate, 4), positions
     if benchmark is not None:
         point["accuracy"] = measure_accuracy(
-            graph, player, benchmark[0], benchmark[1], rng, accuracy_per_band, bars
+            graph, player, benchmark[0], benchmark[1], rng, bars=bars
         )
     point["eval_seconds"] = round(time.monotonic() - started, 1)
     return point
@@ -441,7 +437,7 @@ def train_and_measure(
     explore = gym.config.selfplay.temperature_drop_move
     benchmark = benchmark_of(graph)
 
-    def point(games: int, per_band: int | None = ACCURACY_PER_BAND) -> dict:
+    def point(games: int) -> dict:
         """A curve point of the newest iteration, `games` games against each opponent."""
         return measure(
             gym.session,
@@ -455,7 +451,6 @@ def train_and_measure(
             bars,
             gym.config,
             benchmark,
-            per_band,
         )
 
     curve = [
@@ -514,7 +509,7 @@ def train_and_measure(
         )
     # the final figure: the last iteration again, on `final_factor` times the games (after
     # the training clock, so a cheap curve and a precise final number)
-    final = point(games * final_factor, per_band=None)
+    final = point(games * final_factor)
     final.update(minutes=curve[-1]["minutes"], opponent=opponents[0])
     show(final, "final")
     return curve, final, peak_rss
