@@ -212,6 +212,38 @@ def assert_curious_replay_trained(session: Path, iteration: int, learner: str) -
     assert (report["learner"], report["replay"]) == (learner, "curious")
 
 
+def random_game(graph, rng, heads: int | None = None):
+    """One uniformly random game as self-play samples (pi one-hot on the move played, the result
+    from the first mover's view); with `heads`, the bootstrapped learner's own columns too
+    (a Bernoulli(0.7) mask over the heads, head 0, terminal on the last move)."""
+    import numpy as np
+
+    from gamegym.data.samples import GameRecord
+
+    extra: dict = {"mask": [], "head": [], "terminal": []} if heads else {}
+    record, vertex = GameRecord(extra=extra), graph.roots[0]
+    while graph.children_at(vertex):
+        actions = graph.actions_at(vertex)
+        index = int(rng.integers(len(actions)))
+        pi = np.zeros(graph.action_space_size, np.float32)
+        pi[actions[index]] = 1.0
+        record.x.append(graph.numpify(vertex))
+        record.pi.append(pi)
+        record.action.append(actions[index])
+        record.root_value.append(0.0)
+        record.legal.append(graph.legal_mask(vertex))
+        if extra:
+            extra["mask"].append(rng.random(heads) < 0.7)
+            extra["head"].append(np.int16(0))
+            extra["terminal"].append(False)
+        vertex = graph.children_at(vertex)[index]
+    if extra:
+        extra["terminal"][-1] = True
+    # the player to move at the end lost (or drew); seen from the first mover:
+    record.result = graph.score_at(vertex) * (1 if len(record) % 2 == 0 else -1)
+    return record
+
+
 def merged(base: dict, changes: dict) -> dict:
     """`base` with `changes` merged in, section by section."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}

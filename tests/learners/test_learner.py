@@ -16,9 +16,10 @@ from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
 import keras  # noqa: E402
+from conftest import random_game as shared_random_game  # noqa: E402
 
 from gamegym.config import GymConfig, NetworkConfig, TrainConfig  # noqa: E402
-from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # noqa: E402
+from gamegym.data.samples import SampleBatch, records_to_arrays  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import Learner, TrainReport, get_learner  # noqa: E402
 from gamegym.learners.alphazero.learner import Augmenter  # noqa: E402
@@ -36,22 +37,7 @@ class TicTacToeWithoutUnnumpify(TicTacToe):
 
 def random_game(graph, seed):
     """One random game as samples: pi one-hot on the move played."""
-    rng = np.random.default_rng(seed)
-    record, vertex = GameRecord(), graph.roots[0]
-    while graph.children_at(vertex):
-        actions = graph.actions_at(vertex)
-        index = int(rng.integers(len(actions)))
-        pi = np.zeros(graph.action_space_size, np.float32)
-        pi[actions[index]] = 1.0
-        record.x.append(graph.numpify(vertex))
-        record.pi.append(pi)
-        record.action.append(actions[index])
-        record.root_value.append(0.0)
-        record.legal.append(graph.legal_mask(vertex))
-        vertex = graph.children_at(vertex)[index]
-    # the player to move at the end lost (or drew); seen from the first mover:
-    record.result = graph.score_at(vertex) * (1 if len(record) % 2 == 0 else -1)
-    return record
+    return shared_random_game(graph, np.random.default_rng(seed))
 
 
 def as_batch(records):

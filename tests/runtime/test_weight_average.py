@@ -10,7 +10,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import TICTACTOE, create_session
+from conftest import TICTACTOE, create_session, random_game
 
 from gamegym.config import GymConfig
 from gamegym.data.fileio import read_jsonl
@@ -31,32 +31,9 @@ NETWORKS = {  # small; alphazero's residual one has batch normalization (average
 
 def random_games(learner: str, count: int, seed: int = 0) -> list[GameRecord]:
     """Random tic-tac-toe games as `learner`'s self-play stores them."""
-    graph = load_game(TICTACTOE)
-    rng = np.random.default_rng(seed)
-    records = []
-    for _ in range(count):
-        extra = {"mask": [], "head": [], "terminal": []} if learner == "bootstrapped" else {}
-        record, vertex = GameRecord(extra=extra), graph.roots[0]
-        while graph.children_at(vertex):
-            actions = graph.actions_at(vertex)
-            index = int(rng.integers(len(actions)))
-            pi = np.zeros(graph.action_space_size, np.float32)
-            pi[actions[index]] = 1.0
-            record.x.append(graph.numpify(vertex))
-            record.pi.append(pi)
-            record.action.append(actions[index])
-            record.root_value.append(0.0)
-            record.legal.append(graph.legal_mask(vertex))
-            if extra:
-                extra["mask"].append(rng.random(HEADS) < 0.7)
-                extra["head"].append(np.int16(0))
-                extra["terminal"].append(False)
-            vertex = graph.children_at(vertex)[index]
-        if extra:
-            extra["terminal"][-1] = True
-        record.result = graph.score_at(vertex) * (1 if len(record) % 2 == 0 else -1)
-        records.append(record)
-    return records
+    graph, rng = load_game(TICTACTOE), np.random.default_rng(seed)
+    heads = HEADS if learner == "bootstrapped" else None
+    return [random_game(graph, rng, heads) for _ in range(count)]
 
 
 def settings(learner: str, **train) -> dict:
