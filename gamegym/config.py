@@ -583,6 +583,9 @@ class GymConfig:
         has agreed to run the modules it names (gamegym.data.trust)."""
         if self.runs_plugins:
             return self
+        if not self.plugins:  # nothing to import, nothing a plugin registers: checked whole
+            self.runs_plugins = True
+            return self
         import_plugins(self.plugins)
         return GymConfig.from_dict(self.to_dict())
 

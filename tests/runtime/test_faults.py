@@ -374,7 +374,7 @@ def test_a_predictor_hung_in_a_call_is_found_by_its_lack_of_progress(new_session
         "GAMEGYM_TEST_HANG": "predictor",
     }
     gym = subprocess.Popen(
-        gamegym_command("resume", str(session)),
+        gamegym_command("resume", str(session), "--trust"),  # the test's own plug-in
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
