@@ -74,7 +74,9 @@ def test_the_xla_step_trains_as_the_traced_step_does(learner_name, tmp_path, cap
     window = self_play_window(graph, config, model, 300, 2, seed=5)
     with caplog.at_level(logging.WARNING, logger="gamegym.nets.trainstep"):
         xla = losses_of("xla", learner_name, tmp_path / "start.keras", window, graph, config)
-    assert not caplog.records  # it did run on XLA (no fall-back to the traced step)
+    # it did run on XLA: no fall-back line (TensorFlow's own warnings, e.g. of retracing an
+    # evaluation step, may come depending on the tests before it in this process)
+    assert not [r for r in caplog.records if r.name == "gamegym.nets.trainstep"]
     traced = losses_of("traced", learner_name, tmp_path / "start.keras", window, graph, config)
     assert len(xla) == len(traced) == ROUNDS
     # the weights move: the rounds' losses differ by far more than the tolerance
