@@ -33,11 +33,21 @@ G_BOARD, G_BOTTOM, G_FALLING, G_ACROSS, G_RISING, G_COLUMNS = 0, 1, 2, 3, 4, 5
 # mask of column c
 
 # ctl: counters and the flag
-C_NODES, C_STOP, C_CELLS, C_WIDTH = 0, 1, 2, 3
+C_NODES, C_STOP, C_CELLS, C_WIDTH, C_CUT = 0, 1, 2, 3, 4
+# C_CUT: set when a search saw the stop flag and returned early (its answer is not the score); a
+# flag set after the search's last check leaves it 0 and the answer stands
 
 # table values (int8, 0 = empty): an upper bound u is kept as u - low + 1, a lower bound l as
 # l + high - 2 * low + 2 (above every upper bound's code); low and high are the least and
 # greatest score a searched position can have
+
+
+def _stopped(ctl):
+    """Whether the stop flag is set, recording that the search was cut short."""
+    if ctl[C_STOP] != 0:
+        ctl[C_CUT] = 1
+        return True
+    return False
 
 
 def popcount(x):
@@ -102,7 +112,7 @@ def negamax(pos, mask, discs, alpha, beta, geometry, keys, values, ctl):
     """Fail-hard alpha-beta score of a position whose player to move cannot win at once,
     within [alpha, beta]; returns 0 at once when ctl[C_STOP] is set."""
     ctl[C_NODES] += 1
-    if ctl[C_STOP] != 0:
+    if _stopped(ctl):
         return 0
     cells = ctl[C_CELLS]
     safe = _safe_moves(pos, mask, geometry)
@@ -157,7 +167,7 @@ def negamax(pos, mask, discs, alpha, beta, geometry, keys, values, ctl):
         score = -negamax(
             pos ^ mask, mask | move, discs + 1, -beta, -alpha, geometry, keys, values, ctl
         )
-        if ctl[C_STOP] != 0:
+        if _stopped(ctl):
             return 0
         if score >= beta:
             if score >= low:  # (a bound outside [low, high] is no use to keep)
@@ -189,7 +199,7 @@ def solve(pos, mask, discs, weak, geometry, keys, values, ctl):
         elif middle >= 0 and _half(high) > middle:
             middle = _half(high)
         score = negamax(pos, mask, discs, middle, middle + 1, geometry, keys, values, ctl)
-        if ctl[C_STOP] != 0:
+        if _stopped(ctl):
             return 0
         if score <= middle:
             high = score
@@ -217,5 +227,5 @@ def move_scores(pos, mask, discs, weak, geometry, keys, values, ctl, out):
             out[c] = 0
         else:
             out[c] = -solve(pos ^ mask, mask | move, discs + 1, weak, geometry, keys, values, ctl)
-        if ctl[C_STOP] != 0:
+        if _stopped(ctl):
             return

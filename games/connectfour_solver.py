@@ -174,7 +174,7 @@ class ConnectFourSolver:
         size = _primes_below(1 << table_bits)
         self.keys = np.zeros(size, np.uint64)
         self.values = np.zeros(size, np.int8)
-        self.ctl = np.array([0, 0, self.cells, width], np.int64)
+        self.ctl = np.array([0, 0, self.cells, width, 0], np.int64)  # the kernels' C_* rows
         self._span = width * height
         self._low = (1 << self._span) - 1
 
@@ -191,7 +191,7 @@ class ConnectFourSolver:
 
     def _run(self, vertex: int, call):
         """Run one search under the time limit (the flag set by a timer thread)."""
-        self.ctl[1] = 0
+        self.ctl[1] = self.ctl[4] = 0  # the stop flag, and whether the search was cut short
         timer = None
         if self.seconds is not None:
             timer = threading.Timer(self.seconds, self.ctl.__setitem__, (1, 1))
@@ -203,8 +203,8 @@ class ConnectFourSolver:
         finally:
             if timer is not None:
                 timer.cancel()
-        if self.ctl[1]:
-            self.ctl[1] = 0
+        self.ctl[1] = 0
+        if self.ctl[4]:  # a flag set after the search's last check leaves its answer whole
             raise SolverTimeout(
                 f"the Connect Four solver found no exact answer within {self.seconds:g} s "
                 f"({time.monotonic() - started:.0f} s, {self.nodes:,} positions searched) at "

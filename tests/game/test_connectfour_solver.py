@@ -225,3 +225,17 @@ def test_the_solver_player_names_a_position_it_cannot_solve_in_time():
     player.solver_for(GAME).seconds = 0.05
     with pytest.raises(SolverTimeout, match="positions nearer the start take longer"):
         player.choose(GAME, GAME.roots[0], rng)
+
+
+def test_a_time_limit_that_falls_after_the_search_leaves_its_answer_whole():
+    """The timer may fire between the search's return and its cancel: only a search that saw
+    the flag (and so returned early) is a timeout."""
+    s = ConnectFourSolver(GAME, seconds=60, table_bits=16)
+    vertex = vertex_from_moves(GAME, KNOWN[0][0])
+
+    def finished_then_flagged():
+        answer = s.score(vertex)
+        s.ctl[1] = 1  # the timer's flag, set after the search ended
+        return answer
+
+    assert s._run(vertex, finished_then_flagged) == KNOWN[0][1]
