@@ -15,7 +15,7 @@ file, except `network` and `train.learner`, which describe the carried model.  I
   origin.json          where it came from (folder, iteration, game and game_args)
 
 OLD is only read.  This is how the adaptation experiment changes the world under a learner
-(gamegym.bench.replay), and how a user moves a trained model to a variant of the game.
+(gamegym.bench.replay_modes), and how a user moves a trained model to a variant of the game.
 """
 
 from __future__ import annotations
