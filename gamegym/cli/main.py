@@ -221,7 +221,7 @@ def describe_backend(backend: dict, running: bool) -> str:
 
 
 def cmd_check(args) -> int:
-    from gamegym.game.checker import run_check
+    from gamegym.game.checkreport import run_check
 
     return run_check(args.game, args.game_args, args.games, args.seed)
 
