@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from gamegym.config import GymConfig
-from gamegym.data.samples import SampleBatch, SampleShape, load_samples, write_sample_file
+from gamegym.data.samplefolder import load_samples
+from gamegym.data.samples import SampleBatch, SampleShape, write_sample_file
 from gamegym.learners import get_learner
 
 __all__ = ["self_play_window", "session_window"]

@@ -59,14 +59,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from gamegym.data.fileio import atomic_write_bytes, quarantine
 from gamegym.data.replaybuffer import ReplayBuffer, ReplayStateError
-from gamegym.data.samples import (
-    SampleBatch,
-    SampleCounter,
-    SampleShape,
-    load_samples,
-    sample_files,
-    sample_iterations,
-)
+from gamegym.data.samplefolder import SampleCounter, load_samples, sample_files, sample_iterations
+from gamegym.data.samples import SampleBatch, SampleShape
 from gamegym.registry import REPLAYS, RegistryError
 
 if TYPE_CHECKING:

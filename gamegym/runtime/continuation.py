@@ -28,7 +28,7 @@ from pathlib import Path
 
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.fileio import atomic_publish, atomic_write_json, temporary_path
-from gamegym.data.samples import sample_files, sample_iterations
+from gamegym.data.samplefolder import sample_files, sample_iterations
 from gamegym.data.session import Session, SessionError
 from gamegym.data.trust import record_trust, require_consent, session_code
 from gamegym.game.graph import load_game

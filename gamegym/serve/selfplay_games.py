@@ -20,7 +20,8 @@ import threading
 import numpy as np
 
 from gamegym.data.formats import FormatError
-from gamegym.data.samples import SampleShape, read_sample_file, sample_files, sample_iterations
+from gamegym.data.samplefolder import sample_files, sample_iterations
+from gamegym.data.samples import SampleShape, read_sample_file
 from gamegym.data.session import Session
 from gamegym.game.graph import GameGraph
 from gamegym.serve.boards import (

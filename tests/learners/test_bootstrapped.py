@@ -16,13 +16,8 @@ from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
-from gamegym.data.samples import (  # noqa: E402
-    GameRecord,
-    SampleShape,
-    load_samples,
-    read_sample_file,
-    write_sample_file,
-)
+from gamegym.data.samplefolder import load_samples  # noqa: E402
+from gamegym.data.samples import GameRecord, SampleShape, read_sample_file, write_sample_file  # noqa: E402
 from gamegym.data.session import Session  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import get_learner  # noqa: E402
