@@ -209,7 +209,9 @@ PRESETS = Registry(
         "gamegym.learners.bootstrapped.presets",
     ),
 )
-REPLAYS = Registry("replay", "train.replay", providers=("gamegym.data.replay",))
+REPLAYS = Registry(
+    "replay", "train.replay", providers=("gamegym.data.replay", "gamegym.data.prioritized")
+)
 BACKENDS = Registry(
     "backend",
     "selfplay.backend",

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from gamegym.config import ConfigError, GymConfig, TrainConfig
-from gamegym.data.replay import BufferReplay, Priorities, make_replay
+from gamegym.data.prioritized import BufferReplay, Priorities
+from gamegym.data.replay import make_replay
 from gamegym.data.replaybuffer import ReplayBuffer
 from gamegym.data.samples import GameRecord, write_sample_file
 from gamegym.data.session import Session
