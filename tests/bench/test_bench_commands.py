@@ -330,3 +330,32 @@ def test_the_search_ceiling_leaves_out_its_first_game(monkeypatch):
     counted = len(played) - 1
     assert figures["games_per_s"] * 0.1 == pytest.approx(counted, rel=0.5)
     assert figures["searches_per_s"] == pytest.approx(10 * figures["games_per_s"])
+
+
+def test_the_throughput_config_is_the_preset_with_the_runs_settings():
+    """One way to a config: the learner preset's, with the run's self-play and predict
+    settings; a network given replaces the preset's whole; Selfplayers never wait for a
+    Trainer; a learner preset without settings for the game is named."""
+    from gamegym.bench.throughput import ThroughputSettings, bench_config
+    from gamegym.game.graph import load_game
+
+    connectfour = "games.connectfour:ConnectFour"
+    graph = load_game(connectfour, {})
+    config = bench_config(ThroughputSettings(connectfour, threads=3, batchsize=8), graph)
+    assert (config.network.kind, config.network.width, config.network.blocks) == (
+        "residual", 32, 3
+    )  # fmt: skip
+    assert (config.selfplay.searchthreadcount, config.predict.batchsize) == (3, 8)
+    assert config.selfplay.temperature_drop_move == 10  # the preset's
+    assert config.status_interval == 0.0 and config.game_args == graph.game_args
+    dense = {"kind": "dense", "width": 16}
+    config = bench_config(ThroughputSettings(connectfour, network=dense), graph)
+    assert (config.network.kind, config.network.width, config.network.blocks) == ("dense", 16, 2)
+    config = bench_config(ThroughputSettings(connectfour, learner="bootstrapped"), graph)
+    assert config.learner_config.positions_per_iteration == 0
+    assert config.learner_config.concurrent_games == 64  # the preset's own section
+    santorini = load_game("games.santorini:Santorini", {"dimension": 4})
+    settings = ThroughputSettings("games.santorini:Santorini", {"dimension": 4}, learner="muzero")
+    assert bench_config(settings, santorini).train.learner == "muzero"  # no preset: defaults
+    with pytest.raises(ValueError, match="'dqn' is only defined for the bundled games"):
+        bench_config(ThroughputSettings("games.santorini:Santorini", learner="dqn"), santorini)
