@@ -27,7 +27,7 @@ class HeadFigures:
         self.broadcast_s = 0.0  # seconds spent putting them
         self.takes = 0  # take calls answered
         self._searches: dict[str, deque] = defaultdict(deque)  # node label -> (time, searches)
-        self._store = (-STORE_STATS_S, None)  # (when asked, object store figures)
+        self._store: tuple[float, dict | None] = (-STORE_STATS_S, None)  # (when asked, figures)
 
     def searched(self, label: str, now: float, searches: int) -> None:
         """A report of `searches` from a Selfplayer on the node `label` at monotonic `now`."""
