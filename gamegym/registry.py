@@ -16,6 +16,12 @@ group `gamegym.<kind>s` (e.g. `gamegym.learners`), which is loaded with the prov
     class MyLearner(Learner):
         name = "mine"
 
+What only some callers need to know of an implementation, beyond its interface, it declares
+as *capabilities* when it registers (`LEARNERS.register(cls, network_paths=True)`), and those
+callers ask `LEARNERS.capability("mine", "network_paths", False)`: the benchmarks learn what they
+can measure of a learner this way (gamegym.bench.capabilities), so the Learner interface holds
+only what the gym's processes call.
+
 This module imports nothing of gamegym, so every layer may use it.
 """
 
@@ -60,13 +66,18 @@ class Registry:
         self.field = field  # the config field that names one: "train.learner"
         self.providers = providers  # modules that register the built-in implementations
         self._entries: dict[str, Any] = {}
+        self._declared: dict[int, dict[str, Any]] = {}  # id(object) -> its capabilities
         self._loaded = False
         self._lock = threading.RLock()
 
-    def register(self, obj: T | None = None, *, name: str | None = None) -> Any:
+    def register(
+        self, obj: T | None = None, *, name: str | None = None, **capabilities: Any
+    ) -> Any:
         """Register `obj` under `name` (default: its `name` attribute).  Usable as a decorator,
         with or without arguments.  Registering a second object under a taken name is an
-        error; registering the same object again is not."""
+        error; registering the same object again is not (it keeps what it declared).
+        `capabilities` declare what a caller beyond the object's interface may ask of it
+        (`capability`), e.g. what a benchmark can measure of a learner."""
 
         def add(target: T) -> T:
             key = name if name is not None else getattr(target, "name", None)
@@ -82,6 +93,11 @@ class Registry:
                         f"{self.kind} {key!r} is registered already ({_describe(present)})"
                     )
                 self._entries[key] = target
+                if capabilities:
+                    self._declared[id(target)] = {
+                        **self._declared.get(id(target), {}),
+                        **capabilities,
+                    }
             return target
 
         return add if obj is None else add(obj)
@@ -89,7 +105,7 @@ class Registry:
     def unregister(self, name: str) -> None:
         """Forget a name (for tests that register a toy implementation)."""
         with self._lock:
-            self._entries.pop(name, None)
+            self._declared.pop(id(self._entries.pop(name, None)), None)
 
     def get(self, name: str) -> Any:
         """The implementation registered under `name`; RegistryError naming the known ones."""
@@ -98,6 +114,18 @@ class Registry:
             return self._entries[name]
         except (KeyError, TypeError):
             raise RegistryError(self.unknown(name)) from None
+
+    def capability(self, name: str, key: str, default: Any = None) -> Any:
+        """What the implementation registered under `name` declared as `key` when it
+        registered (`register(obj, key=value)`), else what the nearest of its base classes
+        declared (a subclass inherits capabilities as it inherits methods), else `default`.
+        RegistryError for an unknown name."""
+        obj = self.get(name)
+        for owner in getattr(obj, "__mro__", (obj,)):
+            declared = self._declared.get(id(owner), {})
+            if key in declared:
+                return declared[key]
+        return default
 
     def names(self) -> list[str]:
         """Every registered name, sorted."""
@@ -181,7 +209,9 @@ PRESETS = Registry(
         "gamegym.learners.bootstrapped.presets",
     ),
 )
-REPLAYS = Registry("replay", "train.replay", providers=("gamegym.data.replay",))
+REPLAYS = Registry(
+    "replay", "train.replay", providers=("gamegym.data.replay", "gamegym.data.prioritized")
+)
 BACKENDS = Registry(
     "backend",
     "selfplay.backend",

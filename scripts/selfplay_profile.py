@@ -1,7 +1,7 @@
 """Where one Selfplayer's time goes, per search: self-play in this process with the game's preset
 network on the fast path (as a Selfplayer runs it) against the same search with a uniform
 evaluator, both in CPU time, with the network and numpify calls timed apart; then what the
-network costs a position at several batch sizes (`gamegym.bench.throughput.evaluator_rates`).  The search runs
+network costs a position at several batch sizes (`gamegym.bench.networks.evaluator_rates`).  The search runs
 on the core a Selfplayer would pick (`--core`: selfplay.search_core; "auto" is the compiled one
 where numba is installed).
 
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from gamegym.bench.throughput import evaluator_rates
+from gamegym.bench.networks import evaluator_rates
 from gamegym.config import PRECISIONS, GymConfig
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner

@@ -60,7 +60,8 @@ from gamegym.config import merged_settings
 from gamegym.data.faults import ENOSPC_VAR, FILE_KINDS, MUTATE_VAR, MUTATIONS, RECORD_VAR
 from gamegym.data.fileio import atomic_write_bytes, atomic_write_json
 from gamegym.data.replaybuffer import read_state
-from gamegym.data.samples import SampleShape, read_sample_file, sample_files, sample_iterations
+from gamegym.data.samplefolder import sample_files, sample_iterations
+from gamegym.data.samples import SampleShape, read_sample_file
 from gamegym.data.session import Session
 from gamegym.game.graph import load_game
 

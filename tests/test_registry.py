@@ -52,6 +52,28 @@ def test_a_name_is_registered_once():
     assert registry.names() == ["w"] and registry.get("w") is Widget
 
 
+def test_a_capability_is_declared_at_registration_and_inherited_by_a_subclass():
+    registry = Registry("widget", "x.widget")
+
+    @registry.register
+    class Plain:
+        name = "plain"
+
+    registry.register(type("Fast", (Plain,), {"name": "fast"}), speed=3, paths=True)
+    fast = registry.get("fast")
+    registry.register(type("Faster", (fast,), {"name": "faster"}), speed=5)
+    registry.register(fast)  # the same class again keeps what it declared
+    assert registry.capability("plain", "speed", 1) == 1  # declared nothing: the default
+    assert registry.capability("fast", "speed") == 3 and registry.capability("fast", "paths")
+    assert registry.capability("faster", "speed") == 5  # its own declaration first
+    assert registry.capability("faster", "paths") is True  # then its base class's
+    assert registry.capability("faster", "colour") is None
+    with pytest.raises(RegistryError, match="unknown widget 'slow'"):
+        registry.capability("slow", "speed")
+    registry.unregister("fast")
+    assert registry.capability("faster", "paths", False) is False  # forgotten with its class
+
+
 def test_a_plugin_that_cannot_be_imported_is_named():
     with pytest.raises(ConfigError, match="'plugins': cannot import module 'no_such_plugin'"):
         GymConfig(game=TICTACTOE, plugins=["no_such_plugin"])

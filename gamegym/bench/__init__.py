@@ -1,8 +1,12 @@
 """Benchmarks, one module per `gamegym bench` subcommand: throughput, learning, training (the
-training step's paths side by side, and the Trainer's share of a run), calibrate (the
-yardsticks against each other), peer (our search beside OpenSpiel's), replay (replay modes side
-by side, and re-adapting to changed rules); `endtoend` (a real Predictor and Selfplayers) and
-`networks` (the network paths side by side) are parts of the throughput bench.
+training step's paths side by side, and the Trainer's share of a run), accuracy (a model on a
+game's solved positions), calibration (`calibrate`: the yardsticks against each other), peer
+(our search beside OpenSpiel's), replay_modes (`replay`: replay modes side by side, and
+re-adapting to changed rules).  Their parts: `endtoend` (a real Predictor and Selfplayers) and
+`networks` (the network paths side by side) of the throughput bench, `peersides` of the peer
+bench, `curve` (a gym trained while its newest iteration is measured) of the learning and
+replay benches; `presets` builds every bench's config one way, and `capabilities` says what
+each can measure of a learner.  Each takes its settings as one frozen dataclass.
 
 Each subcommand module has `COMMAND` (its name) and `add_parser(subparsers)` (its subcommand,
 its own flags, a help text with an example); `add_parser` here collects them.  A bare
@@ -16,13 +20,21 @@ from __future__ import annotations
 
 import argparse
 
-from gamegym.bench import accuracy, calibration, learning, peer, replay, throughput, training
+from gamegym.bench import (
+    accuracy,
+    calibration,
+    learning,
+    peer,
+    replay_modes,
+    throughput,
+    training,
+)
 from gamegym.cli.util import prints_help
 
 __all__ = ["SUBCOMMANDS", "add_parser"]
 
 # the subcommand modules, in the order `gamegym bench --help` lists them
-SUBCOMMANDS = (throughput, learning, training, accuracy, replay, calibration, peer)
+SUBCOMMANDS = (throughput, learning, training, accuracy, replay_modes, calibration, peer)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +33,15 @@ from gamegym.cli.util import json_object
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.positions import PositionBenchmark, load_positions, policy_moves
 
-__all__ = ["COMMAND", "add_parser", "benchmark_of", "measure_accuracy", "accuracy_text"]
+__all__ = [
+    "COMMAND",
+    "AccuracySettings",
+    "accuracy_text",
+    "add_parser",
+    "benchmark_of",
+    "measure_accuracy",
+    "run_accuracy",
+]
 
 COMMAND = "accuracy"
 SEARCHES = 100  # the model's searches a move, as the learning bench's matches
@@ -132,42 +142,27 @@ def accuracy_text(figures: dict, searches: int | None = None) -> list[str]:
     return lines
 
 
-def _player_from(args):
-    """(graph, player, what) for a session folder or a model file."""
-    from gamegym.learners import get_learner
-    from gamegym.nets.inference import LocalService
+@dataclass(frozen=True)
+class AccuracySettings:
+    """One accuracy measurement's settings (the flags of `gamegym bench accuracy`)."""
 
-    target = Path(args.target)
-    if target.is_dir():
-        from gamegym.data.session import Session
-        from gamegym.evaluation.arena import model_player
-
-        if args.game is not None:
-            raise ValueError("--game is for a model file; a session folder names its own game")
-        session = Session(target)
-        config = session.load_config()
-        graph = load_game(config.game, config.game_args)
-        iteration = session.current_iteration() if args.iteration is None else args.iteration
-        player = model_player(session, graph, iteration, args.searches, args.threads, config)
-        return graph, player, f"{target} iteration {iteration}"
-    if not target.is_file():
-        raise ValueError(f"{target} is neither a session folder nor a model file")
-    if args.game is None:
-        raise ValueError(f"a model file needs --game MODULE:CLASS (the game {target.name} plays)")
-    if args.iteration is not None:
-        raise ValueError("--iteration is for a session folder")
-    from gamegym.nets.tfsetup import configure_tensorflow, load_model
-
-    graph = load_game(args.game, args.game_args)
-    configure_tensorflow(use_gpu=False)
-    learner = get_learner(args.learner)
-    evaluator = learner.make_evaluator(load_model(target), 0)
-    player = learner.player(graph, LocalService(evaluator), args.searches, args.threads)
-    return graph, player, str(target)
+    target: Path  # a session folder or a .keras model file
+    iteration: int | None = None  # the session's model iteration (None: the newest)
+    game: str | None = None  # MODULE:CLASS, for a model file (a session names its own)
+    game_args: dict[str, Any] = field(default_factory=dict)  # the game's arguments
+    learner: str = "alphazero"  # the learner of a model file
+    searches: int = SEARCHES  # searches a move
+    threads: int = 8  # concurrent searches
+    per_band: int | None = None  # a random sample of this many positions a band (None: all)
+    seed: int = 0  # the searches' and the sample's seed
 
 
-def cmd_accuracy(args) -> int:
-    graph, player, what = _player_from(args)
+def run_accuracy(settings: AccuracySettings, progress: bool = True) -> dict:
+    """The shares of optimal moves of `settings.target`'s model on its game's solved-position
+    benchmark, band by band (`progress`: with progress bars), what was measured, and the
+    benchmark's file name (`positions_file`, for the report's heading)."""
+    s = settings
+    graph, player, what = _player_from(s)
     found = benchmark_of(graph)
     if found is None:
         raise ValueError(
@@ -176,29 +171,80 @@ def cmd_accuracy(args) -> int:
         )
     benchmark, vertices = found
     started = time.monotonic()
-    with ProgressBars(enabled=not args.json) as bars:
+    with ProgressBars(enabled=progress) as bars:
         figures = measure_accuracy(
             graph,
             player,
             benchmark,
             vertices,
-            np.random.default_rng(args.seed),
-            args.per_band,
+            np.random.default_rng(s.seed),
+            s.per_band,
             bars,
-            args.seed,
+            s.seed,
         )
-    record = {
+    return {
         "model": what,
-        "searches": args.searches,
-        "seed": args.seed,
+        "searches": s.searches,
+        "seed": s.seed,
         "bands": figures,
         "seconds": round(time.monotonic() - started, 1),
+        "positions_file": graph.benchmark_positions.name,
     }
+
+
+def _player_from(s: AccuracySettings):
+    """(graph, player, what) for a session folder or a model file."""
+    from gamegym.learners import get_learner
+    from gamegym.nets.inference import LocalService
+
+    target = Path(s.target)
+    if target.is_dir():
+        from gamegym.data.session import Session
+        from gamegym.evaluation.arena import model_player
+
+        if s.game is not None:
+            raise ValueError("--game is for a model file; a session folder names its own game")
+        session = Session(target)
+        config = session.load_config()
+        graph = load_game(config.game, config.game_args)
+        iteration = session.current_iteration() if s.iteration is None else s.iteration
+        player = model_player(session, graph, iteration, s.searches, s.threads, config)
+        return graph, player, f"{target} iteration {iteration}"
+    if not target.is_file():
+        raise ValueError(f"{target} is neither a session folder nor a model file")
+    if s.game is None:
+        raise ValueError(f"a model file needs --game MODULE:CLASS (the game {target.name} plays)")
+    if s.iteration is not None:
+        raise ValueError("--iteration is for a session folder")
+    from gamegym.nets.tfsetup import configure_tensorflow, load_model
+
+    graph = load_game(s.game, s.game_args)
+    configure_tensorflow(use_gpu=False)
+    learner = get_learner(s.learner)
+    evaluator = learner.make_evaluator(load_model(target), 0)
+    player = learner.player(graph, LocalService(evaluator), s.searches, s.threads)
+    return graph, player, str(target)
+
+
+def cmd_accuracy(args) -> int:
+    settings = AccuracySettings(
+        target=Path(args.target),
+        iteration=args.iteration,
+        game=args.game,
+        game_args=args.game_args,
+        learner=args.learner,
+        searches=args.searches,
+        threads=args.threads,
+        per_band=args.per_band,
+        seed=args.seed,
+    )
+    record = run_accuracy(settings, progress=not args.json)
+    positions_file = record.pop("positions_file")
     if args.json:
         print(json.dumps(record, sort_keys=True))
     else:
-        print(f"{what}: optimal moves on {graph.benchmark_positions.name} (seed {args.seed})")
-        print("\n".join(accuracy_text(figures, args.searches)))
+        print(f"{record['model']}: optimal moves on {positions_file} (seed {settings.seed})")
+        print("\n".join(accuracy_text(record["bands"], settings.searches)))
     return 0
 
 

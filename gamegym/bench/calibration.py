@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +21,13 @@ from gamegym.evaluation.arena import make_player, run_match
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player
 
-__all__ = ["CALIBRATION_PAIRS", "run_calibration", "print_calibration", "add_parser"]
+__all__ = [
+    "CALIBRATION_PAIRS",
+    "CalibrationSettings",
+    "add_parser",
+    "print_calibration",
+    "run_calibration",
+]
 
 CALIBRATION_GAME = "games.connectfour:ConnectFour"
 CALIBRATION_PAIRS = (
@@ -49,18 +57,24 @@ class _Timed(Player):
         return self.seconds / self.moves if self.moves else 0.0
 
 
-def run_calibration(
-    game: str = CALIBRATION_GAME,
-    game_args: dict | None = None,
-    pairs=CALIBRATION_PAIRS,
-    games: int = 40,
-    seed: int = 0,
-    progress=print,
-) -> dict:
-    """A match of `games` games for each (first, second) pair of player specs."""
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """One calibration's settings (the flags of `gamegym bench calibrate`)."""
+
+    game: str = CALIBRATION_GAME  # the game's spec
+    game_args: dict[str, Any] = field(default_factory=dict)  # its arguments
+    pairs: tuple[tuple[str, str], ...] = CALIBRATION_PAIRS  # (first, second) player specs
+    games: int = 40  # games per pair
+    seed: int = 0  # the matches' seed (one rng per pair)
+
+
+def run_calibration(settings: CalibrationSettings, progress=print) -> dict:
+    """A match of `settings.games` games for each (first, second) pair of player specs;
+    `progress` prints each pair's line as it ends (None: nothing)."""
+    games, seed, pairs = settings.games, settings.seed, settings.pairs
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"--games must be a whole number >= 1, got {games!r}")
-    graph = load_game(game, game_args or {})
+    graph = load_game(settings.game, settings.game_args)
     players = [(make_player(a, graph=graph), make_player(b, graph=graph)) for a, b in pairs]
     rows = []
     for (first, second), (a, b) in zip(pairs, players):
@@ -75,7 +89,13 @@ def run_calibration(
         rows.append(row)
         if progress is not None:
             progress(_row_text(row))
-    return {"game": game, "game_args": graph.game_args, "games": games, "seed": seed, "pairs": rows}
+    return {
+        "game": settings.game,
+        "game_args": graph.game_args,
+        "games": games,
+        "seed": seed,
+        "pairs": rows,
+    }
 
 
 def _row_text(row: dict) -> str:
@@ -130,15 +150,16 @@ def add_parser(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    pairs = [tuple(pair) for pair in args.pair] if args.pair else CALIBRATION_PAIRS
-    figures = run_calibration(
-        args.game,
-        args.game_args,
-        pairs,
-        args.games,
-        args.seed,
-        progress=None if args.json else print,
+    settings = CalibrationSettings(
+        game=args.game,
+        game_args=args.game_args,
+        pairs=tuple((first, second) for first, second in args.pair)
+        if args.pair
+        else CALIBRATION_PAIRS,
+        games=args.games,
+        seed=args.seed,
     )
+    figures = run_calibration(settings, progress=None if args.json else print)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:

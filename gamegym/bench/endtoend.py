@@ -1,10 +1,12 @@
 """The end-to-end part of the throughput bench: a real Predictor and Selfplayers (no Trainer)
 for N seconds on a backend (processes, or Ray actors on a Ray started on this machine), their
-rates from their own reports, and the CPU and resident memory of every role.
+rates from their own reports, the CPU and resident memory of every role, and the network path
+the session's Predictor took (from its log).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import psutil
 from gamegym.config import GymConfig
 from gamegym.runtime.monitor import mean_batch
 
-__all__ = ["end_to_end", "on_backend", "ray_figures"]
+__all__ = ["end_to_end", "on_backend", "ray_figures", "ray_lines", "session_network_path"]
 
 
 def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
@@ -172,3 +174,44 @@ def ray_figures(pairs: list[dict], ray_run: dict) -> dict:
         "ray_vs_processes_pairs": [round(r, 3) for r in ratios],
         "ray_vs_processes_per_cpu": round(float(np.median(per_cpu)), 3),
     }
+
+
+def session_network_path(config: GymConfig, session) -> str:
+    """The network path the session's Predictor took, from its log ("onnx", "onnx int8",
+    "numpy", "tensorflow"), and where the Selfplayers evaluated."""
+    from gamegym.runtime.process import log_path
+
+    try:
+        text = log_path(session.logs_dir, "predictor").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    found = re.findall(r"loaded model iteration \d+ from .* \((\w+(?: \w+)?)\)", text)
+    path = found[-1] if found else "unknown"
+    local = config.predict.evaluate_in_selfplayers and path.split()[0] in ("onnx", "numpy")
+    return f"{path}, in the {'Selfplayers' if local else 'Predictor'}"
+
+
+def ray_lines(figures: dict) -> list[str]:
+    """The lines of the throughput report about Ray: the Ray run beside the processes one
+    (`ray_figures`) and what the head spent; none for a run without Ray."""
+    lines = []
+    if "ray" in figures:
+        ray_run = figures["ray"]
+        cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(ray_run["cpu_by_role"].items()))
+        pairs = ", ".join(f"{r:.2f}" for r in figures["ray_vs_processes_pairs"])
+        lines.append(
+            f"  on Ray              {ray_run['searches_per_s']:>10.0f} searches/s, mean batch "
+            f"{ray_run['mean_batch']:.1f}: x{figures['ray_vs_processes']:.2f} the processes' "
+            f"(median of the pairs run in turn: {pairs}); per CPU-second used: "
+            f"x{figures['ray_vs_processes_per_cpu']:.2f}"
+        )
+        lines.append(f"  CPU by role on Ray  {cpu}")
+    head = figures.get("ray", figures).get("head")
+    if head:
+        lines.append(
+            f"  the head on Ray     {head['takes_per_s']} takes/s and {head['files_per_s']} "
+            f"sample files/s at {head['cpu_ms_per_take']} ms of CPU per take; "
+            f"{head['write_ms_per_file'] or 0:.2f} ms to write a file, "
+            f"{head['broadcast_ms']:.1f} ms to put a model; object store {head['object_store']}"
+        )
+    return lines

@@ -11,6 +11,9 @@ Each path runs in one child process set up as the Predictor is (TensorFlow and B
 thread), on the same positions, in interleaved rounds; a path's figure is its best round, in
 CPU time, so that other programs on the machine move it less than they move wall time.  Every
 path's answers are checked against TensorFlow's on the way (within 1e-4).
+
+A learner whose model is not one such network (gamegym.bench.capabilities: `network_paths`)
+is timed through its own evaluator instead, on the path the session uses (`network_ceiling`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ import time
 
 import numpy as np
 
-__all__ = ["compare_paths", "PATHS"]
+__all__ = [
+    "PATHS",
+    "compare_paths",
+    "evaluator_rates",
+    "network_ceiling",
+    "paths_table",
+    "sample_positions",
+]
 
 PATHS = ("tensorflow", "xla", "numpy", "onnx")
 TOLERANCE = 1e-4
@@ -58,6 +68,53 @@ def compare_paths(
     if isinstance(figures, str):
         raise RuntimeError(f"measuring the network paths failed: {figures}")
     return figures
+
+
+def network_ceiling(
+    model, graph, batch_sizes, seconds_each: float = 1.0, learner: str = "alphazero"
+) -> dict:
+    """Evaluations per CPU-second of a learner's model call at each batch size, as
+    {path: {batch size: rate}} like `gamegym.bench.networks.compare_paths` (the call a search makes
+    for most leaves: MuZero's recurrent inference, Bootstrapped's Q values).  The learners
+    whose models are not AlphaZero's are measured on the path the session uses."""
+    from gamegym.learners import get_learner
+
+    evaluator = get_learner(learner).make_evaluator(model, 0)
+    path = evaluator.path  # "onnx", "numpy" or "tensorflow", as the Predictor's log says
+    rates = evaluator_rates(evaluator, graph, batch_sizes, seconds_each)
+    return {f"{learner} {path}": {size: round(rate) for size, rate in rates.items()}}
+
+
+def evaluator_rates(evaluator, graph, batch_sizes, seconds_each: float) -> dict[int, float]:
+    """Evaluations per CPU-second of `evaluator` (a learner's evaluator: `search_request` and
+    `run`) on batches of the game's first root, for each batch size >= 1, each timed for about
+    `seconds_each` after one untimed call (which traces or opens the network)."""
+    x1 = graph.numpify(graph.roots[0])
+    rates = {}
+    for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
+        kind, inputs = evaluator.search_request(np.repeat(x1[None], size, axis=0))
+        evaluator.run(kind, inputs)  # trace
+        count, start, cpu = 0, time.perf_counter(), time.process_time()
+        while time.perf_counter() - start < seconds_each:
+            evaluator.run(kind, inputs)
+            count += size
+        rates[size] = count / max(time.process_time() - cpu, 1e-9)
+    return rates
+
+
+def sample_positions(graph, count: int, seed: int = 0) -> np.ndarray:
+    """numpify of `count` positions from random playouts (the network paths' test batch)."""
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray] = []
+    vertex = graph.roots[0]
+    while len(out) < count:
+        children = graph.children_at(vertex)
+        if not children:
+            vertex = graph.roots[int(rng.integers(len(graph.roots)))]
+            continue
+        out.append(graph.numpify(vertex))
+        vertex = children[int(rng.integers(len(children)))]
+    return np.stack(out)
 
 
 def _measure(
@@ -132,3 +189,23 @@ def _pair(net):
         return [logits, values.reshape(-1)]
 
     return run
+
+
+def paths_table(paths: dict, session_path: str) -> list[str]:
+    """The lines of the throughput report that show `paths` ({path: {batch size: rate}}, as
+    `compare_paths` or `network_ceiling` give them) with each path's ratio to TensorFlow's,
+    and the path the session took (`session_path`); none without paths."""
+    if not paths:
+        return []
+    sizes = list(next(iter(paths.values())))
+    lines = [
+        f"  network paths       evaluations per CPU-second; this session: {session_path}",
+        "    batch     " + "".join(f"{n:>9}" for n in sizes),
+    ]
+    base = paths.get("tensorflow", {})
+    for path, per in paths.items():
+        ratio = ""
+        if base and path != "tensorflow":
+            ratio = "   x" + "/".join(f"{per[n] / base[n]:.1f}" for n in sizes)
+        lines.append(f"    {path:<10}" + "".join(f"{per[n]:>9}" for n in sizes) + ratio)
+    return lines

@@ -41,8 +41,10 @@ from gamegym.bench.peersides import (
     import_openspiel,
     race,
 )
+from gamegym.bench.presets import preset_config
+from gamegym.bench.throughput import ThroughputSettings
 from gamegym.cli.util import json_object
-from gamegym.config import PRECISIONS, GymConfig
+from gamegym.config import PRECISIONS
 from gamegym.search.arena import CORES, core_for
 from gamegym.search.tree import SearchParams
 
@@ -69,40 +71,18 @@ MOONSHOT_UNIT = (
     "Selfplayers over the CPU-seconds of every role, Predictor and bench included"
 )
 
-# (game, game_args, seconds, selfplayers, threads, searchcount, search core, network=...,
-# precision=...) -> figures
-SelfPlay = Callable[..., dict]
+# the throughput bench's settings of an end-to-end run -> its figures
+SelfPlay = Callable[[ThroughputSettings], dict]
 
 
-def alphazero_self_play(
-    game: str,
-    game_args: dict,
-    seconds: float,
-    selfplayers: int,
-    threads: int,
-    searchcount: int,
-    core: str = "auto",
-    network: dict | None = None,
-    precision: str = "float32",
-) -> dict:
-    """End-to-end AlphaZero self-play at the game's preset, network included, its search on
-    `core` (selfplay.search_core): the throughput bench's end-to-end run (processes, the
-    session's network path), with its efficiency.  `network` (network config fields) replaces
-    the preset's network, `precision` is predict.precision (float32 or int8)."""
+def alphazero_self_play(settings: ThroughputSettings) -> dict:
+    """End-to-end AlphaZero self-play at the game's preset, network included: the throughput
+    bench's end-to-end run with `settings` (processes, the session's network path), with its
+    efficiency and its rate per core."""
     from gamegym.bench.throughput import run_bench
 
-    run = run_bench(
-        game,
-        game_args,
-        seconds,
-        selfplayers,
-        threads,
-        searchcount,
-        network_seconds=0.0,
-        core=core,
-        **_end_to_end_options(network, precision),
-    )
-    cores = max(1, min(selfplayers, run["config"]["cores"] or 1))
+    run = run_bench(settings)
+    cores = max(1, min(settings.selfplayers, run["config"]["cores"] or 1))
     return {
         "searches_per_s": run["searches_per_s"],
         "searches_per_cpu_s": run["searches_per_cpu_s"],
@@ -153,6 +133,7 @@ def _ratios(figures: dict, threads: int) -> dict:
 class PeerSettings:
     """One peer bench run's settings (the flags of `gamegym bench peer`)."""
 
+    games: tuple[str, ...] | None = None  # bundled game specs of PEER_GAMES (None: all)
     seconds: float = 10.0  # time per side and game, over all its slices
     searchcount: int = 100  # searches (simulations) per move, every side
     threads: int = 24  # concurrent searches of our second side, and end to end
@@ -193,12 +174,29 @@ class PeerSettings:
                 f"got {self.network!r}"
             )
         if self.network:  # its fields' names and ranges, before any slice runs (ConfigError)
-            GymConfig(game=PEER_GAMES[0][0]).updated({"network": self.network})
+            preset_config({"game": PEER_GAMES[0][0]}, {"network": self.network})
 
     @property
     def runs(self) -> int:
         """End-to-end runs per game OpenSpiel has (0: none)."""
         return self.end_to_end_runs if self.end_to_end_seconds > 0 else 0
+
+    def end_to_end(self, game: str, game_args: dict) -> ThroughputSettings:
+        """The throughput bench's settings of an end-to-end run on a game: our search on this
+        bench's core, with its threads, searches, Selfplayers, network and precision, and no
+        network paths side by side."""
+        return ThroughputSettings(
+            game=game,
+            game_args=game_args,
+            seconds=self.end_to_end_seconds,
+            selfplayers=self.selfplayers,
+            threads=self.threads,
+            searchcount=self.searchcount,
+            network_seconds=0.0,
+            network=self.network,
+            precision=self.precision,
+            core=self.core,
+        )
 
 
 def _sides(game: str, game_args: dict, peer: str, s: PeerSettings, cpp: bool) -> dict[str, Any]:
@@ -227,10 +225,7 @@ def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> d
     groups = [race(sides, slice_seconds, s.slices)]
     done = []
     for _ in range(s.runs):
-        args = (s.end_to_end_seconds, s.selfplayers, s.threads, s.searchcount, s.core)
-        done.append(
-            self_play(game, game_args, *args, **_end_to_end_options(s.network, s.precision))
-        )
+        done.append(self_play(s.end_to_end(game, game_args)))
         groups.append(race(sides, slice_seconds, s.slices))
     figures = {name: sum((g[name] for g in groups), Tally()).figures() for name in sides}
     row.update(figures)
@@ -240,15 +235,7 @@ def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> d
     return row
 
 
-def _end_to_end_options(network: dict | None, precision: str) -> dict:
-    """The keyword arguments of `self_play` that differ from the preset's."""
-    return {
-        **({"network": network} if network is not None else {}),
-        **({"precision": precision} if precision != "float32" else {}),
-    }
-
-
-def _chosen(games: list[str] | None) -> list[tuple]:
+def _chosen(games: tuple[str, ...] | None) -> list[tuple]:
     """The PEER_GAMES rows of the game specs asked for (all when none are)."""
     if not games:
         return list(PEER_GAMES)
@@ -262,18 +249,14 @@ def _chosen(games: list[str] | None) -> list[tuple]:
     return [row for row in PEER_GAMES if row[0] in games]
 
 
-def run_peer_bench(
-    games: list[str] | None = None, self_play: SelfPlay = alphazero_self_play, **settings
-) -> dict:
-    """For every bundled game (or `games`): our search ceiling (one search at a time, and
-    `threads` concurrent searches), OpenSpiel's Python and C++ MCTSBot, `seconds` each in
-    alternating slices; with `end_to_end_seconds`, `end_to_end_runs` runs of `self_play`
-    between the slices and the moonshot ratio (see the module docstring).  `settings` are
-    `PeerSettings` fields."""
+def run_peer_bench(s: PeerSettings, self_play: SelfPlay = alphazero_self_play) -> dict:
+    """For every bundled game (or `s.games`): our search ceiling (one search at a time, and
+    `s.threads` concurrent searches), OpenSpiel's Python and C++ MCTSBot, `s.seconds` each in
+    alternating slices; with `s.end_to_end_seconds`, `s.end_to_end_runs` runs of `self_play`
+    between the slices and the moonshot ratio (see the module docstring)."""
     pyspiel, _ = import_openspiel()
-    s = PeerSettings(**settings)
     skipped = cpp_missing(pyspiel)
-    rows = [_peer_row(spec, s, skipped is None, self_play) for spec in _chosen(games)]
+    rows = [_peer_row(spec, s, skipped is None, self_play) for spec in _chosen(s.games)]
     return {
         "search_core": core_for(SearchParams(rule="puct", core=s.core)),
         "searchcount": s.searchcount,
@@ -433,8 +416,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_peer(args) -> int:
-    figures = run_peer_bench(
-        games=args.game,
+    settings = PeerSettings(
+        games=tuple(args.game) if args.game else None,
         seconds=args.seconds,
         searchcount=args.searchcount,
         threads=args.threads,
@@ -446,6 +429,7 @@ def cmd_peer(args) -> int:
         network=args.network,
         precision=args.precision,
     )
+    figures = run_peer_bench(settings)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:

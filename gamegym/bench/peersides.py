@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from gamegym.config import GymConfig
+from gamegym.bench.presets import preset_config
 from gamegym.game.graph import load_game
 from gamegym.search.arena import make_search
 from gamegym.search.mcts import SearchParams, uniform_evaluator
@@ -97,7 +97,7 @@ class OursSide:
         core: str = "python",
     ):
         self.graph = load_game(game, game_args)
-        self.cfg = GymConfig.from_dict(
+        self.cfg = preset_config(
             {
                 "game": game,
                 "game_args": game_args,

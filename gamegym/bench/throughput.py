@@ -24,28 +24,34 @@ its moves.  `--core python,compiled` measures the search cores the same way
 its core.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import json
-import re
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psutil
 
-from gamegym.bench.endtoend import end_to_end, on_backend, ray_figures
+from gamegym.bench.capabilities import network_paths, selfplay_searches
+from gamegym.bench.ceiling import search_ceiling
+from gamegym.bench.endtoend import (
+    end_to_end,
+    on_backend,
+    ray_figures,
+    ray_lines,
+    session_network_path,
+)
+from gamegym.bench.networks import network_ceiling, paths_table, sample_positions
+from gamegym.bench.presets import preset_config
 from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.registry import SEARCHES
 from gamegym.search.arena import CORES
-from gamegym.search.mcts import SearchParams
-from gamegym.search.play import selfplay_game
+
+__all__ = ["COMMAND", "ThroughputSettings", "add_parser", "print_report", "run_bench"]
 
 DEFAULT_GAME = "games.santorini:Santorini"
 ORIGINAL = {
@@ -56,200 +62,167 @@ ORIGINAL = {
 }
 
 
-def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "alphazero") -> dict:
-    """Searches/s of whole self-play games with a uniform evaluator (the learner's search with
-    nothing to compute at its leaves), in this process.  One game is played first and not
-    counted: the compiled core compiles or loads its kernels on its first search (about 2
-    CPU-seconds the first time, which would lower the ceiling and raise the efficiency)."""
-    from gamegym.learners import get_learner
+@dataclass(frozen=True)
+class ThroughputSettings:
+    """One throughput run's settings: the flags of `gamegym bench throughput`, with one
+    learner preset, precision, search rule and search core of those it lists."""
 
-    search = get_learner(learner).stub_search(graph, SearchParams.from_selfplay(cfg))
-    rng = np.random.default_rng(seed)
-    selfplay_game(graph, search, cfg, rng)
-    search.searches_done = 0
-    games = positions = 0
-    start, cpu = time.perf_counter(), time.process_time()
-    while time.perf_counter() - start < seconds:
-        record = selfplay_game(graph, search, cfg, rng)
-        games += 1
-        positions += len(record) if record is not None else 0  # None: stopped, never here
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return {
-        "core": getattr(search, "core", "python"),
-        "searches_per_s": search.searches_done / elapsed,
-        "searches_per_cpu_s": search.searches_done / max(cpu, 1e-9),
-        "positions_per_s": positions / elapsed,
-        "games_per_s": games / elapsed,
-    }
+    game: str = DEFAULT_GAME  # the game's spec
+    game_args: dict[str, Any] = dataclasses.field(default_factory=dict)  # its arguments
+    seconds: float = 20.0  # end-to-end measuring time
+    selfplayers: int = 4
+    threads: int = 24  # search threads per Selfplayer
+    searchcount: int = 100  # searches per move
+    batchsize: int = 64  # the Predictor's batch size
+    batch_timeout_ms: float = 2.0
+    fastpath: bool = True  # predict.numpy_fastpath (False: evaluate with TensorFlow)
+    in_selfplayers: bool = True  # predict.evaluate_in_selfplayers
+    network_seconds: float = 8.0  # time for the network paths side by side (0: skip them)
+    network: dict[str, Any] | None = None  # network config fields replacing the preset's
+    batch_sizes: tuple[int, ...] | None = None  # of the network paths (None: 1 to 64, the mean)
+    # "processes", "ray" (actors on a Ray started here) or "both", in turn `repeat` times each,
+    # the ratio the median of the pairs' (on a busy machine a single pair says little)
+    backend: str = "processes"
+    repeat: int = 1
+    learner: str = "alphazero"  # the learner preset (a learner, or a variant such as "dqn")
+    precision: str = "float32"  # predict.precision: the fast path's int8 model or not
+    core: str | None = None  # selfplay.search_core of the run and its ceiling (None: preset's)
+    search: str | None = None  # selfplay.search, the root rule (None: the preset's)
 
-
-def network_ceiling(
-    model, graph, batch_sizes, seconds_each: float = 1.0, learner: str = "alphazero"
-) -> dict:
-    """Evaluations per CPU-second of a learner's model call at each batch size, as
-    {path: {batch size: rate}} like `gamegym.bench.networks.compare_paths` (the call a search makes
-    for most leaves: MuZero's recurrent inference, Bootstrapped's Q values).  The learners
-    whose models are not AlphaZero's are measured on the path the session uses."""
-    from gamegym.learners import get_learner
-
-    evaluator = get_learner(learner).make_evaluator(model, 0)
-    path = evaluator.path  # "onnx", "numpy" or "tensorflow", as the Predictor's log says
-    rates = evaluator_rates(evaluator, graph, batch_sizes, seconds_each)
-    return {f"{learner} {path}": {size: round(rate) for size, rate in rates.items()}}
+    @property
+    def label(self) -> str:
+        """The run's name in a report: its learner preset, and what differs from the
+        defaults of precision, search rule and core."""
+        return " ".join(
+            [self.learner]
+            + ([self.precision] if self.precision != "float32" else [])
+            + ([self.search] if self.search is not None else [])
+            + ([self.core] if self.core is not None else [])
+        )
 
 
-def evaluator_rates(evaluator, graph, batch_sizes, seconds_each: float) -> dict[int, float]:
-    """Evaluations per CPU-second of `evaluator` (a learner's evaluator: `search_request` and
-    `run`) on batches of the game's first root, for each batch size >= 1, each timed for about
-    `seconds_each` after one untimed call (which traces or opens the network)."""
-    x1 = graph.numpify(graph.roots[0])
-    rates = {}
-    for size in sorted(set(int(b) for b in batch_sizes if b >= 1)):
-        kind, inputs = evaluator.search_request(np.repeat(x1[None], size, axis=0))
-        evaluator.run(kind, inputs)  # trace
-        count, start, cpu = 0, time.perf_counter(), time.process_time()
-        while time.perf_counter() - start < seconds_each:
-            evaluator.run(kind, inputs)
-            count += size
-        rates[size] = count / max(time.process_time() - cpu, 1e-9)
-    return rates
-
-
-def run_bench(
-    game: str,
-    game_args: dict,
-    seconds: float,
-    selfplayers: int,
-    threads: int,
-    searchcount: int,
-    batchsize: int = 64,
-    batch_timeout_ms: float = 2.0,
-    fastpath: bool = True,
-    in_selfplayers: bool = True,
-    network_seconds: float = 8.0,
-    network: dict | None = None,
-    backend: str = "processes",
-    repeat: int = 1,
-    learner: str = "alphazero",
-    precision: str = "float32",
-    batch_sizes: list[int] | None = None,
-    core: str | None = None,
-    search: str | None = None,
-) -> dict:
-    """All figures of one bench run (see the module docstring) with a learner preset.
-    `precision` is the session's predict.precision (the fast path's int8 model or not);
-    `core` the selfplay.search_core of the run and of its search ceiling, `search` its root rule
-    (selfplay.search; None: the preset's).
-    `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
-    predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
-    (network config fields) replaces the preset's network; `batch_sizes` are those the network
-    paths are measured at (default 1, 8, 16, 32, 64 and the run's mean batch).  With `backend`
-    "both" the two backends run `repeat` times each, in turn, and the ratio is the median of the
-    pairs' (on a busy machine a single pair says little)."""
-    from gamegym.learners import get_learner
+def run_bench(settings: ThroughputSettings) -> dict:
+    """All figures of one bench run (see the module docstring) with a learner preset."""
     from gamegym.runtime.gym import GameGym
 
-    graph = load_game(game, game_args)
-    found = preset_for(game, graph.game_args, learner)
-    if found is None:
-        try:
-            get_learner(learner)  # a learner has settings for every game; a variant does not
-        except ValueError:
-            raise ValueError(
-                f"the learner preset {learner!r} is only defined for the bundled games"
-            ) from None
-    preset = found[1] if found else {"train": {"learner": learner}}
-    if network is None:
-        network = preset.get("network", {})
-    trains = preset_learner(preset)
-    own = dict(preset.get(trains, {}))
-    if hasattr(learner_config_class(trains), "positions_per_iteration"):
-        own["positions_per_iteration"] = 0  # no Trainer: never wait for one
-    config = GymConfig.from_dict(
-        {
-            "game": game,
-            "game_args": graph.game_args,
-            "status_interval": 0.0,
-            "network": network,
-            "selfplay": {
-                **preset.get("selfplay", {}),
-                "selfplayprocesses": selfplayers,
-                "searchthreadcount": threads,
-                "searchcount": searchcount,
-                **({"search_core": core} if core is not None else {}),
-                **({"search": search} if search is not None else {}),
-            },
-            "predict": {
-                "batchsize": batchsize,
-                "batch_timeout_ms": batch_timeout_ms,
-                "numpy_fastpath": fastpath,
-                "evaluate_in_selfplayers": in_selfplayers,
-                "precision": precision,
-            },
-            "train": {"learner": trains},
-            **({trains: own} if own else {}),
-        }
-    )
-    searches = get_learner(trains).searches_in_selfplay
-    ceiling = (
-        search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=trains)
-        if searches
-        else None
-    )
+    s = settings
+    graph = load_game(s.game, s.game_args)
+    config = bench_config(s, graph)
+    searches = selfplay_searches(config.train.learner)
+    measured: dict[str, Any] = {"searches": searches, "ceiling": None}
+    if searches:
+        measured["ceiling"] = search_ceiling(
+            graph, config.selfplay, min(s.seconds, 10.0), learner=config.train.learner
+        )
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(
             path,
             config=config,
             initial_model=initial_model_path(
-                game, graph.game_args, config.network_options(), learner
+                s.game, graph.game_args, config.network_options(), s.learner
             ),
         )
-        names = ("processes", "ray") if backend == "both" else (backend,)
+        names = ("processes", "ray") if s.backend == "both" else (s.backend,)
         pairs = [
-            {name: end_to_end(path, on_backend(config, name), seconds) for name in names}
-            for _ in range(max(1, repeat) if backend == "both" else 1)
+            {name: end_to_end(path, on_backend(config, name), s.seconds) for name in names}
+            for _ in range(max(1, s.repeat) if s.backend == "both" else 1)
         ]
         runs = pairs[len(pairs) // 2]
-        e2e = runs["processes" if backend == "both" else backend]
-        used_path = _session_path(config, gym.session)
-        network = {}
-        sizes = batch_sizes or [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
-        if network_seconds > 0 and not get_learner(trains).compares_network_paths:
-            from gamegym.nets.tfsetup import load_model
+        e2e = measured["e2e"] = runs["processes" if s.backend == "both" else s.backend]
+        measured["network_path"] = session_network_path(config, gym.session)
+        measured["network"] = _network_figures(s, gym.session, graph, config, e2e["mean_batch"])
+    figures = _figures(s, graph, config, measured)
+    if s.backend == "both":
+        figures.update(ray_figures(pairs, runs["ray"]))
+        figures["config"]["repeat"] = len(pairs)
+    return figures
 
-            network = network_ceiling(
-                load_model(gym.session.model_path(0)),
-                graph,
-                sizes,
-                network_seconds / len(sizes),
-                trains,
-            )
-        elif network_seconds > 0:
-            from gamegym.bench.networks import compare_paths
 
-            network = compare_paths(
-                gym.session.model_path(0),
-                sample_positions(graph, 64),
-                sizes,
-                network_seconds,
-                config.predict.use_gpu,
-            )
-    cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)
+def bench_config(s: ThroughputSettings, graph) -> GymConfig:
+    """The run's config: the learner preset's for the game (the learner's defaults for a game
+    with no preset) with the run's self-play and predict settings (`s.network` replaces the
+    preset's network whole), no status line, and Selfplayers that never wait for a Trainer."""
+    from gamegym.learners import get_learner
+
+    found = preset_for(s.game, graph.game_args, s.learner)
+    if found is None:
+        try:
+            get_learner(s.learner)  # a learner has settings for every game; a variant does not
+        except ValueError:
+            raise ValueError(
+                f"the learner preset {s.learner!r} is only defined for the bundled games"
+            ) from None
+    preset = found[1] if found else {"game": s.game, "train": {"learner": s.learner}}
+    trains = preset_learner(preset)
+    changes: dict[str, Any] = {
+        "game_args": graph.game_args,
+        "status_interval": 0.0,
+        "selfplay": {
+            "selfplayprocesses": s.selfplayers,
+            "searchthreadcount": s.threads,
+            "searchcount": s.searchcount,
+            **({"search_core": s.core} if s.core is not None else {}),
+            **({"search": s.search} if s.search is not None else {}),
+        },
+        "predict": {
+            "batchsize": s.batchsize,
+            "batch_timeout_ms": s.batch_timeout_ms,
+            "numpy_fastpath": s.fastpath,
+            "evaluate_in_selfplayers": s.in_selfplayers,
+            "precision": s.precision,
+        },
+    }
+    if hasattr(learner_config_class(trains), "positions_per_iteration"):
+        changes[trains] = {"positions_per_iteration": 0}  # no Trainer: never wait for one
+    if s.network is not None:  # the whole network, not a change of the preset's
+        preset = {key: value for key, value in preset.items() if key != "network"}
+        changes["network"] = s.network
+    return preset_config(preset, changes)
+
+
+def _network_figures(s: ThroughputSettings, session, graph, config, mean_batch: float) -> dict:
+    """Evaluations per CPU-second of the session's first model at each batch size: on each
+    network path (gamegym.bench.networks), or through the learner's own evaluator; {} when
+    `s.network_seconds` is 0."""
+    if s.network_seconds <= 0:
+        return {}
+    sizes = list(s.batch_sizes or [1, 8, 16, 32, 64, max(1, round(mean_batch))])
+    if not network_paths(config.train.learner):
+        from gamegym.nets.tfsetup import load_model
+
+        return network_ceiling(
+            load_model(session.model_path(0)),
+            graph,
+            sizes,
+            s.network_seconds / len(sizes),
+            config.train.learner,
+        )
+    from gamegym.bench.networks import compare_paths
+
+    return compare_paths(
+        session.model_path(0),
+        sample_positions(graph, 64),
+        sizes,
+        s.network_seconds,
+        config.predict.use_gpu,
+    )
+
+
+def _figures(s: ThroughputSettings, graph, config: GymConfig, measured: dict) -> dict:
+    """A run's figures: the rates of its end-to-end run (`measured["e2e"]`) beside the search
+    ceiling's and the network's, and what ran."""
+    e2e, ceiling, searches = measured["e2e"], measured["ceiling"], measured["searches"]
+    cores = min(s.selfplayers, psutil.cpu_count(logical=True) or 1)
     efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores) if ceiling else None
     cores_used = sum(e2e["cpu_by_role"].values()) / 100.0
     per_cpu_s = e2e["searches_per_s"] / cores_used if cores_used else 0.0
-    figures = {
-        "game": game,
+    return {
+        "game": s.game,
         "game_args": graph.game_args,
-        "learner": learner,
-        "label": " ".join(
-            [learner]
-            + ([precision] if precision != "float32" else [])
-            + ([search] if search is not None else [])
-            + ([core] if core is not None else [])
-        ),
-        "backend": backend,
+        "learner": s.learner,
+        "label": s.label,
+        "backend": s.backend,
         "searches_per_s": round(e2e["searches_per_s"], 1),
         "positions_per_s": round(e2e["positions_per_s"], 2),
         "games_per_s": round(e2e["games_per_s"], 3),
@@ -257,8 +230,8 @@ def run_bench(
         "predictor_busy_fraction": round(e2e["predictor_busy"], 3),
         "ceiling_searches_per_s_per_core": _rounded(ceiling, "searches_per_s"),
         "ceiling_searches_per_cpu_s": _rounded(ceiling, "searches_per_cpu_s"),
-        "network_path": used_path,
-        "network_evals_per_cpu_s": network,
+        "network_path": measured["network_path"],
+        "network_evals_per_cpu_s": measured["network"],
         "efficiency": round(efficiency, 3) if efficiency is not None else None,
         "cpu_efficiency": round(per_cpu_s / ceiling["searches_per_cpu_s"], 3) if ceiling else None,
         "cpu_by_role": e2e["cpu_by_role"],
@@ -269,61 +242,28 @@ def run_bench(
             "searches_per_s": round(e2e["searches_per_s"] / ORIGINAL["searches_per_s"], 1)
         },
         "config": {
-            "seconds": seconds,
-            "selfplayers": selfplayers,
-            "threads": threads,
-            "searchcount": searchcount if searches else 0,
+            "seconds": s.seconds,
+            "selfplayers": s.selfplayers,
+            "threads": s.threads,
+            "searchcount": s.searchcount if searches else 0,
             "concurrent_games": 0
             if searches
             else config.learner_options().get("concurrent_games", 0),
-            "batchsize": batchsize,
-            "batch_timeout_ms": batch_timeout_ms,
-            "numpy_fastpath": fastpath,
-            "evaluate_in_selfplayers": in_selfplayers,
-            "precision": precision,
+            "batchsize": s.batchsize,
+            "batch_timeout_ms": s.batch_timeout_ms,
+            "numpy_fastpath": s.fastpath,
+            "evaluate_in_selfplayers": s.in_selfplayers,
+            "precision": s.precision,
             "search_core": config.selfplay.search_core,
             "search_core_run": ceiling["core"] if ceiling else None,  # the learner's search
             "network": dataclasses.asdict(config.network),
             "cores": psutil.cpu_count(logical=True),
         },
     }
-    if backend == "both":
-        figures.update(ray_figures(pairs, runs["ray"]))
-        figures["config"]["repeat"] = len(pairs)
-    return figures
-
-
-def sample_positions(graph, count: int, seed: int = 0) -> np.ndarray:
-    """numpify of `count` positions from random playouts (the network paths' test batch)."""
-    rng = np.random.default_rng(seed)
-    out: list[np.ndarray] = []
-    vertex = graph.roots[0]
-    while len(out) < count:
-        children = graph.children_at(vertex)
-        if not children:
-            vertex = graph.roots[int(rng.integers(len(graph.roots)))]
-            continue
-        out.append(graph.numpify(vertex))
-        vertex = children[int(rng.integers(len(children)))]
-    return np.stack(out)
-
-
-def _session_path(config: GymConfig, session) -> str:
-    """The network path the session's Predictor took, from its log ("onnx", "onnx int8",
-    "numpy", "tensorflow"), and where the Selfplayers evaluated."""
-    from gamegym.runtime.process import log_path
-
-    try:
-        text = log_path(session.logs_dir, "predictor").read_text(encoding="utf-8")
-    except OSError:
-        return "unknown"
-    found = re.findall(r"loaded model iteration \d+ from .* \((\w+(?: \w+)?)\)", text)
-    path = found[-1] if found else "unknown"
-    local = config.predict.evaluate_in_selfplayers and path.split()[0] in ("onnx", "numpy")
-    return f"{path}, in the {'Selfplayers' if local else 'Predictor'}"
 
 
 def print_report(figures: dict) -> None:
+    """A run's figures as the lines of a report."""
     c = figures["config"]
     play = (
         f"{c['threads']} threads, {c['searchcount']} searches/move"
@@ -360,39 +300,10 @@ def print_report(figures: dict) -> None:
         )
         + " (CPU summed over a role's processes, RSS per process)"
     )
-    paths = figures["network_evals_per_cpu_s"]
-    if paths:
-        sizes = list(next(iter(paths.values())))
-        print(
-            f"  network paths       evaluations per CPU-second; this session: "
-            f"{figures['network_path']}"
-        )
-        print("    batch     " + "".join(f"{n:>9}" for n in sizes))
-        base = paths.get("tensorflow", {})
-        for path, per in paths.items():
-            ratio = ""
-            if base and path != "tensorflow":
-                ratio = "   x" + "/".join(f"{per[n] / base[n]:.1f}" for n in sizes)
-            print(f"    {path:<10}" + "".join(f"{per[n]:>9}" for n in sizes) + ratio)
-    if "ray" in figures:
-        ray_run = figures["ray"]
-        cpu = ", ".join(f"{k} {v:.0f}%" for k, v in sorted(ray_run["cpu_by_role"].items()))
-        pairs = ", ".join(f"{r:.2f}" for r in figures["ray_vs_processes_pairs"])
-        print(
-            f"  on Ray              {ray_run['searches_per_s']:>10.0f} searches/s, mean batch "
-            f"{ray_run['mean_batch']:.1f}: x{figures['ray_vs_processes']:.2f} the processes' "
-            f"(median of the pairs run in turn: {pairs}); per CPU-second used: "
-            f"x{figures['ray_vs_processes_per_cpu']:.2f}"
-        )
-        print(f"  CPU by role on Ray  {cpu}")
-    head = figures.get("ray", figures).get("head")
-    if head:
-        print(
-            f"  the head on Ray     {head['takes_per_s']} takes/s and {head['files_per_s']} "
-            f"sample files/s at {head['cpu_ms_per_take']} ms of CPU per take; "
-            f"{head['write_ms_per_file'] or 0:.2f} ms to write a file, "
-            f"{head['broadcast_ms']:.1f} ms to put a model; object store {head['object_store']}"
-        )
+    for line in paths_table(figures["network_evals_per_cpu_s"], figures["network_path"]):
+        print(line)
+    for line in ray_lines(figures):
+        print(line)
 
 
 def cmd_throughput(args) -> int:
@@ -413,27 +324,28 @@ def cmd_throughput(args) -> int:
     )
     if args.batch_sizes and min(args.batch_sizes) < 1:
         raise ValueError(f"--batch-sizes {args.batch_sizes}: a batch holds at least 1 position")
+    common = ThroughputSettings(
+        game=args.game,
+        game_args=args.game_args,
+        seconds=args.seconds,
+        selfplayers=args.selfplayers,
+        threads=args.threads,
+        searchcount=args.searchcount,
+        batchsize=args.batchsize,
+        batch_timeout_ms=args.batch_timeout_ms,
+        fastpath=not args.tensorflow,
+        in_selfplayers=not args.predictor_only,
+        network_seconds=args.network_seconds,
+        network=args.network,
+        batch_sizes=tuple(args.batch_sizes) if args.batch_sizes else None,
+        backend=args.backend,
+        repeat=args.repeat,
+    )
     runs = [
         run_bench(
-            args.game,
-            args.game_args,
-            args.seconds,
-            args.selfplayers,
-            args.threads,
-            args.searchcount,
-            args.batchsize,
-            args.batch_timeout_ms,
-            fastpath=not args.tensorflow,
-            in_selfplayers=not args.predictor_only,
-            network_seconds=args.network_seconds,
-            network=args.network,
-            backend=args.backend,
-            repeat=args.repeat,
-            learner=learner,
-            precision=precision,
-            batch_sizes=args.batch_sizes,
-            core=core,
-            search=search,
+            dataclasses.replace(
+                common, learner=learner, precision=precision, core=core, search=search
+            )
         )
         for learner in learners
         for precision in precisions

@@ -35,22 +35,47 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gamegym.bench.presets import preset_config
+from gamegym.bench.windows import self_play_window, session_window
 from gamegym.cli.util import json_object
 from gamegym.config import GymConfig
-from gamegym.data.samples import SampleBatch, SampleShape, load_samples, write_sample_file
+from gamegym.data.samples import SampleBatch
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner
 from gamegym.presets import initial_model_path, learner_presets, preset_for
 
-__all__ = ["TrainingPath", "parse_paths", "run_training_bench", "trainer_share", "COMMAND"]
+__all__ = [
+    "COMMAND",
+    "TrainingPath",
+    "TrainingSettings",
+    "parse_paths",
+    "run_training_bench",
+    "trainer_share",
+]
 
 DEFAULT_PATHS = "traced,xla,traced@2x,xla@2x"
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """One training bench's settings (the flags of `gamegym bench training`)."""
+
+    game: str | None = None  # a bundled game's spec (or `session`)
+    game_args: dict[str, Any] = field(default_factory=dict)  # its arguments
+    learner: str = "alphazero"  # the learner preset of the game
+    session: Path | None = None  # a session folder: its model, config and sample window
+    paths: str = DEFAULT_PATHS  # the paths, comma-separated (`parse_paths`)
+    steps: int = 40  # minibatches of a round (the preset's size)
+    rounds: int = 3  # counted rounds of each path
+    samples: int = 0  # self-play samples to play for the window (0: 1.25 x steps x batch size)
+    searchcount: int = 4  # searches a move of the window's self-play
+    seed: int = 0  # the seed of the self-play and the rounds
 
 
 @dataclass(frozen=True)
@@ -120,61 +145,6 @@ def trainer_share(reports: list[dict]) -> dict:
     }
 
 
-def self_play_window(graph, config: GymConfig, model, samples: int, searchcount: int, seed: int):
-    """A SampleBatch of at least `samples` samples from games the learner's own self-play
-    plays with `model` at `searchcount` searches a move (written as sample files and read
-    back, as the Trainer reads them)."""
-    from gamegym.nets.inference import LocalService
-
-    learner = get_learner(config.train.learner)
-    changes: dict[str, Any] = {
-        "selfplay": {
-            "searchcount": searchcount,
-            "playout_cap_probability": 1.0,
-            "positions_per_iteration": 0,
-        }
-    }
-    if config.learner_config is not None and hasattr(
-        config.learner_config, "positions_per_iteration"
-    ):
-        changes[config.train.learner] = {"positions_per_iteration": 0}  # never wait for a model
-    config = config.updated(changes)
-    service = LocalService(learner.make_evaluator(model, 0, True))
-    driver = learner.selfplayer(graph, service, config, np.random.default_rng(seed))
-    records: list = []
-
-    def enough() -> bool:
-        return sum(map(len, records)) >= samples
-
-    for finished in driver.play(enough):
-        if finished is not None:
-            records.append(finished[0])
-        if enough():
-            break
-    held = sum(map(len, records))
-    with tempfile.TemporaryDirectory(prefix="gamegym-training-") as folder:
-        write_sample_file(Path(folder) / "0" / "selfplay.npz", records)
-        shape = SampleShape.of(graph, learner.sample_columns(config))
-        batch = load_samples(Path(folder), 0, held, shape=shape)
-    assert batch is not None
-    return batch
-
-
-def session_window(session, config: GymConfig, graph) -> SampleBatch:
-    """The sample window the session's Trainer would train its next iteration on (read only:
-    a file that does not load is skipped, not moved)."""
-    iteration = max(0, session.current_iteration())
-    batch = load_samples(
-        session.samples_dir,
-        max(0, iteration - config.train.max_sampleage),
-        config.train.max_samplecount,
-        shape=SampleShape.of(graph, get_learner(config.train.learner).sample_columns(config)),
-    )
-    if batch is None:
-        raise ValueError(f"session {session.path} has no readable samples in its window")
-    return batch
-
-
 class _Run:
     """One path's learner and model copy, and its rounds' figures."""
 
@@ -206,6 +176,21 @@ class _Run:
         }
 
 
+@dataclass
+class _Trained:
+    """What the bench trains: the game, the config, the model (a Keras model, not changed)
+    and the sample window, and what they are (a preset's name or the session folder, and
+    where the window came from)."""
+
+    graph: Any
+    config: GymConfig
+    name: str
+    session: Any = None  # the gamegym.data.session.Session, with --session
+    model: Any = None
+    window: SampleBatch | None = None
+    source: str = ""
+
+
 def _slices(n: int, size: int, rounds: int) -> list[np.ndarray]:
     """Row ranges of `size` (the whole window when it is smaller), a different one each round
     as far as the window allows."""
@@ -214,32 +199,110 @@ def _slices(n: int, size: int, rounds: int) -> list[np.ndarray]:
     return [np.arange(s, s + size) for s in starts]
 
 
-def run_training_bench(
-    graph,
-    config: GymConfig,
-    model,
-    window: SampleBatch,
-    paths: list[TrainingPath],
-    steps: int,
-    rounds: int,
-    seed: int = 0,
-    say=None,
-) -> dict:
-    """The figures of every path (see the module doc) for `model` (a Keras model, not
-    changed) under `config` on the samples `window`; `say` prints the progress lines (None:
-    on stderr, beside --json's one object on stdout)."""
+def run_training_bench(settings: TrainingSettings, say=None) -> dict:
+    """The figures of every path of `settings.paths` (see the module doc) on a bundled game's
+    preset or a session's model and window; `say` prints the progress lines (None: on stderr,
+    beside --json's one object on stdout)."""
+    from gamegym.nets.tfsetup import configure_tensorflow
+
     say = say or (lambda *text, **kw: print(*text, file=sys.stderr, **kw))
+    s = settings
+    loads = [os.getloadavg()[0]]
+    trained = _configured(s)
+    config = trained.config
+    configure_tensorflow(config.predict.use_gpu, 0, threads=0)  # as the Trainer does
+    learner = get_learner(config.train.learner)
+    paths = parse_paths(s.paths, config.train.batchsize)  # before any self-play
+    _load(trained, s, say)
+    assert trained.window is not None
+    figures = {
+        "learner": config.train.learner,
+        "preset": trained.name,
+        "game": config.game,
+        "game_args": trained.graph.game_args,
+        "network": config.network_options(),
+        "batchsize": config.train.batchsize,
+        "window": {"samples": len(trained.window), "source": trained.source},
+        "steps": s.steps,
+        "rounds": s.rounds,
+        "default_compile": learner.train_path(config.train_options()),
+        "paths": _measure_paths(trained, paths, s, say),
+    }
+    if trained.session is not None:
+        figures["trainer_share"] = trainer_share(trained.session.train_reports())
+    loads.append(os.getloadavg()[0])
+    figures["load_average"] = loads  # 1-minute load before and after
+    return figures
+
+
+def _configured(s: TrainingSettings) -> _Trained:
+    """The game and the config of the session (`s.session`) or of the game's preset."""
+    if s.session is not None:
+        if s.game is not None:
+            raise ValueError("give a GAME or --session, not both")
+        from gamegym.data.session import Session
+
+        session = Session(s.session)
+        config = session.load_config()
+        graph = load_game(config.game, config.game_args)
+        return _Trained(graph, config, str(s.session), session)
+    if s.game is None:
+        raise ValueError("give a GAME (and --learner) or a session folder with --session")
+    graph = load_game(s.game, s.game_args)
+    found = preset_for(s.game, graph.game_args, s.learner)
+    if found is None:
+        raise ValueError(
+            f"no bundled {s.learner} preset for {s.game} {graph.game_args}; "
+            "the training benchmark takes a bundled game or a session (--session)"
+        )
+    return _Trained(graph, preset_config(found[1], {"seed": s.seed}), found[0])
+
+
+def _load(trained: _Trained, s: TrainingSettings, say) -> None:
+    """The model and the window to train: the session's newest model and its window, or the
+    preset's starter network (or a fresh one) and games of its learner's own self-play."""
+    from gamegym.nets.tfsetup import load_model
+
+    graph, config, session = trained.graph, trained.config, trained.session
+    if session is not None:
+        trained.model = load_model(session.model_path(max(0, session.current_iteration())))
+        trained.window = session_window(session, config, graph)
+        trained.source = f"session {s.session}, iteration {session.current_iteration()}'s window"
+        return
+    learner = get_learner(config.train.learner)
+    starter = initial_model_path(
+        config.game, graph.game_args, config.network_options(), s.learner, graph
+    )
+    if starter is not None:
+        trained.model = load_model(starter)
+    else:
+        trained.model = learner.build_model(graph, config.network_options(), seed=s.seed)
+    wanted = s.samples or int(s.steps * config.train.batchsize * 1.25)
+    say(
+        f"[bench] training: playing {wanted:,} samples of {learner.name} self-play "
+        f"({s.searchcount} searches a move) with the "
+        f"{'starter' if starter else 'fresh'} network of {trained.name}",
+        flush=True,
+    )
+    trained.window = self_play_window(graph, config, trained.model, wanted, s.searchcount, s.seed)
+    trained.source = f"self-play, {s.searchcount} searches a move"
+
+
+def _measure_paths(trained: _Trained, paths: list[TrainingPath], s: TrainingSettings, say) -> dict:
+    """Each path's figures on the trained model's copy and the window (see the module doc)."""
+    config, window = trained.config, trained.window
+    assert window is not None
     preset_batch = config.train.batchsize
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="gamegym-training-") as folder:
         start = Path(folder) / "start.keras"
-        model.save(start)
+        trained.model.save(start)
         runs = [_Run(path, start, config, preset_batch) for path in paths]
-    slices = _slices(len(window), steps * preset_batch, rounds)
+    slices = _slices(len(window), s.steps * preset_batch, s.rounds)
     for round_number, rows in enumerate(slices):
         part = window.take(rows)
         for run in runs:
-            figure = run.train(part, np.random.default_rng([seed, round_number]), graph)
+            figure = run.train(part, np.random.default_rng([s.seed, round_number]), trained.graph)
             label = run.path.label(preset_batch)
             rate = figure["samples"] / max(figure["cpu_seconds"], 1e-9)
             say(
@@ -247,7 +310,7 @@ def run_training_bench(
                 + (
                     "first round (traces or compiles)"
                     if round_number == 0
-                    else f"round {round_number}/{rounds}"
+                    else f"round {round_number}/{s.rounds}"
                 )
                 + f", {figure['samples']} samples, {rate:,.0f} per CPU-second, "
                 f"{figure['wall_seconds']:.1f} s",
@@ -285,75 +348,19 @@ def run_training_bench(
 
 
 def cmd_training(args) -> int:
-    from gamegym.nets.tfsetup import configure_tensorflow, load_model
-
-    loads = [os.getloadavg()[0]]
-    session = None
-    if args.session is not None:
-        if args.game is not None:
-            raise ValueError("give a GAME or --session, not both")
-        from gamegym.data.session import Session
-
-        session = Session(args.session)
-        config = session.load_config()
-        graph = load_game(config.game, config.game_args)
-        name, learner_preset = str(args.session), config.train.learner
-    elif args.game is None:
-        raise ValueError("give a GAME (and --learner) or a session folder with --session")
-    else:
-        graph = load_game(args.game, args.game_args)
-        found = preset_for(args.game, graph.game_args, args.learner)
-        if found is None:
-            raise ValueError(
-                f"no bundled {args.learner} preset for {args.game} {graph.game_args}; "
-                "the training benchmark takes a bundled game or a session (--session)"
-            )
-        name, learner_preset = found[0], args.learner
-        config = GymConfig.from_dict({**found[1], "seed": args.seed})
-    configure_tensorflow(config.predict.use_gpu, 0, threads=0)  # as the Trainer does
-    learner = get_learner(config.train.learner)
-    paths = parse_paths(args.paths, config.train.batchsize)
-    if session is not None:
-        model = load_model(session.model_path(max(0, session.current_iteration())))
-        window = session_window(session, config, graph)
-        source = f"session {args.session}, iteration {session.current_iteration()}'s window"
-    else:
-        starter = initial_model_path(
-            config.game, graph.game_args, config.network_options(), learner_preset, graph
-        )
-        if starter is not None:
-            model = load_model(starter)
-        else:
-            model = learner.build_model(graph, config.network_options(), seed=args.seed)
-        wanted = args.samples or int(args.steps * config.train.batchsize * 1.25)
-        print(
-            f"[bench] training: playing {wanted:,} samples of {learner.name} self-play "
-            f"({args.searchcount} searches a move) with the "
-            f"{'starter' if starter else 'fresh'} network of {name}",
-            file=sys.stderr,  # beside --json's one object on stdout
-            flush=True,
-        )
-        window = self_play_window(graph, config, model, wanted, args.searchcount, args.seed)
-        source = f"self-play, {args.searchcount} searches a move"
-    figures = {
-        "learner": config.train.learner,
-        "preset": name,
-        "game": config.game,
-        "game_args": graph.game_args,
-        "network": config.network_options(),
-        "batchsize": config.train.batchsize,
-        "window": {"samples": len(window), "source": source},
-        "steps": args.steps,
-        "rounds": args.rounds,
-        "default_compile": learner.train_path(config.train_options()),
-        "paths": run_training_bench(
-            graph, config, model, window, paths, args.steps, args.rounds, args.seed
-        ),
-    }
-    if session is not None:
-        figures["trainer_share"] = trainer_share(session.train_reports())
-    loads.append(os.getloadavg()[0])
-    figures["load_average"] = loads  # 1-minute load before and after
+    settings = TrainingSettings(
+        game=args.game,
+        game_args=args.game_args,
+        learner=args.learner,
+        session=args.session,
+        paths=args.paths,
+        steps=args.steps,
+        rounds=args.rounds,
+        samples=args.samples,
+        searchcount=args.searchcount,
+        seed=args.seed,
+    )
+    figures = run_training_bench(settings)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:

@@ -104,7 +104,7 @@ def session_status(path: str) -> dict:
     where self-play runs and the CPU and memory of each role (from the gym's newest status
     record, monitoring/status.jsonl: live while a gym runs, the last seen otherwise)."""
     from gamegym.data.fileio import last_jsonl
-    from gamegym.data.samples import SampleCounter
+    from gamegym.data.samplefolder import SampleCounter
     from gamegym.data.session import Session
     from gamegym.data.trust import session_code, trusted_modules
 
@@ -221,7 +221,7 @@ def describe_backend(backend: dict, running: bool) -> str:
 
 
 def cmd_check(args) -> int:
-    from gamegym.game.checker import run_check
+    from gamegym.game.checkreport import run_check
 
     return run_check(args.game, args.game_args, args.games, args.seed)
 

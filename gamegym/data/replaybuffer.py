@@ -37,14 +37,8 @@ import numpy as np
 
 from gamegym.data.fileio import quarantine
 from gamegym.data.formats import REPLAY_FORMAT, check_format
-from gamegym.data.samples import (
-    FIELDS,
-    GAME_FIELDS,
-    SampleBatch,
-    read_sample_file,
-    sample_files,
-    sample_iterations,
-)
+from gamegym.data.samplefolder import sample_files, sample_iterations
+from gamegym.data.samples import FIELDS, GAME_FIELDS, SampleBatch, read_sample_file
 from gamegym.data.sumtree import SumTree
 
 __all__ = ["ReplayBuffer", "ReplayStateError", "file_key"]

@@ -29,7 +29,8 @@ Reading checks every file (`read_sample_file`): its format version, the members'
 dtypes (`legal` and `truncated` bool, ids integers, the rest numbers), that every number is
 finite and within its range (pi and policy_weight in [0, 1], z and result in [-1, 1]) and, given
 the game's and learner's `SampleShape`, the shapes and the learner's columns.  A file that fails
-is moved to the session's quarantine by the loaders, never trained on, never fatal.
+is moved to the session's quarantine by the loaders, never trained on, never fatal.  The samples
+folder (its files, their counts, the window the Trainer loads) is gamegym.data.samplefolder.
 
 Games are kept whole so sequence learners (MuZero unrolls, DQN transitions) can rebuild them:
 position i+1 of a game is the child of position i reached by action[i], seen by the opponent.
@@ -42,11 +43,10 @@ import logging
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from gamegym.data.fileio import atomic_write_bytes, quarantine
+from gamegym.data.fileio import atomic_write_bytes
 from gamegym.data.formats import SAMPLE_FORMAT, FormatError, check_format
 from gamegym.game.graph import SCORE_RANGE
 
@@ -55,13 +55,9 @@ __all__ = [
     "SampleBatch",
     "SampleColumn",
     "SampleShape",
-    "SampleCounter",
     "encode_sample_file",
     "write_sample_file",
     "read_sample_file",
-    "load_samples",
-    "sample_iterations",
-    "sample_files",
     "n_step_value_targets",
 ]
 
@@ -412,133 +408,3 @@ def read_sample_file(path: Path, shape: SampleShape | None = None) -> dict[str, 
     # not refused: the rest of the file is sound (see bounded_value)
     arrays["root_value"] = np.clip(arrays["root_value"], *SCORE_RANGE)
     return arrays
-
-
-def sample_iterations(samples_dir: Path) -> list[int]:
-    """Iterations that have a sample folder, ascending."""
-    if not samples_dir.is_dir():
-        return []
-    return sorted(int(p.name) for p in samples_dir.iterdir() if p.is_dir() and p.name.isdigit())
-
-
-def sample_files(samples_dir: Path, iteration: int) -> list[Path]:
-    """Published sample files of one iteration (hidden temporary files excluded)."""
-    folder = samples_dir / str(iteration)
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.npz") if not p.name.startswith("."))
-
-
-class SampleCounter:
-    """Counts samples and games per iteration from the files; published files never change,
-    so each file is opened once."""
-
-    def __init__(self, samples_dir: Path):
-        self.samples_dir = Path(samples_dir)
-        self._known: dict[Path, tuple[int, int]] = {}
-
-    def per_iteration(self) -> dict[int, tuple[int, int]]:
-        """iteration -> (samples, games)."""
-        counts: dict[int, tuple[int, int]] = {}
-        for it in sample_iterations(self.samples_dir):
-            samples = games = 0
-            for path in sample_files(self.samples_dir, it):
-                known = self._known.get(path)
-                if known is None:
-                    known = self._count(path)
-                    if known is None:
-                        continue
-                    self._known[path] = known
-                samples += known[0]
-                games += known[1]
-            counts[it] = (samples, games)
-        return counts
-
-    def samples_per_iteration(self) -> dict[int, int]:
-        return {it: n for it, (n, _) in self.per_iteration().items()}
-
-    @staticmethod
-    def _count(path: Path) -> tuple[int, int] | None:
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return int(data["z"].shape[0]), int(data["result"].shape[0])
-        except Exception:  # damaged: load_samples quarantines it
-            return None
-
-
-def load_samples(
-    samples_dir: Path,
-    min_iteration: int,
-    max_count: int,
-    quarantine_dir: Path | None = None,
-    sources: dict[str, int] | None = None,
-    shape: SampleShape | None = None,
-) -> SampleBatch | None:
-    """The newest samples of iterations >= min_iteration, at most max_count (newest files first).
-
-    A file that `read_sample_file` refuses (damaged, of another format, bad data, or not fitting
-    the game's and learner's `shape` when given) is moved to `quarantine_dir` (when given) with
-    a warning, and skipped.
-    `sources`, when given, receives "<iteration>/<file name>" -> samples taken from each file
-    read (fewer than the file holds only for the oldest file, cut at max_count).
-    """
-    chunks: list[dict] = []
-    total = 0
-    games = 0  # game ids are made unique across files
-    for it in reversed(sample_iterations(samples_dir)):
-        if it < min_iteration or total >= max_count:
-            break
-        for path in reversed(sample_files(samples_dir, it)):
-            if total >= max_count:
-                break
-            try:
-                arrays = read_sample_file(path, shape)
-            except ValueError as error:
-                if not path.exists():
-                    continue  # removed meanwhile (pruned by hand): nothing to quarantine
-                log.warning("%s", error)
-                if quarantine_dir is not None:
-                    quarantine(path, quarantine_dir)
-                continue
-            n = len(arrays["z"])
-            game_truncated = arrays["truncated"][arrays["game"]]
-            chunk: dict[str, Any] = {k: arrays[k] for k in FIELDS}
-            chunk["extra"] = {
-                k: v
-                for k, v in arrays.items()
-                if k not in FIELDS and k not in GAME_FIELDS and len(v) == n
-            }
-            chunk["game"] = arrays["game"] + games
-            games += len(arrays["result"])
-            chunk["iteration"] = np.full(n, it, np.int32)
-            chunk["truncated"] = game_truncated
-            chunks.append(chunk)
-            if sources is not None:
-                sources[f"{it}/{path.name}"] = min(n, max_count - total)
-            total += n
-    if not chunks:
-        return None
-    extra_names = {
-        name
-        for name in set.intersection(*(set(c["extra"]) for c in chunks))
-        if len({_row_form(c["extra"][name]) for c in chunks}) == 1
-    }
-    dropped = set.union(*(set(c["extra"]) for c in chunks)) - extra_names
-    if dropped:  # only without a learner's SampleShape: with one, every file has its columns
-        log.warning(
-            "sample columns %s are not in every file read, or not of one row shape and "
-            "dtype kind; left out",
-            sorted(dropped),
-        )
-    batch = SampleBatch(
-        **{k: np.concatenate([c[k] for c in chunks]) for k in chunks[0] if k != "extra"},
-        extra={k: np.concatenate([c["extra"][k] for c in chunks]) for k in sorted(extra_names)},
-    )
-    if len(batch) > max_count:
-        batch = batch.take(np.arange(max_count))
-    return batch
-
-
-def _row_form(column: np.ndarray) -> tuple:
-    """What columns must share to be concatenated: the row shape and the dtype kind."""
-    return column.shape[1:], column.dtype.kind

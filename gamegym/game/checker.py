@@ -40,30 +40,23 @@ gets their game wrong learns it here, not an hour into training.  Kinds (short s
 Reports are deduplicated by kind: one Violation per kind with the first vertex, the total count
 and a few more examples.  A graph without `unnumpify` gets a note, not a violation.  The
 heuristic checks run only for a graph that implements `heuristic_at`, the board checks
-only for one that implements `board_at`.
+only for one that implements `board_at` (its format: gamegym.game.boardformat).  The
+command's report is gamegym.game.checkreport.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO, TypeGuard
+from typing import Any
 
 import numpy as np
 
-from gamegym.game.graph import SCORE_RANGE, GameGraph, GameSpecError, load_game
+from gamegym.game.boardformat import board_moves_problem, board_problem, is_int
+from gamegym.game.graph import SCORE_RANGE, GameGraph
 
-__all__ = [
-    "Violation",
-    "GraphChecker",
-    "check_graph",
-    "run_check",
-    "board_problem",
-    "board_moves_problem",
-]
+__all__ = ["Violation", "GraphChecker", "check_graph"]
 
 EXAMPLES_PER_KIND = 3
 _MISSING = object()  # what call_optional returns for a method the game does not have
@@ -327,7 +320,7 @@ class GraphChecker:
         limit = self.call("outdegree_max", vertex, lambda: graph.outdegree_max)
         if len(children) > limit:
             self.report("outdegree", f"{len(children)} children > outdegree_max {limit}", vertex)
-        bad = [a for a in actions if not _is_int(a) or not 0 <= a < size]
+        bad = [a for a in actions if not is_int(a) or not 0 <= a < size]
         if bad:
             self.report("action-out-of-range", f"action ids {bad[:5]} outside [0, {size})", vertex)
             return False
@@ -456,92 +449,6 @@ class GraphChecker:
         )
 
 
-BOARD_STYLES = ("marks", "discs", "levels")
-
-
-def board_problem(board: Any) -> str:
-    """What is wrong with the format of a `board_at` dict ('' if nothing)."""
-    if not isinstance(board, dict):
-        return f"board_at gave {type(board).__name__}, not a dict"
-    try:
-        json.dumps(board)
-    except (TypeError, ValueError) as error:
-        return f"board_at's dict is not JSON: {error}"
-    rows, columns, cells = board.get("rows"), board.get("columns"), board.get("cells")
-    if not (_is_int(rows) and _is_int(columns) and rows >= 1 and columns >= 1):
-        return f"rows and columns must be ints >= 1, got {rows!r} and {columns!r}"
-    if not isinstance(cells, list) or len(cells) != rows * columns:
-        return f"cells must be a list of rows*columns = {rows * columns} dicts"
-    for i, cell in enumerate(cells):
-        if not isinstance(cell, dict) or set(cell) - {"piece", "label", "level"}:
-            return f"cell {i} is {cell!r}: a dict with only piece, label and level"
-        if "piece" in cell and cell["piece"] not in (0, 1):
-            return f"cell {i} has piece {cell['piece']!r}, not 0 or 1"
-        if "label" in cell and not (isinstance(cell["label"], str) and len(cell["label"]) <= 8):
-            return f"cell {i} has label {cell['label']!r}, not a string of at most 8 characters"
-        if "level" in cell and not (_is_int(cell["level"]) and 0 <= cell["level"] <= 4):
-            return f"cell {i} has level {cell['level']!r}, not an int in 0..4"
-    players = board.get("players")
-    if not (
-        isinstance(players, list)
-        and len(players) == 2
-        and all(isinstance(p, str) and p for p in players)
-    ):
-        return f"players must be two names, got {players!r}"
-    if board.get("style", "marks") not in BOARD_STYLES:
-        return f"style {board['style']!r} is not one of {', '.join(BOARD_STYLES)}"
-    if not isinstance(board.get("moves"), list):
-        return "moves must be a list"
-    return ""
-
-
-def board_moves_problem(board: dict, actions: tuple) -> str:
-    """What is wrong with a (well-formed) board's moves at a vertex with these legal action
-    ids ('' if nothing): one entry per action in child order, clicks that name cells, and no
-    action's clicks the start of another's."""
-    moves, size = board["moves"], board["rows"] * board["columns"]
-    listed = [m.get("action") if isinstance(m, dict) else None for m in moves]
-    if listed != [int(a) for a in actions]:
-        return f"moves list actions {listed[:8]}, the legal action ids are {list(actions)[:8]}"
-    paths: dict = {}  # a sequence of clicked cells -> the action it completes
-    prefixes: dict = {}  # a sequence that is the start of an action's clicks -> that action
-    for move in moves:
-        clicks, action = move.get("clicks"), move["action"]
-        if not (
-            isinstance(clicks, list)
-            and clicks
-            and all(
-                isinstance(step, list) and step and all(_is_int(c) and 0 <= c < size for c in step)
-                for step in clicks
-            )
-        ):
-            return (
-                f"action {action}: clicks {clicks!r} must be a non-empty list of non-empty "
-                f"lists of cells in [0, {size})"
-            )
-        sequences: list[tuple[int, ...]] = [()]
-        for step in clicks:
-            sequences = [s + (c,) for s in sequences for c in step]
-            if len(sequences) > 10_000:
-                return f"action {action}: too many click sequences"
-        for sequence in sequences:
-            starts = [sequence[:k] for k in range(1, len(sequence))]
-            others = {
-                paths.get(sequence),
-                prefixes.get(sequence),
-                *(paths.get(start) for start in starts),
-            } - {None, action}
-            if others:
-                return (
-                    f"the clicks {list(sequence)} of action {action} and those of action "
-                    f"{min(o for o in others if o is not None)} are the same or one starts the other"
-                )
-            for start in starts:
-                prefixes.setdefault(start, action)
-            paths[sequence] = action
-    return ""
-
-
 def _as_pair(expansion: Any) -> tuple:
     children, actions = expansion
     return tuple(children), tuple(actions)
@@ -561,10 +468,6 @@ def _is_score(x: Any) -> bool:
     return _is_real(x) and low <= float(x) <= high
 
 
-def _is_int(x: Any) -> TypeGuard[int]:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
-
-
 def _short_repr(vertex: Any, limit: int = 300) -> str:
     try:
         text = repr(vertex)
@@ -578,76 +481,3 @@ def check_graph(
 ) -> list[Violation]:
     """Play `games` random games (seeded) and return the violations found, one per kind."""
     return GraphChecker(graph, seed=seed, max_moves=max_moves).run(games)
-
-
-# ----- the command line report -------------------------------------------------------------
-def run_check(
-    spec: str,
-    game_args: dict | None,
-    games: int,
-    seed: int,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-) -> int:
-    """Load a game, check it and print a report: what was checked (and notes) on `out`, the
-    contract violations, or why the game cannot be loaded, on `err` (stdout and stderr by
-    default); 0 when clean, 1 on violations, 2 if the game cannot be loaded."""
-    out = sys.stdout if out is None else out
-    err = sys.stderr if err is None else err
-    try:
-        graph = load_game(spec, game_args)
-    except GameSpecError as error:
-        print(f"gamegym check: error: {error}", file=err)
-        return 2
-    except Exception as error:  # noqa: BLE001 - e.g. a ValueError from the game's constructor
-        print(
-            f"gamegym check: error: cannot build {spec} with arguments {game_args}: "
-            f"{type(error).__name__}: {error}",
-            file=err,
-        )
-        return 2
-    checker = GraphChecker(graph, seed=seed)
-    violations = checker.run(games)
-    _print_report(checker, violations, spec, seed, out, err)
-    return 1 if violations else 0
-
-
-def _print_report(
-    checker: GraphChecker, violations: list, spec: str, seed: int, out: TextIO, err: TextIO
-) -> None:
-    graph = checker.graph
-    print(
-        f"checked {spec} {graph.game_args}: {checker.games_played} random games "
-        f"(seed {seed}), {checker.positions} positions, action space "
-        f"{graph.action_space_size}, {graph.symmetry_count} symmetries"
-        + (", heuristic checked" if checker._heuristic else "")
-        + (", board checked" if checker._board else ""),
-        file=out,
-    )
-    for note in checker.notes:
-        print(f"note: {note}", file=out)
-    if not violations:
-        print("no contract violations found", file=out)
-        return
-    out.flush()  # the summary before the violations where both go to one terminal
-    for v in violations:
-        print(f"\n{v.kind}: {v.count} time(s)\n  {v.message}\n    at vertex {v.vertex}", file=err)
-        picture = _render(graph, v.subject)
-        if picture:
-            print("    " + picture.replace("\n", "\n    "), file=err)
-        for text, message in v.examples:
-            print(f"  {message}\n    at vertex {text}", file=err)
-    total = sum(v.count for v in violations)
-    print(f"\n{total} violation(s) of the GameGraph contract, {len(violations)} kind(s)", file=err)
-
-
-def _render(graph: GameGraph, vertex: Any, max_lines: int = 15, max_chars: int = 600) -> str:
-    """graph.render(vertex) when it works and is short (and says more than repr), else ''."""
-    if vertex is None:
-        return ""
-    try:
-        text = str(graph.render(vertex))
-    except Exception:  # noqa: BLE001
-        return ""
-    short = text.count("\n") < max_lines and len(text) <= max_chars
-    return text if short and text != repr(vertex) else ""

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from gamegym.game.players import Player
     from gamegym.nets.portable import FastForm
     from gamegym.nets.protocols import ModelCall, ModelService
-    from gamegym.search.tree import SearchParams, TreeSearch
 
 __all__ = [
     "Learner",
@@ -102,12 +101,6 @@ class Learner(ABC):
     # config.json, validated by its `validate()`; a FIXED tuple names the fields a resume may
     # not change), or None when it has no options of its own
     config_class: type[Any] | None = None
-    # whether self-play (and the model's player, by default) searches a tree; a learner that
-    # plays straight from its network (bootstrapped) has no search ceiling nor efficiency
-    searches_in_selfplay: bool = True
-    # whether its model is one network that gamegym.bench.networks can time on each path
-    # (TensorFlow, NumPy, ONNX Runtime); else the bench times the learner's own evaluator
-    compares_network_paths: bool = False
     # how its training step runs under train.compile "auto" (gamegym.nets.trainstep): "xla"
     # where `gamegym bench training` found the XLA-compiled step faster for it, else "traced"
     train_compile: str = "traced"
@@ -228,15 +221,6 @@ class Learner(ABC):
         waits for a newer model (the Selfplayer then writes out the games it holds).
         No TensorFlow."""
 
-    def player_searches(self, config: GymConfig) -> bool:
-        """Whether the model's player (evaluate, play, benchmarks) searches a tree under the
-        session's GymConfig `config`.  Default: as its self-play does."""
-        return self.searches_in_selfplay
-
-    def play_rule(self, config: GymConfig) -> str:
-        """How the model's player picks a move, in words, for a player that does not search."""
-        return "the best move of its network"
-
     def is_model_file_of(
         self, path: Path, graph: GameGraph[Any], network_config: NetworkOptions
     ) -> bool:
@@ -253,15 +237,6 @@ class Learner(ABC):
             fresh.name,
             [w.shape for w in fresh.weights],
         )
-
-    def stub_search(self, graph: GameGraph[Any], params: SearchParams) -> TreeSearch:
-        """This learner's self-play search with a uniform evaluator (nothing computed at the
-        leaves): the search ceiling of `gamegym bench`.  Default: the search over the GameGraph
-        on the core `params` picks (gamegym.search.arena.make_search)."""
-        from gamegym.search.arena import make_search
-        from gamegym.search.mcts import uniform_evaluator
-
-        return make_search(graph, uniform_evaluator(graph.action_space_size), params)
 
     @abstractmethod
     def player(
@@ -327,7 +302,13 @@ REGISTRY = LEARNERS  # name -> Learner class (gamegym.registry)
 L = TypeVar("L", bound=type[Learner])
 
 
-def register(cls: L) -> L:
-    """Class decorator: make a Learner available by its `name` (gamegym.registry.LEARNERS)."""
-    registered: L = LEARNERS.register(cls)
+def register(cls: L | None = None, **capabilities: Any) -> Any:
+    """Class decorator: make a Learner available by its `name` (gamegym.registry.LEARNERS),
+    `@register` or `@register(key=value, ...)`.  The keywords declare what the benchmarks can
+    measure of it (gamegym.bench.capabilities lists them and their defaults: a learner that
+    declares none is measured as one whose self-play searches its GameGraph); a subclass of
+    a registered learner inherits its declarations."""
+    if cls is None:
+        return lambda target: register(target, **capabilities)
+    registered: L = LEARNERS.register(cls, **capabilities)
     return registered

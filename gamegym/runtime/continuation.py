@@ -15,7 +15,7 @@ file, except `network` and `train.learner`, which describe the carried model.  I
   origin.json          where it came from (folder, iteration, game and game_args)
 
 OLD is only read.  This is how the adaptation experiment changes the world under a learner
-(gamegym.bench.replay), and how a user moves a trained model to a variant of the game.
+(gamegym.bench.replay_modes), and how a user moves a trained model to a variant of the game.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.fileio import atomic_publish, atomic_write_json, temporary_path
-from gamegym.data.samples import sample_files, sample_iterations
+from gamegym.data.samplefolder import sample_files, sample_iterations
 from gamegym.data.session import Session, SessionError
 from gamegym.data.trust import record_trust, require_consent, session_code
 from gamegym.game.graph import load_game

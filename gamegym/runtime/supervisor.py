@@ -87,7 +87,7 @@ class Supervisor:
                 "heartbeat": child.heartbeat,
                 "reports": reports,
                 # the child holds the session lock with the gym: a new gym cannot start
-                # beside it, even once this one is gone (gamegym.data.session.HeldLock)
+                # beside it, even once this one is gone (gamegym.data.sessionlock.HeldLock)
                 "session_lock": self.session.held_lock(),
             },
             daemon=False,

@@ -37,7 +37,7 @@ from gamegym.game.graph import load_game
 from gamegym.serve.guard import RequestGuard
 from gamegym.serve.play import MAX_SEARCHCOUNT, ModelPlayers, PlayError, PlayTable
 from gamegym.serve.progress import SessionProgress
-from gamegym.serve.replays import ReplayError, SelfplayGames
+from gamegym.serve.selfplay_games import GameLookupError, SelfplayGames
 
 __all__ = ["create_app", "run_server"]
 
@@ -87,7 +87,7 @@ class Site:
         self.session, self.config = session, config
         self.graph = load_game(config.game, config.game_args)  # the games in play's own
         self.progress = SessionProgress(session)
-        self.replays = SelfplayGames(session, load_game(config.game, config.game_args))
+        self.selfplay_games = SelfplayGames(session, load_game(config.game, config.game_args))
         self.table = PlayTable(self.graph, players(session, config), config.selfplay.max_moves)
 
     async def page(self, request: Request):
@@ -118,15 +118,15 @@ class Site:
 
     def selfplay_list(self, request: Request):
         count = _int_param(request, "count", 20, 1, 200)
-        return JSONResponse({"games": self.replays.latest(count)})
+        return JSONResponse({"games": self.selfplay_games.latest(count)})
 
     def selfplay_game(self, request: Request):
         iteration = _int_param(request, "iteration")
         game = _int_param(request, "game", low=0)
         file = request.query_params.get("file", "")
         try:
-            return JSONResponse(self.replays.game(iteration, file, game))
-        except ReplayError as error:
+            return JSONResponse(self.selfplay_games.game(iteration, file, game))
+        except GameLookupError as error:
             raise HTTPException(error.status, str(error)) from error
 
     async def new_game(self, request: Request):

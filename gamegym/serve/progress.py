@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from gamegym.data.fileio import read_jsonl
-from gamegym.data.samples import SampleCounter
+from gamegym.data.samplefolder import SampleCounter
 from gamegym.data.session import Session
 
 __all__ = ["SessionProgress", "JsonlTail"]

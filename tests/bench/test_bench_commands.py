@@ -9,6 +9,7 @@ from conftest import TICTACTOE
 
 from gamegym import bench
 from gamegym.bench import learning, throughput
+from gamegym.bench.learning import LearningSettings
 from gamegym.cli.main import build_parser, main, parse_args
 
 NAMES = {"throughput", "learning", "training", "accuracy", "replay", "calibrate", "peer"}
@@ -64,7 +65,7 @@ def test_a_bare_bench_lists_its_subcommands_and_runs_nothing(capsys, monkeypatch
 
 # ----- the learning bench's runs side by side --------------------------------------------------
 def test_minutes_to_a_threshold_counts_from_where_the_curve_stays_there():
-    from gamegym.bench.learning import minutes_to
+    from gamegym.bench.curve import minutes_to
 
     def point(minutes, losses, optimal, score):
         return {
@@ -100,10 +101,10 @@ def test_variants_and_seeds_make_one_run_each_with_the_same_budget(monkeypatch, 
 
     calls = []
 
-    def fake_run(**options):
-        calls.append(options)
+    def fake_run(settings, graph=None, solver=None):
+        calls.append(settings)
         return {
-            "learner": options["learner"],
+            "learner": settings.learner,
             "curve": [
                 {"minutes": 0.0, "by_opponent": {"solver": {"losses": 3, "score": 0.2}}},
                 {"minutes": 1.0, "by_opponent": {"solver": {"losses": 0, "score": 0.5}}},
@@ -114,14 +115,12 @@ def test_variants_and_seeds_make_one_run_each_with_the_same_budget(monkeypatch, 
     monkeypatch.setattr(learning, "plot_curves", lambda runs, path: None)
     gumbel = {"selfplay": {"search": "gumbel"}}
     figures = learning.run_learning_benches(
+        LearningSettings("games.tictactoe:TicTacToe", minutes=2.0, plot=tmp_path / "plot.png"),
         ["alphazero"],
-        tmp_path / "plot.png",
         variants={"puct": {}, "gumbel": gumbel},
         seeds=(0, 1),
-        game="games.tictactoe:TicTacToe",
-        minutes=2.0,
     )
-    assert [(c["overrides"], c["seed"], c["minutes"]) for c in calls] == [
+    assert [(c.overrides, c.seed, c.minutes) for c in calls] == [
         (None, 0, 2.0),
         (None, 1, 2.0),
         (gumbel, 0, 2.0),
@@ -168,7 +167,8 @@ def test_throughput_runs_each_precision_and_compares_it_with_the_first(monkeypat
     unknown precision and a batch size under 1 are named before anything runs."""
     calls = []
 
-    def fake_run_bench(*args, learner="alphazero", precision="float32", **kwargs):
+    def fake_run_bench(settings):
+        learner, precision = settings.learner, settings.precision
         calls.append((learner, precision))
         rate = 100.0 if precision == "float32" else 250.0
         label = learner if precision == "float32" else f"{learner} {precision}"
@@ -198,7 +198,8 @@ def test_throughput_runs_each_search_core_and_compares_it_with_the_first(monkeyp
     without the flag one run on the preset's core (None); an unknown core is named."""
     calls = []
 
-    def fake_run_bench(*args, core=None, **kwargs):
+    def fake_run_bench(settings):
+        core = settings.core
         calls.append(core)
         rate = 100.0 if core != "compiled" else 180.0
         label = "alphazero" if core is None else f"alphazero {core}"
@@ -224,7 +225,8 @@ def test_throughput_runs_each_search_rule_on_each_core(monkeypatch, capsys):
     an unknown rule is named with the registered ones."""
     calls = []
 
-    def fake_run_bench(*args, core=None, search=None, **kwargs):
+    def fake_run_bench(settings):
+        core, search = settings.core, settings.search
         calls.append((search, core))
         return {
             "label": f"alphazero {search} {core}",
@@ -263,6 +265,7 @@ def test_the_network_path_names_the_runner_its_precision_and_where_it_ran(
     """The throughput figure's `network_path` from the Predictor's log line (its last load)."""
     from types import SimpleNamespace
 
+    from gamegym.bench.endtoend import session_network_path
     from gamegym.config import GymConfig
     from gamegym.runtime.predictor import _path_name
 
@@ -280,10 +283,8 @@ def test_the_network_path_names_the_runner_its_precision_and_where_it_ran(
         predict={"evaluate_in_selfplayers": evaluate_in_selfplayers},
     )
     session = SimpleNamespace(logs_dir=logs)
-    assert throughput._session_path(config, session) == label
-    assert throughput._session_path(config, SimpleNamespace(logs_dir=tmp_path / "none")) == (
-        "unknown"
-    )
+    assert session_network_path(config, session) == label
+    assert session_network_path(config, SimpleNamespace(logs_dir=tmp_path / "none")) == "unknown"
 
 
 class SlowFirstSide:
@@ -311,7 +312,7 @@ def test_the_race_plays_one_uncounted_game_per_side_first():
 
 
 def test_the_search_ceiling_leaves_out_its_first_game(monkeypatch):
-    from gamegym.bench import throughput
+    from gamegym.bench import ceiling
     from gamegym.config import GymConfig
     from games.tictactoe import TicTacToe
 
@@ -322,10 +323,39 @@ def test_the_search_ceiling_leaves_out_its_first_game(monkeypatch):
         played.append(search.searches_done)
         search.searches_done += 10
 
-    monkeypatch.setattr(throughput, "selfplay_game", game)
+    monkeypatch.setattr(ceiling, "selfplay_game", game)
     cfg = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"searchcount": 10}).selfplay
-    ceiling = throughput.search_ceiling(TicTacToe(), cfg, 0.1)
+    figures = ceiling.search_ceiling(TicTacToe(), cfg, 0.1)
     assert len(played) > 2 and played[1] == 0  # the count starts again after the first game
     counted = len(played) - 1
-    assert ceiling["games_per_s"] * 0.1 == pytest.approx(counted, rel=0.5)
-    assert ceiling["searches_per_s"] == pytest.approx(10 * ceiling["games_per_s"])
+    assert figures["games_per_s"] * 0.1 == pytest.approx(counted, rel=0.5)
+    assert figures["searches_per_s"] == pytest.approx(10 * figures["games_per_s"])
+
+
+def test_the_throughput_config_is_the_preset_with_the_runs_settings():
+    """One way to a config: the learner preset's, with the run's self-play and predict
+    settings; a network given replaces the preset's whole; Selfplayers never wait for a
+    Trainer; a learner preset without settings for the game is named."""
+    from gamegym.bench.throughput import ThroughputSettings, bench_config
+    from gamegym.game.graph import load_game
+
+    connectfour = "games.connectfour:ConnectFour"
+    graph = load_game(connectfour, {})
+    config = bench_config(ThroughputSettings(connectfour, threads=3, batchsize=8), graph)
+    assert (config.network.kind, config.network.width, config.network.blocks) == (
+        "residual", 32, 3
+    )  # fmt: skip
+    assert (config.selfplay.searchthreadcount, config.predict.batchsize) == (3, 8)
+    assert config.selfplay.temperature_drop_move == 10  # the preset's
+    assert config.status_interval == 0.0 and config.game_args == graph.game_args
+    dense = {"kind": "dense", "width": 16}
+    config = bench_config(ThroughputSettings(connectfour, network=dense), graph)
+    assert (config.network.kind, config.network.width, config.network.blocks) == ("dense", 16, 2)
+    config = bench_config(ThroughputSettings(connectfour, learner="bootstrapped"), graph)
+    assert config.learner_config.positions_per_iteration == 0
+    assert config.learner_config.concurrent_games == 64  # the preset's own section
+    santorini = load_game("games.santorini:Santorini", {"dimension": 4})
+    settings = ThroughputSettings("games.santorini:Santorini", {"dimension": 4}, learner="muzero")
+    assert bench_config(settings, santorini).train.learner == "muzero"  # no preset: defaults
+    with pytest.raises(ValueError, match="'dqn' is only defined for the bundled games"):
+        bench_config(ThroughputSettings("games.santorini:Santorini", learner="dqn"), santorini)

@@ -6,7 +6,8 @@ import json
 import pytest
 from conftest import SMALL, TICTACTOE
 
-from gamegym.bench import learning
+from gamegym.bench import curve, learning
+from gamegym.bench.learning import LearningSettings
 from gamegym.cli.main import main
 from gamegym.game.graph import GameSpecError
 from gamegym.runtime import gym as gym_module
@@ -18,37 +19,30 @@ def test_the_learning_bench_builds_its_game_and_config_once(builds, monkeypatch,
     # the first model is made here too, with the graph already built, not in a child
     monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: 0)
     monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
-    figures = learning.run_learning_bench(
-        game=TICTACTOE,
-        game_args={},
-        minutes=0.01,
-        interval=10,
-        games=2,
-        searchcount=2,
-        plot_path=None,
-        keep=tmp_path / "learn",
+    settings = LearningSettings(
+        TICTACTOE, minutes=0.01, interval=10, games=2, searchcount=2, keep=tmp_path / "learn"
     )
+    figures = learning.run_learning_bench(settings)
     assert [point["iteration"] for point in figures["curve"]] == [0]
     assert figures["final"]["iteration"] == 0
     (game,) = builds["game"]
     (config,) = builds["config"]
     assert "load_game < run_learning_bench" in game, game
-    assert "from_dict < run_learning_bench" in config, config
+    assert "from_dict < preset_config < run_learning_bench" in config, config
 
 
 def test_a_learning_bench_variant_changes_the_preset_in_the_one_config(builds, monkeypatch):
     monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: 0)
     monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
-    figures = learning.run_learning_bench(
-        game=TICTACTOE,
-        game_args={},
+    settings = LearningSettings(
+        TICTACTOE,
         minutes=0.01,
         interval=10,
         games=2,
         searchcount=2,
-        plot_path=None,
         overrides={"selfplay": {"searchcount": 16}},
     )
+    figures = learning.run_learning_bench(settings)
     assert figures["selfplay_searchcount"] == 16
     assert len(builds["game"]) == 1 and len(builds["config"]) == 1
 
@@ -76,20 +70,20 @@ def test_new_and_resume_build_the_game_and_the_config_once(builds, monkeypatch, 
 def test_runs_side_by_side_share_the_one_game_and_its_one_solve(builds, monkeypatch):
     calls = []
     solves = []
-    real_solver = learning.Solver
+    real_solver = curve.Solver
 
-    def fake_run(**options):
-        calls.append(options)
-        return {"learner": options["learner"], "curve": []}
+    def fake_run(settings, graph=None, solver=None):
+        calls.append({"settings": settings, "graph": graph, "solver": solver})
+        return {"learner": settings.learner, "curve": []}
 
     def counted_solver(graph):
         solves.append(graph)
         return real_solver(graph)
 
     monkeypatch.setattr(learning, "run_learning_bench", fake_run)
-    monkeypatch.setattr(learning, "Solver", counted_solver)
+    monkeypatch.setattr(curve, "Solver", counted_solver)
     learning.run_learning_benches(
-        ["alphazero", "muzero"], None, seeds=(0, 1), game=TICTACTOE, game_args={}, minutes=1.0
+        LearningSettings(TICTACTOE, minutes=1.0), ["alphazero", "muzero"], seeds=(0, 1)
     )
     assert len(calls) == 4 and len(builds["game"]) == 1
     assert all(call["graph"] is calls[0]["graph"] for call in calls)
@@ -97,9 +91,9 @@ def test_runs_side_by_side_share_the_one_game_and_its_one_solve(builds, monkeypa
     assert solves == [calls[0]["graph"]]
     solver = calls[0]["solver"]
     assert solver is not None and all(call["solver"] is solver for call in calls)
-    assert calls[0]["opponents"] == ("solver",)
+    assert calls[0]["settings"].opponents == ("solver",)
     # and a run given the solver does not solve again
-    assert learning.bench_opponents(TICTACTOE, calls[0]["graph"], None, solver)[1] is solver
+    assert curve.bench_opponents(TICTACTOE, calls[0]["graph"], None, solver)[1] is solver
     assert len(solves) == 1
 
 
@@ -122,16 +116,13 @@ def test_a_graph_its_spec_does_not_rebuild_is_refused_before_the_session_is_made
 
 
 def test_several_runs_name_a_game_without_a_preset_before_solving(monkeypatch):
-    monkeypatch.setattr(learning, "Solver", lambda graph: pytest.fail("solved first"))
+    monkeypatch.setattr(curve, "Solver", lambda graph: pytest.fail("solved first"))
     with pytest.raises(ValueError, match="no bundled alphazero preset for games.santorini"):
         learning.run_learning_benches(
+            LearningSettings("games.santorini:Santorini", {"dimension": 4}, minutes=1.0),
             ["alphazero", "muzero"],
-            None,
-            game="games.santorini:Santorini",
-            game_args={"dimension": 4},
-            minutes=1.0,
         )
     with pytest.raises(ValueError, match="unknown learner preset 'nosuch'"):
         learning.run_learning_benches(
-            ["alphazero", "nosuch"], None, game=TICTACTOE, game_args={}, minutes=1.0
+            LearningSettings(TICTACTOE, minutes=1.0), ["alphazero", "nosuch"]
         )

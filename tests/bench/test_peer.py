@@ -8,13 +8,14 @@ import statistics
 import pytest
 
 from gamegym.bench import peer
-from gamegym.bench.peer import print_peer_report, run_peer_bench
+from gamegym.bench.peer import PeerSettings, print_peer_report, run_peer_bench
+from gamegym.bench.throughput import ThroughputSettings
 from gamegym.cli.main import parse_args
 
 pyspiel = pytest.importorskip("pyspiel", reason="the optional extra openspiel is not installed")
 
 TICTACTOE = "games.tictactoe:TicTacToe"
-TINY = {"seconds": 0.2, "searchcount": 10, "threads": 4, "slices": 2, "games": [TICTACTOE]}
+TINY = {"seconds": 0.2, "searchcount": 10, "threads": 4, "slices": 2, "games": (TICTACTOE,)}
 SIDES = ("ours_1", "ours_4", "openspiel", "openspiel_cpp")
 # the keys the JSON had before the C++ side and the moonshot; they keep their meaning
 TOP_KEYS = {"searchcount", "threads", "exploration_const", "seconds", "slices", "games"}
@@ -44,7 +45,7 @@ def _close(ratio: float, numerator: float, denominator: float, digits: int) -> b
 
 
 def test_every_side_plays_and_the_ratios_are_its_own_rates():
-    figures = run_peer_bench(**TINY)
+    figures = run_peer_bench(PeerSettings(**TINY))
     (row,) = figures["games"]
     assert row["openspiel_game"] == "tic_tac_toe"
     for side in SIDES:
@@ -63,7 +64,7 @@ def test_every_side_plays_and_the_ratios_are_its_own_rates():
 
 def test_a_pyspiel_without_the_cpp_bot_skips_that_side_and_says_why(monkeypatch, capsys):
     monkeypatch.delattr(pyspiel, "MCTSBot")
-    figures = run_peer_bench(**TINY)
+    figures = run_peer_bench(PeerSettings(**TINY))
     (row,) = figures["games"]
     assert "openspiel_cpp" not in row and row["openspiel"]["games"] >= 1
     assert row["ratio_cpp_1"] is row["ratio_cpp_threads"] is row["cpp_vs_python"] is None
@@ -78,8 +79,8 @@ def test_a_pyspiel_without_the_cpp_bot_skips_that_side_and_says_why(monkeypatch,
 def test_the_moonshot_is_each_end_to_end_run_over_the_python_bot_around_it(capsys):
     calls = []
 
-    def fake_self_play(game, game_args, seconds, selfplayers, threads, searchcount, core, **opts):
-        calls.append((game, game_args, seconds, selfplayers, threads, searchcount, core, opts))
+    def fake_self_play(settings):
+        calls.append(settings)
         rate = 1000.0 * len(calls)  # a different figure each run
         return {
             "searches_per_s": 2 * rate,
@@ -88,11 +89,15 @@ def test_the_moonshot_is_each_end_to_end_run_over_the_python_bot_around_it(capsy
             "efficiency": 0.5,
         }
 
-    figures = run_peer_bench(
-        **TINY, end_to_end_seconds=3.0, end_to_end_runs=2, selfplayers=2, self_play=fake_self_play
-    )
-    # on the bench's core, with the preset's network and precision
-    assert calls == [(TICTACTOE, {}, 3.0, 2, 4, 10, "auto", {})] * 2
+    settings = PeerSettings(**TINY, end_to_end_seconds=3.0, end_to_end_runs=2, selfplayers=2)
+    figures = run_peer_bench(settings, self_play=fake_self_play)
+    # on the bench's core, with the preset's network and precision, no network paths
+    assert calls == [
+        ThroughputSettings(
+            TICTACTOE, {}, 3.0, selfplayers=2, threads=4, searchcount=10, network_seconds=0.0,
+            core="auto",
+        )
+    ] * 2  # fmt: skip
     (row,) = figures["games"]
     peers = row["moonshot_peer_searches_per_s"]
     assert len(peers) == 2 and all(rate > 0 for rate in peers)
@@ -111,33 +116,35 @@ def test_the_end_to_end_runs_take_the_network_and_precision_asked_for(monkeypatc
 
     asked = []
 
-    def fake_run_bench(game, game_args, seconds, selfplayers, threads, searchcount, **options):
-        asked.append(options)
+    def fake_run_bench(settings):
+        asked.append(settings)
         return _bench_figures()
 
     monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
     network = {"kind": "residual", "width": 24, "blocks": 3}
-    figures = run_peer_bench(**TINY, end_to_end_seconds=1.0, network=network, precision="int8")
-    assert asked == [
-        {"network_seconds": 0.0, "core": "auto", "network": network, "precision": "int8"}
-    ]
+    figures = run_peer_bench(
+        PeerSettings(**TINY, end_to_end_seconds=1.0, network=network, precision="int8")
+    )
+    (settings,) = asked
+    assert (settings.network_seconds, settings.core) == (0.0, "auto")
+    assert (settings.network, settings.precision) == (network, "int8")
     assert figures["end_to_end_network"] == network
     assert figures["end_to_end_precision"] == "int8"
     print_peer_report(figures)
     out = capsys.readouterr().out
     assert 'with the network {"kind": "residual", "width": 24, "blocks": 3}, int8' in out
     with pytest.raises(ValueError, match=r"precision must be one of .*'int8'.*got 'int4'"):
-        run_peer_bench(**TINY, end_to_end_seconds=1.0, precision="int4")
+        PeerSettings(**TINY, end_to_end_seconds=1.0, precision="int4")
     with pytest.raises(ValueError, match=r"'network\.widht'; did you mean 'network\.width'"):
-        run_peer_bench(**TINY, end_to_end_seconds=1.0, network={"widht": 24})
+        PeerSettings(**TINY, end_to_end_seconds=1.0, network={"widht": 24})
     assert len(asked) == 1  # neither ran
 
 
 def test_one_end_to_end_run_is_measured_against_the_whole_race():
-    def fake_self_play(*args, **options):
+    def fake_self_play(settings):
         return {"searches_per_cpu_s": 5000.0, "searches_per_s_per_core": 5000.0}
 
-    figures = run_peer_bench(**TINY, end_to_end_seconds=1.0, self_play=fake_self_play)
+    figures = run_peer_bench(PeerSettings(**TINY, end_to_end_seconds=1.0), self_play=fake_self_play)
     (row,) = figures["games"]
     assert row["moonshot_peer_searches_per_s"] == [
         pytest.approx(row["openspiel"]["searches_per_s"], abs=0.1)
@@ -148,13 +155,15 @@ def test_one_end_to_end_run_is_measured_against_the_whole_race():
 def test_the_end_to_end_figures_come_from_the_throughput_bench_per_core(monkeypatch):
     from gamegym.bench import throughput
 
-    def fake_run_bench(game, game_args, seconds, selfplayers, threads, searchcount, **options):
+    def fake_run_bench(settings):
         # no network paths, only the end to end, on the core asked for
-        assert options == {"network_seconds": 0.0, "core": "python"}
+        assert (settings.network_seconds, settings.core) == (0.0, "python")
         return _bench_figures()
 
     monkeypatch.setattr(throughput, "run_bench", fake_run_bench)
-    run = peer.alphazero_self_play(TICTACTOE, {}, 5.0, 4, 24, 100, "python")
+    run = peer.alphazero_self_play(
+        ThroughputSettings(TICTACTOE, {}, 5.0, 4, 24, 100, network_seconds=0.0, core="python")
+    )
     assert run["cores"] == 2  # four Selfplayers on two cores
     assert run["searches_per_s_per_core"] == 1500.0
     assert run["searches_per_cpu_s"] == 1600.0 and run["efficiency"] == 0.4
@@ -162,9 +171,9 @@ def test_the_end_to_end_figures_come_from_the_throughput_bench_per_core(monkeypa
 
 def test_a_game_the_bench_does_not_have_is_named_with_its_games():
     with pytest.raises(ValueError, match=r"no game games\.nope:Nope; its games are .*TicTacToe"):
-        run_peer_bench(**{**TINY, "games": ["games.nope:Nope"]})
+        run_peer_bench(PeerSettings(**{**TINY, "games": ("games.nope:Nope",)}))
     with pytest.raises(ValueError, match=r"end-to-end runs >= 1 .*got 1.0, 0, 4"):
-        run_peer_bench(**TINY, end_to_end_seconds=1.0, end_to_end_runs=0)
+        PeerSettings(**TINY, end_to_end_seconds=1.0, end_to_end_runs=0)
 
 
 def test_the_command_prints_the_json_keys_of_before_and_the_new_ones(capsys):
@@ -209,11 +218,11 @@ def test_our_sides_search_on_the_core_asked_for(monkeypatch):
     monkeypatch.setattr(peersides, "make_search", recording)
     for core, kind in (("python", "Search"), ("compiled", "ArenaSearch")):
         made.clear()
-        figures = run_peer_bench(**TINY, core=core)
+        figures = run_peer_bench(PeerSettings(**TINY, core=core))
         assert figures["search_core"] == core
         assert [type(search).__name__ for search in made] == [kind, kind]  # ours_1, ours_4
     with pytest.raises(ValueError, match=r"core must be one of \['auto', 'python', 'compiled'\]"):
-        run_peer_bench(**TINY, core="fast")
+        PeerSettings(**TINY, core="fast")
 
 
 def test_the_command_reads_the_end_to_end_network_and_precision(capsys):

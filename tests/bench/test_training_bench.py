@@ -94,7 +94,7 @@ def test_the_bench_times_each_path_on_the_learners_own_samples(capsys):
 
 
 def test_with_a_session_it_trains_on_its_window_and_reports_the_trainer_share(new_session, capsys):
-    from gamegym.bench.training import self_play_window
+    from gamegym.bench.windows import self_play_window
     from gamegym.data.samples import write_sample_file
     from gamegym.game.graph import load_game
     from gamegym.nets.tfsetup import configure_tensorflow, load_model

@@ -8,22 +8,18 @@ import sys
 
 import pytest
 
-from gamegym.bench.calibration import run_calibration
-from gamegym.bench.peer import run_peer_bench
+from gamegym.bench.calibration import CalibrationSettings, run_calibration
+from gamegym.bench.peer import PeerSettings, run_peer_bench
 
 TICTACTOE = "games.tictactoe:TicTacToe"
 
 
 def test_calibration_plays_each_pair_and_times_the_moves():
     lines = []
-    figures = run_calibration(
-        TICTACTOE,
-        {},
-        [("mcts:30", "random"), ("solver", "alphabeta0:1")],
-        games=4,
-        seed=1,
-        progress=lines.append,
+    settings = CalibrationSettings(
+        TICTACTOE, {}, (("mcts:30", "random"), ("solver", "alphabeta0:1")), games=4, seed=1
     )
+    figures = run_calibration(settings, progress=lines.append)
     first, second = figures["pairs"]
     assert (first["player"], first["opponent"], first["games"]) == ("mcts:30", "random", 4)
     assert first["wins"] >= 3  # 30 rollouts a move beat random
@@ -31,7 +27,9 @@ def test_calibration_plays_each_pair_and_times_the_moves():
     assert first["seconds_per_move"][0] > 0 and second["seconds_per_move"][0] > 0
     assert all(t >= 0 for row in figures["pairs"] for t in row["seconds_per_move"])
     assert len(lines) == 2 and lines[0].strip().startswith("mcts:30 vs random")
-    again = run_calibration(TICTACTOE, {}, [("mcts:30", "random")], games=4, seed=1, progress=None)
+    again = run_calibration(
+        CalibrationSettings(TICTACTOE, {}, (("mcts:30", "random"),), games=4, seed=1), None
+    )
     assert {k: again["pairs"][0][k] for k in ("wins", "draws", "losses")} == {
         k: first[k] for k in ("wins", "draws", "losses")
     }
@@ -39,7 +37,7 @@ def test_calibration_plays_each_pair_and_times_the_moves():
 
 def test_calibration_names_a_bad_spec_before_playing():
     with pytest.raises(ValueError, match="player 'mcts:x'"):
-        run_calibration(TICTACTOE, {}, [("mcts:100", "mcts:x")], games=2, progress=None)
+        run_calibration(CalibrationSettings(TICTACTOE, {}, (("mcts:100", "mcts:x"),), 2), None)
 
 
 def test_peer_bench_without_openspiel_names_the_extra(monkeypatch):
@@ -52,7 +50,7 @@ def test_peer_bench_without_openspiel_names_the_extra(monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_openspiel)
     with pytest.raises(ValueError, match=r'pip install -e "\.\[openspiel\]"'):
-        run_peer_bench(seconds=0.1)
+        run_peer_bench(PeerSettings(seconds=0.1))
 
 
 @pytest.mark.slow

@@ -12,7 +12,8 @@ import time
 import pytest
 from conftest import create_session, gamegym
 
-from gamegym.data.samples import read_sample_file, sample_files
+from gamegym.data.samplefolder import sample_files
+from gamegym.data.samples import read_sample_file
 
 
 @pytest.mark.parametrize(

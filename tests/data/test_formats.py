@@ -15,7 +15,8 @@ import pytest
 from gamegym.config import GymConfig
 from gamegym.data.formats import CONFIG_FORMAT, REPLAY_FORMAT, SAMPLE_FORMAT, FormatError
 from gamegym.data.replaybuffer import ReplayBuffer, read_state
-from gamegym.data.samples import GameRecord, encode_sample_file, load_samples, read_sample_file
+from gamegym.data.samplefolder import load_samples
+from gamegym.data.samples import GameRecord, encode_sample_file, read_sample_file
 from gamegym.data.session import Session, SessionError
 
 CONFIG = GymConfig(game="games.tictactoe:TicTacToe")

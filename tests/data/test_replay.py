@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from gamegym.config import ConfigError, GymConfig, TrainConfig
-from gamegym.data.replay import BufferReplay, Priorities, make_replay
+from gamegym.data.prioritized import BufferReplay, Priorities
+from gamegym.data.replay import make_replay
 from gamegym.data.replaybuffer import ReplayBuffer
 from gamegym.data.samples import GameRecord, write_sample_file
 from gamegym.data.session import Session
@@ -427,7 +428,7 @@ def test_buffer_replays_need_sampled_minibatches():
 
 # ----- the replay benchmark's figures ---------------------------------------------------------
 def test_minutes_to_perfect_play_needs_a_confirmed_point():
-    from gamegym.bench.replay import minutes_to_perfect
+    from gamegym.bench.replay_modes import minutes_to_perfect
 
     curve = [{"minutes": m, "losses": n} for m, n in [(0, 9), (1, 0), (2, 1), (3, 0), (4, 0)]]
     assert minutes_to_perfect(curve) == 3  # 1 min was a lucky point
@@ -436,7 +437,7 @@ def test_minutes_to_perfect_play_needs_a_confirmed_point():
 
 
 def test_summary_medians_count_runs_that_never_got_there_as_longest():
-    from gamegym.bench.replay import summarise
+    from gamegym.bench.replay_modes import summarise
 
     runs = (
         [{"replay": "uniform", "minutes_to_perfect": t} for t in (2.0, 4.0, None)]
@@ -454,7 +455,7 @@ def test_summary_medians_count_runs_that_never_got_there_as_longest():
 
 @pytest.mark.parametrize("mode", ["window", "uniform", "prioritized", "curious"])
 def test_every_preset_has_valid_replay_settings(mode):
-    from gamegym.bench.replay import replay_overrides
+    from gamegym.bench.replay_modes import replay_overrides
     from gamegym.presets import PRESETS
 
     for name, preset in PRESETS.items():
@@ -464,7 +465,7 @@ def test_every_preset_has_valid_replay_settings(mode):
 
 
 def test_the_bench_times_the_sum_tree():
-    from gamegym.bench.replay import sumtree_timing
+    from gamegym.bench.replay_modes import sumtree_timing
 
     timing = sumtree_timing(items=1000, batch=16, repeats=3)
     assert (timing["items"], timing["batch"]) == (1000, 16)
@@ -472,25 +473,27 @@ def test_the_bench_times_the_sum_tree():
 
 
 def test_the_replay_comparison_solves_the_game_once_for_all_its_runs(monkeypatch):
-    from gamegym.bench import learning, replay
+    from gamegym.bench import curve, replay_modes
 
     calls, solves = [], []
-    real_solver = learning.Solver
+    real_solver = curve.Solver
 
     def counted_solver(graph):
         solves.append(graph)
         return real_solver(graph)
 
-    def fake_run(*args, **options):
-        calls.append(options)
+    def fake_run(settings, graph=None, solver=None):
+        calls.append({"settings": settings, "solver": solver})
         return {"curve": [], "final": {}}
 
-    monkeypatch.setattr(learning, "Solver", counted_solver)
-    monkeypatch.setattr(replay, "run_learning_bench", fake_run)
-    monkeypatch.setattr(replay, "sumtree_timing", lambda: {})
-    result = replay.run_replay_comparison(
-        "games.tictactoe:TicTacToe", {}, ["window", "uniform"], [0, 1], 1.0, 1.0, 2, 2, None
-    )
+    monkeypatch.setattr(curve, "Solver", counted_solver)
+    monkeypatch.setattr(replay_modes, "run_learning_bench", fake_run)
+    monkeypatch.setattr(replay_modes, "sumtree_timing", lambda: {})
+    settings = replay_modes.ReplaySettings(
+        "games.tictactoe:TicTacToe", modes=("window", "uniform"), seeds=(0, 1), minutes=1.0,
+        interval=1.0, games=2, searchcount=2,
+    )  # fmt: skip
+    result = replay_modes.run_replay_comparison(settings)
     assert len(result["runs"]) == 4 and len(calls) == 4
     assert len(solves) == 1 and calls[0]["solver"] is not None
     assert all(call["solver"] is calls[0]["solver"] for call in calls)

@@ -11,13 +11,8 @@ import numpy as np
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.data.samples import (
-    GameRecord,
-    SampleColumn,
-    SampleShape,
-    encode_sample_file,
-    load_samples,
-)
+from gamegym.data.samplefolder import load_samples
+from gamegym.data.samples import GameRecord, SampleColumn, SampleShape, encode_sample_file
 from gamegym.data.session import Session
 from gamegym.runtime.trainer import Trainer
 from games.tictactoe import TicTacToe

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from gamegym.data.samplefolder import load_samples
 from gamegym.data.samples import (
     GameRecord,
-    load_samples,
     n_step_value_targets,
     read_sample_file,
     write_sample_file,
@@ -119,7 +119,7 @@ def test_damaged_file_is_quarantined_and_the_rest_loads(tmp_path, damage):
 
 def test_temporary_files_of_a_writer_are_not_samples(tmp_path):
     from gamegym.data.fileio import temporary_path
-    from gamegym.data.samples import SampleCounter, sample_files
+    from gamegym.data.samplefolder import SampleCounter, sample_files
 
     samples = tmp_path / "samples"
     write_sample_file(samples / "0" / "a.npz", [game(3)])

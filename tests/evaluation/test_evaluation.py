@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import create_session, gamegym, publish_as_trained
 
-from gamegym.bench.learning import training_figures
+from gamegym.bench.curve import training_figures
 from gamegym.cli.main import main
 from gamegym.config import GymConfig
 from gamegym.data.fileio import read_jsonl

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from nim import TwoPileNim
 
-from gamegym.game.checker import GraphChecker, check_graph, run_check
+from gamegym.game.checker import GraphChecker, check_graph
+from gamegym.game.checkreport import run_check
 from gamegym.game.graph import GameGraph
 from games.tictactoe import TicTacToe
 

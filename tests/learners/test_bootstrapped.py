@@ -16,13 +16,8 @@ from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
 from gamegym.config import ConfigError, GymConfig  # noqa: E402
-from gamegym.data.samples import (  # noqa: E402
-    GameRecord,
-    SampleShape,
-    load_samples,
-    read_sample_file,
-    write_sample_file,
-)
+from gamegym.data.samplefolder import load_samples  # noqa: E402
+from gamegym.data.samples import GameRecord, SampleShape, read_sample_file, write_sample_file  # noqa: E402
 from gamegym.data.session import Session  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import get_learner  # noqa: E402
@@ -593,10 +588,11 @@ def test_side_by_side_runs_share_one_plot(tmp_path, monkeypatch):
             "by_opponent": {"random": {"score": score}, "alphabeta:2": {"score": score / 2}},
         }
 
-    def fake_run(learner, plot_path, keep, **options):
-        assert plot_path is None and keep == tmp_path / "kept" / learner
-        assert options["minutes"] == 3
-        assert options["graph"].action_space_size == 7  # the game, built once for both runs
+    def fake_run(settings, graph=None, solver=None):
+        learner = settings.learner
+        assert settings.plot is None and settings.keep == tmp_path / "kept" / learner
+        assert settings.minutes == 3
+        assert graph.action_space_size == 7  # the game, built once for both runs
         return {
             "learner": learner,
             "game": "games.connectfour:ConnectFour",
@@ -610,13 +606,9 @@ def test_side_by_side_runs_share_one_plot(tmp_path, monkeypatch):
 
     monkeypatch.setattr(learnbench, "run_learning_bench", fake_run)
     plot = tmp_path / "both.png"
-    figures = learnbench.run_learning_benches(
-        ["bootstrapped", "dqn"],
-        plot,
-        tmp_path / "kept",
-        game="games.connectfour:ConnectFour",
-        game_args={},
-        minutes=3,
+    settings = learnbench.LearningSettings(
+        "games.connectfour:ConnectFour", minutes=3, plot=plot, keep=tmp_path / "kept"
     )
+    figures = learnbench.run_learning_benches(settings, ["bootstrapped", "dqn"])
     assert [run["learner"] for run in figures["runs"]] == ["bootstrapped", "dqn"]
     assert figures["plot"] == str(plot) and plot.stat().st_size > 1000

@@ -535,7 +535,8 @@ print("ok")
 def test_the_bench_ceilings_measure_muzero(tiny_model):
     """`gamegym bench throughput --learner muzero`: its search ceiling runs the latent search
     on whole games, and its network ceiling the recurrent call."""
-    from gamegym.bench.throughput import network_ceiling, search_ceiling
+    from gamegym.bench.ceiling import search_ceiling
+    from gamegym.bench.networks import network_ceiling
 
     graph = TicTacToe()
     cfg = GymConfig(game=GAME, selfplay={"searchcount": 16, "searchthreadcount": 4}).selfplay

@@ -15,7 +15,7 @@ from gamegym.nets.tfsetup import configure_tensorflow, load_model  # noqa: E402
 
 configure_tensorflow(use_gpu=False, threads=2)  # 2 cores; a no-op when TF is already set up
 
-from gamegym.bench.training import self_play_window  # noqa: E402
+from gamegym.bench.windows import self_play_window  # noqa: E402
 from gamegym.config import GymConfig  # noqa: E402
 from gamegym.game.graph import load_game  # noqa: E402
 from gamegym.learners import get_learner  # noqa: E402

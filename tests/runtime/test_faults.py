@@ -212,7 +212,7 @@ def test_second_sigint_forces_the_stop_and_loses_no_published_file(session):
 
 def games_played(session):
     """(actions, search values) of every game in the session's sample files."""
-    from gamegym.data.samples import sample_files, sample_iterations
+    from gamegym.data.samplefolder import sample_files, sample_iterations
 
     games = []
     for iteration in sample_iterations(session / "samples"):

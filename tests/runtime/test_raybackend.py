@@ -457,7 +457,7 @@ def test_an_actor_ray_has_not_placed_yet_waits_and_is_not_called_hung(
 
     states = {}  # actor -> Ray's state of it; ALIVE unless a test says otherwise
     monkeypatch.setattr(
-        "gamegym.runtime.ray.backend.actor_state", lambda actor: states.get(actor, "ALIVE")
+        "gamegym.runtime.ray.places.actor_state", lambda actor: states.get(actor, "ALIVE")
     )
     backend = make_backend(tmp_path, {"selfplayprocesses": 1})
     now = [1000.0]

@@ -12,7 +12,8 @@ import pytest
 from gamegym.config import GymConfig
 from gamegym.data.fileio import read_jsonl
 from gamegym.data.replay import WindowReplay, make_replay
-from gamegym.data.samples import GameRecord, load_samples, write_sample_file
+from gamegym.data.samplefolder import load_samples
+from gamegym.data.samples import GameRecord, write_sample_file
 from gamegym.data.session import Session
 from gamegym.runtime.trainer import MAX_REFUSALS, Trainer, TrainingDiverged
 

@@ -236,7 +236,7 @@ def test_a_selfplayer_on_the_compiled_core_plays_the_python_cores_games():
 
 
 def test_the_throughput_bench_ceiling_names_the_core_it_ran():
-    from gamegym.bench.throughput import search_ceiling
+    from gamegym.bench.ceiling import search_ceiling
 
     graph = TicTacToe()
     for core in ("python", "compiled"):

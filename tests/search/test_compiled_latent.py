@@ -189,6 +189,7 @@ def test_a_terminal_root_and_the_uniform_stub():
 
 
 def test_muzero_self_play_and_the_ceiling_pick_the_core_from_the_config():
+    from gamegym.bench.capabilities import stub_search
     from gamegym.config import GymConfig
     from gamegym.learners import get_learner
 
@@ -202,7 +203,7 @@ def test_muzero_self_play_and_the_ceiling_pick_the_core_from_the_config():
         driver = learner.selfplayer(graph, LocalService(PseudoLatentModel(graph)), config, None)
         assert type(driver.search) is kind
         params = SearchParams.from_selfplay(config.selfplay)
-        assert type(learner.stub_search(graph, params)) is kind
+        assert type(stub_search("muzero", graph, params)) is kind
     gumbel = dataclasses.replace(SearchParams(core="auto"), rule="gumbel")
     assert type(make_latent_search(graph, uniform_latent_evaluator(9), gumbel)) is LatentSearch
     from gamegym.config import ConfigError

@@ -13,10 +13,10 @@ from conftest import gamegym  # noqa: E402
 
 from gamegym.config import GymConfig  # noqa: E402
 from gamegym.data.replaybuffer import ReplayBuffer  # noqa: E402
-from gamegym.data.samples import (  # noqa: E402
+from gamegym.data.samplefolder import load_samples  # noqa: E402
+from gamegym.data.samples import (
     GameRecord,
     SampleBatch,
-    load_samples,
     read_sample_file,
     records_to_arrays,
     write_sample_file,

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from nim import TwoPileNim
 
-from gamegym.game.checker import board_moves_problem, board_problem, check_graph
+from gamegym.game.boardformat import board_moves_problem, board_problem
+from gamegym.game.checker import check_graph
 from gamegym.serve.boards import move_cells, position_view
 from games.connectfour import ConnectFour
 from games.santorini import Santorini

@@ -48,10 +48,9 @@ LOSS_NAMES = ("loss", "policy_loss", "value_loss", "l2_loss")
 EVAL_BATCH = 1024
 
 
-@register
+@register(network_paths=True)
 class AlphaZeroLearner(Learner):
     name = "alphazero"
-    compares_network_paths = True
 
     def __init__(self):
         self.optimizer = None

@@ -69,11 +69,24 @@ def transitions(batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ids, np.where(done, -1, following[ids]), done
 
 
-@register
+def player_searches(config) -> bool:
+    """Whether the model's player searches a tree under the session's GymConfig `config`:
+    with `q_search` (its self-play never does)."""
+    return bool(config.learner_config.q_search)
+
+
+def play_rule(config) -> str:
+    """How the model's player picks a move when it does not search, in words."""
+    heads = config.learner_config.heads
+    return (
+        f"the majority vote of its {heads} heads" if heads > 1 else "the best move of its one head"
+    )
+
+
+@register(selfplay_searches=False, player_searches=player_searches, play_rule=play_rule)
 class BootstrappedLearner(Learner):
     name = "bootstrapped"
     config_class = BootstrappedConfig
-    searches_in_selfplay = False
 
     def __init__(self):
         self.optimizer = None
@@ -95,17 +108,6 @@ class BootstrappedLearner(Learner):
             "head": SampleColumn("int16"),
             "terminal": SampleColumn("bool"),
         }
-
-    def player_searches(self, config) -> bool:
-        return bool(config.learner_config.q_search)
-
-    def play_rule(self, config) -> str:
-        heads = config.learner_config.heads
-        return (
-            f"the majority vote of its {heads} heads"
-            if heads > 1
-            else "the best move of its one head"
-        )
 
     def build_model(self, graph, network_config, seed: int | None = None):
         from gamegym.learners.bootstrapped.qnetwork import build_q_model

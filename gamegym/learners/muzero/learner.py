@@ -63,7 +63,17 @@ LOSS_NAMES = ("loss", "policy_loss", "value_loss", "reward_loss", "l2_loss")
 EVAL_BATCH = 512
 
 
-@register
+def stub_search(graph, params):
+    """The latent search with a uniform model (uniform priors, zero values, rewards and hidden
+    states), on the core `params` picks: the benchmarks' search ceiling of MuZero's self-play
+    (its `stub_search` capability, gamegym.bench.capabilities)."""
+    from gamegym.search.latent import uniform_latent_evaluator
+    from gamegym.search.latent_arena import make_latent_search
+
+    return make_latent_search(graph, uniform_latent_evaluator(graph.action_space_size), params)
+
+
+@register(stub_search=stub_search)
 class MuZeroLearner(Learner):
     name = "muzero"
     config_class = MuZeroConfig
@@ -149,14 +159,6 @@ class MuZeroLearner(Learner):
             graph, LatentEvaluator(graph, service), SearchParams.from_selfplay(config.selfplay)
         )
         return SearchSelfplay(graph, service, config, rng, search=search)
-
-    def stub_search(self, graph, params):
-        """The latent search with a uniform model, on the core `params` picks (the bench's
-        search ceiling)."""
-        from gamegym.search.latent import uniform_latent_evaluator
-        from gamegym.search.latent_arena import make_latent_search
-
-        return make_latent_search(graph, uniform_latent_evaluator(graph.action_space_size), params)
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         from gamegym.search.latent import LatentEvaluator, LatentSearch, require_alternating

@@ -31,25 +31,15 @@ import hashlib
 import logging
 import os
 import time
-from collections import defaultdict, deque
 
 from gamegym.data.session import fast_form_digest
 from gamegym.registry import BACKENDS
-from gamegym.runtime.backends import (
-    JOIN_SELFPLAYERS_S,
-    SelfplayBackend,
-    restart_seed,
-)
+from gamegym.runtime.backends import JOIN_SELFPLAYERS_S, SelfplayBackend, restart_seed
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
-from gamegym.runtime.ray.cluster import (
-    PLACING,
-    RayConnection,
-    actor_state,
-    import_ray,
-    object_store_use,
-)
-from gamegym.runtime.ray.places import ActorLogs, Liveness, NodeGroup, Slot
+from gamegym.runtime.ray.cluster import RayConnection, import_ray
+from gamegym.runtime.ray.headfigures import HeadFigures
+from gamegym.runtime.ray.places import ActorLogs, NodeGroup, Slot, hung, pinned, waits_for_placement
 from gamegym.runtime.selfplay import SampleWriter
 
 __all__ = ["RayBackend"]
@@ -59,8 +49,6 @@ log = logging.getLogger("gamegym.runtime.ray.backend")
 TAKE_WAIT_S = 2.0  # a Selfplayer's take returns at least this often (with its reports)
 RECONCILE_S = 3.0  # how often nodes are listed and dead actors restarted
 PREDICTOR_POLL_S = 2.0  # how often the Predictors' reports are taken
-STORE_STATS_S = 30.0  # how often the object store's use is asked for
-RATE_WINDOW_S = 20.0  # searches/s per node over this window
 
 
 @BACKENDS.register
@@ -89,10 +77,8 @@ class RayBackend(SelfplayBackend):
         self.iteration = -1
         self._next_index = 0
         self._last_reconcile = 0.0
-        self._searches: dict[str, deque] = defaultdict(deque)  # node label -> (time, searches)
         self._logs = ActorLogs(self.session.logs_dir)
-        self._store = (-STORE_STATS_S, None)  # (when asked, object store figures)
-        self.head = {"files": 0, "write_s": 0.0, "broadcasts": 0, "broadcast_s": 0.0, "takes": 0}
+        self.head = HeadFigures()
         self.stopping = False
         self.clock = time.monotonic  # of the heartbeats (a test's own clock)
 
@@ -116,8 +102,8 @@ class RayBackend(SelfplayBackend):
         for group in self.groups.values():
             if group.predictor is not None:
                 group.predictor.publish.remote(iteration, self.model_ref)
-        self.head["broadcasts"] += 1
-        self.head["broadcast_s"] += time.perf_counter() - started
+        self.head.broadcasts += 1
+        self.head.broadcast_s += time.perf_counter() - started
         log.info(
             "broadcast model iteration %d (%d KiB, %s)",
             iteration,
@@ -215,21 +201,11 @@ class RayBackend(SelfplayBackend):
         )
         self._start_predictor(group)
 
-    def _pinned(self, group: NodeGroup, **resources):
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        return dict(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(group.node_id, soft=False),
-            max_restarts=0,
-            max_concurrency=4,
-            **resources,
-        )
-
     def _start_predictor(self, group: NodeGroup) -> None:
         from gamegym.runtime.ray.actors import PredictorActor
 
         actor = self.ray.remote(PredictorActor).options(
-            **self._pinned(
+            **pinned(
                 group,
                 num_cpus=self.config.selfplay.ray_predictor_cpus,
                 num_gpus=1 if group.gpus >= 1 else 0,
@@ -245,7 +221,7 @@ class RayBackend(SelfplayBackend):
         from gamegym.runtime.ray.actors import SelfplayerActor
 
         actor = self.ray.remote(SelfplayerActor).options(
-            **self._pinned(group, num_cpus=self.config.selfplay.ray_selfplayer_cpus)
+            **pinned(group, num_cpus=self.config.selfplay.ray_selfplayer_cpus)
         )
         seed = restart_seed(self.config.seed, self.host.run_number, slot.index, slot.restarts)
         slot.actor = actor.remote(slot.name, self.config, seed, group.address, self.authkey)
@@ -311,7 +287,7 @@ class RayBackend(SelfplayBackend):
             self._take_result(group, slot, result)
 
     def _take_result(self, group: NodeGroup, slot: Slot, result: dict) -> None:
-        self.head["takes"] += 1
+        self.head.takes += 1
         slot.liveness.answered()
         slot.pid = result["pid"]
         self._watch(group, slot.name, slot.pid)
@@ -319,13 +295,13 @@ class RayBackend(SelfplayBackend):
         for iteration, data, samples, games in result["files"]:
             started = time.perf_counter()
             slot.writer.publish(iteration, data, samples, games)
-            self.head["write_s"] += time.perf_counter() - started
-            self.head["files"] += 1
+            self.head.write_s += time.perf_counter() - started
+            self.head.files += 1
             self.host.gym.monitor.add(Report(slot.name, slot.pid, {"samples": samples}))
         now = time.monotonic()
         for report in result["reports"]:
             self.host.gym.monitor.add(report)
-            self._searches[group.label].append((now, report.figures.get("searches", 0)))
+            self.head.searched(group.label, now, report.figures.get("searches", 0))
         if result["error"]:
             self._actor_died(group, slot, result["error"].strip().splitlines()[-1])
         elif result["closed"] and not self.stopping:
@@ -399,37 +375,14 @@ class RayBackend(SelfplayBackend):
         for group in self.groups.values():
             what = f"the Predictor on node {group.label}"
             silent = group.liveness.hung(now, deadline) if group.predictor is not None else 0.0
-            if silent and not self._placing(group.predictor, group.liveness, what, now):
-                self._predictor_failed(group, self._hung(what, silent))
+            if silent and not waits_for_placement(group.predictor, group.liveness, what, now):
+                self._predictor_failed(group, hung(what, silent))
                 continue
             for slot in group.slots:
                 what = f"{slot.name} on node {group.label}"
                 silent = slot.liveness.hung(now, deadline) if slot.actor is not None else 0.0
-                if silent and not self._placing(slot.actor, slot.liveness, what, now):
-                    self._actor_died(group, slot, self._hung(what, silent))
-
-    def _placing(self, actor, liveness: Liveness, what: str, now: float) -> bool:
-        """True when a silent actor that never answered has not been placed by Ray yet (its
-        node has had no room for it): it is not hung, and its grace starts again from `now`.
-        Said once per actor, on the console and in the log."""
-        if liveness.started or actor_state(actor) not in PLACING:
-            return False
-        if liveness.placing(now):
-            message = (
-                f"{what} waits for Ray to place it (the node has no room for it yet: "
-                "`ray status` shows what it holds)"
-            )
-            log.warning(message)
-            print(f"[gamegym] {message}", flush=True)
-        return True
-
-    def _hung(self, what: str, silent: float) -> str:
-        """Say that an actor is killed for its silence; returns why it died."""
-        why = f"no answer for {silent:.0f} s: stopped or hung"
-        message = f"{what} is not responding ({why}); killing it"
-        log.error(message)
-        print(f"[gamegym] {message}", flush=True)
-        return why
+                if silent and not waits_for_placement(slot.actor, slot.liveness, what, now):
+                    self._actor_died(group, slot, hung(what, silent))
 
     def _get(self, ref) -> tuple:
         """(answer, "") or (None, why the actor could not answer)."""
@@ -454,15 +407,9 @@ class RayBackend(SelfplayBackend):
     # ----- status ---------------------------------------------------------------------------
     def status(self) -> dict:
         now = time.monotonic()
-        rates = {}
-        for label, events in self._searches.items():
-            while events and now - events[0][0] > RATE_WINDOW_S:
-                events.popleft()
-            if label in {g.label for g in self.groups.values()}:
-                span = min(RATE_WINDOW_S, now - self.host.gym.monitor.started) or 1.0
-                rates[label] = round(sum(n for _, n in events) / span, 1)
+        labels = [g.label for g in self.groups.values()]
+        rates = self.head.rates(labels, now, self.host.gym.monitor.started)
         slots = [s for g in self.groups.values() for s in g.slots]
-        files = self.head["files"]
         return {
             "name": self.name,
             "address": self.address,
@@ -474,25 +421,8 @@ class RayBackend(SelfplayBackend):
                 1 for g in self.groups.values() if g.predictor is not None and g.tensorflow
             ),
             "searches_per_s_by_node": rates,
-            "head_write_ms_per_file": round(1000 * self.head["write_s"] / files, 2)
-            if files
-            else None,
-            "head_broadcast_ms": round(
-                1000 * self.head["broadcast_s"] / max(1, self.head["broadcasts"]), 2
-            ),
-            "head_files": files,
-            "head_takes": self.head["takes"],
-            "object_store": self._store_use(now),
+            **self.head.figures(now),
         }
-
-    def _store_use(self, now: float) -> dict | None:
-        """Object store use across the cluster, asked at most every STORE_STATS_S (also when
-        the last asking failed: it may have cost its timeout)."""
-        asked, figures = self._store
-        if now - asked >= STORE_STATS_S:
-            figures = object_store_use()
-            self._store = (now, figures)
-        return figures
 
     def pids(self) -> dict[str, int]:
         """Actors' process ids on this machine, and the Ray processes the gym started."""

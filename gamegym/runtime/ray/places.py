@@ -1,6 +1,7 @@
 """What the Ray backend keeps of each node and actor: the places actors fill (`Slot`,
 `NodeGroup`), when each actor last answered (`Liveness`), and the actors' log files
-(`ActorLogs`).
+(`ActorLogs`); the options that pin an actor to its node (`pinned`), and what the backend
+says of an actor that is silent (`waits_for_placement`, `hung`).
 
 Liveness: the gym asks every actor something at least every few seconds (a Selfplayer's `take`
 returns within `TAKE_WAIT_S`, a Predictor's is made every `PREDICTOR_POLL_S`); each answer is the
@@ -23,9 +24,20 @@ from typing import Any
 from gamegym.runtime.backends import RestartBudget
 from gamegym.runtime.heartbeat import STARTUP_GRACE
 from gamegym.runtime.process import log_path
+from gamegym.runtime.ray.cluster import PLACING, actor_state
 from gamegym.runtime.selfplay import SampleWriter
 
-__all__ = ["Slot", "NodeGroup", "Liveness", "ActorLogs"]
+__all__ = [
+    "ActorLogs",
+    "Liveness",
+    "NodeGroup",
+    "Slot",
+    "hung",
+    "pinned",
+    "waits_for_placement",
+]
+
+log = logging.getLogger("gamegym.runtime.ray.backend")  # the backend's log: its watch
 
 
 class Liveness:
@@ -127,3 +139,42 @@ class ActorLogs:
         for handler in self.handlers.values():
             handler.close()
         self.handlers.clear()
+
+
+def pinned(group: NodeGroup, **resources: Any) -> dict:
+    """The options of an actor of `group`: on its node and nowhere else (so a Selfplayer's
+    requests never leave its node), never restarted by Ray (the backend restarts it), with
+    `resources`."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return dict(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(group.node_id, soft=False),
+        max_restarts=0,
+        max_concurrency=4,
+        **resources,
+    )
+
+
+def waits_for_placement(actor: Any, liveness: Liveness, what: str, now: float) -> bool:
+    """True when a silent actor that never answered has not been placed by Ray yet (its
+    node has had no room for it): it is not hung, and its grace starts again from `now`.
+    Said once per actor, on the console and in the log."""
+    if liveness.started or actor_state(actor) not in PLACING:
+        return False
+    if liveness.placing(now):
+        message = (
+            f"{what} waits for Ray to place it (the node has no room for it yet: "
+            "`ray status` shows what it holds)"
+        )
+        log.warning(message)
+        print(f"[gamegym] {message}", flush=True)
+    return True
+
+
+def hung(what: str, silent: float) -> str:
+    """Say that an actor is killed for its silence; returns why it died."""
+    why = f"no answer for {silent:.0f} s: stopped or hung"
+    message = f"{what} is not responding ({why}); killing it"
+    log.error(message)
+    print(f"[gamegym] {message}", flush=True)
+    return why

@@ -20,7 +20,8 @@ import threading
 import numpy as np
 
 from gamegym.data.formats import FormatError
-from gamegym.data.samples import SampleShape, read_sample_file, sample_files, sample_iterations
+from gamegym.data.samplefolder import sample_files, sample_iterations
+from gamegym.data.samples import SampleShape, read_sample_file
 from gamegym.data.session import Session
 from gamegym.game.graph import GameGraph
 from gamegym.serve.boards import (
@@ -32,18 +33,18 @@ from gamegym.serve.boards import (
     side_names,
 )
 
-__all__ = ["SelfplayGames", "ReplayError", "Unreplayable"]
+__all__ = ["SelfplayGames", "GameLookupError", "UnreadableGame"]
 
 CACHED_FILES = 64
 
 
-class ReplayError(LookupError):
+class GameLookupError(LookupError):
     """The game asked for is not (or no longer) in the session; the message says why."""
 
     status = 404  # HTTP
 
 
-class Unreplayable(ReplayError):
+class UnreadableGame(GameLookupError):
     """The sample file is there, but holds no game of this session to replay: damaged, of a
     newer format, of another game, or a move that is not legal; the message says which."""
 
@@ -82,7 +83,7 @@ class SelfplayGames:
             return known[1]
         try:
             arrays = self._read(path)
-        except Unreplayable:
+        except UnreadableGame:
             return []
         games = []
         for game, result in enumerate(arrays["result"]):
@@ -111,37 +112,37 @@ class SelfplayGames:
 
     def game(self, iteration: int, file: str, game: int) -> dict:
         """Every position of one game with the move played there and the search's visit
-        shares; ReplayError when the game is not there."""
+        shares; GameLookupError when the game is not there."""
         with self._lock:
             if iteration not in sample_iterations(self.session.samples_dir):
-                raise ReplayError(f"no self-play games of iteration {iteration}")
+                raise GameLookupError(f"no self-play games of iteration {iteration}")
             by_name = {p.name: p for p in sample_files(self.session.samples_dir, iteration)}
             if file not in by_name:
-                raise ReplayError(f"no sample file {file!r} in iteration {iteration}")
+                raise GameLookupError(f"no sample file {file!r} in iteration {iteration}")
             arrays = self._read(by_name[file])
             if not 0 <= game < len(arrays["result"]):
-                raise ReplayError(f"sample file {file!r} has no game {game}")
+                raise GameLookupError(f"sample file {file!r} has no game {game}")
             return self._rebuild(arrays, game, iteration, file)
 
     def _read(self, path) -> dict:
-        """The file's arrays, checked against the session's game; Unreplayable says why not."""
+        """The file's arrays, checked against the session's game; UnreadableGame says why not."""
         try:
             return read_sample_file(path, self.shape)
         except (ValueError, OSError, FormatError) as error:  # the reader names the file
-            raise Unreplayable(str(error).replace(str(path), repr(path.name))) from error
+            raise UnreadableGame(str(error).replace(str(path), repr(path.name))) from error
 
     def _rebuild(self, arrays: dict, game: int, iteration: int, file: str) -> dict:
         graph = self.graph
         rows = np.flatnonzero(arrays["game"] == game)
         if not len(rows):
-            raise Unreplayable(f"sample file {file!r} holds no positions of game {game}")
+            raise UnreadableGame(f"sample file {file!r} holds no positions of game {game}")
         rows = rows[np.argsort(arrays["step"][rows], kind="stable")]
         vertex = self._first_vertex(arrays["x"][rows[0]], file)
         positions = []
         for ply, row in enumerate(rows):
             action = int(arrays["action"][row])
             if action not in graph.actions_at(vertex):
-                raise Unreplayable(
+                raise UnreadableGame(
                     f"game {game} of {file!r} plays action {action}, which is "
                     f"not legal at move {ply + 1}: not a game of this session's "
                     "rules"
@@ -180,12 +181,12 @@ class SelfplayGames:
         try:
             return graph.unnumpify(x)
         except NotImplementedError:
-            raise Unreplayable(
+            raise UnreadableGame(
                 f"a game of {file!r} starts away from the game's roots and the game cannot "
                 "unnumpify it"
             ) from None
         except Exception as error:  # the game's own code, on an array it never made
-            raise Unreplayable(
+            raise UnreadableGame(
                 f"a game of {file!r} starts at a position the game cannot rebuild: "
                 f"{type(error).__name__}: {error}"
             ) from error

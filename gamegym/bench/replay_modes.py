@@ -1,4 +1,4 @@
-"""Replays side by side: `gamegym bench replay GAME --modes MODE... [--adapt-to GAME2]`.
+"""Replay modes side by side: `gamegym bench replay GAME --modes MODE... [--adapt-to GAME2]`.
 
 Side by side: the game's preset is trained from scratch once per replay mode and seed, each
 run with the same wall-clock budget and the same seed (the session's and the evaluation's).
@@ -23,26 +23,28 @@ import json
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gamegym.bench.learning import (
-    EVAL_THREADS,
-    add_training_flags,
-    bench_opponents,
-    run_learning_bench,
-    train_and_measure,
-)
+from gamegym.bench.curve import EVAL_THREADS, Yardstick, bench_opponents, train_and_measure
+from gamegym.bench.learning import LearningSettings, add_training_flags, run_learning_bench
+from gamegym.bench.presets import preset_config
 from gamegym.cli.util import json_object
-from gamegym.config import GymConfig, merged_settings
 from gamegym.data.sumtree import SumTree
 from gamegym.game.graph import load_game
 from gamegym.presets import get_preset, initial_model_path, preset_for
 from gamegym.registry import REPLAYS
 
-__all__ = ["run_replay_comparison", "run_adaptation", "minutes_to_perfect", "REPLAY_SETTINGS"]
+__all__ = [
+    "REPLAY_SETTINGS",
+    "ReplaySettings",
+    "minutes_to_perfect",
+    "run_adaptation",
+    "run_replay_comparison",
+]
 
 # preset -> the buffer replays' training settings: a buffer about the size of the preset's
 # window, and about as many minibatches per iteration as its epochs over that window make
@@ -115,165 +117,162 @@ def summarise(runs: list[dict], modes: list[str]) -> dict:
     return summary
 
 
-def run_replay_comparison(
-    game: str,
-    game_args: dict,
-    modes: list[str],
-    seeds: list[int],
-    minutes: float,
-    interval: float,
-    games: int,
-    searchcount: int,
-    plot_path: Path | None,
-) -> dict:
+@dataclass(frozen=True)
+class ReplaySettings:
+    """One replay bench's settings (the flags of `gamegym bench replay`)."""
+
+    game: str  # a bundled game's spec
+    game_args: dict[str, Any] = field(default_factory=dict)  # its arguments
+    modes: tuple[str, ...] = ("uniform", "curious")  # the replay modes (train.replay)
+    seeds: tuple[int, ...] = (0,)  # one run per mode and seed
+    minutes: float = 10.0  # training time of a run (with `adapt_to`: after the change)
+    interval: float = 2.0  # minutes between curve points
+    games: int = 20  # games per curve point against the solver
+    searchcount: int = 100  # searches per move of the evaluated iteration
+    plot: Path | None = None  # where to draw the runs (None: no plot)
+    adapt_to: str | None = None  # the adaptation experiment's changed game (None: side by side)
+    adapt_args: dict[str, Any] = field(default_factory=dict)  # the changed game's arguments
+    pretrain: float = 4.0  # (adapt_to) minutes of learning before the change
+
+
+def run_replay_comparison(settings: ReplaySettings) -> dict:
     """One learning run per mode and seed (see the module); the figures and one plot."""
-    graph = load_game(game, game_args)
-    preset = _preset(game, graph.game_args, modes)
-    solver = bench_opponents(game, graph)[1]  # solved once for every run, where it is solvable
+    s = settings
+    graph = load_game(s.game, s.game_args)
+    preset = _preset(s.game, graph.game_args, s.modes)
+    solver = bench_opponents(s.game, graph)[1]  # solved once for every run, where it is solvable
     runs = []
-    for seed in seeds:
-        for mode in modes:
-            print(f"[bench] replay {mode}, seed {seed}: {minutes:g} minutes", flush=True)
-            figures = run_learning_bench(
-                game,
-                game_args,
-                minutes,
-                interval,
-                games,
-                searchcount,
-                None,
+    for seed in s.seeds:
+        for mode in s.modes:
+            print(f"[bench] replay {mode}, seed {seed}: {s.minutes:g} minutes", flush=True)
+            learning = LearningSettings(
+                s.game,
+                s.game_args,
+                minutes=s.minutes,
+                interval=s.interval,
+                games=s.games,
+                searchcount=s.searchcount,
                 overrides=replay_overrides(preset, mode),
                 seed=seed,
-                graph=graph,
-                solver=solver,
             )
+            figures = run_learning_bench(learning, graph, solver)
             runs.append(_run_record(mode, seed, figures["curve"], figures["final"]))
-    result = {
-        "game": game,
-        "game_args": graph.game_args,
-        "minutes": minutes,
-        "interval": interval,
-        "eval_games": games,
-        "eval_searchcount": searchcount,
-        "eval_threads": EVAL_THREADS,
-        "settings": REPLAY_SETTINGS.get(preset),
-        "runs": runs,
-        "summary": summarise(runs, modes),
-        "sumtree": sumtree_timing(),
-    }
-    if plot_path is not None:
-        plot_runs(result, plot_path, f"{game.split(':')[1]} {graph.game_args or ''}")
-        result["plot"] = str(plot_path)
+    result = _result(s, graph, preset, runs)
+    if s.plot is not None:
+        plot_runs(result, s.plot, f"{s.game.split(':')[1]} {graph.game_args or ''}")
+        result["plot"] = str(s.plot)
     return result
 
 
-def run_adaptation(
-    game: str,
-    game_args: dict,
-    new_game: str,
-    new_args: dict,
-    modes: list[str],
-    seeds: list[int],
-    pretrain: float,
-    minutes: float,
-    interval: float,
-    games: int,
-    searchcount: int,
-    plot_path: Path | None,
-) -> dict:
-    """Per seed: a base learns `game`, then each mode re-adapts to `new_game` (see module)."""
+def run_adaptation(settings: ReplaySettings) -> dict:
+    """Per seed: a base learns the game, then each mode re-adapts to `settings.adapt_to` (see
+    the module)."""
     from gamegym.runtime.continuation import continue_session
     from gamegym.runtime.gym import GameGym
 
-    graph, new_graph = load_game(game, game_args), load_game(new_game, new_args)
-    preset = _preset(game, graph.game_args, modes)
-    opponents, solver = bench_opponents(new_game, new_graph)
-    if solver is None:
+    s = settings
+    if s.adapt_to is None:
+        raise ValueError("the adaptation experiment needs the changed game (--adapt-to)")
+    graph, new_graph = load_game(s.game, s.game_args), load_game(s.adapt_to, s.adapt_args)
+    preset = _preset(s.game, graph.game_args, s.modes)
+    yardstick = Yardstick.of(s.adapt_to, new_graph, s.games, s.searchcount)
+    if yardstick.solver is None:
         raise ValueError(
             f"the adaptation experiment measures against the exact solver; "
-            f"{new_game} has none in the benchmark"
+            f"{s.adapt_to} has none in the benchmark"
         )
     runs = []
-    for seed in seeds:
+    for seed in s.seeds:
         with tempfile.TemporaryDirectory(prefix="gamegym-adapt-") as folder:
-            config = GymConfig.from_dict(
-                merged_settings(
-                    {**get_preset(preset), "status_interval": 30.0, "seed": seed},
-                    replay_overrides(preset, "curious"),
-                )
-            )
-            base = GameGym(
-                Path(folder) / "base",
-                graph=graph,
-                config=config,
-                initial_model=initial_model_path(
-                    game, graph.game_args, config.network_options(), graph=graph
-                ),
-            )
-            print(
-                f"[bench] seed {seed}: learning {game} {graph.game_args} for {pretrain:g} "
-                "minutes (curious)",
-                flush=True,
-            )
-            started = time.monotonic()
-            code = base.resume(max_seconds=pretrain * 60, console=False)
-            if code:
-                raise RuntimeError(f"the base session stopped with exit code {code}")
-            pretrained = {
-                "iteration": base.session.current_iteration(),
-                "minutes": round((time.monotonic() - started) / 60, 2),
-            }
-            for mode in modes:
+            base, pretrained = _pretrain(s, graph, preset, seed, Path(folder) / "base")
+            for mode in s.modes:
                 print(
-                    f"[bench] seed {seed}: {new_game} {new_graph.game_args} with replay "
-                    f"{mode} for {minutes:g} minutes",
+                    f"[bench] seed {seed}: {s.adapt_to} {new_graph.game_args} with replay "
+                    f"{mode} for {s.minutes:g} minutes",
                     flush=True,
                 )
                 session = continue_session(
                     base.session.path,
                     Path(folder) / mode,
-                    new_game,
-                    new_args,
+                    s.adapt_to,
+                    s.adapt_args,
                     replay_overrides(preset, mode),
                 )
-                gym = GameGym(session.path)
                 curve, final, _ = train_and_measure(
-                    gym,
-                    new_graph,
-                    opponents,
-                    solver,
-                    minutes,
-                    interval,
-                    games,
-                    searchcount,
+                    GameGym(session.path),
+                    yardstick,
+                    s.minutes,
+                    s.interval,
                     np.random.default_rng(seed),
                 )
                 runs.append({**_run_record(mode, seed, curve, final), "base": pretrained})
     result = {
-        "game": game,
-        "game_args": graph.game_args,
-        "adapt_to": new_game,
+        **_result(s, graph, preset, runs),
+        "adapt_to": s.adapt_to,
         "adapt_args": new_graph.game_args,
-        "pretrain": pretrain,
-        "minutes": minutes,
-        "interval": interval,
-        "eval_games": games,
-        "eval_searchcount": searchcount,
-        "eval_threads": EVAL_THREADS,
-        "settings": REPLAY_SETTINGS.get(preset),
-        "runs": runs,
-        "summary": summarise(runs, modes),
-        "sumtree": sumtree_timing(),
+        "pretrain": s.pretrain,
     }
-    if plot_path is not None:
-        plot_runs(
-            result, plot_path, f"after the change to {new_game.split(':')[1]} {new_graph.game_args}"
-        )
-        result["plot"] = str(plot_path)
+    if s.plot is not None:
+        title = f"after the change to {s.adapt_to.split(':')[1]} {new_graph.game_args}"
+        plot_runs(result, s.plot, title)
+        result["plot"] = str(s.plot)
     return result
 
 
-def _preset(game: str, game_args: dict, modes: list[str]) -> str:
+def _pretrain(s: ReplaySettings, graph, preset: str, seed: int, folder: Path):
+    """The base session of a seed, in `folder`: the game learnt for `s.pretrain` minutes with
+    `curious` (so its samples carry replay counts and priorities); (its gym, its iteration
+    and minutes)."""
+    from gamegym.runtime.gym import GameGym
+
+    config = preset_config(
+        get_preset(preset),
+        {"status_interval": 30.0, "seed": seed},
+        replay_overrides(preset, "curious"),
+    )
+    base = GameGym(
+        folder,
+        graph=graph,
+        config=config,
+        initial_model=initial_model_path(
+            s.game, graph.game_args, config.network_options(), graph=graph
+        ),
+    )
+    print(
+        f"[bench] seed {seed}: learning {s.game} {graph.game_args} for {s.pretrain:g} "
+        "minutes (curious)",
+        flush=True,
+    )
+    started = time.monotonic()
+    code = base.resume(max_seconds=s.pretrain * 60, console=False)
+    if code:
+        raise RuntimeError(f"the base session stopped with exit code {code}")
+    pretrained = {
+        "iteration": base.session.current_iteration(),
+        "minutes": round((time.monotonic() - started) / 60, 2),
+    }
+    return base, pretrained
+
+
+def _result(s: ReplaySettings, graph, preset: str, runs: list[dict]) -> dict:
+    """The figures every replay bench reports: what ran, each run, the summary per mode and
+    the sum tree's timing."""
+    return {
+        "game": s.game,
+        "game_args": graph.game_args,
+        "minutes": s.minutes,
+        "interval": s.interval,
+        "eval_games": s.games,
+        "eval_searchcount": s.searchcount,
+        "eval_threads": EVAL_THREADS,
+        "settings": REPLAY_SETTINGS.get(preset),
+        "runs": runs,
+        "summary": summarise(runs, list(s.modes)),
+        "sumtree": sumtree_timing(),
+    }
+
+
+def _preset(game: str, game_args: dict, modes: tuple[str, ...]) -> str:
     found = preset_for(game, game_args)
     if found is None:
         raise ValueError(
@@ -333,50 +332,42 @@ def plot_runs(result: dict, path: Path, title: str) -> None:
 
 
 def cmd_replay(args) -> int:
-    modes = args.modes
-    if args.adapt_to:
-        result = run_adaptation(
-            args.game,
-            args.game_args,
-            args.adapt_to,
-            args.adapt_args,
-            modes,
-            args.seeds,
-            args.pretrain,
-            args.minutes,
-            args.interval,
-            args.eval_games,
-            args.eval_searchcount,
-            args.plot,
-        )
-    else:
-        result = run_replay_comparison(
-            args.game,
-            args.game_args,
-            modes,
-            args.seeds,
-            args.minutes,
-            args.interval,
-            args.eval_games,
-            args.eval_searchcount,
-            args.plot,
-        )
+    settings = ReplaySettings(
+        game=args.game,
+        game_args=args.game_args,
+        modes=tuple(args.modes),
+        seeds=tuple(args.seeds),
+        minutes=args.minutes,
+        interval=args.interval,
+        games=args.eval_games,
+        searchcount=args.eval_searchcount,
+        plot=args.plot,
+        adapt_to=args.adapt_to,
+        adapt_args=args.adapt_args,
+        pretrain=args.pretrain,
+    )
+    result = run_adaptation(settings) if args.adapt_to else run_replay_comparison(settings)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
-        tree = result["sumtree"]
-        print(
-            f"sum tree: {tree['batch']} of {tree['items']:,} items drawn in "
-            f"{tree['draw_ms']:.3f} ms, their priorities updated in {tree['update_ms']:.3f} ms"
-        )
-        for mode, row in result["summary"].items():
-            ratio = row.get("ratio_to_uniform")
-            print(
-                f"{mode:12s} minutes to no losses {row['minutes_to_perfect']}, median "
-                f"{row['median']}, reached in {row['reached']} of {row['runs']}"
-                + ("" if ratio is None else f", {ratio:.2f}x uniform")
-            )
+        print_report(result)
     return 0
+
+
+def print_report(result: dict) -> None:
+    """The sum tree's timing and each mode's minutes to no losses."""
+    tree = result["sumtree"]
+    print(
+        f"sum tree: {tree['batch']} of {tree['items']:,} items drawn in "
+        f"{tree['draw_ms']:.3f} ms, their priorities updated in {tree['update_ms']:.3f} ms"
+    )
+    for mode, row in result["summary"].items():
+        ratio = row.get("ratio_to_uniform")
+        print(
+            f"{mode:12s} minutes to no losses {row['minutes_to_perfect']}, median "
+            f"{row['median']}, reached in {row['reached']} of {row['runs']}"
+            + ("" if ratio is None else f", {ratio:.2f}x uniform")
+        )
 
 
 COMMAND = "replay"
