@@ -69,8 +69,7 @@ CONFIG = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
     "selfplay": {
         "selfplayprocesses": 2,
-        "searchthreadcount": 2,
-        "searchcount": 16,
+        "search": {"threads": 2, "searchcount": 16},
         "gamelog_dump_threshold": 4,
         # each Selfplayer plays at most this many positions with one model (the Trainer waits
         # for 100 new ones): every process stays busy, and an 8-hour soak keeps its folder to

@@ -117,7 +117,7 @@ def test_a_learner_from_the_test_folder_ships_a_preset(capsys):
     config, model, graph = new_session_settings("tictactoe-toy", None, None, None)
     assert isinstance(config.learner_config, toylearner.ToyConfig)
     assert (config.train.learner, config.learner_config.smoothing, model) == ("toy", 0.2, None)
-    assert config.selfplay.searchcount == base["selfplay"]["searchcount"]
+    assert config.selfplay.search.searchcount == base["selfplay"]["search"]["searchcount"]
     assert main(["presets", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["tictactoe-toy"]
     assert (row["game"], row["learner"], row["starter_model"]) == (TICTACTOE, "toy", None)

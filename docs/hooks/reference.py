@@ -239,13 +239,13 @@ def config_page(sections: list[SectionDoc] | None = None) -> str:
     out = [
         "# Configuration reference",
         "",
-        "Every setting of a session, generated from the config classes (`gamegym/config.py` "
+        "Every setting of a session, generated from the config classes (`gamegym/config/` "
         "and the sections registered learners add) when this site is built. A session's "
         "`config.json` holds all of them; `gamegym new --config FILE` and `gamegym resume "
         "--config FILE` take a JSON file with any subset, nested by section:",
         "",
         "```json",
-        '{"selfplay": {"searchcount": 200},',
+        '{"selfplay": {"search": {"searchcount": 200}},',
         ' "train": {"replay": "curious", "num_updates_per_train_iter": 200}}',
         "```",
         "",

@@ -20,7 +20,7 @@ search ceiling is its latent search (stub: uniform priors, zero values, rewards 
 states) and its network figures its recurrent call.  A learner whose self-play does not search
 (bootstrapped: one Q request per move) has no search ceiling nor efficiency; its "searches" are
 its moves.  `--core python,compiled` measures the search cores the same way
-(`selfplay.search_core`, gamegym.search.arena): each run's search ceiling and self-play run on
+(`selfplay.search.core`, gamegym.search.arena): each run's search ceiling and self-play run on
 its core.
 """
 
@@ -138,8 +138,8 @@ def run_bench(
 ) -> dict:
     """All figures of one bench run (see the module docstring) with a learner preset.
     `precision` is the session's predict.precision (the fast path's int8 model or not);
-    `core` the selfplay.search_core of the run and of its search ceiling, `search` its root rule
-    (selfplay.search; None: the preset's).
+    `core` the selfplay.search.core of the run and of its search ceiling, `search` its root rule
+    (selfplay.search.rule; None: the preset's).
     `fastpath` and `in_selfplayers` are the session's predict.numpy_fastpath and
     predict.evaluate_in_selfplayers; `network_seconds` 0 skips the network paths; `network`
     (network config fields) replaces the preset's network; `batch_sizes` are those the network
@@ -174,10 +174,13 @@ def run_bench(
             "selfplay": {
                 **preset.get("selfplay", {}),
                 "selfplayprocesses": selfplayers,
-                "searchthreadcount": threads,
-                "searchcount": searchcount,
-                **({"search_core": core} if core is not None else {}),
-                **({"search": search} if search is not None else {}),
+                "search": {
+                    **preset.get("selfplay", {}).get("search", {}),
+                    "threads": threads,
+                    "searchcount": searchcount,
+                    **({"core": core} if core is not None else {}),
+                    **({"rule": search} if search is not None else {}),
+                },
             },
             "predict": {
                 "batchsize": batchsize,
@@ -281,7 +284,7 @@ def run_bench(
             "numpy_fastpath": fastpath,
             "evaluate_in_selfplayers": in_selfplayers,
             "precision": precision,
-            "search_core": config.selfplay.search_core,
+            "search_core": config.selfplay.search.core,
             "search_core_run": ceiling["core"] if ceiling else None,  # the learner's search
             "network": dataclasses.asdict(config.network),
             "cores": psutil.cpu_count(logical=True),
@@ -569,12 +572,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--core",
-        help="selfplay.search_core(s), comma-separated: auto, python, compiled (one run each, "
+        help="selfplay.search.core(s), comma-separated: auto, python, compiled (one run each, "
         "with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--search",
-        help="selfplay.search rule(s), comma-separated: "
+        help="selfplay.search.rule(s), comma-separated: "
         + ", ".join(SEARCHES.names())
         + " (one run each, with ratios to the first; default: the preset's)",
     )

@@ -2,7 +2,7 @@
 it runs, registered by name (rules.py: PUCT, and Gumbel on the pure core in gumbel.py),
 MuZero's search in a learned latent space (latent.py), the compiled core that runs the PUCT
 search and the latent search faster and plays the same games (arena.py, latent_arena.py;
-`selfplay.search_core`), and playing games
+`selfplay.search.core`), and playing games
 with a search, with playout-cap randomization (play.py).  Values are negamax, from the view of
 the player to move.
 

@@ -35,7 +35,7 @@ def playout_cap(cfg) -> PlayoutCap | None:
     probability = getattr(cfg, "playout_cap_probability", 1.0)
     if probability >= 1.0:
         return None
-    return PlayoutCap(cfg.searchcount, cfg.fast_searchcount, probability)
+    return PlayoutCap(cfg.search.searchcount, cfg.fast_searchcount, probability)
 
 
 def selfplay_game(
@@ -48,7 +48,7 @@ def selfplay_game(
     """One self-play game; None when stopped before it finished.
 
     Each move: with playout caps (`playout_cap`), one draw from `rng` decides a full search
-    (`searchcount`, its position a policy target: policy_weight 1) or a fast one
+    (`search.searchcount`, its position a policy target: policy_weight 1) or a fast one
     (`fast_searchcount`, no Dirichlet noise, policy_weight 0); without, every move is full and
     `rng` draws nothing for it.  The move is the rule's choice at the temperature of the
     schedule (`temperature` before `temperature_drop_move`, then 0; the Gumbel rule ignores

@@ -112,7 +112,7 @@ def test_variants_and_seeds_make_one_run_each_with_the_same_budget(monkeypatch, 
 
     monkeypatch.setattr(learning, "run_learning_bench", fake_run)
     monkeypatch.setattr(learning, "plot_curves", lambda runs, path: None)
-    gumbel = {"selfplay": {"search": "gumbel"}}
+    gumbel = {"selfplay": {"search": {"rule": "gumbel"}}}
     figures = learning.run_learning_benches(
         ["alphazero"],
         tmp_path / "plot.png",
@@ -147,13 +147,13 @@ def test_a_variant_is_a_name_and_a_json_object():
             "--variant",
             "puct={}",
             "--variant",
-            'gumbel={"selfplay": {"search": "gumbel"}}',
+            'gumbel={"selfplay": {"search": {"rule": "gumbel"}}}',
             "--seeds",
             "0",
             "1",
         ]
     )
-    assert args.variant == [("puct", {}), ("gumbel", {"selfplay": {"search": "gumbel"}})]
+    assert args.variant == [("puct", {}), ("gumbel", {"selfplay": {"search": {"rule": "gumbel"}}})]
     assert args.seeds == [0, 1]
     for bad in ("gumbel", "=1", "x=[1]"):
         with pytest.raises(SystemExit):
@@ -323,7 +323,9 @@ def test_the_search_ceiling_leaves_out_its_first_game(monkeypatch):
         search.searches_done += 10
 
     monkeypatch.setattr(throughput, "selfplay_game", game)
-    cfg = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"searchcount": 10}).selfplay
+    cfg = GymConfig(
+        game="games.tictactoe:TicTacToe", selfplay={"search": {"searchcount": 10}}
+    ).selfplay
     ceiling = throughput.search_ceiling(TicTacToe(), cfg, 0.1)
     assert len(played) > 2 and played[1] == 0  # the count starts again after the first game
     counted = len(played) - 1

@@ -47,7 +47,7 @@ def test_a_learning_bench_variant_changes_the_preset_in_the_one_config(builds, m
         games=2,
         searchcount=2,
         plot_path=None,
-        overrides={"selfplay": {"searchcount": 16}},
+        overrides={"selfplay": {"search": {"searchcount": 16}}},
     )
     assert figures["selfplay_searchcount"] == 16
     assert len(builds["game"]) == 1 and len(builds["config"]) == 1

@@ -144,8 +144,7 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
         "network": {"kind": "dense", "width": 16, "blocks": 1},
         "selfplay": {
             "selfplayprocesses": 1,
-            "searchthreadcount": 4,
-            "searchcount": 16,
+            "search": {"threads": 4, "searchcount": 16},
             "positions_per_iteration": 100,
         },
         "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},

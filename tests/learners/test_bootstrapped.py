@@ -542,7 +542,7 @@ def test_a_stored_config_of_the_former_layout_reads_into_the_learner_section():
         }
     )
     old["evaluate"]["q_search"] = True
-    config = GymConfig.from_dict(old, stored=True)
+    config = GymConfig.from_dict(old, stored=1)
     assert (
         config.learner_config.heads,
         config.learner_config.prior_scale,
@@ -557,7 +557,7 @@ def test_a_stored_config_of_the_former_layout_reads_into_the_learner_section():
     assert "num_unroll_steps" not in config.to_dict()["train"]
     assert GymConfig.from_dict(config.to_dict()) == config  # today's layout
     old["train"]["learner"] = "alphazero"  # every field dropped
-    assert GymConfig.from_dict(old, stored=True) == GymConfig(game=GAME)
+    assert GymConfig.from_dict(old, stored=1) == GymConfig(game=GAME)
 
 
 def test_heads_and_prior_are_fixed_on_resume():

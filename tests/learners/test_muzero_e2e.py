@@ -20,8 +20,7 @@ SMALL = {
     "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
     "selfplay": {
         "selfplayprocesses": 1,
-        "searchthreadcount": 4,
-        "searchcount": 16,
+        "search": {"threads": 4, "searchcount": 16},
         "gamelog_dump_threshold": 5,
         "positions_per_iteration": 100,
     },

@@ -164,7 +164,8 @@ def test_watch_a_session_learn_and_play_it_out(browser, tmp_path):
         "evaluate": {"every": 1, "opponents": ["random"], "games": 4, "searchcount": 8},
     }
     if pictures:
-        changes["selfplay"] = {**SMALL["selfplay"], "searchcount": 32}
+        search = {**SMALL["selfplay"]["search"], "searchcount": 32}
+        changes["selfplay"] = {**SMALL["selfplay"], "search": search}
         changes["train"] = {**SMALL["train"], "min_samplecount": 400, "min_new_samples": 400}
         changes["evaluate"] = {
             "every": 1,
