@@ -67,7 +67,33 @@ _HOMES = {
     "play_game": "gamegym.game.players",
 }
 
-__all__ = list(_HOMES)
+__all__ = [
+    "GameGym",
+    "GymError",
+    "GameGraph",
+    "GameGraphError",
+    "GameSpecError",
+    "VertexError",
+    "load_game",
+    "GymConfig",
+    "NetworkConfig",
+    "PredictConfig",
+    "SelfplayConfig",
+    "SearchConfig",
+    "TrainConfig",
+    "ConfigError",
+    "SessionError",
+    "SessionLockedError",
+    "Player",
+    "RandomPlayer",
+    "AlphaBetaPlayer",
+    "Solver",
+    "SolverPlayer",
+    "Solution",
+    "UCTPlayer",
+    "solve",
+    "play_game",
+]  # the names of _HOMES
 __version__ = "0.1.0"
 
 

@@ -86,7 +86,7 @@ CONFIG = {
         "replay_capacity": 5000,
         "validation_split": 0.0,
     },
-    "evaluate": {"every": 1, "games": 4, "searchcount": 8, "opponents": ["random"]},
+    "evaluate": {"every": 1, "games": 4, "search": {"searchcount": 8}, "opponents": ["random"]},
     "status_interval": 1.0,
     "heartbeat_timeout": 6.0,
 }

@@ -241,9 +241,16 @@ FORMAT_2_SELFPLAY = {
 
 def test_a_stored_config_with_flat_search_fields_reads_into_the_search_section():
     """A session's config.json of format 2 held the search settings flat in the selfplay
-    section (the root rule as `selfplay.search`): read, each is in selfplay.search."""
-    old = {**GymConfig(game=GAME).to_dict(), "selfplay": dict(FORMAT_2_SELFPLAY)}
+    section (the root rule as `selfplay.search`) and the players' searches per move as
+    `evaluate.searchcount`: read, each is in its section's search section."""
+    old = {
+        **GymConfig(game=GAME).to_dict(),
+        "selfplay": dict(FORMAT_2_SELFPLAY),
+        "evaluate": {"every": 2, "games": 20, "opponents": ["random"], "searchcount": 30},
+    }
     config = GymConfig.from_dict(old, stored=2)
+    players = config.evaluate.search
+    assert (players.searchcount, players.threads, players.core) == (30, 8, "python")
     search = config.selfplay.search
     assert (search.rule, search.searchcount, search.threads, search.os_threads) == (
         "gumbel",
@@ -365,3 +372,17 @@ def test_validating_a_config_imports_neither_the_search_nor_the_runtime_nor_tens
 # the learners' network calls (gamegym.nets.inference) import the messages of the Predictor's
 # pipe with PipeService, which lives beside them
 ALLOWED_RUNTIME = {"gamegym.runtime", "gamegym.runtime.messages"}
+
+
+def test_the_players_search_section_keeps_its_own_defaults():
+    """evaluate.search is a search section with defaults of its own (50 searches, the Python
+    core); keys given change only themselves, and a moved key names its new place."""
+    players = GymConfig(game=GAME).evaluate.search
+    assert (players.searchcount, players.threads, players.core) == (50, 8, "python")
+    changed = GymConfig(game=GAME, evaluate={"search": {"threads": 2}}).evaluate.search
+    assert (changed.searchcount, changed.threads, changed.core) == (50, 2, "python")
+    assert GymConfig(game=GAME).selfplay.search.core == "auto"  # self-play's own defaults
+    with pytest.raises(ConfigError, match="'evaluate.search.searchcount' must be in"):
+        GymConfig(game=GAME, evaluate={"search": {"searchcount": 0}})
+    with pytest.raises(ConfigError, match="'evaluate.searchcount'; it is a field of the search"):
+        GymConfig(game=GAME, evaluate={"searchcount": 10})

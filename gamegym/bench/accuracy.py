@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -148,7 +149,8 @@ def _player_from(args):
         config = session.load_config()
         graph = load_game(config.game, config.game_args)
         iteration = session.current_iteration() if args.iteration is None else args.iteration
-        player = model_player(session, graph, iteration, args.searches, args.threads, config)
+        search = replace(config.evaluate.search, searchcount=args.searches, threads=args.threads)
+        player = model_player(session, graph, iteration, search, config)
         return graph, player, f"{target} iteration {iteration}"
     if not target.is_file():
         raise ValueError(f"{target} is neither a session folder nor a model file")
@@ -157,12 +159,14 @@ def _player_from(args):
     if args.iteration is not None:
         raise ValueError("--iteration is for a session folder")
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
+    from gamegym.search.tree import SearchParams
 
     graph = load_game(args.game, args.game_args)
     configure_tensorflow(use_gpu=False)
     learner = get_learner(args.learner)
     evaluator = learner.make_evaluator(load_model(target), 0)
-    player = learner.player(graph, LocalService(evaluator), args.searches, args.threads)
+    search = SearchParams(searchcount=args.searches, threads=args.threads)  # PUCT, no noise
+    player = learner.player(graph, LocalService(evaluator), search)
     return graph, player, str(target)
 
 

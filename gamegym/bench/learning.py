@@ -18,6 +18,7 @@ import json
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,9 @@ def measure(
     bars = bars or ProgressBars(enabled=False)
     started = time.monotonic()
     iteration = session.current_iteration()
-    player = model_player(session, graph, iteration, searchcount, EVAL_THREADS, config)
+    config = session.load_config() if config is None else config
+    search = replace(config.evaluate.search, searchcount=searchcount, threads=EVAL_THREADS)
+    player = model_player(session, graph, iteration, search, config)
     point: dict = {"iteration": iteration, "by_opponent": {}}
     training = training_figures(session.train_report(iteration))
     if training:

@@ -135,13 +135,17 @@ def reject_unknown(data: dict, known: list[str], prefix: str, hint_for: Any = No
 
 
 def nested(obj: Any, name: str, cls: type, hint_for: Any = None) -> None:
-    """Make the field `name` of section `obj` a `cls` section (given as a JSON object, or as
-    a `cls` already) and give it its dotted path (`obj`'s path + name)."""
+    """Make the field `name` of section `obj` a `cls` section and give it its dotted path
+    (`obj`'s path + name).  Given as a JSON object, its keys change the field's default (a
+    section nested with defaults of its own, as evaluate.search, keeps them); given as a `cls`,
+    it is taken as it is."""
     value = getattr(obj, name)
     path = f"{section_of(obj)}{name}"
     if isinstance(value, dict):
         reject_unknown(value, field_names(cls), path + ".", hint_for)
-        value = cls(**value)
+        (declared,) = [f for f in fields(obj) if f.name == name]
+        made = declared.default_factory
+        value = dataclasses.replace(made() if callable(made) else cls(), **value)
         setattr(obj, name, value)
     check(
         isinstance(value, cls),

@@ -6,9 +6,10 @@ gamegym.data.formats.CONFIG_FORMAT):
 
 - format 1 held every learner's own fields in the shared sections (FORMER_LEARNER_FIELDS):
   the session's learner's go to its own section, the others are dropped;
-- format 2 and before held the search settings flat in the selfplay section
-  (FORMER_SEARCH_FIELDS): they go to its search section, `selfplay.search` (then the root
-  rule's name) to `selfplay.search.rule`.
+- format 2 and before held the search settings flat in the selfplay and evaluate sections
+  (FORMER_SEARCH_FIELDS): they go to the section's search section, `selfplay.search` (then
+  the root rule's name) to `selfplay.search.rule`, `evaluate.searchcount` to
+  `evaluate.search.searchcount`.
 
 Settings of the user's own (a `--config` file, a preset) are read in today's layout only: a
 moved key is an unknown field, and its error names where it lives now (`moved_hint`).
@@ -45,8 +46,8 @@ FORMER_LEARNER_FIELDS = {
     "evaluate": ("q_search",),
 }
 
-# The search settings a config.json of format 2 or before held flat in the selfplay section:
-# the flat key -> its key in the search section (selfplay.search).
+# The search settings a config.json of format 2 or before held flat in the selfplay and
+# evaluate sections: the flat key -> its key in that section's search section.
 FORMER_SEARCH_FIELDS = {
     "selfplay": {
         "search": "rule",
@@ -64,6 +65,7 @@ FORMER_SEARCH_FIELDS = {
         "gumbel_maxvisit_init": "gumbel_maxvisit_init",
         "gumbel_rescale": "gumbel_rescale",
     },
+    "evaluate": {"searchcount": "searchcount"},
 }
 
 
@@ -98,10 +100,11 @@ def _moved_to_search_section(data: dict) -> dict:
             continue
         search = flat.get("search")
         search = dict(search) if isinstance(search, dict) else {}
-        for old, new in moved.items():
-            if old in flat and not (old == "search" and isinstance(flat[old], dict)):
-                search.setdefault(new, flat.pop(old))
-        flat["search"] = search
+        olds = [old for old in moved if old in flat and not isinstance(flat[old], dict)]
+        for old in olds:
+            search.setdefault(moved[old], flat.pop(old))
+        if olds:
+            flat["search"] = search
     return data
 
 

@@ -162,12 +162,21 @@ class EvaluateConfig:
     # the players to meet: player specs (as `gamegym evaluate --against`), or "previous" for
     # the iteration rated before
     opponents: list = field(default_factory=lambda: ["random", "alphabeta:2", "previous"])
-    searchcount: int = 50  # searches per move of the model players
+    # the model players' search: the Evaluator's, and that of `gamegym evaluate`, `gamegym
+    # play` and the web page (each sets the searches per move with its own option); no root
+    # noise, the most visited move is played; the Python core unless set (a match then loads
+    # no numba)
+    search: SearchConfig = field(
+        default_factory=lambda: SearchConfig(searchcount=50, core="python")
+    )
+
+    def __post_init__(self) -> None:
+        nested(self, "search", SearchConfig)
 
     def validate(self) -> None:
         int_in(self, "every", 0)
         int_in(self, "games", 1, 10_000)
-        int_in(self, "searchcount", 1, 100_000)
+        self.search.validate()
         check(
             isinstance(self.opponents, list),
             "evaluate.opponents",

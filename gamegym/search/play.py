@@ -23,7 +23,7 @@ from gamegym.game.players import Player
 from gamegym.nets.inference import PositionEvaluator
 from gamegym.search.arena import make_search
 from gamegym.search.gumbel import PlayoutCap
-from gamegym.search.mcts import Node, Search, SearchParams, choose_action
+from gamegym.search.mcts import Node, SearchParams
 from gamegym.search.tree import TreeSearch
 
 __all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "ModelWait", "MCTSPlayer"]
@@ -183,21 +183,29 @@ class SearchSelfplay:
 
 
 class MCTSPlayer(Player):
-    """Search with a model's evaluations; plays the most visited move (no noise).
-    `search_class` is the search to run (MuZero's latent search; default the GameGraph one)."""
+    """Search with a model's evaluations; plays its rule's move at temperature 0 (PUCT: the
+    most visited one).  `params` is the search (`SearchParams.from_config` of a search
+    section without noise; the model players' section is `evaluate.search`); `make` builds it
+    (MuZero's latent search; default the GameGraph one, on the core `params.core` names)."""
 
     def __init__(
-        self, evaluate, searchcount: int = 100, threads: int = 8, search_class: type = Search
+        self,
+        evaluate,
+        params: SearchParams,
+        make: Callable[[GameGraph, Any, SearchParams], TreeSearch] = make_search,
     ):
-        self.params = SearchParams(searchcount=searchcount, threads=threads)
+        self.params = params
         self.evaluate = evaluate
-        self.search_class = search_class
+        self.make = make
 
     def search(self, graph: GameGraph, vertex, rng: np.random.Generator) -> Node:
         """The searched root node (its visit counts are the move distribution)."""
-        search = self.search_class(graph, self.evaluate, self.params)
-        return search.run(search.new_root(vertex), rng)
+        return self._searched(graph, vertex, rng)[1]
 
     def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
-        root = self.search(graph, vertex, rng)
-        return int(root.actions[choose_action(root, 0.0, rng)])
+        search, root = self._searched(graph, vertex, rng)
+        return int(root.actions[search.choose(root, 0.0, rng)])  # the rule's, at temperature 0
+
+    def _searched(self, graph: GameGraph, vertex, rng: np.random.Generator) -> tuple[Any, Any]:
+        search = self.make(graph, self.evaluate, self.params)
+        return search, search.run(search.new_root(vertex), rng)

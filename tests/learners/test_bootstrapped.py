@@ -245,7 +245,10 @@ def test_majority_vote():
     assert vote(tie, np.ones(4, bool), rng) == 1
     # the player asks the model and votes
     learner, model = fresh(load_game(GAME))
-    player = learner.player(load_game(GAME), LocalService(learner.make_evaluator(model, 0)))
+    from gamegym.search.tree import SearchParams
+
+    service = LocalService(learner.make_evaluator(model, 0))
+    player = learner.player(load_game(GAME), service, SearchParams())
     assert isinstance(player, VotePlayer)
     graph = load_game(GAME)
     vertex = graph.child_by_action(graph.roots[0], 4)
@@ -257,7 +260,10 @@ def test_the_mean_q_search_player(graph):
     config = GymConfig.from_dict(
         {"game": GAME, "train": {"learner": "bootstrapped"}, "bootstrapped": {"q_search": True}}
     )
-    player = learner.player(graph, LocalService(learner.make_evaluator(model, 0)), 16, 4, config)
+    from gamegym.search.tree import SearchParams
+
+    service = LocalService(learner.make_evaluator(model, 0))
+    player = learner.player(graph, service, SearchParams(searchcount=16, threads=4), config)
     assert not isinstance(player, VotePlayer)
     vertex = graph.roots[0]
     for action in (0, 3, 1, 4):

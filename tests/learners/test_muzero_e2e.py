@@ -35,7 +35,12 @@ SMALL = {
         "num_updates_per_train_iter": 8,
         "replay_capacity": 400,
     },
-    "evaluate": {"every": 1, "games": 2, "searchcount": 8, "opponents": ["random", "previous"]},
+    "evaluate": {
+        "every": 1,
+        "games": 2,
+        "search": {"searchcount": 8},
+        "opponents": ["random", "previous"],
+    },
     "status_interval": 2.0,
 }
 

@@ -161,7 +161,7 @@ def test_watch_a_session_learn_and_play_it_out(browser, tmp_path):
         "selfplay": SMALL["selfplay"],
         "train": SMALL["train"],
         "status_interval": 1.0,
-        "evaluate": {"every": 1, "opponents": ["random"], "games": 4, "searchcount": 8},
+        "evaluate": {"every": 1, "opponents": ["random"], "games": 4, "search": {"searchcount": 8}},
     }
     if pictures:
         search = {**SMALL["selfplay"]["search"], "searchcount": 32}
@@ -171,7 +171,7 @@ def test_watch_a_session_learn_and_play_it_out(browser, tmp_path):
             "every": 1,
             "opponents": ["random", "solver"],
             "games": 10,
-            "searchcount": 32,
+            "search": {"searchcount": 32},
         }
     session = preset_session(tmp_path, "tictactoe", changes)
     with served(session, tmp_path / "serve.log") as url:

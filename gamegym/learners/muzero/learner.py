@@ -159,14 +159,13 @@ class MuZeroLearner(Learner):
 
         return make_latent_search(graph, uniform_latent_evaluator(graph.action_space_size), params)
 
-    def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
-        from gamegym.search.latent import LatentEvaluator, LatentSearch, require_alternating
+    def player(self, graph, service, search, config=None):
+        from gamegym.search.latent import LatentEvaluator, require_alternating
+        from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.play import MCTSPlayer
 
         require_alternating(graph)
-        return MCTSPlayer(
-            LatentEvaluator(graph, service), searchcount, threads, search_class=LatentSearch
-        )
+        return MCTSPlayer(LatentEvaluator(graph, service), search, make=make_latent_search)
 
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):
