@@ -25,6 +25,17 @@ def test_the_built_in_implementations_register_themselves():
         assert cls.name == name
 
 
+def test_the_names_a_registry_declares_are_those_its_providers_register():
+    """A declared name is known without importing the providers (`knows`), so it must be one
+    they register; a name not declared is looked up as before."""
+    for registry in (LEARNERS, REPLAYS, BACKENDS, SEARCHES):
+        assert registry.declared <= set(registry.names()), registry.kind
+    fresh = Registry("thing", "x.thing", providers=("no.such.module",), declared=("a",))
+    assert fresh.knows("a") and not fresh._loaded  # answered without importing anything
+    with pytest.raises(ModuleNotFoundError):
+        fresh.knows("b")  # an undeclared name loads the providers
+
+
 def test_an_unknown_name_is_refused_with_the_known_ones():
     with pytest.raises(ConfigError, match=r"'train.learner' must be one of \['alphazero'"):
         GymConfig(game=TICTACTOE, train={"learner": "alfazero"})

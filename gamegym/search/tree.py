@@ -49,9 +49,9 @@ class SearchParams:
 
     @classmethod
     def from_config(cls, search: SearchConfig, noise: bool = True) -> SearchParams:
-        """The parameters of a search section (`selfplay.search.rule`): the one place a config
-        becomes a search.  An unset `dirichlet_fraction` (None) is the rule's default (PUCT
-        0.25, Gumbel 0); `noise=False`: none at all."""
+        """The parameters of a search section (`selfplay.search`, `evaluate.search`): the one
+        place a config becomes a search.  An unset `dirichlet_fraction` (None) is the rule's
+        default (PUCT 0.25, Gumbel 0); `noise=False`: none at all (a player)."""
         fraction = search.dirichlet_fraction
         if fraction is None:
             fraction = SEARCHES.get(search.rule).default_dirichlet_fraction

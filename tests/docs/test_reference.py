@@ -45,10 +45,9 @@ def _flatten(data: dict, prefix: str = "") -> set[str]:
 
 
 def _learner_names() -> list[str]:
-    from gamegym import config
+    from gamegym.registry import LEARNERS
 
-    learners = config.LEARNERS
-    return list(learners.names()) if hasattr(learners, "names") else list(learners)
+    return list(LEARNERS.names())
 
 
 def config_json_fields() -> set[str]:
