@@ -165,6 +165,7 @@ def run_bench(
     own = dict(preset.get(trains, {}))
     if hasattr(learner_config_class(trains), "positions_per_iteration"):
         own["positions_per_iteration"] = 0  # no Trainer: never wait for one
+    selfplay: dict[str, Any] = dict(preset.get("selfplay", {}))
     config = GymConfig.from_dict(
         {
             "game": game,
@@ -172,10 +173,10 @@ def run_bench(
             "status_interval": 0.0,
             "network": network,
             "selfplay": {
-                **preset.get("selfplay", {}),
+                **selfplay,
                 "selfplayprocesses": selfplayers,
                 "search": {
-                    **preset.get("selfplay", {}).get("search", {}),
+                    **selfplay.get("search", {}),
                     "threads": threads,
                     "searchcount": searchcount,
                     **({"core": core} if core is not None else {}),
