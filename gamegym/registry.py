@@ -6,9 +6,13 @@ the registry for a name, its class or the list of names, and never compare names
 
 The built-in implementations live in the modules each registry lists as its *providers*: they
 are imported the first time the registry is asked, so naming a registry costs nothing until a
-name is looked up.  Code of your own registers the same way, from any module imported before
-the config is built (a test folder, your game's module), or as a package entry point in the
-group `gamegym.<kind>s` (e.g. `gamegym.learners`), which is loaded with the providers:
+name is looked up.  A registry may declare the names its providers register (`declared`):
+`knows(name)` answers for those without importing anything, so validating a config that
+names a built-in backend or search rule imports neither.
+
+Code of your own registers the same way, from any module imported before the config is built
+(a test folder, your game's module), or as a package entry point in the group
+`gamegym.<kind>s` (e.g. `gamegym.learners`), which is loaded with the providers:
 
     from gamegym.registry import LEARNERS
 
@@ -61,10 +65,18 @@ class RegistryError(KeyError):
 class Registry:
     """Names of one kind of implementation (a learner, a replay mode, ...) and their classes."""
 
-    def __init__(self, kind: str, field: str, providers: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        kind: str,
+        field: str,
+        providers: tuple[str, ...] = (),
+        declared: tuple[str, ...] = (),
+    ) -> None:
         self.kind = kind  # "learner": used in messages
         self.field = field  # the config field that names one: "train.learner"
         self.providers = providers  # modules that register the built-in implementations
+        # names the providers register, known without importing them (`knows`)
+        self.declared = frozenset(declared)
         self._entries: dict[str, Any] = {}
         self._declared: dict[int, dict[str, Any]] = {}  # id(object) -> its capabilities
         self._loaded = False
@@ -141,6 +153,11 @@ class Registry:
         self._load()
         return name in self._entries
 
+    def knows(self, name: object) -> bool:
+        """Whether `name` is registered; a name the providers declare is known without
+        importing them (a config names one without paying for the modules behind it)."""
+        return (isinstance(name, str) and name in self.declared) or name in self
+
     def unknown(self, name: Any) -> str:
         """The message for a name nothing registered under."""
         known = self.names()
@@ -216,5 +233,11 @@ BACKENDS = Registry(
     "backend",
     "selfplay.backend",
     providers=("gamegym.runtime.backends", "gamegym.runtime.ray.backend"),
+    declared=("processes", "ray"),
 )
-SEARCHES = Registry("search", "selfplay.search", providers=("gamegym.search.rules",))
+SEARCHES = Registry(
+    "search",
+    "selfplay.search.rule",
+    providers=("gamegym.search.rules",),
+    declared=("gumbel", "puct"),
+)

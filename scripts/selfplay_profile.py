@@ -2,7 +2,7 @@
 network on the fast path (as a Selfplayer runs it) against the same search with a uniform
 evaluator, both in CPU time, with the network and numpify calls timed apart; then what the
 network costs a position at several batch sizes (`gamegym.bench.networks.evaluator_rates`).  The search runs
-on the core a Selfplayer would pick (`--core`: selfplay.search_core; "auto" is the compiled one
+on the core a Selfplayer would pick (`--core`: selfplay.search.core; "auto" is the compiled one
 where numba is installed).
 
     python scripts/selfplay_profile.py games.connectfour:ConnectFour '{"rows": 6, "columns": 7}'
@@ -91,7 +91,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=24, help="concurrent searches")
     parser.add_argument("--precision", choices=PRECISIONS, default="float32")
     parser.add_argument(
-        "--core", choices=CORES, default="auto", help="the search core (selfplay.search_core)"
+        "--core", choices=CORES, default="auto", help="the search core (selfplay.search.core)"
     )
     parser.add_argument(
         "--network", type=json.loads, default={}, help="changes to the preset's network (JSON)"
@@ -106,7 +106,7 @@ def main() -> int:
     cfg = GymConfig(
         game=args.game,
         game_args=graph.game_args,
-        selfplay={"searchthreadcount": args.threads, "search_core": args.core},
+        selfplay={"search": {"threads": args.threads, "core": args.core}},
     ).selfplay
     totals = {"network": 0.0, "positions": 0, "calls": 0, "numpify": 0.0}
     numpify_many = graph.numpify_many  # what the evaluator calls for a batch of leaves

@@ -70,8 +70,7 @@ CONFIG = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
     "selfplay": {
         "selfplayprocesses": 2,
-        "searchthreadcount": 2,
-        "searchcount": 16,
+        "search": {"threads": 2, "searchcount": 16},
         "gamelog_dump_threshold": 4,
         # each Selfplayer plays at most this many positions with one model (the Trainer waits
         # for 100 new ones): every process stays busy, and an 8-hour soak keeps its folder to
@@ -88,7 +87,7 @@ CONFIG = {
         "replay_capacity": 5000,
         "validation_split": 0.0,
     },
-    "evaluate": {"every": 1, "games": 4, "searchcount": 8, "opponents": ["random"]},
+    "evaluate": {"every": 1, "games": 4, "search": {"searchcount": 8}, "opponents": ["random"]},
     "status_interval": 1.0,
     "heartbeat_timeout": 6.0,
 }

@@ -53,10 +53,8 @@ if not os.environ.get("PYTEST_XDIST_WORKER"):
 SMALL = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
     "selfplay": {
-        "search_core": "python",
         "selfplayprocesses": 1,
-        "searchthreadcount": 4,
-        "searchcount": 16,
+        "search": {"core": "python", "threads": 4, "searchcount": 16},
         "gamelog_dump_threshold": 5,
         "positions_per_iteration": 100,
     },
@@ -245,14 +243,11 @@ def random_game(graph, rng, heads: int | None = None):
 
 
 def merged(base: dict, changes: dict) -> dict:
-    """`base` with `changes` merged in, section by section."""
-    out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
-    for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key].update(value)
-        else:
-            out[key] = value
-    return out
+    """`base` with `changes` merged in, section by section (nested sections too), as
+    `GymConfig.updated` merges them."""
+    from gamegym.config import merged_settings
+
+    return merged_settings(base, changes)
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,17 @@ def test_the_built_in_implementations_register_themselves():
         assert cls.name == name
 
 
+def test_the_names_a_registry_declares_are_those_its_providers_register():
+    """A declared name is known without importing the providers (`knows`), so it must be one
+    they register; a name not declared is looked up as before."""
+    for registry in (LEARNERS, REPLAYS, BACKENDS, SEARCHES):
+        assert registry.declared <= set(registry.names()), registry.kind
+    fresh = Registry("thing", "x.thing", providers=("no.such.module",), declared=("a",))
+    assert fresh.knows("a") and not fresh._loaded  # answered without importing anything
+    with pytest.raises(ModuleNotFoundError):
+        fresh.knows("b")  # an undeclared name loads the providers
+
+
 def test_an_unknown_name_is_refused_with_the_known_ones():
     with pytest.raises(ConfigError, match=r"'train.learner' must be one of \['alphazero'"):
         GymConfig(game=TICTACTOE, train={"learner": "alfazero"})
@@ -139,7 +150,7 @@ def test_a_learner_from_the_test_folder_ships_a_preset(capsys):
     config, model, graph = new_session_settings("tictactoe-toy", None, None, None)
     assert isinstance(config.learner_config, toylearner.ToyConfig)
     assert (config.train.learner, config.learner_config.smoothing, model) == ("toy", 0.2, None)
-    assert config.selfplay.searchcount == base["selfplay"]["searchcount"]
+    assert config.selfplay.search.searchcount == base["selfplay"]["search"]["searchcount"]
     assert main(["presets", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["tictactoe-toy"]
     assert (row["game"], row["learner"], row["starter_model"]) == (TICTACTOE, "toy", None)

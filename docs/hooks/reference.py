@@ -159,25 +159,29 @@ def _is_slot(f: dataclasses.Field, default: Any) -> bool:
     return default is None and f.type in (Any, "Any")
 
 
-def _walk(cls: type, prefix: str, fixed: set[str], seen: set[type]) -> Iterator[SectionDoc]:
+def _walk(
+    cls: type, prefix: str, fixed: set[str], seen: set[type], instance: Any = None
+) -> Iterator[SectionDoc]:
+    """The section `cls` at `prefix` and the sections nested in it; the defaults are those of
+    `instance` where given (a section nested with defaults of its own, as evaluate.search)."""
     seen.add(cls)
     meanings = field_meanings(cls)
     own: list[FieldDoc] = []
-    nested: list[tuple[type, str]] = []
+    nested: list[tuple[type, str, Any]] = []
     fixed = fixed | {prefix + name for name in getattr(cls, "FIXED", ()) if isinstance(name, str)}
     for f in dataclasses.fields(cls):
-        default = _default_of(f)
+        default = getattr(instance, f.name) if instance is not None else _default_of(f)
         name = prefix + f.name
         if _is_slot(f, default):
             continue
         if dataclasses.is_dataclass(default) and not isinstance(default, type):
-            nested.append((type(default), name + "."))
+            nested.append((type(default), name + ".", default))
         elif (
             isinstance(default, dict)
             and default
             and all(dataclasses.is_dataclass(v) for v in default.values())
         ):
-            nested += [(type(v), f"{name}.{key}.") for key, v in default.items()]
+            nested += [(type(v), f"{name}.{key}.", v) for key, v in default.items()]
         else:
             own.append(
                 FieldDoc(
@@ -188,9 +192,8 @@ def _walk(cls: type, prefix: str, fixed: set[str], seen: set[type]) -> Iterator[
                 )
             )
     yield SectionDoc(prefix.rstrip("."), cls, inspect.getdoc(cls) or "", own)
-    for sub, sub_prefix in nested:
-        if sub not in seen:
-            yield from _walk(sub, sub_prefix, fixed, seen)
+    for sub, sub_prefix, default in nested:  # one class may be nested in several sections
+        yield from _walk(sub, sub_prefix, fixed, seen, default)
 
 
 def config_sections() -> list[SectionDoc]:
@@ -239,13 +242,13 @@ def config_page(sections: list[SectionDoc] | None = None) -> str:
     out = [
         "# Configuration reference",
         "",
-        "Every setting of a session, generated from the config classes (`gamegym/config.py` "
+        "Every setting of a session, generated from the config classes (`gamegym/config/` "
         "and the sections registered learners add) when this site is built. A session's "
         "`config.json` holds all of them; `gamegym new --config FILE` and `gamegym resume "
         "--config FILE` take a JSON file with any subset, nested by section:",
         "",
         "```json",
-        '{"selfplay": {"searchcount": 200},',
+        '{"selfplay": {"search": {"searchcount": 200}},',
         ' "train": {"replay": "curious", "num_updates_per_train_iter": 200}}',
         "```",
         "",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +208,8 @@ def _player_from(s: AccuracySettings):
         config = session.load_config()
         graph = load_game(config.game, config.game_args)
         iteration = session.current_iteration() if s.iteration is None else s.iteration
-        player = model_player(session, graph, iteration, s.searches, s.threads, config)
+        search = replace(config.evaluate.search, searchcount=s.searches, threads=s.threads)
+        player = model_player(session, graph, iteration, search, config)
         return graph, player, f"{target} iteration {iteration}"
     if not target.is_file():
         raise ValueError(f"{target} is neither a session folder nor a model file")
@@ -217,12 +218,14 @@ def _player_from(s: AccuracySettings):
     if s.iteration is not None:
         raise ValueError("--iteration is for a session folder")
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
+    from gamegym.search.tree import SearchParams
 
     graph = load_game(s.game, s.game_args)
     configure_tensorflow(use_gpu=False)
     learner = get_learner(s.learner)
     evaluator = learner.make_evaluator(load_model(target), 0)
-    player = learner.player(graph, LocalService(evaluator), s.searches, s.threads)
+    search = SearchParams(searchcount=s.searches, threads=s.threads)  # PUCT, no noise
+    player = learner.player(graph, LocalService(evaluator), search)
     return graph, player, str(target)
 
 

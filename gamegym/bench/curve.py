@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +163,11 @@ def measure(
     bars = bars or ProgressBars(enabled=False)
     started = time.monotonic()
     iteration = session.current_iteration()
-    player = model_player(session, graph, iteration, yardstick.searchcount, EVAL_THREADS, config)
+    config = session.load_config() if config is None else config
+    search = replace(
+        config.evaluate.search, searchcount=yardstick.searchcount, threads=EVAL_THREADS
+    )
+    player = model_player(session, graph, iteration, search, config)
     point: dict = {"iteration": iteration, "by_opponent": {}}
     training = training_figures(session.train_report(iteration))
     if training:

@@ -178,7 +178,7 @@ def _figures(
 
 def _selfplay_searches(config) -> int:
     """Searches per move in self-play (0: the learner's self-play does not search)."""
-    return config.selfplay.searchcount if selfplay_searches(config.train.learner) else 0
+    return config.selfplay.search.searchcount if selfplay_searches(config.train.learner) else 0
 
 
 def run_learning_benches(
@@ -301,7 +301,7 @@ EXAMPLE = """examples:
   gamegym bench learning games.tictactoe:TicTacToe --learner bootstrapped,dqn --json
   gamegym bench learning games.connectfour:ConnectFour --opponents alphabeta0:4 --minutes 75
   gamegym bench learning games.tictactoe:TicTacToe --minutes 5 --seeds 0 1 \\
-      --variant 'puct={}' --variant 'gumbel={"selfplay": {"search": "gumbel"}}'
+      --variant 'puct={}' --variant 'gumbel={"selfplay": {"search": {"rule": "gumbel"}}}'
 """
 
 
@@ -370,7 +370,7 @@ def add_parser(sub) -> None:
         action="append",
         metavar="NAME=JSON",
         help="a run with these changes to the preset's config, e.g. "
-        '\'gumbel={"selfplay": {"search": "gumbel"}}\' (repeat it: one run '
+        '\'gumbel={"selfplay": {"search": {"rule": "gumbel"}}}\' (repeat it: one run '
         "each, side by side in one plot; NAME={} is the preset as it is)",
     )
     p.add_argument(
@@ -388,6 +388,7 @@ def variant(text: str) -> tuple[str, dict]:
     name, sep, changes = text.partition("=")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(
-            f'{text!r} is not NAME=JSON, e.g. gumbel=\'{{"selfplay": {{"search": "gumbel"}}}}\''
+            f"{text!r} is not NAME=JSON, e.g. "
+            'gumbel=\'{"selfplay": {"search": {"rule": "gumbel"}}}\''
         )
     return name.strip(), json_object(changes)

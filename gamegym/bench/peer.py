@@ -4,7 +4,7 @@ All sides play whole games against themselves on the same game, with the same se
 (simulations) per move and the same exploration constant, with no network
 (`gamegym.bench.peersides`): our search with the uniform stub evaluator (the bench's search
 ceiling; one search at a time, and `--threads` concurrent searches) on the core `--core` picks
-(`selfplay.search_core`; the end-to-end runs too), OpenSpiel's Python `MCTSBot`
+(`selfplay.search.core`; the end-to-end runs too), OpenSpiel's Python `MCTSBot`
 with uniform priors and the value 0 (the same evaluator), and OpenSpiel's C++ `MCTSBot` with the
 closest evaluator its Python API builds: the C++ `RandomRolloutEvaluator` at 1 rollout (uniform
 priors too, but each leaf's value is one random playout instead of 0, so it does more work per
@@ -143,7 +143,7 @@ class PeerSettings:
     end_to_end_seconds: float = 0.0  # 0: no end-to-end runs
     end_to_end_runs: int = 1
     selfplayers: int = 4  # Selfplayers end to end
-    core: str = "auto"  # our search's core (selfplay.search_core)
+    core: str = "auto"  # our search's core (selfplay.search.core)
     network: dict | None = None  # end to end: network config fields instead of the preset's
     precision: str = "float32"  # end to end: predict.precision
 
@@ -396,7 +396,7 @@ def add_parser(sub) -> None:
         "--core",
         choices=list(CORES),
         default="auto",
-        help="our search's core (selfplay.search_core; auto: compiled where numba is installed)",
+        help="our search's core (selfplay.search.core; auto: compiled where numba is installed)",
     )
     p.add_argument(
         "--network",

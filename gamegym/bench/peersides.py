@@ -3,7 +3,7 @@ network, each side counting its searches (simulations) and games; `race` alterna
 between the sides and tallies what each did.
 
 - `OursSide`: our search with the uniform stub evaluator (the bench's search ceiling), on the
-  core asked for (`selfplay.search_core`: the pure-Python reference, or the compiled core).
+  core asked for (`selfplay.search.core`: the pure-Python reference, or the compiled core).
 - `OpenSpielPythonSide`: OpenSpiel's Python `MCTSBot` with an evaluator that returns uniform
   priors and the value 0 (no rollouts), PUCT child selection: the same evaluator as ours.
 - `OpenSpielCppSide`: OpenSpiel's C++ `pyspiel.MCTSBot` with PUCT child selection and the only
@@ -102,10 +102,12 @@ class OursSide:
                 "game": game,
                 "game_args": game_args,
                 "selfplay": {
-                    "searchcount": searchcount,
-                    "searchthreadcount": threads,
-                    "exploration_const": c,
-                    "search_core": core,
+                    "search": {
+                        "searchcount": searchcount,
+                        "threads": threads,
+                        "exploration_const": c,
+                        "core": core,
+                    },
                 },
             }
         ).selfplay

@@ -20,7 +20,7 @@ search ceiling is its latent search (stub: uniform priors, zero values, rewards 
 states) and its network figures its recurrent call.  A learner whose self-play does not search
 (bootstrapped: one Q request per move) has no search ceiling nor efficiency; its "searches" are
 its moves.  `--core python,compiled` measures the search cores the same way
-(`selfplay.search_core`, gamegym.search.arena): each run's search ceiling and self-play run on
+(`selfplay.search.core`, gamegym.search.arena): each run's search ceiling and self-play run on
 its core.
 """
 
@@ -86,8 +86,8 @@ class ThroughputSettings:
     repeat: int = 1
     learner: str = "alphazero"  # the learner preset (a learner, or a variant such as "dqn")
     precision: str = "float32"  # predict.precision: the fast path's int8 model or not
-    core: str | None = None  # selfplay.search_core of the run and its ceiling (None: preset's)
-    search: str | None = None  # selfplay.search, the root rule (None: the preset's)
+    core: str | None = None  # selfplay.search.core of the run and its ceiling (None: preset's)
+    search: str | None = None  # selfplay.search.rule, the root rule (None: the preset's)
 
     @property
     def label(self) -> str:
@@ -160,10 +160,12 @@ def bench_config(s: ThroughputSettings, graph) -> GymConfig:
         "status_interval": 0.0,
         "selfplay": {
             "selfplayprocesses": s.selfplayers,
-            "searchthreadcount": s.threads,
-            "searchcount": s.searchcount,
-            **({"search_core": s.core} if s.core is not None else {}),
-            **({"search": s.search} if s.search is not None else {}),
+            "search": {
+                "threads": s.threads,
+                "searchcount": s.searchcount,
+                **({"core": s.core} if s.core is not None else {}),
+                **({"rule": s.search} if s.search is not None else {}),
+            },
         },
         "predict": {
             "batchsize": s.batchsize,
@@ -254,7 +256,7 @@ def _figures(s: ThroughputSettings, graph, config: GymConfig, measured: dict) ->
             "numpy_fastpath": s.fastpath,
             "evaluate_in_selfplayers": s.in_selfplayers,
             "precision": s.precision,
-            "search_core": config.selfplay.search_core,
+            "search_core": config.selfplay.search.core,
             "search_core_run": ceiling["core"] if ceiling else None,  # the learner's search
             "network": dataclasses.asdict(config.network),
             "cores": psutil.cpu_count(logical=True),
@@ -481,12 +483,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--core",
-        help="selfplay.search_core(s), comma-separated: auto, python, compiled (one run each, "
+        help="selfplay.search.core(s), comma-separated: auto, python, compiled (one run each, "
         "with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--search",
-        help="selfplay.search rule(s), comma-separated: "
+        help="selfplay.search.rule(s), comma-separated: "
         + ", ".join(SEARCHES.names())
         + " (one run each, with ratios to the first; default: the preset's)",
     )

@@ -28,7 +28,7 @@ def self_play_window(graph, config: GymConfig, model, samples: int, searchcount:
     learner = get_learner(config.train.learner)
     changes: dict[str, Any] = {
         "selfplay": {
-            "searchcount": searchcount,
+            "search": {"searchcount": searchcount},
             "playout_cap_probability": 1.0,
             "positions_per_iteration": 0,
         }

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 __all__ = ["CONFIG_FORMAT", "SAMPLE_FORMAT", "REPLAY_FORMAT", "FormatError", "check_format"]
 
+# 3: the search settings in the selfplay section's search section ("selfplay": {"search":
+#    {"searchcount": ...}}); 2 kept them flat in the selfplay section, read by moving them there
 # 2: each learner's own fields in its own section ("muzero": {...}, "bootstrapped": {...});
 #    1 kept every learner's in the shared sections, read by moving the session learner's there
-CONFIG_FORMAT = 2
+#    (gamegym.config.layouts reads each)
+CONFIG_FORMAT = 3
 # 2: the policy_weight column (0 after a fast search of playout-cap randomization); a file of
 #    format 1 has none and reads as all 1
 SAMPLE_FORMAT = 2

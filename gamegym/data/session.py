@@ -166,9 +166,9 @@ class Session:
                     CONFIG_FORMAT,
                     f"session {self.path} (config.json)",
                 )
-            # format 1 kept every learner's own fields in the shared sections; the plugins
-            # it names are not imported (GymConfig.with_plugins, once the user agreed)
-            return GymConfig.from_dict(data, stored=version < 2, plugins=False)
+            # an earlier format is read in today's layout (gamegym.config.layouts); the
+            # plugins it names are not imported (GymConfig.with_plugins, once the user agreed)
+            return GymConfig.from_dict(data, stored=version, plugins=False)
         except FormatError as error:
             raise SessionError(str(error)) from error
         except ConfigError as error:

@@ -22,9 +22,10 @@ from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPl
 from gamegym.game.playerspecs import check_player_spec
 from gamegym.game.uct import UCTPlayer
 from gamegym.search.play import MCTSPlayer
+from gamegym.search.tree import SearchParams
 
 if TYPE_CHECKING:
-    from gamegym.config import GymConfig
+    from gamegym.config import GymConfig, SearchConfig
 
 __all__ = [
     "MCTSPlayer",
@@ -42,15 +43,15 @@ def model_player(
     session,
     graph: GameGraph,
     iteration: int | None = None,
-    searchcount: int = 100,
-    threads: int = 8,
+    search: SearchConfig | None = None,
     config: GymConfig | None = None,
 ) -> Player:
     """A model iteration of a session as a Player, built by the session's learner (an
     MCTSPlayer for AlphaZero, the heads' vote for Bootstrapped), its network called in this
     process: from the model's fast-path file as the Predictor would load it (no TensorFlow),
-    else with TensorFlow; `config`: the session's, when the caller holds it (else read from
-    the folder)."""
+    else with TensorFlow.  It searches as `search` says (default: the session's
+    `evaluate.search`), without root noise; `config`: the session's, when the caller holds it
+    (else read from the folder)."""
     from gamegym.learners import get_learner
     from gamegym.nets.inference import LocalService
 
@@ -70,7 +71,9 @@ def model_player(
 
         configure_tensorflow(use_gpu=False)
         evaluator = learner.make_evaluator(load_model(path), iteration)
-    return learner.player(graph, LocalService(evaluator), searchcount, threads, config)
+    search = config.evaluate.search if search is None else search
+    params = SearchParams.from_config(search, noise=False)
+    return learner.player(graph, LocalService(evaluator), params, config)
 
 
 def _fast_evaluator(learner, path, iteration: int, config: GymConfig):
@@ -201,7 +204,10 @@ def run_match(
 
 
 def make_player(
-    spec: str, session=None, graph: GameGraph | None = None, searchcount: int = 100
+    spec: str,
+    session=None,
+    graph: GameGraph | None = None,
+    search: SearchConfig | None = None,
 ) -> Player:
     """A player from its spec (gamegym.game.playerspecs): random, alphabeta:D (the game's heuristic at
     the leaves), alphabeta0:D (no heuristic), solver, mcts:N (UCT with N random rollouts a
@@ -222,7 +228,7 @@ def make_player(
     if name == "mcts":
         return UCTPlayer(int(arg))
     if name == "iteration" and session is not None and graph is not None:
-        return model_player(session, graph, int(arg), searchcount)
+        return model_player(session, graph, int(arg), search)
     if name.startswith("openspiel-"):
         from gamegym.adapters.openspiel import make_openspiel_player
 

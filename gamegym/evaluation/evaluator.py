@@ -6,6 +6,7 @@ and plots/rating.png.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -34,14 +35,14 @@ class ModelPruned(Exception):
     """A model iteration's file was deleted (`train.keep_models`) before it could be loaded."""
 
 
-def load_model_player(session, graph, iteration: int, searchcount: int, config=None) -> Player:
+def load_model_player(session, graph, iteration: int, search, config=None) -> Player:
     """`model_player` (`config`: the session's, as read with consent; None: read from the
     folder), with ModelPruned when the iteration's file is gone (a newer one has been
     published since the iteration was named, and the older pruned)."""
     if not session.model_path(iteration).is_file():
         raise ModelPruned(f"model iteration {iteration} was pruned before it could be loaded")
     try:
-        return model_player(session, graph, iteration, searchcount, config=config)
+        return model_player(session, graph, iteration, search, config=config)
     except Exception:
         if session.model_path(iteration).is_file():
             raise
@@ -68,13 +69,13 @@ class CountedPlayer(Player):
 
 
 def previous_player(
-    session, graph, iteration: int, searchcount: int, config=None
+    session, graph, iteration: int, search, config=None
 ) -> tuple[str, Player] | None:
     """The newest iteration before `iteration` that loads, as a player (a pruned one is
     passed over: iteration 0 is always kept); None when there is none."""
     for earlier in reversed([i for i in session.model_iterations() if i < iteration]):
         try:
-            player = load_model_player(session, graph, earlier, searchcount, config)
+            player = load_model_player(session, graph, earlier, search, config)
             return iteration_name(earlier), player
         except ModelPruned as error:
             log.info("%s; taking an older one as the previous iteration", error)
@@ -85,16 +86,16 @@ def evaluate_iteration(session, config, graph, iteration: int, rng: np.random.Ge
     """Play `iteration` against the configured opponents; record results; return ratings.
     ModelPruned when the iteration's model file is gone."""
     cfg = config.evaluate
-    player = CountedPlayer(load_model_player(session, graph, iteration, cfg.searchcount, config))
+    player = CountedPlayer(load_model_player(session, graph, iteration, cfg.search, config))
     for spec in cfg.opponents:
         if spec == "previous":
-            previous = previous_player(session, graph, iteration, cfg.searchcount, config)
+            previous = previous_player(session, graph, iteration, cfg.search, config)
             if previous is None:
                 continue
             opponent_name, opponent = previous
         else:
             opponent_name = spec
-            opponent = make_player(opponent_name, session, graph, cfg.searchcount)
+            opponent = make_player(opponent_name, session, graph, cfg.search)
         started = time.time()
         result = run_match(
             graph,
@@ -231,11 +232,12 @@ def verdict(
     config = session.load_config()
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration()
-    player = model_player(session, graph, iteration, searchcount)
+    search = dataclasses.replace(config.evaluate.search, searchcount=searchcount)
+    player = model_player(session, graph, iteration, search, config)
     result = run_match(
         graph,
         player,
-        make_player(opponent, session, graph, searchcount),
+        make_player(opponent, session, graph, search),
         games,
         np.random.default_rng(seed),
         (iteration_name(iteration), opponent),
@@ -255,8 +257,9 @@ def cmd_evaluate(args) -> int:
     session, config = read_session(args.session, "evaluate", args.trust, console_ask())
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration() if args.iteration is None else args.iteration
-    opponent = make_player(args.against, session, graph, args.searchcount)  # a bad one: at once
-    player = model_player(session, graph, iteration, args.searchcount)
+    search = dataclasses.replace(config.evaluate.search, searchcount=args.searchcount)
+    opponent = make_player(args.against, session, graph, search)  # a bad one: at once
+    player = model_player(session, graph, iteration, search, config)
     with ProgressBars() as bars:
         bar = bars.add(f"{iteration_name(iteration)} vs {args.against}", args.games, "games")
         result = run_match(
@@ -287,11 +290,12 @@ def cmd_play(args) -> int:
 
     session, config = read_session(args.session, "play", args.trust, console_ask())
     graph = load_game(config.game, config.game_args)
+    search = dataclasses.replace(config.evaluate.search, searchcount=args.searchcount)
     if args.opponent:
-        model = make_player(args.opponent, session, graph, args.searchcount)
+        model = make_player(args.opponent, session, graph, search)
         name = args.opponent
     else:
-        model = model_player(session, graph, args.iteration, args.searchcount)
+        model = model_player(session, graph, args.iteration, search, config)
         name = iteration_name(
             session.current_iteration() if args.iteration is None else args.iteration
         )
@@ -337,7 +341,12 @@ def add_commands(sub) -> None:
     )
     p.add_argument("--iteration", type=int, help="model iteration (default: the newest)")
     p.add_argument("--games", type=int, default=20)
-    p.add_argument("--searchcount", type=int, default=100)
+    p.add_argument(
+        "--searchcount",
+        type=int,
+        default=100,
+        help="searches per move of the model (the rest of its search: evaluate.search)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
     add_trust_flag(p, "the game module (never a plugin)")
@@ -355,7 +364,12 @@ def add_commands(sub) -> None:
     side = p.add_mutually_exclusive_group()
     side.add_argument("--first", action="store_true", help="you move first (default)")
     side.add_argument("--second", action="store_true", help="the model moves first")
-    p.add_argument("--searchcount", type=int, default=200)
+    p.add_argument(
+        "--searchcount",
+        type=int,
+        default=200,
+        help="searches per move of the model (the rest of its search: evaluate.search)",
+    )
     p.add_argument("--seed", type=int, default=0)
     add_trust_flag(p, "the game module (never a plugin)")
     p.set_defaults(run=cmd_play)

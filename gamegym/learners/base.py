@@ -243,12 +243,13 @@ class Learner(ABC):
         self,
         graph: GameGraph[Any],
         service: ModelService,
-        searchcount: int = 100,
-        threads: int = 8,
+        search: SearchParams,
         config: GymConfig | None = None,
     ) -> Player:
-        """The model as a gamegym.game.players.Player answering through `service`; `config` is the
-        session's GymConfig (None: the defaults), for a learner with playing options."""
+        """The model as a gamegym.game.players.Player answering through `service`, searching
+        with `search` where it searches (`SearchParams.from_config` of `evaluate.search`,
+        without noise); `config` is the session's GymConfig (None: the defaults), for a
+        learner with playing options."""
 
 
 @dataclass(frozen=True)

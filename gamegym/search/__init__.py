@@ -2,11 +2,12 @@
 it runs, registered by name (rules.py: PUCT, and Gumbel on the pure core in gumbel.py),
 MuZero's search in a learned latent space (latent.py), the compiled core that runs the PUCT
 search and the latent search faster and plays the same games (arena.py, latent_arena.py;
-`selfplay.search_core`), and playing games
+`selfplay.search.core`), and playing games
 with a search, with playout-cap randomization (play.py).  Values are negamax, from the view of
 the player to move.
 
-May import: gamegym.game, gamegym.registry, gamegym.nets.inference (what a search asks of a
+May import: gamegym.game, gamegym.registry, gamegym.config.search (the search section: its
+defaults and the compiled core's coverage), gamegym.nets.inference (what a search asks of a
 network), gamegym.data (to write what it played), numpy, and numba (the optional extra
 `gamegym[fast]`, in _arena_kernels.py only); never TensorFlow, the learners or the runtime.
 """

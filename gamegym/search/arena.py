@@ -1,4 +1,4 @@
-"""The compiled search core (`selfplay.search_core`: "auto", the default, where numba is
+"""The compiled search core (`selfplay.search.core`: "auto", the default, where numba is
 installed, or "compiled"): the tree search of `gamegym.search.mcts.Search` with the PUCT or the
 Gumbel rule, with the tree in flat arrays and its hot loops compiled by numba.
 
@@ -30,14 +30,17 @@ imports when it makes its first compiled search.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Hashable
 from typing import Any, cast
 
 import numpy as np
 
+from gamegym.config.search import (
+    CORES,
+    compiled_core_available,
+    compiled_core_problem,
+)
 from gamegym.game.graph import SCORE_RANGE, GameGraph
-from gamegym.registry import SEARCHES
 from gamegym.search.arena_layout import (
     ACTION,
     CHILD,
@@ -70,44 +73,7 @@ __all__ = [
     "CORES",
 ]
 
-CORES = ("auto", "python", "compiled")  # selfplay.search_core
 GUMBEL_EPSILON = GUMBEL_DEFAULTS.epsilon  # the Gumbel rule's smallest denominator of sigma
-
-
-def compiled_core_available() -> bool:
-    """Whether numba is installed (the compiled core's one dependency)."""
-    return importlib.util.find_spec("numba") is not None
-
-
-def compiled_rules() -> list[str]:
-    """The root rules the compiled core runs (`SearchRule.compiled`)."""
-    return [name for name, rule in SEARCHES.items() if getattr(rule, "compiled", False)]
-
-
-def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | None:
-    """Why a search with these settings cannot run on the compiled core (None: it can)."""
-    rules = compiled_rules()
-    uncovered = [
-        what
-        for what, present in (
-            (f"the {rule!r} rule", rule not in rules),
-            ("the MCTS-solver (search_solver)", solver),
-            ("OS threads (search_os_threads)", os_threads),
-        )
-        if present
-    ]
-    if uncovered:
-        return (
-            f"the compiled core runs the {' and '.join(repr(r) for r in rules)} rules without "
-            f"the MCTS-solver or OS threads; this search has {' and '.join(uncovered)}: use "
-            "search_core 'python' or 'auto'"
-        )
-    if not compiled_core_available():
-        return (
-            "the compiled core needs numba, which is not installed: "
-            "pip install 'gamegym[fast]' (or search_core 'python')"
-        )
-    return None
 
 
 def core_for(params: SearchParams) -> str:
@@ -116,14 +82,14 @@ def core_for(params: SearchParams) -> str:
     and numba is installed; "compiled" raises ValueError where it cannot be."""
     core = params.core
     if core not in CORES:
-        raise ValueError(f"selfplay.search_core must be one of {list(CORES)}, got {core!r}")
+        raise ValueError(f"selfplay.search.core must be one of {list(CORES)}, got {core!r}")
     if core == "python":
         return "python"
     problem = compiled_core_problem(params.rule, params.solver, params.os_threads)
     if problem is None:
         return "compiled"
     if core == "compiled":
-        raise ValueError(f"selfplay.search_core 'compiled': {problem}")
+        raise ValueError(f"selfplay.search.core 'compiled': {problem}")
     return "python"
 
 
@@ -228,7 +194,7 @@ class ArenaSearch:
     evaluator, the next batch selected while one is in flight where the evaluator can `submit`)
     on the compiled core; one instance per Selfplayer, reused across moves and games."""
 
-    core = "compiled"  # selfplay.search_core
+    core = "compiled"  # selfplay.search.core
 
     def __init__(self, graph: GameGraph, evaluate: Evaluator, params: SearchParams):
         self.graph = graph

@@ -19,10 +19,10 @@ on a node's plain lists, the tree search's hot loop (checked against `interior_a
 sigma(q) = (maxvisit_init + max_b N(b)) * value_scale * q_hat, where q_hat is the completed q
 rescaled to [0, 1] by its smallest and largest entries, and the completed q of an unvisited
 action is the mixed value (`mixed_value`, the paper's appendix D).  This is mctx's
-`qtransform_completed_by_mix_value` with its defaults (`GumbelParams`).  With `rescale`
-"score" q_hat is (q + 1) / 2 instead, q clipped to the score range [-1, 1]: a spread of 0.01
-between children then stays small in sigma, where the node's own min and max would stretch it
-to the full scale (the config's default, `selfplay.gumbel_rescale`).
+`qtransform_completed_by_mix_value` with its defaults (`GumbelParams(rescale="node")`).  With
+`rescale` "score" (the default, `selfplay.search.gumbel_rescale`) q_hat is (q + 1) / 2 instead,
+q clipped to the score range [-1, 1]: a spread of 0.01 between children then stays small in
+sigma, where the node's own min and max would stretch it to the full scale.
 
 Every array is over one node's children (at a GameGraph node: its legal actions, in the
 order of `actions_at`); `to_action_space` puts a policy over action ids.  Values are negamax,
@@ -42,6 +42,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from gamegym.config.search import GUMBEL_RESCALES as RESCALES
+from gamegym.config.search import SearchConfig as DEFAULTS
 from gamegym.game.graph import SCORE_RANGE
 
 __all__ = [
@@ -66,20 +68,23 @@ __all__ = [
 
 TINY = np.finfo(np.float64).tiny  # the smallest prior a logit is taken of
 _TINY = float(TINY)
-RESCALES = ("node", "score")  # how sigma maps q to [0, 1] (GumbelParams.rescale)
 
 
 @dataclass(frozen=True)
 class GumbelParams:
-    """The Gumbel rule's constants (mctx's defaults)."""
+    """The Gumbel rule's constants: those a config sets default to the search section's
+    (gamegym.config.search.SearchConfig: mctx's, but for `rescale`)."""
 
-    max_considered: int = 16  # root actions sampled by Gumbel-Top-k (m = min(this, legal))
-    value_scale: float = 0.1  # sigma's scale of the rescaled q (c_scale)
-    maxvisit_init: float = 50.0  # sigma's offset to the largest visit count (c_visit)
+    max_considered: int = DEFAULTS.gumbel_considered  # root actions sampled by Gumbel-Top-k
+    #                                                   (m = min(this, legal))
+    value_scale: float = DEFAULTS.gumbel_value_scale  # sigma's scale of the rescaled q (c_scale)
+    maxvisit_init: float = DEFAULTS.gumbel_maxvisit_init  # sigma's offset to the largest
+    #                                                       visit count (c_visit)
     gumbel_scale: float = 1.0  # scale of the root's Gumbel noise (0: no noise, for matches)
     epsilon: float = 1e-8  # smallest denominator when q is rescaled to [0, 1]
-    rescale: str = "node"  # q to [0, 1] by: "node" its children's min and max (mctx), "score"
-    #                        the score range [-1, 1] (q clipped to it)
+    rescale: str = DEFAULTS.gumbel_rescale  # q to [0, 1] by: "node" its children's min and
+    #                                         max (mctx), "score" the score range [-1, 1] (q
+    #                                         clipped to it)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.max_considered, int) and self.max_considered >= 1):

@@ -20,7 +20,7 @@ them.  With the "gumbel" rule
 (`gamegym.search.rules`), Gumbel MuZero: Gumbel-Top-k and sequential halving over the root's
 legal moves, the deterministic rule below it on q = reward - child value (sigma rescales each
 node's completed q by the score range, or by its own smallest and largest as mctx does:
-`selfplay.gumbel_rescale`), and the improved policy as the target.
+`selfplay.search.gumbel_rescale`), and the improved policy as the target.
 
 Everything else -- concurrent searches under virtual loss, one batch per round, the pipelined
 Predictor round trip, the root rules -- is `gamegym.search.mcts.Search`'s: this module

@@ -1,4 +1,4 @@
-"""MuZero's latent search on the compiled core (`selfplay.search_core` "auto" or "compiled"):
+"""MuZero's latent search on the compiled core (`selfplay.search.core` "auto" or "compiled"):
 `gamegym.search.latent.LatentSearch` with the tree in the arena of `gamegym.search.arena` and
 its hot loops compiled by numba.
 
@@ -68,8 +68,8 @@ def make_latent_search(graph: GameGraph, evaluate, params: SearchParams):
     if core == "compiled" and not compiled_latent_runs(params.rule):
         if params.core == "compiled":
             raise ValueError(
-                "selfplay.search_core 'compiled': the compiled core runs MuZero's latent "
-                f"search with the 'puct' rule only, not {params.rule!r}: use search_core "
+                "selfplay.search.core 'compiled': the compiled core runs MuZero's latent "
+                f"search with the 'puct' rule only, not {params.rule!r}: use search.core "
                 "'auto' or 'python'"
             )
         core = "python"  # "auto": the Python latent search runs the Gumbel rule

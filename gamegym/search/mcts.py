@@ -2,10 +2,11 @@
 
 A *search* is one simulation: select a path (by the root rule, `SearchParams.rule`: PUCT or
 Gumbel, see `gamegym.search.rules`), evaluate its leaf, back the value up.
-`searchthreadcount` concurrent searches share one tree.  A search that reaches a new leaf marks it
-pending and keeps virtual loss on its path, so the others take different paths; the pending leaves
-of all concurrent searches go to the evaluator as ONE batch (one message to the Predictor).  A
-search whose path ends at a leaf another search is evaluating waits for that answer.
+`selfplay.search.threads` concurrent searches share one tree.  A search that reaches a new leaf
+marks it pending and keeps virtual loss on its path, so the others take different paths; the
+pending leaves of all concurrent searches go to the evaluator as ONE batch (one message to the
+Predictor).  A search whose path ends at a leaf another search is evaluating waits for that
+answer.
 
 Two drivers run the same tree code:
 - by default one thread drives all concurrent searches (select up to N leaves, one batch, back up);
@@ -62,7 +63,7 @@ __all__ = [
 class Search:
     """Runs searches from a root node; one instance per Selfplayer (reused across moves)."""
 
-    core = "python"  # selfplay.search_core (gamegym.search.arena.ArenaSearch: "compiled")
+    core = "python"  # selfplay.search.core (gamegym.search.arena.ArenaSearch: "compiled")
 
     def __init__(self, graph: GameGraph, evaluate: Evaluator, params: SearchParams):
         self.graph = graph

@@ -23,7 +23,7 @@ from gamegym.game.players import Player
 from gamegym.nets.inference import PositionEvaluator
 from gamegym.search.arena import make_search
 from gamegym.search.gumbel import PlayoutCap
-from gamegym.search.mcts import Node, Search, SearchParams, choose_action
+from gamegym.search.mcts import Node, SearchParams
 from gamegym.search.tree import TreeSearch
 
 __all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "ModelWait", "MCTSPlayer"]
@@ -35,7 +35,7 @@ def playout_cap(cfg) -> PlayoutCap | None:
     probability = getattr(cfg, "playout_cap_probability", 1.0)
     if probability >= 1.0:
         return None
-    return PlayoutCap(cfg.searchcount, cfg.fast_searchcount, probability)
+    return PlayoutCap(cfg.search.searchcount, cfg.fast_searchcount, probability)
 
 
 def selfplay_game(
@@ -48,7 +48,7 @@ def selfplay_game(
     """One self-play game; None when stopped before it finished.
 
     Each move: with playout caps (`playout_cap`), one draw from `rng` decides a full search
-    (`searchcount`, its position a policy target: policy_weight 1) or a fast one
+    (`search.searchcount`, its position a policy target: policy_weight 1) or a fast one
     (`fast_searchcount`, no Dirichlet noise, policy_weight 0); without, every move is full and
     `rng` draws nothing for it.  The move is the rule's choice at the temperature of the
     schedule (`temperature` before `temperature_drop_move`, then 0; the Gumbel rule ignores
@@ -183,21 +183,29 @@ class SearchSelfplay:
 
 
 class MCTSPlayer(Player):
-    """Search with a model's evaluations; plays the most visited move (no noise).
-    `search_class` is the search to run (MuZero's latent search; default the GameGraph one)."""
+    """Search with a model's evaluations; plays its rule's move at temperature 0 (PUCT: the
+    most visited one).  `params` is the search (`SearchParams.from_config` of a search
+    section without noise; the model players' section is `evaluate.search`); `make` builds it
+    (MuZero's latent search; default the GameGraph one, on the core `params.core` names)."""
 
     def __init__(
-        self, evaluate, searchcount: int = 100, threads: int = 8, search_class: type = Search
+        self,
+        evaluate,
+        params: SearchParams,
+        make: Callable[[GameGraph, Any, SearchParams], TreeSearch] = make_search,
     ):
-        self.params = SearchParams(searchcount=searchcount, threads=threads)
+        self.params = params
         self.evaluate = evaluate
-        self.search_class = search_class
+        self.make = make
 
     def search(self, graph: GameGraph, vertex, rng: np.random.Generator) -> Node:
         """The searched root node (its visit counts are the move distribution)."""
-        search = self.search_class(graph, self.evaluate, self.params)
-        return search.run(search.new_root(vertex), rng)
+        return self._searched(graph, vertex, rng)[1]
 
     def choose(self, graph: GameGraph, vertex, rng: np.random.Generator) -> int:
-        root = self.search(graph, vertex, rng)
-        return int(root.actions[choose_action(root, 0.0, rng)])
+        search, root = self._searched(graph, vertex, rng)
+        return int(root.actions[search.choose(root, 0.0, rng)])  # the rule's, at temperature 0
+
+    def _searched(self, graph: GameGraph, vertex, rng: np.random.Generator) -> tuple[Any, Any]:
+        search = self.make(graph, self.evaluate, self.params)
+        return search, search.run(search.new_root(vertex), rng)

@@ -1,4 +1,4 @@
-"""The root rules of the tree search (`selfplay.search`), registered by name.
+"""The root rules of the tree search (`selfplay.search.rule`), registered by name.
 
 One tree core (`gamegym.search.mcts.Search`, and MuZero's `gamegym.search.latent.LatentSearch`
 on it) runs every rule; a rule decides what differs between them:

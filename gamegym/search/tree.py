@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from gamegym.config.search import SearchConfig
 from gamegym.registry import SEARCHES
 
+if TYPE_CHECKING:
+    from gamegym.config.sections import SelfplayConfig
+
 __all__ = ["Evaluator", "SearchParams", "Node", "TreeSearch", "uniform_evaluator"]
+
+DEFAULTS = SearchConfig  # the one table of search defaults: the search section's own
 
 # evaluator(vertices) -> (probs float32 [B, A] over action ids, values float32 [B] mover's view)
 Evaluator = Callable[[Sequence[Hashable]], tuple[np.ndarray, np.ndarray]]
@@ -19,48 +25,57 @@ Evaluator = Callable[[Sequence[Hashable]], tuple[np.ndarray, np.ndarray]]
 
 @dataclass(frozen=True)
 class SearchParams:
-    """What the search needs from the self-play config."""
+    """What the search needs from a search section (`from_config`).  Defaults are the config's
+    (gamegym.config.search.SearchConfig, the one table), but for one thread, the Python core
+    and no root noise: a search built by hand is the plain reference search."""
 
-    searchcount: int = 100  # searches per move
+    searchcount: int = DEFAULTS.searchcount  # searches per move
     threads: int = 1  # search threads sharing the tree
-    exploration_const: float = 1.5  # c_puct
-    virtualloss: float = 1.0  # loss visits added along a path while its leaf is evaluated
-    dirichlet_alpha: float = 0.5  # root noise concentration
+    exploration_const: float = DEFAULTS.exploration_const  # c_puct
+    virtualloss: float = DEFAULTS.virtualloss  # loss visits added along a path while its
+    #                                            leaf is evaluated
+    dirichlet_alpha: float = DEFAULTS.dirichlet_alpha  # root noise concentration
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
-    os_threads: bool = False  # run the concurrent searches on OS threads (see mcts.Search)
-    solver: bool = False  # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
-    core: str = "python"  # "python", "compiled" or "auto" (gamegym.search.arena.core_for; the
-    #                        config's default is "auto")
-    rule: str = "puct"  # the root rule (gamegym.registry.SEARCHES)
-    gumbel_considered: int = 16  # Gumbel: root actions sampled by Gumbel-Top-k
-    gumbel_value_scale: float = 0.1  # Gumbel: sigma's c_scale
-    gumbel_maxvisit_init: float = 50.0  # Gumbel: sigma's c_visit
-    gumbel_rescale: str = "score"  # Gumbel: how sigma maps q to [0, 1] (gumbel.RESCALES)
+    os_threads: bool = DEFAULTS.os_threads  # run the concurrent searches on OS threads (see
+    #                                         mcts.Search)
+    solver: bool = DEFAULTS.solver  # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
+    core: str = "python"  # "python", "compiled" or "auto" (gamegym.search.arena.core_for)
+    rule: str = DEFAULTS.rule  # the root rule (gamegym.registry.SEARCHES)
+    gumbel_considered: int = DEFAULTS.gumbel_considered  # Gumbel: root actions sampled by
+    #                                                      Gumbel-Top-k
+    gumbel_value_scale: float = DEFAULTS.gumbel_value_scale  # Gumbel: sigma's c_scale
+    gumbel_maxvisit_init: float = DEFAULTS.gumbel_maxvisit_init  # Gumbel: sigma's c_visit
+    gumbel_rescale: str = DEFAULTS.gumbel_rescale  # Gumbel: how sigma maps q to [0, 1]
 
     @classmethod
-    def from_selfplay(cls, cfg, noise: bool = True) -> SearchParams:
-        """The search of a `SelfplayConfig`; an unset `dirichlet_fraction` (None) is the
-        rule's default (PUCT 0.25, Gumbel 0); `noise=False`: none at all."""
-        rule = getattr(cfg, "search", "puct")
-        fraction = cfg.dirichlet_fraction
+    def from_config(cls, search: SearchConfig, noise: bool = True) -> SearchParams:
+        """The parameters of a search section (`selfplay.search`, `evaluate.search`): the one
+        place a config becomes a search.  An unset `dirichlet_fraction` (None) is the rule's
+        default (PUCT 0.25, Gumbel 0); `noise=False`: none at all (a player)."""
+        fraction = search.dirichlet_fraction
         if fraction is None:
-            fraction = SEARCHES.get(rule).default_dirichlet_fraction
+            fraction = SEARCHES.get(search.rule).default_dirichlet_fraction
         return cls(
-            searchcount=cfg.searchcount,
-            threads=cfg.searchthreadcount,
-            exploration_const=cfg.exploration_const,
-            virtualloss=cfg.virtualloss,
-            dirichlet_alpha=cfg.dirichlet_alpha,
+            searchcount=search.searchcount,
+            threads=search.threads,
+            exploration_const=search.exploration_const,
+            virtualloss=search.virtualloss,
+            dirichlet_alpha=search.dirichlet_alpha,
             dirichlet_fraction=fraction if noise else 0.0,
-            os_threads=cfg.search_os_threads,
-            solver=cfg.search_solver,
-            core=getattr(cfg, "search_core", "auto"),
-            rule=rule,
-            gumbel_considered=getattr(cfg, "gumbel_considered", 16),
-            gumbel_value_scale=getattr(cfg, "gumbel_value_scale", 0.1),
-            gumbel_maxvisit_init=getattr(cfg, "gumbel_maxvisit_init", 50.0),
-            gumbel_rescale=getattr(cfg, "gumbel_rescale", "score"),
+            os_threads=search.os_threads,
+            solver=search.solver,
+            core=search.core,
+            rule=search.rule,
+            gumbel_considered=search.gumbel_considered,
+            gumbel_value_scale=search.gumbel_value_scale,
+            gumbel_maxvisit_init=search.gumbel_maxvisit_init,
+            gumbel_rescale=search.gumbel_rescale,
         )
+
+    @classmethod
+    def from_selfplay(cls, cfg: SelfplayConfig, noise: bool = True) -> SearchParams:
+        """The search of a selfplay section (`from_config` of its `search`)."""
+        return cls.from_config(cfg.search, noise)
 
 
 class Node:

@@ -109,7 +109,7 @@ class Site:
                 "iterations": session.model_iterations(),
                 "current": session.current_iteration(),
                 "max_searchcount": MAX_SEARCHCOUNT,
-                "searchcount": config.evaluate.searchcount,
+                "searchcount": config.evaluate.search.searchcount,
             }
         )
 
@@ -135,7 +135,7 @@ class Site:
         side = _field(body, "side", str, "first")
         if side not in ("first", "second"):
             raise HTTPException(400, "side must be 'first' or 'second'")
-        searchcount = _field(body, "searchcount", int, self.config.evaluate.searchcount)
+        searchcount = _field(body, "searchcount", int, self.config.evaluate.search.searchcount)
         return await _in_thread(self.table.new, iteration, 0 if side == "first" else 1, searchcount)
 
     def game_state(self, request: Request):

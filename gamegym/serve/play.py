@@ -14,7 +14,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -71,16 +71,18 @@ class ModelPlayers:
             )
 
     def player(self, iteration: int, searchcount: int, graph: GameGraph):
+        """The model iteration as its learner plays, searching as the session's
+        evaluate.search says at `searchcount` searches a move (no more threads than that)."""
         from gamegym.learners import get_learner
+        from gamegym.search.tree import SearchParams
 
         learner = get_learner(self.config.train.learner)
-        return learner.player(
-            graph,
-            self._service(iteration, learner),
-            searchcount,
-            max(1, min(8, searchcount)),
-            self.config,
+        search = self.config.evaluate.search
+        search = replace(
+            search, searchcount=searchcount, threads=max(1, min(search.threads, searchcount))
         )
+        params = SearchParams.from_config(search, noise=False)
+        return learner.player(graph, self._service(iteration, learner), params, self.config)
 
     def _service(self, iteration: int, learner):
         with self._lock:

@@ -113,7 +113,7 @@ def test_variants_and_seeds_make_one_run_each_with_the_same_budget(monkeypatch, 
 
     monkeypatch.setattr(learning, "run_learning_bench", fake_run)
     monkeypatch.setattr(learning, "plot_curves", lambda runs, path: None)
-    gumbel = {"selfplay": {"search": "gumbel"}}
+    gumbel = {"selfplay": {"search": {"rule": "gumbel"}}}
     figures = learning.run_learning_benches(
         LearningSettings("games.tictactoe:TicTacToe", minutes=2.0, plot=tmp_path / "plot.png"),
         ["alphazero"],
@@ -146,13 +146,13 @@ def test_a_variant_is_a_name_and_a_json_object():
             "--variant",
             "puct={}",
             "--variant",
-            'gumbel={"selfplay": {"search": "gumbel"}}',
+            'gumbel={"selfplay": {"search": {"rule": "gumbel"}}}',
             "--seeds",
             "0",
             "1",
         ]
     )
-    assert args.variant == [("puct", {}), ("gumbel", {"selfplay": {"search": "gumbel"}})]
+    assert args.variant == [("puct", {}), ("gumbel", {"selfplay": {"search": {"rule": "gumbel"}}})]
     assert args.seeds == [0, 1]
     for bad in ("gumbel", "=1", "x=[1]"):
         with pytest.raises(SystemExit):
@@ -345,7 +345,7 @@ def test_the_throughput_config_is_the_preset_with_the_runs_settings():
     assert (config.network.kind, config.network.width, config.network.blocks) == (
         "residual", 32, 3
     )  # fmt: skip
-    assert (config.selfplay.searchthreadcount, config.predict.batchsize) == (3, 8)
+    assert (config.selfplay.search.threads, config.predict.batchsize) == (3, 8)
     assert config.selfplay.temperature_drop_move == 10  # the preset's
     assert config.status_interval == 0.0 and config.game_args == graph.game_args
     dense = {"kind": "dense", "width": 16}

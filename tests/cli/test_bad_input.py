@@ -44,14 +44,14 @@ def test_new_with_bad_game_arguments_and_bad_config(tmp_path):
     )
     assert done.returncode == 2 and "dimension" in done.stderr
     config = tmp_path / "c.json"
-    config.write_text(json.dumps({"selfplay": {"searchcont": 5}}))
+    config.write_text(json.dumps({"selfplay": {"search": {"searchcont": 5}}}))
     done = gamegym(
         "new", str(tmp_path / "s"), "--game", "games.tictactoe:TicTacToe", "--config", str(config)
     )
     assert done.returncode == 2
     assert (
-        "unknown config field 'selfplay.searchcont'; did you mean 'selfplay.searchcount'?"
-        in done.stderr
+        "unknown config field 'selfplay.search.searchcont'; did you mean "
+        "'selfplay.search.searchcount'?" in done.stderr
     )
     assert not (tmp_path / "s").exists()
 
@@ -108,7 +108,8 @@ import sys
 from games.tictactoe import TicTacToe
 from gamegym import GameGym, GymConfig
 config = GymConfig(game="games.tictactoe:TicTacToe",
-                   selfplay={"selfplayprocesses": 1, "searchthreadcount": 4, "searchcount": 16})
+                   selfplay={"selfplayprocesses": 1,
+                             "search": {"threads": 4, "searchcount": 16}})
 sys.exit(GameGym(sys.argv[1], graph=TicTacToe(), config=config).resume(max_seconds=60,
                                                                        console=False))
 """

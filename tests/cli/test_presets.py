@@ -70,18 +70,18 @@ def test_new_from_a_preset_takes_its_settings_and_starter_model():
     preset = PRESETS["tictactoe"]
     assert type(graph).__name__ == "TicTacToe"  # the session's game, built once, passed on
     assert (config.game, config.game_args) == (TICTACTOE, {})
-    assert config.selfplay.searchcount == preset["selfplay"]["searchcount"]
+    assert config.selfplay.search.searchcount == preset["selfplay"]["search"]["searchcount"]
     assert config.train.min_samplecount == preset["train"]["min_samplecount"]
     assert model == INITIAL_MODELS / "tictactoe.keras"
 
 
 def test_a_config_file_changes_the_preset_section_by_section(tmp_path):
     changes = tmp_path / "changes.json"
-    changes.write_text(json.dumps({"selfplay": {"searchcount": 32}, "seed": 7}))
+    changes.write_text(json.dumps({"selfplay": {"search": {"searchcount": 32}}, "seed": 7}))
     config, model, _ = new_session_settings("connectfour", None, None, changes)
     preset = PRESETS["connectfour"]
-    assert config.selfplay.searchcount == 32 and config.seed == 7
-    assert config.selfplay.searchthreadcount == preset["selfplay"]["searchthreadcount"]
+    assert config.selfplay.search.searchcount == 32 and config.seed == 7
+    assert config.selfplay.search.threads == preset["selfplay"]["search"]["threads"]
     assert config.game_args == {"rows": 6, "columns": 7}
     assert model == INITIAL_MODELS / "connectfour.keras"  # the network is the preset's
 
@@ -115,12 +115,12 @@ def test_new_needs_a_game_or_a_preset(tmp_path, capsys):
 @pytest.mark.slow
 def test_new_with_a_preset_from_the_console(tmp_path):
     changes = tmp_path / "changes.json"
-    changes.write_text(json.dumps({"selfplay": {"searchcount": 32}}))
+    changes.write_text(json.dumps({"selfplay": {"search": {"searchcount": 32}}}))
     done = gamegym("new", tmp_path / "s", "--preset", "tictactoe", "--config", changes)
     assert done.returncode == 0, done.stderr
     assert "from the preset tictactoe" in done.stdout
     config = json.loads((tmp_path / "s" / "config.json").read_text())
-    assert config["game"] == TICTACTOE and config["selfplay"]["searchcount"] == 32
+    assert config["game"] == TICTACTOE and config["selfplay"]["search"]["searchcount"] == 32
     assert config["train"]["min_samplecount"] == PRESETS["tictactoe"]["train"]["min_samplecount"]
     assert (tmp_path / "s" / "models" / "0.keras").is_file()
 

@@ -20,8 +20,7 @@ pytestmark = pytest.mark.slow
 CURIOUS = {
     "selfplay": {
         "selfplayprocesses": 1,
-        "searchthreadcount": 4,
-        "searchcount": 16,
+        "search": {"threads": 4, "searchcount": 16},
         "gamelog_dump_threshold": 5,
         "positions_per_iteration": 100,
     },

@@ -130,7 +130,7 @@ def test_resume_with_a_config_on_a_running_session_is_refused_and_changes_nothin
     session = make_session(tmp_path)
     before = session.config_path.read_bytes()
     changed = tmp_path / "changed.json"
-    changed.write_text(json.dumps({"selfplay": {"searchcount": 7}}))
+    changed.write_text(json.dumps({"selfplay": {"search": {"searchcount": 7}}}))
     holder = subprocess.Popen(
         [
             sys.executable,

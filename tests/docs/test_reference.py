@@ -45,10 +45,9 @@ def _flatten(data: dict, prefix: str = "") -> set[str]:
 
 
 def _learner_names() -> list[str]:
-    from gamegym import config
+    from gamegym.registry import LEARNERS
 
-    learners = config.LEARNERS
-    return list(learners.names()) if hasattr(learners, "names") else list(learners)
+    return list(LEARNERS.names())
 
 
 def config_json_fields() -> set[str]:
@@ -82,7 +81,7 @@ def test_every_config_field_has_an_entry_with_a_meaning():
         "game",
         "seed",
         "network.width",
-        "selfplay.searchcount",
+        "selfplay.search.searchcount",
         "train.learner",
         "evaluate.opponents",
     } <= fields  # the enumeration itself sees the sections
@@ -106,7 +105,7 @@ def test_defaults_are_the_dataclass_defaults():
         if match:
             rows[match.group(1)] = match.group(2)
     defaults = GymConfig.from_dict({"game": "games.tictactoe:TicTacToe"}).to_dict()
-    assert rows["selfplay.searchcount"] == str(defaults["selfplay"]["searchcount"])
+    assert rows["selfplay.search.searchcount"] == str(defaults["selfplay"]["search"]["searchcount"])
     assert rows["train.learner"] == f'"{defaults["train"]["learner"]}"'
     assert rows["evaluate.opponents"] == ref._json(defaults["evaluate"]["opponents"])
     assert rows["game"] == '""'
@@ -154,8 +153,8 @@ def test_sections_nest_and_skip_run_time_slots():
 
 
 def test_field_tables_find_a_field_by_its_short_name_and_refuse_unknown_ones():
-    table = ref.config_fields_table(["searchthreadcount", "train.batchsize"])
-    assert "`selfplay.searchthreadcount`" in table and "`train.batchsize`" in table
+    table = ref.config_fields_table(["threads", "train.batchsize"])
+    assert "`selfplay.search.threads`" in table and "`train.batchsize`" in table
     with pytest.raises(ValueError, match="no_such_field"):
         ref.config_fields_table(["no_such_field"])
 

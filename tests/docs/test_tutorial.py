@@ -94,7 +94,11 @@ RENAMED = {"iteration:3": "iteration:0", "mcts:200": "mcts:20"}
 FASTER_CONFIG = {
     "network": {"kind": "dense", "width": 16, "blocks": 1},
     "train": {"min_samplecount": 60, "min_new_samples": 60, "max_samplecount": 200, "epochs": 1},
-    "selfplay": {"searchcount": 16, "gamelog_dump_threshold": 5, "positions_per_iteration": 100},
+    "selfplay": {
+        "search": {"searchcount": 16},
+        "gamelog_dump_threshold": 5,
+        "positions_per_iteration": 100,
+    },
 }
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from gamegym.config import SearchConfig
 from gamegym.evaluation.arena import (
     HumanPlayer,
     MatchResult,
@@ -15,6 +16,7 @@ from gamegym.evaluation.arena import (
 from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
 from gamegym.game.uct import UCTPlayer
 from gamegym.runtime.gym import GameGym
+from gamegym.search.tree import SearchParams
 from games.tictactoe import TicTacToe
 
 
@@ -140,7 +142,12 @@ def test_mcts_player_from_a_session_plays_well_enough_and_names_missing_iteratio
 
     graph = TicTacToe()
     gym = GameGym(tmp_path / "s", graph=graph)
-    player = model_player(gym.session, graph, 0, searchcount=200)
+    search = SearchConfig(searchcount=200, core="python")
+    player = model_player(gym.session, graph, 0, search)
+    assert player.params == SearchParams.from_config(search, noise=False)  # the one mapping
+    default = model_player(gym.session, graph, 0).params  # the session's evaluate.search
+    assert (default.searchcount, default.threads, default.core) == (50, 8, "python")
+    assert default.dirichlet_fraction == 0.0  # a player searches without noise
     rng = np.random.default_rng(0)
     # with 200 searches even the untrained model takes a win in one and never plays illegally
     win_in_one = graph.roots[0]

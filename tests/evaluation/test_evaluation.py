@@ -31,7 +31,7 @@ def two_iterations(tmp_path):
         game=TICTACTOE,
         evaluate={
             "games": 4,
-            "searchcount": 8,
+            "search": {"searchcount": 8},
             "opponents": ["random", "alphabeta:1", "previous", "mcts:20"],
         },
     )
@@ -65,7 +65,13 @@ def test_the_evaluator_passes_over_a_model_pruned_before_it_was_loaded(two_itera
 
     session = two_iterations.session
     config = two_iterations.config.updated(
-        {"evaluate": {"games": 2, "searchcount": 4, "opponents": ["random", "previous"]}}
+        {
+            "evaluate": {
+                "games": 2,
+                "search": {"searchcount": 4},
+                "opponents": ["random", "previous"],
+            }
+        }
     )
     publish_as_trained(session, load_model(session.model_path(0)), 2)
     listed = session.model_iterations()
@@ -144,12 +150,11 @@ def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
         "network": {"kind": "dense", "width": 16, "blocks": 1},
         "selfplay": {
             "selfplayprocesses": 1,
-            "searchthreadcount": 4,
-            "searchcount": 16,
+            "search": {"threads": 4, "searchcount": 16},
             "positions_per_iteration": 100,
         },
         "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
-        "evaluate": {"every": 1, "games": 2, "searchcount": 4, "opponents": ["random"]},
+        "evaluate": {"every": 1, "games": 2, "search": {"searchcount": 4}, "opponents": ["random"]},
         "status_interval": 1.0,
     }
     path = create_session(tmp_path / "s", TICTACTOE, settings)  # as `gamegym new` makes it

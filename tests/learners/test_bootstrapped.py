@@ -240,7 +240,10 @@ def test_majority_vote():
     assert vote(tie, np.ones(4, bool), rng) == 1
     # the player asks the model and votes
     learner, model = fresh(load_game(GAME))
-    player = learner.player(load_game(GAME), LocalService(learner.make_evaluator(model, 0)))
+    from gamegym.search.tree import SearchParams
+
+    service = LocalService(learner.make_evaluator(model, 0))
+    player = learner.player(load_game(GAME), service, SearchParams())
     assert isinstance(player, VotePlayer)
     graph = load_game(GAME)
     vertex = graph.child_by_action(graph.roots[0], 4)
@@ -252,7 +255,10 @@ def test_the_mean_q_search_player(graph):
     config = GymConfig.from_dict(
         {"game": GAME, "train": {"learner": "bootstrapped"}, "bootstrapped": {"q_search": True}}
     )
-    player = learner.player(graph, LocalService(learner.make_evaluator(model, 0)), 16, 4, config)
+    from gamegym.search.tree import SearchParams
+
+    service = LocalService(learner.make_evaluator(model, 0))
+    player = learner.player(graph, service, SearchParams(searchcount=16, threads=4), config)
     assert not isinstance(player, VotePlayer)
     vertex = graph.roots[0]
     for action in (0, 3, 1, 4):
@@ -537,7 +543,7 @@ def test_a_stored_config_of_the_former_layout_reads_into_the_learner_section():
         }
     )
     old["evaluate"]["q_search"] = True
-    config = GymConfig.from_dict(old, stored=True)
+    config = GymConfig.from_dict(old, stored=1)
     assert (
         config.learner_config.heads,
         config.learner_config.prior_scale,
@@ -552,7 +558,7 @@ def test_a_stored_config_of_the_former_layout_reads_into_the_learner_section():
     assert "num_unroll_steps" not in config.to_dict()["train"]
     assert GymConfig.from_dict(config.to_dict()) == config  # today's layout
     old["train"]["learner"] = "alphazero"  # every field dropped
-    assert GymConfig.from_dict(old, stored=True) == GymConfig(game=GAME)
+    assert GymConfig.from_dict(old, stored=1) == GymConfig(game=GAME)
 
 
 def test_heads_and_prior_are_fixed_on_resume():

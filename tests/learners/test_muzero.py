@@ -327,7 +327,9 @@ def selfplay_records(model, games, seed=0):
     from gamegym.learners import get_learner
 
     learner = get_learner("muzero")
-    config = GymConfig(game=GAME, train={"learner": "muzero"}, selfplay={"searchcount": 16})
+    config = GymConfig(
+        game=GAME, train={"learner": "muzero"}, selfplay={"search": {"searchcount": 16}}
+    )
     service = LocalService(learner.make_evaluator(model, 0))
     driver = learner.selfplayer(TicTacToe(), service, config, np.random.default_rng(seed))
     records = []
@@ -518,7 +520,7 @@ from gamegym.learners import get_learner
 portable, x, want = pickle.load(open({str(tmp_path / "e.pkl")!r}, "rb"))
 got = portable.run("initial", {{"x": x}})
 assert all(np.allclose(got[k], want[k], atol=1e-6) for k in want)
-config = GymConfig(game="{GAME}", train={{"learner": "muzero"}}, selfplay={{"searchcount": 8}})
+config = GymConfig(game="{GAME}", train={{"learner": "muzero"}}, selfplay={{"search": {{"searchcount": 8}}}})
 driver = get_learner("muzero").selfplayer(TicTacToe(), LocalService(portable), config,
                                           np.random.default_rng(0))
 record, iteration = next(driver.play(lambda: False))
@@ -539,7 +541,7 @@ def test_the_bench_ceilings_measure_muzero(tiny_model):
     from gamegym.bench.networks import network_ceiling
 
     graph = TicTacToe()
-    cfg = GymConfig(game=GAME, selfplay={"searchcount": 16, "searchthreadcount": 4}).selfplay
+    cfg = GymConfig(game=GAME, selfplay={"search": {"searchcount": 16, "threads": 4}}).selfplay
     ceiling = search_ceiling(graph, cfg, 0.3, learner="muzero")
     assert ceiling["searches_per_s"] > 0 and ceiling["games_per_s"] > 0
     assert ceiling["core"] == "compiled"  # the latent search on the default core
@@ -576,8 +578,8 @@ def test_a_game_whose_turns_do_not_alternate_is_refused(tmp_path):
 
 
 def test_config_refuses_the_solver_and_bad_unrolls():
-    with pytest.raises(ConfigError, match="selfplay.search_solver"):
-        GymConfig(game=GAME, train={"learner": "muzero"}, selfplay={"search_solver": True})
+    with pytest.raises(ConfigError, match="selfplay.search.solver"):
+        GymConfig(game=GAME, train={"learner": "muzero"}, selfplay={"search": {"solver": True}})
     with pytest.raises(ConfigError, match="muzero.num_unroll_steps"):
         GymConfig.from_dict(
             {"game": GAME, "train": {"learner": "muzero"}, "muzero": {"num_unroll_steps": 0}}

@@ -20,8 +20,7 @@ SMALL = {
     "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
     "selfplay": {
         "selfplayprocesses": 1,
-        "searchthreadcount": 4,
-        "searchcount": 16,
+        "search": {"threads": 4, "searchcount": 16},
         "gamelog_dump_threshold": 5,
         "positions_per_iteration": 100,
     },
@@ -36,7 +35,12 @@ SMALL = {
         "num_updates_per_train_iter": 8,
         "replay_capacity": 400,
     },
-    "evaluate": {"every": 1, "games": 2, "searchcount": 8, "opponents": ["random", "previous"]},
+    "evaluate": {
+        "every": 1,
+        "games": 2,
+        "search": {"searchcount": 8},
+        "opponents": ["random", "previous"],
+    },
     "status_interval": 2.0,
 }
 

@@ -16,8 +16,7 @@ pytestmark = pytest.mark.slow
 SMALL = {
     "selfplay": {
         "selfplayprocesses": 1,
-        "searchthreadcount": 4,
-        "searchcount": 16,
+        "search": {"threads": 4, "searchcount": 16},
         "gamelog_dump_threshold": 2,
     },
     "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},

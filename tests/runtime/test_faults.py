@@ -267,7 +267,7 @@ def test_resumes_write_no_game_twice_a_second_gym_is_refused_and_signals_stop_cl
         changes={
             "selfplay": {
                 "selfplayprocesses": 1,
-                "searchthreadcount": 1,
+                "search": {"threads": 1},
                 "gamelog_dump_threshold": 2,
                 "positions_per_iteration": 0,
             },

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 def session(new_session):
     # the search core of a user's session (the default), where the other tests' SMALL
     # sessions search on the Python core; the Selfplayers below the Trainer's priority
-    return new_session(changes={"selfplay": {"search_core": "auto", "nice": 5}})
+    return new_session(changes={"selfplay": {"search": {"core": "auto"}, "nice": 5}})
 
 
 def test_new_resume_files_and_resume_again(session):

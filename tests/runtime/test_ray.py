@@ -27,8 +27,7 @@ ray = pytest.importorskip("ray", reason='ray is not installed: pip install -e ".
 SMALL = {
     "selfplay": {
         "selfplayprocesses": 1,
-        "searchthreadcount": 4,
-        "searchcount": 16,
+        "search": {"threads": 4, "searchcount": 16},
         "gamelog_dump_threshold": 3,
         "positions_per_iteration": 100,
         "ray_selfplayer_cpus": 0.5,

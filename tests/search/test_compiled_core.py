@@ -10,8 +10,8 @@ from test_mcts import AsyncUniform, pseudo_network
 from test_model_wait import ChangingService
 from test_model_wait import config as model_wait_config
 
-from gamegym.config import ConfigError, GymConfig
-from gamegym.search import arena
+from gamegym.config import ConfigError, GymConfig, SearchConfig
+from gamegym.config import search as config_search
 from gamegym.search.arena import ArenaSearch, core_for, make_search
 from gamegym.search.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator
 from gamegym.search.play import SearchSelfplay, selfplay_game
@@ -19,12 +19,17 @@ from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe
 
 pytest.importorskip("numba", reason='numba is not installed: pip install -e ".[fast]"')
+SEARCH_FIELDS = {f.name for f in dataclasses.fields(SearchConfig)}
 
 GAMES = [TicTacToe, lambda: ConnectFour(rows=6, columns=7)]
 
 
-def selfplay_config(**selfplay):
-    return GymConfig.from_dict({"game": "games.tictactoe:TicTacToe", "selfplay": selfplay}).selfplay
+def selfplay_config(**settings):
+    """A selfplay section: the search section's fields (SearchConfig's) go to its search."""
+    search = {k: v for k, v in settings.items() if k in SEARCH_FIELDS}
+    selfplay = {k: v for k, v in settings.items() if k not in SEARCH_FIELDS}
+    game = "games.tictactoe:TicTacToe"
+    return GymConfig.from_dict({"game": game, "selfplay": {**selfplay, "search": search}}).selfplay
 
 
 def games_of(search, cfg, graph, count, seed):
@@ -42,7 +47,7 @@ def test_plays_the_games_of_the_python_core(make_graph, threads):
     """Moves, policy targets, root values and results of whole self-play games (Dirichlet noise
     and temperature on, subtrees kept between moves) are those of the Python core."""
     graph = make_graph()
-    cfg = selfplay_config(searchcount=120, searchthreadcount=threads, temperature_drop_move=4)
+    cfg = selfplay_config(searchcount=120, threads=threads, temperature_drop_move=4)
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, pseudo_network(graph), params)
     compiled = ArenaSearch(graph, pseudo_network(graph), params)
@@ -58,9 +63,7 @@ def test_the_gumbel_rule_plays_the_games_of_the_python_core(make_graph, threads,
     non-root rule compiled) the games, improved-policy targets and counts are the Python
     core's; each move starts from a fresh root, as there."""
     graph = make_graph()
-    cfg = selfplay_config(
-        search="gumbel", searchcount=48, searchthreadcount=threads, gumbel_rescale=rescale
-    )
+    cfg = selfplay_config(rule="gumbel", searchcount=48, threads=threads, gumbel_rescale=rescale)
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, pseudo_network(graph), params)
     compiled = ArenaSearch(graph, pseudo_network(graph), params)
@@ -72,8 +75,8 @@ def test_the_gumbel_rule_plays_the_games_of_the_python_core(make_graph, threads,
 def test_gumbel_with_playout_caps_and_a_submitting_evaluator_plays_the_same_games():
     graph = ConnectFour(rows=5, columns=5)
     cfg = selfplay_config(
-        search="gumbel", searchcount=32, fast_searchcount=4, playout_cap_probability=0.25,
-        searchthreadcount=8,
+        rule="gumbel", searchcount=32, fast_searchcount=4, playout_cap_probability=0.25,
+        threads=8,
     )  # fmt: skip
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, AsyncUniform(graph.action_space_size), params)
@@ -85,7 +88,7 @@ def test_gumbel_with_playout_caps_and_a_submitting_evaluator_plays_the_same_game
 def test_playout_caps_play_the_same_games():
     graph = ConnectFour(rows=5, columns=5)
     cfg = selfplay_config(
-        searchcount=80, fast_searchcount=10, playout_cap_probability=0.25, searchthreadcount=4
+        searchcount=80, fast_searchcount=10, playout_cap_probability=0.25, threads=4
     )
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, pseudo_network(graph), params)
@@ -198,16 +201,16 @@ def test_core_for_picks_and_explains():
 
 
 def test_the_config_names_what_the_compiled_core_cannot_do(monkeypatch):
-    assert selfplay_config(search_core="compiled").search_core == "compiled"
+    assert selfplay_config(core="compiled").search.core == "compiled"
     with pytest.raises(
-        ConfigError, match="search_core.*'gumbel' and 'puct' rules without.*MCTS-solver"
+        ConfigError, match="search.core.*'gumbel' and 'puct' rules without.*MCTS-solver"
     ):
-        selfplay_config(search_core="compiled", search_solver=True)
-    with pytest.raises(ConfigError, match="search_core.*must be one of"):
-        selfplay_config(search_core="numba")
-    monkeypatch.setattr(arena, "compiled_core_available", lambda: False)
+        selfplay_config(core="compiled", solver=True)
+    with pytest.raises(ConfigError, match="search.core.*must be one of"):
+        selfplay_config(core="numba")
+    monkeypatch.setattr(config_search, "compiled_core_available", lambda: False)
     with pytest.raises(ConfigError, match=r"needs numba.*gamegym\[fast\]"):
-        selfplay_config(search_core="compiled")
+        selfplay_config(core="compiled")
     assert core_for(SearchParams(core="auto")) == "python"  # auto falls back without numba
 
 
@@ -226,7 +229,7 @@ def test_a_selfplayer_on_the_compiled_core_plays_the_python_cores_games():
     games = {}
     for core, kind in (("python", "Search"), ("compiled", "ArenaSearch")):
         config = model_wait_config(
-            0, search_core=core, searchthreadcount=4, searchcount=30, evaluation_cache=1000
+            0, search={"core": core, "threads": 4, "searchcount": 30}, evaluation_cache=1000
         )
         service = ChangingService(graph, every=10**9)
         driver = SearchSelfplay(graph, service, config, np.random.default_rng(3))
@@ -240,6 +243,6 @@ def test_the_throughput_bench_ceiling_names_the_core_it_ran():
 
     graph = TicTacToe()
     for core in ("python", "compiled"):
-        cfg = selfplay_config(search_core=core, searchcount=16, searchthreadcount=4)
+        cfg = selfplay_config(core=core, searchcount=16, threads=4)
         ceiling = search_ceiling(graph, cfg, 0.2)
         assert ceiling["core"] == core and ceiling["searches_per_s"] > 0

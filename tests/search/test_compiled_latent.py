@@ -100,7 +100,7 @@ def test_plays_the_games_of_the_python_latent_search(make_graph, threads):
     temperature on; with 8 threads the batches are pipelined through the service) are those
     of the Python latent search, with the same model requests."""
     graph = make_graph()
-    cfg = selfplay_config(searchcount=60, searchthreadcount=threads, temperature_drop_move=4)
+    cfg = selfplay_config(searchcount=60, threads=threads, temperature_drop_move=4)
     python, compiled, services = both(graph, SearchParams.from_selfplay(cfg))
     assert games_of(compiled, cfg, graph, 2, seed=7) == games_of(python, cfg, graph, 2, seed=7)
     assert compiled.searches_done == python.searches_done > 0
@@ -198,7 +198,7 @@ def test_muzero_self_play_and_the_ceiling_pick_the_core_from_the_config():
     for core, kind in (("auto", LatentArenaSearch), ("python", LatentSearch)):
         config = GymConfig.from_dict(
             {"game": "games.tictactoe:TicTacToe", "train": {"learner": "muzero"},
-             "selfplay": {"search_core": core}}
+             "selfplay": {"search": {"core": core}}}
         )  # fmt: skip
         driver = learner.selfplayer(graph, LocalService(PseudoLatentModel(graph)), config, None)
         assert type(driver.search) is kind
@@ -211,7 +211,7 @@ def test_muzero_self_play_and_the_ceiling_pick_the_core_from_the_config():
     with pytest.raises(ConfigError, match="'compiled' cannot be used with train.learner 'muzero'"):
         GymConfig.from_dict(
             {"game": "games.tictactoe:TicTacToe", "train": {"learner": "muzero"},
-             "selfplay": {"search": "gumbel", "search_core": "compiled"}}
+             "selfplay": {"search": {"rule": "gumbel", "core": "compiled"}}}
         )  # fmt: skip
     with pytest.raises(ValueError, match="latent search with the 'puct' rule only, not 'gumbel'"):
         make_latent_search(

@@ -31,15 +31,19 @@ from gamegym.search.gumbel import (
     transformed_q,
 )
 
+# mctx's constants (q rescaled by the node's spread): the formulas these tests work by hand
+MCTX = GumbelParams(rescale="node")
+
 
 def softmax(logits):
     z = np.exp(logits - np.max(logits))
     return z / z.sum()
 
 
-def search_bandit(q, logits, simulations, rng, value=0.0, batch=1, params=GumbelParams()):
+def search_bandit(q, logits, simulations, rng, value=0.0, batch=1, params=MCTX):
     """(move, improved policy [A], visits [A], gumbel [A], considered [m]) of a Gumbel search
-    at a bandit root with child values `q` [A] and network value `value`."""
+    at a bandit root with child values `q` [A] and network value `value` (mctx's constants
+    unless `params`)."""
     q = np.asarray(q, np.float64)
     logits = np.asarray(logits, np.float64)
     gumbel, considered = gumbel_top_k(logits, params.max_considered, rng, params.gumbel_scale)
@@ -208,7 +212,7 @@ def test_finds_the_winning_move_whenever_it_is_searched(simulations, rest):
             assert move == winner, seed
             assert np.argmax(policy) == winner
     assert visited >= 4  # about 40 * simulations / 9
-    noiseless = GumbelParams(gumbel_scale=0.0)
+    noiseless = GumbelParams(gumbel_scale=0.0, rescale="node")
     for uniform_logits in (np.zeros(9), np.full(9, -2.0)):
         move, _, visits, _, _ = search_bandit(
             q, uniform_logits, 9, np.random.default_rng(0), params=noiseless
@@ -283,11 +287,14 @@ def test_completed_q_and_sigma_match_the_papers_formula():
     completed = completed_q(0.2, logits, q, visits)
     np.testing.assert_allclose(completed, [0.5, -0.5, v_mix, v_mix], rtol=1e-12)
     sigma = [5.3, 0.0, 5.3 * (0.5 + v_mix), 5.3 * (0.5 + v_mix)]  # 5.3 * 0.5971428... = 3.16486
-    np.testing.assert_allclose(transformed_q(completed, visits), sigma, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(qtransform(0.2, logits, q, visits), sigma, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        transformed_q(completed, visits, MCTX), sigma, rtol=1e-12, atol=1e-12
+    )
+    sigma_q = qtransform(0.2, logits, q, visits, MCTX)
+    np.testing.assert_allclose(sigma_q, sigma, rtol=1e-12, atol=1e-12)
     weights = np.array([0.4, 0.3, 0.2, 0.1]) * np.exp(sigma)  # 80.135, 0.3, 4.737, 2.369
     expected = weights / weights.sum()  # 0.9154, 0.0034, 0.0541, 0.0271
-    np.testing.assert_allclose(improved_policy(logits, 0.2, q, visits), expected, rtol=1e-12)
+    np.testing.assert_allclose(improved_policy(logits, 0.2, q, visits, MCTX), expected, rtol=1e-12)
     assert expected[0] == pytest.approx(0.91540, abs=1e-5)
 
 
@@ -302,12 +309,12 @@ def test_sigma_by_the_score_range_on_hand_cases():
         transformed_q(completed, visits, score), [3.975, 1.325, 5.3], rtol=1e-12
     )
     np.testing.assert_allclose(
-        transformed_q(completed, visits), [5.3 * 1.0 / 1.9, 0.0, 5.3], rtol=1e-12
+        transformed_q(completed, visits, MCTX), [5.3 * 1.0 / 1.9, 0.0, 5.3], rtol=1e-12
     )
     # two drawn-looking moves 0.01 apart: the node's spread makes it the whole scale (6.0),
     # the score range a hundredth of its half (0.03)
     logits = logits_from_priors([0.5, 0.5])
-    by_node = qtransform(0.0, logits, [0.01, 0.02], [5, 10])
+    by_node = qtransform(0.0, logits, [0.01, 0.02], [5, 10], MCTX)
     by_score = qtransform(0.0, logits, [0.01, 0.02], [5, 10], score)
     assert by_node[1] - by_node[0] == pytest.approx(6.0)
     assert by_score[1] - by_score[0] == pytest.approx(0.03)
@@ -320,14 +327,14 @@ def test_completed_q_edge_cases():
     logits = logits_from_priors([0.5, 0.5])
     # nothing visited: v_mix is the network value, every q the same, sigma 0, the prior back
     assert mixed_value(-0.3, logits, np.zeros(2), np.zeros(2)) == -0.3
-    np.testing.assert_allclose(qtransform(-0.3, logits, np.zeros(2), np.zeros(2)), [0, 0])
+    np.testing.assert_allclose(qtransform(-0.3, logits, np.zeros(2), np.zeros(2), MCTX), [0, 0])
     np.testing.assert_allclose(improved_policy(logits, -0.3, np.zeros(2), np.zeros(2)), [0.5, 0.5])
     # all visited: v_mix unused; q (0.2, 0.6) -> q_hat (0, 1), sigma (0, (50 + 10) * 0.1)
-    np.testing.assert_allclose(qtransform(0.9, logits, [0.2, 0.6], [10, 2]), [0.0, 6.0])
+    np.testing.assert_allclose(qtransform(0.9, logits, [0.2, 0.6], [10, 2], MCTX), [0.0, 6.0])
     # one visited child of prior 0.5: v_mix = (v + N * q) / (1 + N) = (0.9 + 3 * -1) / 4
     assert mixed_value(0.9, logits, [-1.0, 0.0], [3, 0]) == pytest.approx(-2.1 / 4)
     # other constants
-    params = GumbelParams(value_scale=1.0, maxvisit_init=0.0)
+    params = GumbelParams(value_scale=1.0, maxvisit_init=0.0, rescale="node")
     np.testing.assert_allclose(qtransform(0.9, logits, [0.2, 0.6], [10, 2], params), [0, 10])
 
 
@@ -355,15 +362,17 @@ def test_interior_selection_on_a_hand_case():
     q = np.array([-0.5, 0.0, 0.0])
     assert mixed_value(0.4, logits, q, visits) == pytest.approx(-0.05)
     weights = np.array([0.5, 0.3 * math.exp(5.1), 0.2 * math.exp(5.1)])
-    np.testing.assert_allclose(improved_policy(logits, 0.4, q, visits), weights / weights.sum())
-    assert interior_action(logits, 0.4, q, visits) == 1
+    np.testing.assert_allclose(
+        improved_policy(logits, 0.4, q, visits, MCTX), weights / weights.sum()
+    )
+    assert interior_action(logits, 0.4, q, visits, MCTX) == 1
     visits, q = np.array([1, 1, 0]), np.array([-0.5, 0.2, 0.0])
     assert mixed_value(0.4, logits, q, visits) == pytest.approx(-0.025)
     weights = np.array([0.5, 0.3 * math.exp(5.1), 0.2 * math.exp(5.1 * 0.475 / 0.7)])
-    policy = improved_policy(logits, 0.4, q, visits)
+    policy = improved_policy(logits, 0.4, q, visits, MCTX)
     np.testing.assert_allclose(policy, weights / weights.sum())
     assert policy[1] == pytest.approx(0.8775, abs=1e-4)
-    assert interior_action(logits, 0.4, q, visits) == 1
+    assert interior_action(logits, 0.4, q, visits, MCTX) == 1
 
 
 def test_interior_visits_follow_the_improved_policy():

@@ -7,12 +7,13 @@ list-based interior rule of the hot loop (`interior_index`) is checked against
 `interior_action` on whole searches, and on random nodes one by one.
 """
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from gamegym.config import ConfigError, GymConfig
+from gamegym.config import ConfigError, GymConfig, SearchConfig
 from gamegym.registry import SEARCHES, RegistryError
 from gamegym.search.gumbel import (
     RESCALES,
@@ -352,10 +353,15 @@ def test_the_rule_answers_only_for_the_root_it_searched():
 
 
 # ----- self-play ---------------------------------------------------------------------------------
-def selfplay_config(**selfplay):
+def selfplay_config(**settings):
+    """A Gumbel selfplay section: the search section's fields (SearchConfig's) go to its
+    search."""
+    fields = {f.name for f in dataclasses.fields(SearchConfig)}
+    search = {"rule": "gumbel", "searchcount": 16}
+    search.update({k: v for k, v in settings.items() if k in fields})
+    selfplay = {k: v for k, v in settings.items() if k not in fields}
     return GymConfig(
-        game="games.tictactoe:TicTacToe",
-        selfplay={"search": "gumbel", "searchcount": 16, **selfplay},
+        game="games.tictactoe:TicTacToe", selfplay={**selfplay, "search": search}
     ).selfplay
 
 
@@ -370,7 +376,7 @@ def play(cfg, seed, threads=None, search_class=Search):
 
 
 def test_same_seed_and_one_thread_play_the_same_game():
-    cfg = selfplay_config(searchthreadcount=1)
+    cfg = selfplay_config(threads=1)
     first, _ = play(cfg, 5)
     again, _ = play(cfg, 5)
     assert first.action == again.action
@@ -405,7 +411,7 @@ def test_a_selfplay_game_records_legal_moves_and_the_rules_targets():
 
 def test_dirichlet_noise_is_the_rules_default_unless_set():
     puct = GymConfig(game="games.tictactoe:TicTacToe").selfplay
-    assert puct.dirichlet_fraction is None
+    assert puct.search.dirichlet_fraction is None
     assert SearchParams.from_selfplay(puct).dirichlet_fraction == 0.25
     assert SearchParams.from_selfplay(selfplay_config()).dirichlet_fraction == 0.0
     noised = selfplay_config(dirichlet_fraction=0.3)
@@ -487,7 +493,7 @@ def test_latent_search_with_the_gumbel_rule_takes_a_win_of_an_oracle_model(threa
 
 
 def test_latent_selfplay_with_the_gumbel_rule_plays_whole_games():
-    cfg = selfplay_config(searchthreadcount=4, playout_cap_probability=0.5, fast_searchcount=4)
+    cfg = selfplay_config(threads=4, playout_cap_probability=0.5, fast_searchcount=4)
     record, search = play(cfg, 0, search_class=LatentSearch)
     assert len(record) >= 5 and len(record.policy_weight) == len(record)
     assert all(legal[a] for a, legal in zip(record.action, record.legal))
@@ -504,7 +510,9 @@ def test_search_rules_are_a_registry():
         name = "test-greedy"
 
     try:  # a registered rule is a valid config value at once
-        cfg = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"search": "test-greedy"})
+        cfg = GymConfig(
+            game="games.tictactoe:TicTacToe", selfplay={"search": {"rule": "test-greedy"}}
+        )
         assert isinstance(
             Search(
                 TicTacToe(), uniform_evaluator(9), SearchParams.from_selfplay(cfg.selfplay)
@@ -518,19 +526,26 @@ def test_search_rules_are_a_registry():
 @pytest.mark.parametrize(
     "selfplay,message",
     [
-        ({"search": "Gumbel"}, r"selfplay.search' must be one of \['gumbel', 'puct'\]"),
-        ({"gumbel_considered": 0}, "selfplay.gumbel_considered"),
-        ({"gumbel_value_scale": -1}, "selfplay.gumbel_value_scale"),
         (
-            {"gumbel_rescale": "minmax"},
-            r"selfplay.gumbel_rescale' must be one of \['node', 'score'\], got 'minmax'",
+            {"search": {"rule": "Gumbel"}},
+            r"selfplay.search.rule' must be one of \['gumbel', 'puct'\]",
+        ),
+        ({"search": {"gumbel_considered": 0}}, "selfplay.search.gumbel_considered"),
+        ({"search": {"gumbel_value_scale": -1}}, "selfplay.search.gumbel_value_scale"),
+        (
+            {"search": {"gumbel_rescale": "minmax"}},
+            r"selfplay.search.gumbel_rescale' must be one of \['node', 'score'\], got 'minmax'",
         ),
         ({"playout_cap_probability": 0}, "selfplay.playout_cap_probability"),
         (
-            {"playout_cap_probability": 0.25, "searchcount": 10, "fast_searchcount": 20},
-            r"fast_searchcount' \(20\) must be <= selfplay.searchcount \(10\)",
+            {
+                "playout_cap_probability": 0.25,
+                "search": {"searchcount": 10},
+                "fast_searchcount": 20,
+            },
+            r"fast_searchcount' \(20\) must be <= selfplay.search.searchcount \(10\)",
         ),
-        ({"dirichlet_fraction": 1.5}, "selfplay.dirichlet_fraction"),
+        ({"search": {"dirichlet_fraction": 1.5}}, "selfplay.search.dirichlet_fraction"),
     ],
 )
 def test_config_refuses_bad_search_settings(selfplay, message):
@@ -539,5 +554,5 @@ def test_config_refuses_bad_search_settings(selfplay, message):
 
 
 def test_a_small_searchcount_is_fine_while_playout_caps_are_off():
-    cfg = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"searchcount": 8})
-    assert cfg.selfplay.fast_searchcount > cfg.selfplay.searchcount
+    cfg = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"search": {"searchcount": 8}})
+    assert cfg.selfplay.fast_searchcount > cfg.selfplay.search.searchcount

@@ -377,7 +377,7 @@ def test_without_the_solver_nothing_is_proven():
 def test_the_session_config_switches_the_solver():
     game = "games.tictactoe:TicTacToe"
     assert not SearchParams.from_selfplay(GymConfig.from_dict({"game": game}).selfplay).solver
-    on = GymConfig.from_dict({"game": game, "selfplay": {"search_solver": True}})
+    on = GymConfig.from_dict({"game": game, "selfplay": {"search": {"solver": True}}})
     assert SearchParams.from_selfplay(on.selfplay).solver
 
 
@@ -388,7 +388,7 @@ def test_self_play_with_the_solver_records_exact_endings():
     cfg = GymConfig.from_dict(
         {
             "game": "games.tictactoe:TicTacToe",
-            "selfplay": {"search_solver": True, "searchcount": 50},
+            "selfplay": {"search": {"solver": True, "searchcount": 50}},
         }
     ).selfplay
     search = Search(graph, uniform_evaluator(9), SearchParams.from_selfplay(cfg))

@@ -29,14 +29,13 @@ class ChangingService:
         return lambda: result
 
 
-def config(positions: int, **selfplay) -> GymConfig:
+def config(positions: int, search: dict | None = None, **selfplay) -> GymConfig:
     return GymConfig.from_dict(
         {
             "game": TICTACTOE,
             "selfplay": {
                 "selfplayprocesses": 1,
-                "searchcount": 8,
-                "searchthreadcount": 1,
+                "search": {"searchcount": 8, "threads": 1, **(search or {})},
                 "evaluation_cache": 0,
                 "positions_per_iteration": positions,
                 **selfplay,

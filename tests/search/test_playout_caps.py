@@ -44,8 +44,7 @@ def capped(search="puct", probability=0.5, **selfplay):
     return GymConfig(
         game=GAME,
         selfplay={
-            "search": search,
-            "searchcount": 16,
+            "search": {"rule": search, "searchcount": 16},
             "fast_searchcount": 4,
             "playout_cap_probability": probability,
             **selfplay,
@@ -74,7 +73,7 @@ def test_each_move_draws_a_full_or_a_fast_search_seeded(rule):
 
 
 def test_without_playout_caps_every_move_is_full_and_draws_nothing():
-    cfg = GymConfig(game=GAME, selfplay={"searchcount": 16}).selfplay
+    cfg = GymConfig(game=GAME, selfplay={"search": {"searchcount": 16}}).selfplay
     assert playout_cap(cfg) is None
     records, search = play_games(cfg, 3, games=1)
     assert records[0].policy_weight == [] and all(m == (None, True) for m in search.moves)
@@ -243,7 +242,11 @@ def test_muzero_policy_loss_ignores_fast_positions():
 def test_a_gumbel_session_with_playout_caps_trains_an_iteration(new_session):
     session = new_session(
         changes={
-            "selfplay": {"search": "gumbel", "playout_cap_probability": 0.5, "fast_searchcount": 4}
+            "selfplay": {
+                "search": {"rule": "gumbel"},
+                "playout_cap_probability": 0.5,
+                "fast_searchcount": 4,
+            }
         }
     )
     done = gamegym("resume", str(session), "--max-iterations", "1")
@@ -274,11 +277,9 @@ def test_a_muzero_session_with_gumbel_and_playout_caps_trains_an_iteration(tmp_p
             "network": {"width": 16, "blocks": 1},
             "muzero": {"hidden_size": 8, "num_unroll_steps": 3},
             "selfplay": {
-                "searchthreadcount": 4,
-                "searchcount": 16,
+                "search": {"rule": "gumbel", "threads": 4, "searchcount": 16},
                 "gamelog_dump_threshold": 5,
                 "positions_per_iteration": 100,
-                "search": "gumbel",
                 "playout_cap_probability": 0.5,
                 "fast_searchcount": 4,
             },

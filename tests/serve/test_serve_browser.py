@@ -161,16 +161,17 @@ def test_watch_a_session_learn_and_play_it_out(browser, tmp_path):
         "selfplay": SMALL["selfplay"],
         "train": SMALL["train"],
         "status_interval": 1.0,
-        "evaluate": {"every": 1, "opponents": ["random"], "games": 4, "searchcount": 8},
+        "evaluate": {"every": 1, "opponents": ["random"], "games": 4, "search": {"searchcount": 8}},
     }
     if pictures:
-        changes["selfplay"] = {**SMALL["selfplay"], "searchcount": 32}
+        search = {**SMALL["selfplay"]["search"], "searchcount": 32}
+        changes["selfplay"] = {**SMALL["selfplay"], "search": search}
         changes["train"] = {**SMALL["train"], "min_samplecount": 400, "min_new_samples": 400}
         changes["evaluate"] = {
             "every": 1,
             "opponents": ["random", "solver"],
             "games": 10,
-            "searchcount": 32,
+            "search": {"searchcount": 32},
         }
     session = preset_session(tmp_path, "tictactoe", changes)
     with served(session, tmp_path / "serve.log") as url:

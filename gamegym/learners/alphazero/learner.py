@@ -158,11 +158,11 @@ class AlphaZeroLearner(Learner):
             {float(options["l2"])},
         )
 
-    def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
+    def player(self, graph, service, search, config=None):
         from gamegym.nets.inference import PositionEvaluator
         from gamegym.search.play import MCTSPlayer
 
-        return MCTSPlayer(PositionEvaluator(graph, service), searchcount, threads)
+        return MCTSPlayer(PositionEvaluator(graph, service), search)
 
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):

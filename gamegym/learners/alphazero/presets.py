@@ -21,11 +21,9 @@ PRESETS = (
             "network": {"kind": "dense", "width": 64, "blocks": 2},
             "selfplay": {
                 "selfplayprocesses": 1,
-                "searchthreadcount": 8,
-                "searchcount": 64,
+                "search": {"threads": 8, "searchcount": 64, "dirichlet_alpha": 1.0},
                 "temperature_drop_move": 4,
                 "gamelog_dump_threshold": 20,
-                "dirichlet_alpha": 1.0,
             },
             "train": {
                 "min_samplecount": 400,
@@ -47,10 +45,8 @@ PRESETS = (
             "network": {"kind": "residual", "width": 32, "blocks": 3},
             "selfplay": {
                 "selfplayprocesses": 2,
-                "searchthreadcount": 16,
-                "searchcount": 100,
+                "search": {"threads": 16, "searchcount": 100, "dirichlet_alpha": 1.0},
                 "temperature_drop_move": 10,
-                "dirichlet_alpha": 1.0,
             },
             "train": {
                 "min_samplecount": 2000,
@@ -72,10 +68,8 @@ PRESETS = (
             "network": {"kind": "dense", "width": 128, "blocks": 2},
             "selfplay": {
                 "selfplayprocesses": 2,
-                "searchthreadcount": 16,
-                "searchcount": 100,
+                "search": {"threads": 16, "searchcount": 100, "dirichlet_alpha": 0.8},
                 "temperature_drop_move": 6,
-                "dirichlet_alpha": 0.8,
             },
             "train": {
                 "min_samplecount": 1000,

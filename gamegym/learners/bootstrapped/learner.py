@@ -212,14 +212,14 @@ class BootstrappedLearner(Learner):
 
         return QSelfplay(graph, service, config, rng)
 
-    def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
-        """The heads' majority vote; with evaluate.q_search an MCTS with the mean Q."""
+    def player(self, graph, service, search, config=None):
+        """The heads' majority vote; with bootstrapped.q_search an MCTS with the mean Q."""
         from gamegym.learners.bootstrapped.play import MeanQEvaluator, VotePlayer
 
         if config is not None and config.learner_config.q_search:
             from gamegym.search.play import MCTSPlayer
 
-            return MCTSPlayer(MeanQEvaluator(graph, service), searchcount, threads)
+            return MCTSPlayer(MeanQEvaluator(graph, service), search)
         return VotePlayer(service)
 
     # ----- targets ----------------------------------------------------------------------------

@@ -86,21 +86,22 @@ class MuZeroLearner(Learner):
     # ----- model ------------------------------------------------------------------------------
     @classmethod
     def check_config(cls, config) -> str | None:
-        if config.selfplay.search_solver:
+        search = config.selfplay.search
+        if search.solver:
             return (
-                "'selfplay.search_solver' cannot be used with train.learner 'muzero': the "
+                "'selfplay.search.solver' cannot be used with train.learner 'muzero': the "
                 "solver proves positions of the GameGraph, and MuZero searches a learned "
                 "model"
             )
-        from gamegym.search.latent_arena import compiled_latent_runs
+        if search.core == "compiled":  # the compiled core is named: ask it
+            from gamegym.search.latent_arena import compiled_latent_runs
 
-        if config.selfplay.search_core == "compiled" and not compiled_latent_runs(
-            config.selfplay.search
-        ):
+            if compiled_latent_runs(search.rule):
+                return None
             return (
-                "'selfplay.search_core' 'compiled' cannot be used with train.learner 'muzero' "
-                f"and the {config.selfplay.search!r} rule: the compiled core runs MuZero's "
-                "latent search with the 'puct' rule only; use search_core 'auto' or 'python'"
+                "'selfplay.search.core' 'compiled' cannot be used with train.learner 'muzero' "
+                f"and the {search.rule!r} rule: the compiled core runs MuZero's latent search "
+                "with the 'puct' rule only; use search.core 'auto' or 'python'"
             )
         return None
 
@@ -149,7 +150,7 @@ class MuZeroLearner(Learner):
 
     def selfplayer(self, graph, service, config, rng):
         """Self-play with the latent search on the core the config picks
-        (`selfplay.search_core`; gamegym.search.latent_arena)."""
+        (`selfplay.search.core`; gamegym.search.latent_arena)."""
         from gamegym.search.latent import LatentEvaluator
         from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.mcts import SearchParams
@@ -160,14 +161,13 @@ class MuZeroLearner(Learner):
         )
         return SearchSelfplay(graph, service, config, rng, search=search)
 
-    def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
-        from gamegym.search.latent import LatentEvaluator, LatentSearch, require_alternating
+    def player(self, graph, service, search, config=None):
+        from gamegym.search.latent import LatentEvaluator, require_alternating
+        from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.play import MCTSPlayer
 
         require_alternating(graph)
-        return MCTSPlayer(
-            LatentEvaluator(graph, service), searchcount, threads, search_class=LatentSearch
-        )
+        return MCTSPlayer(LatentEvaluator(graph, service), search, make=make_latent_search)
 
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):

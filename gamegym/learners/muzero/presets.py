@@ -16,12 +16,14 @@ PRESETS = (
             "network": {"kind": "dense", "width": 128, "blocks": 2},
             "selfplay": {
                 "selfplayprocesses": 1,
-                "searchthreadcount": 8,
-                "searchcount": 64,
-                "search": "gumbel",
+                "search": {
+                    "rule": "gumbel",
+                    "threads": 8,
+                    "searchcount": 64,
+                    "dirichlet_alpha": 1.0,
+                },
                 "temperature_drop_move": 4,
                 "gamelog_dump_threshold": 20,
-                "dirichlet_alpha": 1.0,
             },
             "muzero": {"hidden_size": 64, "num_unroll_steps": 3, "reward_loss_weight": 4.0},
             "train": {
@@ -47,10 +49,8 @@ PRESETS = (
             "network": {"kind": "residual", "width": 32, "blocks": 2},
             "selfplay": {
                 "selfplayprocesses": 2,
-                "searchthreadcount": 16,
-                "searchcount": 100,
+                "search": {"threads": 16, "searchcount": 100, "dirichlet_alpha": 1.0},
                 "temperature_drop_move": 10,
-                "dirichlet_alpha": 1.0,
             },
             "muzero": {"num_unroll_steps": 5, "reward_loss_weight": 4.0},
             "train": {
@@ -75,11 +75,13 @@ PRESETS = (
             "network": {"kind": "dense", "width": 128, "blocks": 2},
             "selfplay": {
                 "selfplayprocesses": 2,
-                "searchthreadcount": 16,
-                "searchcount": 100,
-                "search": "gumbel",
+                "search": {
+                    "rule": "gumbel",
+                    "threads": 16,
+                    "searchcount": 100,
+                    "dirichlet_alpha": 0.8,
+                },
                 "temperature_drop_move": 6,
-                "dirichlet_alpha": 0.8,
             },
             "muzero": {"hidden_size": 64, "num_unroll_steps": 5, "reward_loss_weight": 4.0},
             "train": {

@@ -1,0 +1,118 @@
+"""The search section: one `SearchConfig`, nested where a search runs (`selfplay.search`, and
+the players' search in `evaluate.search`), as AlphaZero.jl nests one `MctsParams` in its
+self-play and arena parameters.
+
+Its defaults are the one table of search defaults: gamegym.search's `SearchParams` and the
+Gumbel rule's `GumbelParams` take theirs from it (`SearchParams.from_config` maps a section to
+the search's parameters).  Whether the compiled core covers a search is answered here too
+(`compiled_core_problem`), from what the registered rules declare, so a config that names
+the compiled core is checked without importing the search.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+from gamegym.config.checks import boolean, check, choice, float_in, int_in, registered
+from gamegym.registry import SEARCHES
+
+__all__ = [
+    "SearchConfig",
+    "CORES",
+    "GUMBEL_RESCALES",
+    "compiled_core_available",
+    "compiled_core_problem",
+    "compiled_rules",
+]
+
+CORES = ("auto", "python", "compiled")  # search.core (gamegym.search.arena.core_for)
+GUMBEL_RESCALES = ("node", "score")  # search.gumbel_rescale (gamegym.search.gumbel)
+
+
+@dataclass
+class SearchConfig:
+    """The tree search: its budget, its root rule and that rule's constants, the threads
+    that share one tree, and the core that runs it."""
+
+    _section = "search."
+    rule: str = "puct"  # root rule: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero /
+    #                     MuZero: Gumbel-Top-k, sequential halving, completed-Q targets)
+    searchcount: int = 100  # searches (MCTS simulations) per move
+    threads: int = 8  # concurrent searches (virtual loss) sharing one tree
+    os_threads: bool = False  # run them on OS threads; False: one thread drives them all
+    solver: bool = False  # prove wins/losses in the tree (MCTS-solver); exact endgames
+    core: str = "auto"  # "auto": the compiled core where numba is installed and it covers
+    #                     the search (PUCT or Gumbel, no solver or OS threads; MuZero: PUCT),
+    #                     else "python"; "compiled": the search's loops compiled by numba
+    #                     (`pip install 'gamegym[fast]'`), the same games faster, or an error
+    #                     naming why not
+    exploration_const: float = 1.5  # PUCT exploration constant c_puct
+    virtualloss: float = 1.0  # visits of value -1 added on a path while its leaf is evaluated
+    dirichlet_alpha: float = 0.5  # Dirichlet noise concentration at the root
+    dirichlet_fraction: float | None = None  # weight of the noise in the root priors (0 =
+    #                     off; None = the rule's default: puct 0.25, gumbel 0); self-play
+    #                     only: a player searches without noise
+    gumbel_considered: int = 16  # (gumbel) root actions sampled by Gumbel-Top-k (mctx: 16)
+    gumbel_value_scale: float = 0.1  # (gumbel) c_scale of sigma(q) = (c_visit + max N)
+    #                     c_scale q
+    gumbel_maxvisit_init: float = 50.0  # (gumbel) c_visit of sigma(q)
+    gumbel_rescale: str = "score"  # (gumbel) q to [0, 1] in sigma by the score range
+    #                     [-1, 1] ("score") or by the node's children's min and max ("node",
+    #                     mctx's), which blows a small spread up to the full scale
+
+    def validate(self) -> None:
+        registered(self, "rule", SEARCHES)
+        int_in(self, "searchcount", 1, 1_000_000)
+        int_in(self, "threads", 1, 1024)
+        boolean(self, "os_threads")
+        boolean(self, "solver")
+        choice(self, "core", CORES)
+        if self.core == "compiled":
+            problem = compiled_core_problem(self.rule, self.solver, self.os_threads)
+            check(problem is None, f"{self._section}core", f"'compiled': {problem}")
+        float_in(self, "exploration_const", 0.0, 100.0, low_open=True)
+        float_in(self, "virtualloss", 0.0, 100.0)
+        float_in(self, "dirichlet_alpha", 0.0, 100.0, low_open=True)
+        if self.dirichlet_fraction is not None:
+            float_in(self, "dirichlet_fraction", 0.0, 1.0)
+        int_in(self, "gumbel_considered", 1, 65536)
+        float_in(self, "gumbel_value_scale", 0.0, 1000.0)
+        float_in(self, "gumbel_maxvisit_init", 0.0, 1e9)
+        choice(self, "gumbel_rescale", GUMBEL_RESCALES)
+
+
+def compiled_core_available() -> bool:
+    """Whether numba is installed (the compiled core's one dependency)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+def compiled_rules() -> list[str]:
+    """The root rules the compiled core runs (`SearchRule.compiled`)."""
+    return [name for name, rule in SEARCHES.items() if getattr(rule, "compiled", False)]
+
+
+def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | None:
+    """Why a search with these settings cannot run on the compiled core (None: it can)."""
+    rules = compiled_rules()
+    uncovered = [
+        what
+        for what, present in (
+            (f"the {rule!r} rule", rule not in rules),
+            ("the MCTS-solver (search.solver)", solver),
+            ("OS threads (search.os_threads)", os_threads),
+        )
+        if present
+    ]
+    if uncovered:
+        return (
+            f"the compiled core runs the {' and '.join(repr(r) for r in rules)} rules without "
+            f"the MCTS-solver or OS threads; this search has {' and '.join(uncovered)}: use "
+            "search.core 'python' or 'auto'"
+        )
+    if not compiled_core_available():
+        return (
+            "the compiled core needs numba, which is not installed: "
+            "pip install 'gamegym[fast]' (or search.core 'python')"
+        )
+    return None
