@@ -279,7 +279,7 @@ class GymConfig:
         return cls.from_dict(data)
 
     def updated(self, overrides: dict) -> GymConfig:
-        """A copy with nested overrides applied, e.g. {"selfplay": {"searchcount": 50}};
+        """A copy with nested overrides applied, e.g. {"selfplay": {"search": {"searchcount": 50}}};
         its plugins imported as this one's are (`runs_plugins`)."""
         return GymConfig.from_dict(
             merged_settings(self.to_dict(), overrides), plugins=self.runs_plugins

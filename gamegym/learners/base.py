@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from gamegym.game.players import Player
     from gamegym.nets.portable import FastForm
     from gamegym.nets.protocols import ModelCall, ModelService
+    from gamegym.search.tree import SearchParams
 
 __all__ = [
     "Learner",

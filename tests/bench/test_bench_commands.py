@@ -324,7 +324,9 @@ def test_the_search_ceiling_leaves_out_its_first_game(monkeypatch):
         search.searches_done += 10
 
     monkeypatch.setattr(ceiling, "selfplay_game", game)
-    cfg = GymConfig(game="games.tictactoe:TicTacToe", selfplay={"searchcount": 10}).selfplay
+    cfg = GymConfig(
+        game="games.tictactoe:TicTacToe", selfplay={"search": {"searchcount": 10}}
+    ).selfplay
     figures = ceiling.search_ceiling(TicTacToe(), cfg, 0.1)
     assert len(played) > 2 and played[1] == 0  # the count starts again after the first game
     counted = len(played) - 1

@@ -40,7 +40,7 @@ def test_a_learning_bench_variant_changes_the_preset_in_the_one_config(builds, m
         interval=10,
         games=2,
         searchcount=2,
-        overrides={"selfplay": {"searchcount": 16}},
+        overrides={"selfplay": {"search": {"searchcount": 16}}},
     )
     figures = learning.run_learning_bench(settings)
     assert figures["selfplay_searchcount"] == 16
