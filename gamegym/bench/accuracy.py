@@ -13,9 +13,6 @@ benchmark.
     gamegym bench accuracy sessions/c4                      # the newest iteration
     gamegym bench accuracy sessions/c4 --iteration 40 --searches 400 --json
     gamegym bench accuracy gamegym/initialmodels/connectfour.keras --game games.connectfour:ConnectFour
-
-May import: everything in gamegym but gamegym.cli's commands (its argument types and progress
-bars are fine).
 """
 
 from __future__ import annotations
@@ -26,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gamegym.cli.progress import ProgressBars
-from gamegym.cli.util import json_object
+from gamegym.console import ProgressBars, json_object
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.positions import PositionBenchmark, load_positions, policy_moves
 

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from gamegym.cli.util import json_object
+from gamegym.console import json_object
 from gamegym.evaluation.arena import make_player, run_match
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player

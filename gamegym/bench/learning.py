@@ -25,9 +25,8 @@ import numpy as np
 
 from gamegym.bench.accuracy import accuracy_text, benchmark_of, measure_accuracy
 from gamegym.bench.training import trainer_share
-from gamegym.cli.progress import ProgressBars
-from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, merged_settings
+from gamegym.console import ProgressBars, json_object
 from gamegym.evaluation.arena import make_player, model_player, run_match
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player, Solver, SolverPlayer

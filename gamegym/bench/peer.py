@@ -41,8 +41,8 @@ from gamegym.bench.peersides import (
     import_openspiel,
     race,
 )
-from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS, GymConfig
+from gamegym.console import json_object
 from gamegym.search.arena import CORES, core_for
 from gamegym.search.tree import SearchParams
 

@@ -35,8 +35,8 @@ from gamegym.bench.learning import (
     run_learning_bench,
     train_and_measure,
 )
-from gamegym.cli.util import json_object
 from gamegym.config import GymConfig, merged_settings
+from gamegym.console import json_object
 from gamegym.data.sumtree import SumTree
 from gamegym.game.graph import load_game
 from gamegym.presets import get_preset, initial_model_path, preset_for

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from gamegym.cli.util import json_object
 from gamegym.config import GymConfig
+from gamegym.console import json_object
 from gamegym.data.samples import SampleBatch, SampleShape, load_samples, write_sample_file
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner

@@ -8,16 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from gamegym.cli.util import (
-    Parser,
-    add_trust_flag,
-    console_ask,
-    json_object,
-    port_number,
-    prints_help,
-    read_overrides,
-)
+from gamegym.cli.util import Parser, add_trust_flag, console_ask, port_number, read_overrides
 from gamegym.config import ConfigError, GymConfig
+from gamegym.console import json_object, prints_help
 from gamegym.data.session import SessionError
 from gamegym.game.graph import GameGraphError
 from gamegym.registry import BACKENDS

@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 from gamegym import workmeter
-from gamegym.cli.progress import ProgressBars
 from gamegym.cli.util import add_trust_flag, console_ask
+from gamegym.console import ProgressBars
 from gamegym.data.fileio import append_jsonl, atomic_write_json, read_jsonl
 from gamegym.evaluation.arena import fit_ratings, make_player, model_player, run_match
 from gamegym.game.graph import load_game
