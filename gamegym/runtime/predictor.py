@@ -16,7 +16,7 @@ iterations; a request for an older one gets an error answer and its search start
 When the evaluator has a form that runs without TensorFlow (`portable()`: the model on the CPU
 fast path) and `predict.evaluate_in_selfplayers` is on, the Predictor hands it to the clients
 that ask (`EvaluatorRequest`) and announces each iteration with a `Reload`: the Selfplayers then
-evaluate their own leaves, with no round trip (see `gamegym.nets.inference.PipeService`), and only
+evaluate their own leaves, with no round trip (see `gamegym.runtime.pipes.PipeService`), and only
 what the handed-out evaluators cannot answer comes here.
 
 Where models come from: with the fast path on and no GPU wanted (`fastmodels.cpu_fast_path`),

@@ -332,8 +332,9 @@ def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_pat
 
 
 def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path):
-    from gamegym.nets.inference import FastEvaluator, PipeService
+    from gamegym.nets.inference import FastEvaluator
     from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.runtime.pipes import PipeService
     from gamegym.runtime.predictor import Predictor
 
     graph = Santorini(3, 1)
@@ -415,8 +416,8 @@ class Constant:
 
 
 def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest_two():
-    from gamegym.nets.inference import PipeService
     from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.runtime.pipes import PipeService
 
     client_end, predictor_end = multiprocessing.Pipe()
     service = PipeService(client_end, timeout=5.0)

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.nets.inference import PipeService, PositionEvaluator, PredictorGone, PredictorTimeout
+from gamegym.nets.inference import PositionEvaluator
 from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS, ProcessBackend
 from gamegym.runtime.messages import EvalRequest, EvalResponse
+from gamegym.runtime.pipes import PipeService, PredictorGone, PredictorTimeout
 from gamegym.runtime.process import EXIT_DISK_FULL
 from gamegym.runtime.supervisor import Child, Supervisor
 from games.tictactoe import TicTacToe

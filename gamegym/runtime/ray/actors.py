@@ -8,7 +8,7 @@ gamegym, the game's module and Ray, and never the session folder:
   without TensorFlow, as a Predictor process does.  Its Selfplayers connect to it over a local socket
   (`multiprocessing.connection`, authenticated with the run's key): a Selfplayer talks to the
   Predictor on its own node with the same one-message-per-batch pipe protocol as a Selfplayer
-  process (`gamegym.nets.inference.PipeService`), so batching stays local to the node.
+  process (`gamegym.runtime.pipes.PipeService`), so batching stays local to the node.
 - `SelfplayerActor` plays the learner's self-play driver (`Learner.selfplayer`) in a thread and
   keeps each flush of finished games as the bytes of one sample file (compressed on the node)
   until the gym takes it: at most `OUTBOX_FILES`, so a gym that falls behind slows the actor
@@ -287,7 +287,7 @@ class SelfplayerActor:
     def __init__(self, name: str, config, seed: int, address, authkey: bytes):
         from gamegym.game.graph import load_game
         from gamegym.learners import get_learner
-        from gamegym.nets.inference import PipeService
+        from gamegym.runtime.pipes import PipeService
 
         self.name = name
         self.relay = Relay()
