@@ -19,6 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from gamegym.compiledcore import CORES, compiled_core_problem
 from gamegym.game.playerspecs import check_player_spec
 from gamegym.registry import BACKENDS, LEARNERS, REPLAYS, SEARCHES, Registry
 
@@ -284,11 +285,9 @@ class SelfplayConfig:
 
     def _validate_core(self) -> None:
         """`search_core`; "compiled" only where that core covers the search and numba is
-        installed (gamegym.search.arena)."""
-        _choice(self, "search_core", ("auto", "python", "compiled"))  # search.arena.CORES
+        installed (gamegym.compiledcore, which the search asks too)."""
+        _choice(self, "search_core", CORES)
         if self.search_core == "compiled":
-            from gamegym.search.arena import compiled_core_problem
-
             problem = compiled_core_problem(self.search, self.search_solver, self.search_os_threads)
             _check(problem is None, "selfplay.search_core", f"'compiled': {problem}")
 

@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from gamegym.bench.throughput import evaluator_rates
+from gamegym.compiledcore import CORES
 from gamegym.config import PRECISIONS, GymConfig
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner
@@ -34,7 +35,7 @@ from gamegym.nets.portable import evaluator_from_bytes
 from gamegym.nets.tfsetup import configure_tensorflow
 from gamegym.presets import preset_for
 from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
-from gamegym.search.arena import CORES, core_for, make_search
+from gamegym.search.arena import core_for, make_search
 from gamegym.search.mcts import SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
 

@@ -41,9 +41,10 @@ from gamegym.bench.peersides import (
     import_openspiel,
     race,
 )
+from gamegym.compiledcore import CORES
 from gamegym.config import PRECISIONS, GymConfig
 from gamegym.console import json_object
-from gamegym.search.arena import CORES, core_for
+from gamegym.search.arena import core_for
 from gamegym.search.tree import SearchParams
 
 __all__ = [

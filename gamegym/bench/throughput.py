@@ -38,12 +38,12 @@ import numpy as np
 import psutil
 
 from gamegym.bench.endtoend import end_to_end, on_backend, ray_figures
+from gamegym.compiledcore import CORES
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.console import json_object
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.registry import SEARCHES
-from gamegym.search.arena import CORES
 from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
 

@@ -6,7 +6,8 @@ search and the latent search faster and plays the same games (arena.py, latent_a
 with a search, with playout-cap randomization (play.py).  Values are negamax, from the view of
 the player to move.
 
-May import: gamegym.game, gamegym.registry, gamegym.nets.inference (what a search asks of a
-network), gamegym.data (to write what it played), numpy, and numba (the optional extra
-`gamegym[fast]`, in _arena_kernels.py only); never TensorFlow, the learners or the runtime.
+May import: gamegym.game, gamegym.registry, gamegym.compiledcore, gamegym.nets.inference (what
+a search asks of a network), gamegym.data (to write what it played), numpy, and numba (the
+optional extra `gamegym[fast]`, in _arena_kernels.py only); never TensorFlow, the learners or
+the runtime.
 """

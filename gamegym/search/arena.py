@@ -19,7 +19,7 @@ keeps the played child's subtree where the rule does, as the Python core does.
 Under the Gumbel rule each simulation's root child comes from the rule's sequential halving in
 Python (`GumbelRule.root_child`), and the walk below it, by the deterministic non-root rule, is
 compiled (`gumbel_walk`).  The MCTS-solver and OS threads use the Python core (`make_search`
-picks).  MuZero's latent search runs on the same arena
+picks; gamegym.compiledcore says what the compiled core covers, for the config too).  MuZero's latent search runs on the same arena
 (gamegym.search.latent_arena, with its own kernels).  numba is an optional dependency (`pip install
 'gamegym[fast]'`); without it `make_search` falls back to the Python core where the config says
 "auto" and names the missing package where it says "compiled".
@@ -30,14 +30,13 @@ imports when it makes its first compiled search.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Hashable
 from typing import Any, cast
 
 import numpy as np
 
+from gamegym.compiledcore import CORES, compiled_core_problem
 from gamegym.game.graph import SCORE_RANGE, GameGraph
-from gamegym.registry import SEARCHES
 from gamegym.search.arena_layout import (
     ACTION,
     CHILD,
@@ -65,49 +64,9 @@ __all__ = [
     "ArenaNode",
     "make_search",
     "core_for",
-    "compiled_core_available",
-    "compiled_core_problem",
-    "CORES",
 ]
 
-CORES = ("auto", "python", "compiled")  # selfplay.search_core
 GUMBEL_EPSILON = GUMBEL_DEFAULTS.epsilon  # the Gumbel rule's smallest denominator of sigma
-
-
-def compiled_core_available() -> bool:
-    """Whether numba is installed (the compiled core's one dependency)."""
-    return importlib.util.find_spec("numba") is not None
-
-
-def compiled_rules() -> list[str]:
-    """The root rules the compiled core runs (`SearchRule.compiled`)."""
-    return [name for name, rule in SEARCHES.items() if getattr(rule, "compiled", False)]
-
-
-def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | None:
-    """Why a search with these settings cannot run on the compiled core (None: it can)."""
-    rules = compiled_rules()
-    uncovered = [
-        what
-        for what, present in (
-            (f"the {rule!r} rule", rule not in rules),
-            ("the MCTS-solver (search_solver)", solver),
-            ("OS threads (search_os_threads)", os_threads),
-        )
-        if present
-    ]
-    if uncovered:
-        return (
-            f"the compiled core runs the {' and '.join(repr(r) for r in rules)} rules without "
-            f"the MCTS-solver or OS threads; this search has {' and '.join(uncovered)}: use "
-            "search_core 'python' or 'auto'"
-        )
-    if not compiled_core_available():
-        return (
-            "the compiled core needs numba, which is not installed: "
-            "pip install 'gamegym[fast]' (or search_core 'python')"
-        )
-    return None
 
 
 def core_for(params: SearchParams) -> str:

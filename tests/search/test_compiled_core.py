@@ -10,8 +10,8 @@ from test_mcts import AsyncUniform, pseudo_network
 from test_model_wait import ChangingService
 from test_model_wait import config as model_wait_config
 
+from gamegym import compiledcore
 from gamegym.config import ConfigError, GymConfig
-from gamegym.search import arena
 from gamegym.search.arena import ArenaSearch, core_for, make_search
 from gamegym.search.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator
 from gamegym.search.play import SearchSelfplay, selfplay_game
@@ -205,7 +205,7 @@ def test_the_config_names_what_the_compiled_core_cannot_do(monkeypatch):
         selfplay_config(search_core="compiled", search_solver=True)
     with pytest.raises(ConfigError, match="search_core.*must be one of"):
         selfplay_config(search_core="numba")
-    monkeypatch.setattr(arena, "compiled_core_available", lambda: False)
+    monkeypatch.setattr(compiledcore, "compiled_core_available", lambda: False)
     with pytest.raises(ConfigError, match=r"needs numba.*gamegym\[fast\]"):
         selfplay_config(search_core="compiled")
     assert core_for(SearchParams(core="auto")) == "python"  # auto falls back without numba
