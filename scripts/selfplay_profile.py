@@ -30,11 +30,11 @@ from gamegym.config import PRECISIONS, GymConfig
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner
 from gamegym.nets.builders import network_for_game
+from gamegym.nets.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.nets.inference import LocalService, ModelEvaluator, PositionEvaluator
 from gamegym.nets.portable import evaluator_from_bytes
 from gamegym.nets.tfsetup import configure_tensorflow
 from gamegym.presets import preset_for
-from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.search.arena import core_for, make_search
 from gamegym.search.mcts import SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game

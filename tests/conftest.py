@@ -181,7 +181,7 @@ def publish_as_trained(session, model, iteration: int, learner: str = "alphazero
     processes that load it then need no TensorFlow; tests/nets/test_fastpath.py covers a model
     published without one)."""
     from gamegym.learners import get_learner
-    from gamegym.runtime.fastmodels import fast_model_bytes
+    from gamegym.nets.fastmodels import fast_model_bytes
 
     fast_form = fast_model_bytes(get_learner(learner), model)
     assert fast_form is not None, f"{learner} has no fast form for this model"

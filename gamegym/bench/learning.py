@@ -32,8 +32,8 @@ from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player, Solver, SolverPlayer
 from gamegym.game.playerspecs import check_player_spec
 from gamegym.learners import get_learner
+from gamegym.nets.fastmodels import int8_share
 from gamegym.presets import initial_model_path, learner_presets, preset_for
-from gamegym.runtime.fastmodels import int8_share
 from gamegym.search.mcts import choose_action
 
 # game spec -> its benchmark opponents (player specs; the first is the headline figure)

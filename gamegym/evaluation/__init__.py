@@ -2,5 +2,5 @@
 the optional Evaluator process, `gamegym evaluate` and `gamegym play`.
 
 May import: gamegym.game, gamegym.search, gamegym.nets, gamegym.learners, gamegym.data,
-gamegym.runtime.process and gamegym.runtime.fastmodels (a model as the Predictor loads it).
+gamegym.runtime.process and gamegym.nets.fastmodels (a model as the Predictor loads it).
 """

@@ -135,7 +135,7 @@ def node_id() -> str:
 class NodeModels:
     """The model iterations broadcast to this node, as files in a folder of its own (the
     Predictor loads models by path): each model file and, where the gym had one, its fast-path
-    file (`gamegym.runtime.fastmodels`) written after it, so a Predictor on the CPU fast path
+    file (`gamegym.nets.fastmodels`) written after it, so a Predictor on the CPU fast path
     reads that and never imports TensorFlow.  The newest `keep` iterations are kept.  Has what
     the Predictor asks of its `models`: `model_path(iteration)` and `current_iteration()`."""
 
@@ -190,7 +190,7 @@ class PredictorActor:
     """The batching Predictor of one node, for the Selfplayer actors on that node."""
 
     def __init__(self, name: str, config, authkey: bytes):
-        from gamegym.runtime.fastmodels import cpu_fast_path
+        from gamegym.nets.fastmodels import cpu_fast_path
         from gamegym.runtime.predictor import Predictor
 
         self.relay = Relay()
