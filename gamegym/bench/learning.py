@@ -532,7 +532,7 @@ def show(point: dict, label: str = "") -> None:
 
 def plot_curves(runs: list[dict], path: Path) -> None:
     """One plot of the curves of one or more runs (learner presets) on the same game."""
-    from gamegym.runtime.monitor import new_figure, save_figure
+    from gamegym.data.figures import new_figure, save_figure
 
     figure, axis = new_figure((6.5, 4))
     several = len(runs) > 1

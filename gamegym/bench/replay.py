@@ -298,7 +298,7 @@ def _run_record(mode: str, seed: int, curve: list, final: dict) -> dict:
 def plot_runs(result: dict, path: Path, title: str) -> None:
     """One plot: losses against the solver (top) and the optimal-move rate (bottom) over
     minutes, a colour per replay mode, a line style per seed."""
-    from gamegym.runtime.monitor import new_figure, save_figure
+    from gamegym.data.figures import new_figure, save_figure
 
     figure, (top, bottom) = new_figure((7, 6), rows=2)
     colours = {mode: f"C{i}" for i, mode in enumerate(REPLAYS.names())}

@@ -137,7 +137,7 @@ def plot_ratings(session, ratings: dict) -> None:
     )
     if not points:
         return
-    from gamegym.runtime.monitor import new_figure, save_figure
+    from gamegym.data.figures import new_figure, save_figure
 
     figure, axis = new_figure()
     axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label="model")
