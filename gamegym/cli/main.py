@@ -317,11 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_serve)
 
     from gamegym import bench
-    from gamegym.cli import presets
-    from gamegym.evaluation import evaluator as evaluation
+    from gamegym.cli import evaluate, presets
 
     bench.add_parser(sub)
-    evaluation.add_commands(sub)
+    evaluate.add_commands(sub)
     presets.add_parser(sub)
     return parser
 
