@@ -70,9 +70,9 @@ def measure_accuracy(
     positions a band, drawn with `sample_seed` (None: all); `rng`: the searches'."""
     bars = bars or ProgressBars(enabled=False)
     evaluate = getattr(player, "evaluate", None)
-    from gamegym.nets.inference import PositionEvaluator
+    from gamegym.nets.inference import NetworkPositionValuer
 
-    has_policy = isinstance(evaluate, PositionEvaluator)
+    has_policy = isinstance(evaluate, NetworkPositionValuer)
     figures: dict = {}
     for band in benchmark.bands:
         indices = [i for i, p in enumerate(benchmark.positions) if p.band == band]
@@ -83,7 +83,7 @@ def measure_accuracy(
         band_vertices = [vertices[i] for i in indices]
         row: dict = {"positions": len(positions)}
         if has_policy:
-            assert isinstance(evaluate, PositionEvaluator)
+            assert isinstance(evaluate, NetworkPositionValuer)
             probs = (
                 np.concatenate(
                     [

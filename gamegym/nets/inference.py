@@ -13,9 +13,9 @@ Two services, one protocol, so the same self-play and player code runs in every 
 - `gamegym.runtime.pipes.PipeService`: a Selfplayer's end of its pipe to the batching Predictor
   (no TensorFlow).
 
-`ModelEvaluator` is AlphaZero's model call (softmax policy and value of positions), used by the
-Predictor and by `LocalService`; `PositionEvaluator` turns vertices into the "evaluate" requests
-an MCTS needs, with an evaluation cache per model iteration.
+`PolicyValueCall` is AlphaZero's model call (softmax policy and value of positions), used by the
+Predictor and by `LocalService`; `NetworkPositionValuer` turns vertices into the "evaluate"
+requests an MCTS needs, with an evaluation cache per model iteration.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from gamegym.nets.portable import FAST_PATH_MAX_PARAMS, FastForm, choose_runner,
 __all__ = [
     "StaleIteration",
     "LocalService",
-    "PositionEvaluator",
-    "ModelEvaluator",
-    "FastEvaluator",
+    "NetworkPositionValuer",
+    "PolicyValueCall",
+    "PolicyValueFastCall",
     "fast_net",
     "evaluate_form",
     "softmax",
@@ -64,7 +64,7 @@ class LocalService:
         return lambda: result
 
 
-class PositionEvaluator:
+class NetworkPositionValuer:
     """An MCTS evaluator over a model service: numpify, cache, one "evaluate" request per batch.
 
     Calling it with vertices returns (probs float32 [B, A], values float32 [B]); `submit` sends
@@ -179,7 +179,7 @@ def evaluate_form(model) -> FastForm | None:
     net = NumpyNet.from_keras(model)
     if net is None or len(net.outputs) != 2 or len(net.inputs) != 1:
         return None
-    return FastForm(FastEvaluator.form, {"evaluate": net}, {})
+    return FastForm(PolicyValueFastCall.form, {"evaluate": net}, {})
 
 
 def fast_net(model, conv: bool = True):
@@ -190,10 +190,10 @@ def fast_net(model, conv: bool = True):
     return choose_runner(form.nets["evaluate"], conv) if form is not None else None
 
 
-_OneNet = TypeVar("_OneNet", bound="OneNetEvaluator")
+_OneNet = TypeVar("_OneNet", bound="OneNetFastCall")
 
 
-class OneNetEvaluator:
+class OneNetFastCall:
     """A model call on the CPU fast path that runs the one network `form_net` of a fast form,
     without TensorFlow.  It pickles, so a Selfplayer can run it itself
     (`gamegym.runtime.pipes.PipeService`)."""
@@ -232,7 +232,7 @@ class OneNetEvaluator:
 
 
 @register_form("evaluate")
-class FastEvaluator(OneNetEvaluator):
+class PolicyValueFastCall(OneNetFastCall):
     """AlphaZero's model call on the CPU fast path (`fast_net`)."""
 
     kinds = ("evaluate",)
@@ -275,7 +275,7 @@ def _check_shape(x: np.ndarray, input_shape: tuple) -> None:
         )
 
 
-class ModelEvaluator:
+class PolicyValueCall:
     """AlphaZero's model call: positions x [B, *input_shape] -> softmax policy [B, A] and value
     [B] in [-1, 1].  Answers the "evaluate" kind of request.
 
@@ -299,7 +299,7 @@ class ModelEvaluator:
         self._conv = not tf.config.list_logical_devices("GPU")  # the GPU path stays TensorFlow
         if fast:
             net = fast_net(model, self._conv)
-            self.fast = FastEvaluator(net, iteration) if net is not None else None
+            self.fast = PolicyValueFastCall(net, iteration) if net is not None else None
         if self.fast is not None:
             self.model = None  # the weights live in the fast path's copy
             return
@@ -323,7 +323,7 @@ class ModelEvaluator:
         """Where the model runs: "onnx", "numpy" or "tensorflow"."""
         return self.fast.path if self.fast is not None else "tensorflow"
 
-    def portable(self) -> FastEvaluator | None:
+    def portable(self) -> PolicyValueFastCall | None:
         """This iteration's evaluator in a form a process without TensorFlow runs (None when
         the model runs in TensorFlow)."""
         return self.fast
@@ -335,7 +335,7 @@ class ModelEvaluator:
             net = fast_net(model, self._conv)
             if net is None:
                 return False
-            self.fast, self.iteration = FastEvaluator(net, iteration), iteration
+            self.fast, self.iteration = PolicyValueFastCall(net, iteration), iteration
             return True
         if not take_weights(self.model, model):
             return False

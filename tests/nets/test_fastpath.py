@@ -70,7 +70,7 @@ def q_model(kind, game, prior):
 
 @pytest.mark.parametrize("kind, game", KINDS, ids=[k for k, _ in KINDS])
 def test_muzero_fast_path_matches_keras(kind, game):
-    from gamegym.learners.muzero.fastnets import MuZeroFastEvaluator, muzero_form
+    from gamegym.learners.muzero.fastnets import LatentModelFastCall, muzero_form
 
     model = muzero_model(kind, game)
     learner = get_learner("muzero")
@@ -79,7 +79,7 @@ def test_muzero_fast_path_matches_keras(kind, game):
     evaluator = learner.make_evaluator(model, 5)
     assert evaluator.path == "onnx" and evaluator.portable().iteration == 5
     form = muzero_form(model)
-    on_numpy = MuZeroFastEvaluator(form.nets, 5, reference.input_shape, reference.actions)
+    on_numpy = LatentModelFastCall(form.nets, 5, reference.input_shape, reference.actions)
     x = random_inputs(reference.input_shape)
     actions = np.random.default_rng(3).integers(reference.actions, size=len(x))
     want = reference.run("initial", {"x": x})

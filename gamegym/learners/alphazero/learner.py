@@ -116,9 +116,9 @@ class AlphaZeroLearner(Learner):
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
-        from gamegym.nets.inference import ModelEvaluator
+        from gamegym.nets.inference import PolicyValueCall
 
-        return ModelEvaluator(model, iteration, fast)
+        return PolicyValueCall(model, iteration, fast)
 
     def fast_form(self, model):
         return evaluate_form(model)
@@ -160,10 +160,10 @@ class AlphaZeroLearner(Learner):
         )
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
-        from gamegym.nets.inference import PositionEvaluator
+        from gamegym.nets.inference import NetworkPositionValuer
         from gamegym.search.play import MCTSPlayer
 
-        return MCTSPlayer(PositionEvaluator(graph, service), searchcount, threads)
+        return MCTSPlayer(NetworkPositionValuer(graph, service), searchcount, threads)
 
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):

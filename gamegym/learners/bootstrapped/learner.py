@@ -198,9 +198,9 @@ class BootstrappedLearner(Learner):
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
-        from gamegym.learners.bootstrapped.evaluators import QModelEvaluator
+        from gamegym.learners.bootstrapped.evaluators import QValuesCall
 
-        return QModelEvaluator(model, iteration, fast)
+        return QValuesCall(model, iteration, fast)
 
     def fast_form(self, model):
         return q_form(model)
@@ -212,12 +212,12 @@ class BootstrappedLearner(Learner):
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
         """The heads' majority vote; with evaluate.q_search an MCTS with the mean Q."""
-        from gamegym.learners.bootstrapped.play import MeanQEvaluator, VotePlayer
+        from gamegym.learners.bootstrapped.play import MeanQPositionValuer, VotePlayer
 
         if config is not None and config.learner_config.q_search:
             from gamegym.search.play import MCTSPlayer
 
-            return MCTSPlayer(MeanQEvaluator(graph, service), searchcount, threads)
+            return MCTSPlayer(MeanQPositionValuer(graph, service), searchcount, threads)
         return VotePlayer(service)
 
     # ----- targets ----------------------------------------------------------------------------

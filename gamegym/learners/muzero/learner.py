@@ -130,9 +130,9 @@ class MuZeroLearner(Learner):
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
-        from gamegym.learners.muzero.nets import MuZeroEvaluator
+        from gamegym.learners.muzero.nets import LatentModelCall
 
-        return MuZeroEvaluator(model, iteration, fast)
+        return LatentModelCall(model, iteration, fast)
 
     def fast_form(self, model):
         return muzero_form(model)
@@ -140,13 +140,13 @@ class MuZeroLearner(Learner):
     def selfplayer(self, graph, service, config, rng):
         """Self-play with the latent search on the core the config picks
         (`selfplay.search_core`; gamegym.search.latent_arena)."""
-        from gamegym.search.latent import LatentEvaluator
+        from gamegym.search.latent import NetworkLatentValuer
         from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.mcts import SearchParams
         from gamegym.search.play import SearchSelfplay
 
         search = make_latent_search(
-            graph, LatentEvaluator(graph, service), SearchParams.from_selfplay(config.selfplay)
+            graph, NetworkLatentValuer(graph, service), SearchParams.from_selfplay(config.selfplay)
         )
         return SearchSelfplay(graph, service, config, rng, search=search)
 
@@ -159,12 +159,12 @@ class MuZeroLearner(Learner):
         return make_latent_search(graph, uniform_latent_evaluator(graph.action_space_size), params)
 
     def player(self, graph, service, searchcount: int = 100, threads: int = 8, config=None):
-        from gamegym.search.latent import LatentEvaluator, LatentSearch, require_alternating
+        from gamegym.search.latent import LatentSearch, NetworkLatentValuer, require_alternating
         from gamegym.search.play import MCTSPlayer
 
         require_alternating(graph)
         return MCTSPlayer(
-            LatentEvaluator(graph, service), searchcount, threads, search_class=LatentSearch
+            NetworkLatentValuer(graph, service), searchcount, threads, search_class=LatentSearch
         )
 
     # ----- targets ----------------------------------------------------------------------------
