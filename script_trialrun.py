@@ -27,7 +27,7 @@ def trial_config() -> GymConfig:
 
 def show_verdict(gym: GameGym) -> None:
     """How strong the newest model is: a short match against the exact solver (seconds)."""
-    from gamegym.evaluation.evaluator import verdict
+    from gamegym.evaluation.ratings import verdict
 
     print("[gamegym] checking the newest model against the perfect player ...", flush=True)
     started = time.monotonic()

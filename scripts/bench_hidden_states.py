@@ -3,7 +3,7 @@
     python scripts/bench_hidden_states.py [--seconds S] [--batch B ...]
 
 For each bundled MuZero preset, a server process answers "recurrent" requests over a pipe with
-the preset's starter model (MuZeroEvaluator, as the Predictor does), in two ways, alternately:
+the preset's starter model (LatentModelCall, as the Predictor does), in two ways, alternately:
   pipes   the request carries the parents' hidden states [B, ...] and the answer the new ones
           (what gamegym does)
   kept    the request carries parent ids [B] and the answer new ids; the server keeps every
@@ -31,11 +31,11 @@ SEARCH = 100  # requests per search: the server drops the kept states after each
 
 
 def serve(path, conn):
-    from gamegym.learners.muzero.nets import MuZeroEvaluator
+    from gamegym.learners.muzero.nets import LatentModelCall
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
 
     configure_tensorflow(use_gpu=False, threads=1)
-    evaluator = MuZeroEvaluator(load_model(path), 0)
+    evaluator = LatentModelCall(load_model(path), 0)
     kept, count = {}, [0]
 
     def keep(hidden):

@@ -53,14 +53,14 @@ class PolicyPlayer:
 
     def __init__(self, graph: ConnectFour):
         from gamegym.learners import get_learner
-        from gamegym.nets.inference import LocalService, PositionEvaluator
+        from gamegym.nets.inference import LocalService, NetworkPositionValuer
         from gamegym.nets.tfsetup import configure_tensorflow, load_model
         from gamegym.presets import INITIAL_MODELS
 
         configure_tensorflow(use_gpu=False)
         model = load_model(INITIAL_MODELS / "connectfour.keras")
         evaluator = get_learner("alphazero").make_evaluator(model, 0)
-        self.evaluate = PositionEvaluator(graph, LocalService(evaluator))
+        self.evaluate = NetworkPositionValuer(graph, LocalService(evaluator))
 
     def choose(self, graph, vertex, rng) -> int:
         probs = self.evaluate([vertex])[0][0]

@@ -28,7 +28,7 @@ def measure(preset: str) -> dict:
     from gamegym.cli.main import main
     from gamegym.data.session import Session
     from gamegym.game.graph import load_game
-    from gamegym.nets.inference import PipeService
+    from gamegym.runtime.pipes import PipeService
     from gamegym.runtime.ray.actors import ModelFiles, PredictorActor
 
     folder = os.path.join(tempfile.mkdtemp(), preset)

@@ -26,15 +26,16 @@ import numpy as np
 
 from gamegym.bench.networks import evaluator_rates
 from gamegym.config import PRECISIONS, GymConfig
+from gamegym.config.search import CORES
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner
 from gamegym.nets.builders import network_for_game
-from gamegym.nets.inference import LocalService, ModelEvaluator, PositionEvaluator
+from gamegym.nets.fastmodels import fast_model_bytes, int8_inputs
+from gamegym.nets.inference import LocalService, NetworkPositionValuer, PolicyValueCall
 from gamegym.nets.portable import evaluator_from_bytes
 from gamegym.nets.tfsetup import configure_tensorflow
 from gamegym.presets import preset_for
-from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
-from gamegym.search.arena import CORES, core_for, make_search
+from gamegym.search.arena import core_for, make_search
 from gamegym.search.mcts import SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
 
@@ -73,7 +74,7 @@ def fast_evaluator(model, graph, precision: str):
     """The model's fast-path evaluator in `precision`, as a Selfplayer loads it from the
     model's fast-path file."""
     if precision == "float32":
-        evaluator = ModelEvaluator(model).portable()
+        evaluator = PolicyValueCall(model).portable()
     else:
         inputs = int8_inputs(graph, np.random.default_rng(0))
         data = fast_model_bytes(get_learner("alphazero"), model, precision, inputs)
@@ -122,7 +123,7 @@ def main() -> int:
     graph.numpify_many = timed_numpify_many
     service = LocalService(Timed(evaluator, totals))
     searches, cpu = play(
-        graph, cfg, PositionEvaluator(graph, service, cfg.evaluation_cache), args.seconds
+        graph, cfg, NetworkPositionValuer(graph, service, cfg.evaluation_cache), args.seconds
     )
     per = {k: totals[k] / searches * 1e6 for k in ("network", "numpify")}
     total = cpu / searches * 1e6

@@ -179,7 +179,7 @@ def publish_as_trained(session, model, iteration: int, learner: str = "alphazero
     processes that load it then need no TensorFlow; tests/nets/test_fastpath.py covers a model
     published without one)."""
     from gamegym.learners import get_learner
-    from gamegym.runtime.fastmodels import fast_model_bytes
+    from gamegym.nets.fastmodels import fast_model_bytes
 
     fast_form = fast_model_bytes(get_learner(learner), model)
     assert fast_form is not None, f"{learner} has no fast form for this model"
@@ -276,6 +276,32 @@ def new_session(session_template, tmp_path):
         return path
 
     return make
+
+
+@pytest.fixture
+def two_iterations(tmp_path):
+    """A tic-tac-toe gym whose session has iterations 0 and 1 (the same network published
+    twice, each with its fast-path file, as a Trainer publishes it: the commands that play it
+    need no TensorFlow) and an `evaluate` section of four opponents, made in this process
+    (TensorFlow imported first: its first model is not made in a child)."""
+    import tensorflow  # noqa: F401
+
+    from gamegym.config import GymConfig
+    from gamegym.nets.tfsetup import load_model
+    from gamegym.runtime.gym import GameGym
+    from games.tictactoe import TicTacToe
+
+    config = GymConfig(
+        game=TICTACTOE,
+        evaluate={
+            "games": 4,
+            "search": {"searchcount": 8},
+            "opponents": ["random", "alphabeta:1", "previous", "mcts:20"],
+        },
+    )
+    gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
+    publish_as_trained(gym.session, load_model(gym.session.model_path(0)), 1)
+    return gym
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

@@ -12,8 +12,8 @@ Each subcommand module has `COMMAND` (its name) and `add_parser(subparsers)` (it
 its own flags, a help text with an example); `add_parser` here collects them.  A bare
 `gamegym bench` prints the list (its help) instead of running anything.
 
-May import: everything in gamegym but gamegym.cli's commands (its argument types and progress
-bars are fine).
+May import: everything in gamegym but gamegym.cli (the console helpers it shares with the
+command line are in gamegym.console).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from gamegym.bench import (
     throughput,
     training,
 )
-from gamegym.cli.util import prints_help
+from gamegym.console import prints_help
 
 __all__ = ["SUBCOMMANDS", "add_parser"]
 

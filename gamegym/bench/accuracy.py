@@ -13,9 +13,6 @@ benchmark.
     gamegym bench accuracy sessions/c4                      # the newest iteration
     gamegym bench accuracy sessions/c4 --iteration 40 --searches 400 --json
     gamegym bench accuracy gamegym/initialmodels/connectfour.keras --game games.connectfour:ConnectFour
-
-May import: everything in gamegym but gamegym.cli's commands (its argument types and progress
-bars are fine).
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from gamegym.cli.progress import ProgressBars
-from gamegym.cli.util import json_object
+from gamegym.console import ProgressBars, json_object
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.positions import PositionBenchmark, load_positions, policy_moves
 
@@ -84,9 +80,9 @@ def measure_accuracy(
     positions a band, drawn with `sample_seed` (None: all); `rng`: the searches'."""
     bars = bars or ProgressBars(enabled=False)
     evaluate = getattr(player, "evaluate", None)
-    from gamegym.nets.inference import PositionEvaluator
+    from gamegym.nets.inference import NetworkPositionValuer
 
-    has_policy = isinstance(evaluate, PositionEvaluator)
+    has_policy = isinstance(evaluate, NetworkPositionValuer)
     figures: dict = {}
     for band in benchmark.bands:
         indices = [i for i, p in enumerate(benchmark.positions) if p.band == band]
@@ -97,7 +93,7 @@ def measure_accuracy(
         band_vertices = [vertices[i] for i in indices]
         row: dict = {"positions": len(positions)}
         if has_policy:
-            assert isinstance(evaluate, PositionEvaluator)
+            assert isinstance(evaluate, NetworkPositionValuer)
             probs = (
                 np.concatenate(
                     [

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gamegym.cli.util import json_object
+from gamegym.console import json_object
 from gamegym.evaluation.arena import make_player, run_match
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player

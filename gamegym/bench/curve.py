@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from gamegym.bench.accuracy import accuracy_text, benchmark_of, measure_accuracy
-from gamegym.cli.progress import ProgressBars
 from gamegym.config import GymConfig
+from gamegym.console import ProgressBars
 from gamegym.evaluation.arena import make_player, model_player, run_match
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player, Solver, SolverPlayer
@@ -339,7 +339,7 @@ def show(point: dict, label: str = "") -> None:
 
 def plot_curves(runs: list[dict], path: Path) -> None:
     """One plot of the curves of one or more runs (learner presets) on the same game."""
-    from gamegym.runtime.monitor import new_figure, save_figure
+    from gamegym.data.figures import new_figure, save_figure
 
     figure, axis = new_figure((6.5, 4))
     several = len(runs) > 1

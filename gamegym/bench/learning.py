@@ -34,13 +34,12 @@ from gamegym.bench.curve import (
 )
 from gamegym.bench.presets import bundled_preset, preset_config
 from gamegym.bench.training import trainer_share
-from gamegym.cli.progress import ProgressBars
-from gamegym.cli.util import json_object
 from gamegym.config import GymConfig
+from gamegym.console import ProgressBars, json_object
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Solver
+from gamegym.nets.fastmodels import int8_share
 from gamegym.presets import initial_model_path, learner_presets
-from gamegym.runtime.fastmodels import int8_share
 
 __all__ = [
     "COMMAND",

@@ -43,8 +43,8 @@ from gamegym.bench.peersides import (
 )
 from gamegym.bench.presets import preset_config
 from gamegym.bench.throughput import ThroughputSettings
-from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS
+from gamegym.console import json_object
 from gamegym.search.arena import CORES, core_for
 from gamegym.search.tree import SearchParams
 

@@ -32,7 +32,7 @@ import numpy as np
 from gamegym.bench.curve import EVAL_THREADS, Yardstick, bench_opponents, train_and_measure
 from gamegym.bench.learning import LearningSettings, add_training_flags, run_learning_bench
 from gamegym.bench.presets import preset_config
-from gamegym.cli.util import json_object
+from gamegym.console import json_object
 from gamegym.data.sumtree import SumTree
 from gamegym.game.graph import load_game
 from gamegym.presets import get_preset, initial_model_path, preset_for
@@ -297,7 +297,7 @@ def _run_record(mode: str, seed: int, curve: list, final: dict) -> dict:
 def plot_runs(result: dict, path: Path, title: str) -> None:
     """One plot: losses against the solver (top) and the optimal-move rate (bottom) over
     minutes, a colour per replay mode, a line style per seed."""
-    from gamegym.runtime.monitor import new_figure, save_figure
+    from gamegym.data.figures import new_figure, save_figure
 
     figure, (top, bottom) = new_figure((7, 6), rows=2)
     colours = {mode: f"C{i}" for i, mode in enumerate(REPLAYS.names())}

@@ -44,8 +44,8 @@ from gamegym.bench.endtoend import (
 )
 from gamegym.bench.networks import network_ceiling, paths_table, sample_positions
 from gamegym.bench.presets import preset_config
-from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
+from gamegym.console import json_object
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.registry import SEARCHES

@@ -43,8 +43,8 @@ import numpy as np
 
 from gamegym.bench.presets import preset_config
 from gamegym.bench.windows import self_play_window, session_window
-from gamegym.cli.util import json_object
 from gamegym.config import GymConfig
+from gamegym.console import json_object
 from gamegym.data.samples import SampleBatch
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner

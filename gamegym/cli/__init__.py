@@ -1,4 +1,6 @@
-"""The `gamegym` command: its parser, one function per command, argument types, progress bars.
+"""The `gamegym` command: its parser, one function per command (`evaluate` holds `gamegym
+evaluate` and `gamegym play`), its argument types; the console helpers it shares with the
+benchmarks are gamegym.console.
 
 May import: everything in gamegym.
 """

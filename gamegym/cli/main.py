@@ -8,16 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from gamegym.cli.util import (
-    Parser,
-    add_trust_flag,
-    console_ask,
-    json_object,
-    port_number,
-    prints_help,
-    read_overrides,
-)
+from gamegym.cli.util import Parser, add_trust_flag, console_ask, port_number, read_overrides
 from gamegym.config import ConfigError, GymConfig
+from gamegym.console import json_object, prints_help
 from gamegym.data.session import SessionError
 from gamegym.game.graph import GameGraphError
 from gamegym.registry import BACKENDS
@@ -324,11 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_serve)
 
     from gamegym import bench
-    from gamegym.cli import presets
-    from gamegym.evaluation import evaluator as evaluation
+    from gamegym.cli import evaluate, presets
 
     bench.add_parser(sub)
-    evaluation.add_commands(sub)
+    evaluate.add_commands(sub)
     presets.add_parser(sub)
     return parser
 

@@ -1,5 +1,5 @@
-"""The command line's parser class and help layout, and the argument types and readers shared
-by the command-line modules (cli, bench, evaluation)."""
+"""The command line's parser class and help layout, and the argument types and readers of its
+commands (the helpers the benchmarks share with it are in gamegym.console)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ __all__ = [
     "add_trust_flag",
     "console_ask",
     "default_text",
-    "json_object",
-    "prints_help",
+    "port_number",
     "read_overrides",
     "shows_default",
 ]
@@ -64,28 +63,6 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
-
-
-def prints_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
-    """The `run` of a command group called without a subcommand (`gamegym`, `gamegym bench`):
-    its help, which lists the subcommands, on stderr, and exit status 2 (a usage error)."""
-
-    def run(args: argparse.Namespace) -> int:
-        parser.print_help(sys.stderr)
-        return 2
-
-    return run
-
-
-def json_object(text: str) -> dict:
-    """An argparse type: a JSON object, e.g. --game-args '{"dimension": 3}'."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {error}") from error
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"dimension\": 3}'")
-    return value
 
 
 def port_number(text: str) -> int:

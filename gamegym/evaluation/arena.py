@@ -78,8 +78,8 @@ def model_player(
 
 def _fast_evaluator(learner, path, iteration: int, config: GymConfig):
     """The model's evaluator on the CPU fast path when the session's Predictor would use it
-    (gamegym.runtime.fastmodels.cpu_fast_path), or None."""
-    from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model_or_none
+    (gamegym.nets.fastmodels.cpu_fast_path), or None."""
+    from gamegym.nets.fastmodels import cpu_fast_path, load_fast_model_or_none
 
     if not cpu_fast_path(config.predict):
         return None

@@ -198,7 +198,7 @@ class Learner(ABC):
         benchmarks (gamegym.nets.protocols.ModelCall).  Optionally `portable()`: a picklable
         evaluator without TensorFlow (`iteration`, `kinds`, `run`) that the Selfplayers then
         run themselves for those kinds (AlphaZero's: the model on the CPU fast path,
-        `gamegym.nets.inference.FastEvaluator`), or None."""
+        `gamegym.nets.inference.PolicyValueFastCall`), or None."""
 
     def fast_form(self, model: Model) -> FastForm | None:
         """The model as a fast form (`gamegym.nets.portable.FastForm`: its nets as NumPy step

@@ -21,7 +21,7 @@ Answer = Callable[[], tuple[Arrays, int]]  # () -> (outputs by name, model itera
 
 
 class PortableCall(Protocol):
-    """A model call without TensorFlow that pickles (AlphaZero's `FastEvaluator`)."""
+    """A model call without TensorFlow that pickles (AlphaZero's `PolicyValueFastCall`)."""
 
     iteration: int
     kinds: tuple[str, ...]  # the request kinds it answers

@@ -9,7 +9,7 @@ dynamic quantization (ConvInteger) and int8 activations ran slower than float32,
 only recipe offered.  On another processor, `scripts/int8_bench.py` says whether it pays.
 
 The int8 model is made once per model iteration, where the fast form is made (the Trainer,
-`gamegym.runtime.fastmodels.fast_model_bytes`), and stored in the fast-path file; a Predictor
+`gamegym.nets.fastmodels.fast_model_bytes`), and stored in the fast-path file; a Predictor
 or Selfplayer that reads the file runs it.  Before it is stored it is checked against the
 float32 model on the check positions: it is kept only when
 

@@ -287,11 +287,11 @@ def _initial_model_main(session_path: str, config: GymConfig, initial_model, ans
 
 
 def _publish_first(session: Session, config: GymConfig, model, graph: GameGraph) -> None:
-    """models/0.keras, with its fast-path file (gamegym.runtime.fastmodels)."""
+    """models/0.keras, with its fast-path file (gamegym.nets.fastmodels)."""
     import numpy as np
 
     from gamegym.learners import get_learner
-    from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
+    from gamegym.nets.fastmodels import fast_model_bytes, int8_inputs
 
     fast_form = fast_model_bytes(
         get_learner(config.train.learner),

@@ -50,7 +50,7 @@ class Reload:
 @dataclass
 class EvaluatorRequest:
     """A Predictor client asks for the evaluator of a model iteration in a form it can run
-    itself, without TensorFlow (see gamegym.nets.inference.PipeService)."""
+    itself, without TensorFlow (see gamegym.runtime.pipes.PipeService)."""
 
     iteration: int = -1  # -1: the newest
 

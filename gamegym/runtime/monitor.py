@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import logging
 import time
 from collections import defaultdict, deque
@@ -11,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from gamegym.data.figures import new_figure, save_figure
 from gamegym.data.fileio import append_jsonl
 
 log = logging.getLogger("gamegym.runtime.monitor")
@@ -241,29 +241,3 @@ def plot_training(session) -> Path | None:
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
     return save_figure(figure, session.plots_dir / "loss.png")
-
-
-def new_figure(size: tuple = (6, 4), rows: int = 1):
-    """A matplotlib figure and its axis (`rows` > 1: axes, one under the other, sharing x) on
-    the non-interactive backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(rows, 1, figsize=size, dpi=80, sharex=rows > 1)
-
-
-def save_figure(figure, path: Path) -> Path:
-    """Write a figure as PNG atomically (readers never see half a picture) and close it."""
-    import matplotlib.pyplot as plt
-
-    from gamegym.data.fileio import atomic_write_bytes
-
-    buffer = io.BytesIO()
-    try:
-        figure.savefig(buffer, format="png")
-    finally:
-        plt.close(figure)
-    atomic_write_bytes(path, buffer.getvalue())
-    return path

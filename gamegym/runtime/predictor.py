@@ -16,13 +16,14 @@ iterations; a request for an older one gets an error answer and its search start
 When the evaluator has a form that runs without TensorFlow (`portable()`: the model on the CPU
 fast path) and `predict.evaluate_in_selfplayers` is on, the Predictor hands it to the clients
 that ask (`EvaluatorRequest`) and announces each iteration with a `Reload`: the Selfplayers then
-evaluate their own leaves, with no round trip (see `gamegym.nets.inference.PipeService`), and only
+evaluate their own leaves, with no round trip (see `gamegym.runtime.pipes.PipeService`), and only
 what the handed-out evaluators cannot answer comes here.
 
-Where models come from: with the fast path on and no GPU wanted (`fastmodels.cpu_fast_path`),
-each iteration is read from its fast-path file (models/<it>.fast.npz), so this process never
-imports TensorFlow; otherwise, and for a model with no fast form, from the Keras file through
-TensorFlow (the reference path, and the one that uses a GPU).
+Where models come from: with the fast path on and no GPU wanted
+(`gamegym.nets.fastmodels.cpu_fast_path`), each iteration is read from its fast-path file
+(models/<it>.fast.npz), so this process never imports TensorFlow; otherwise, and for a model
+with no fast form, from the Keras file through TensorFlow (the reference path, and the one that
+uses a GPU).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from typing import cast
 import numpy as np
 
 from gamegym import workmeter
+from gamegym.nets.fastmodels import cpu_fast_path, load_fast_model_or_none
 from gamegym.nets.protocols import ModelCall
-from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model_or_none
 from gamegym.runtime.messages import (
     EvalRequest,
     EvalResponse,

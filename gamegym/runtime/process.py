@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import logging
 import logging.handlers
-import multiprocessing
 import os
 import signal
 import sys
@@ -20,6 +19,7 @@ import numpy as np
 
 from gamegym.data.faults import mutated
 from gamegym.data.fileio import is_disk_full
+from gamegym.parentwatch import watch_parent
 
 # a child's exit code when a write found the disk full: the gym stops instead of restarting it
 EXIT_DISK_FULL = 75
@@ -95,21 +95,6 @@ def setup_logging(logs_dir: Path | None, role: str, level: str = "INFO") -> logg
         handler._gamegym = True  # type: ignore[attr-defined]  # our mark on a stdlib handler
         root.addHandler(handler)
     return logging.getLogger(f"gamegym.{role}")
-
-
-def watch_parent(on_death) -> None:
-    """Call `on_death()` in a daemon thread as soon as the parent process is gone."""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-
-    def watcher():
-        from multiprocessing.connection import wait
-
-        wait([parent.sentinel])
-        on_death()
-
-    threading.Thread(target=watcher, name="parent-watch", daemon=True).start()
 
 
 def child_entry(role: str):

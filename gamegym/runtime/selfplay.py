@@ -1,7 +1,7 @@
 """The Selfplayer: plays games through the learner's self-play driver, writes them as samples.
 
 Never imports TensorFlow: network evaluations go to the Predictor through a pipe (a
-`gamegym.nets.inference.PipeService`), one message per batch, or, when the Predictor hands out its
+`gamegym.runtime.pipes.PipeService`), one message per batch, or, when the Predictor hands out its
 model on the CPU fast path, are answered in this process.  The driver is the learner's
 (`Learner.selfplayer`); AlphaZero's (`gamegym.search.play.SearchSelfplay`) plays one game at a
 time with MCTS whose concurrent searches send their leaves in one message.
@@ -24,8 +24,8 @@ from gamegym import workmeter
 from gamegym.data.fileio import atomic_write_bytes
 from gamegym.data.samples import GameRecord, encode_sample_file
 from gamegym.game.graph import load_game
-from gamegym.nets.inference import PipeService
 from gamegym.runtime.messages import Report
+from gamegym.runtime.pipes import PipeService
 from gamegym.runtime.process import child_entry
 
 log = logging.getLogger("gamegym.runtime.selfplay")

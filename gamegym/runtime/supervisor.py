@@ -124,7 +124,7 @@ class Supervisor:
                 ),
             )
         if cfg.evaluate.every and "evaluator" in self.roles:
-            from gamegym.evaluation.evaluator import evaluator_main
+            from gamegym.runtime.evaluator import evaluator_main
 
             self.children["evaluator"] = Child(
                 "evaluator",

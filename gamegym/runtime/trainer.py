@@ -36,7 +36,7 @@ from gamegym.data.fileio import append_jsonl
 from gamegym.data.replay import make_replay
 from gamegym.data.samples import SampleShape
 from gamegym.game.graph import load_game
-from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs
+from gamegym.nets.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import child_entry
 from gamegym.runtime.weightaverage import WeightAverage
@@ -263,7 +263,7 @@ class Trainer:
 
     def _fast_form(self, batch) -> bytes | None:
         """The fast-path file of the model just trained; with predict.precision "int8", with
-        its int8 form calibrated on the samples it was trained on (gamegym.runtime.fastmodels)."""
+        its int8 form calibrated on the samples it was trained on (gamegym.nets.fastmodels)."""
         precision = self.config.predict.precision
         inputs = None
         if precision == "int8" and self.graph is not None:

@@ -19,10 +19,11 @@ keeps the played child's subtree where the rule does, as the Python core does.
 Under the Gumbel rule each simulation's root child comes from the rule's sequential halving in
 Python (`GumbelRule.root_child`), and the walk below it, by the deterministic non-root rule, is
 compiled (`gumbel_walk`).  The MCTS-solver and OS threads use the Python core (`make_search`
-picks).  MuZero's latent search runs on the same arena
-(gamegym.search.latent_arena, with its own kernels).  numba is an optional dependency (`pip install
-'gamegym[fast]'`); without it `make_search` falls back to the Python core where the config says
-"auto" and names the missing package where it says "compiled".
+picks; gamegym.config.search says what the compiled core covers, for the config too).
+MuZero's latent search runs on the same arena (gamegym.search.latent_arena, with its own
+kernels).  numba is an optional dependency (`pip install 'gamegym[fast]'`); without it
+`make_search` falls back to the Python core where the config says "auto" and names the missing
+package where it says "compiled".
 
 May import: what `gamegym.search` may; numba only through gamegym.search._arena_kernels, which it
 imports when it makes its first compiled search.
@@ -37,7 +38,6 @@ import numpy as np
 
 from gamegym.config.search import (
     CORES,
-    compiled_core_available,
     compiled_core_problem,
 )
 from gamegym.game.graph import SCORE_RANGE, GameGraph
@@ -68,9 +68,6 @@ __all__ = [
     "ArenaNode",
     "make_search",
     "core_for",
-    "compiled_core_available",
-    "compiled_core_problem",
-    "CORES",
 ]
 
 GUMBEL_EPSILON = GUMBEL_DEFAULTS.epsilon  # the Gumbel rule's smallest denominator of sigma

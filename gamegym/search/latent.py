@@ -47,9 +47,9 @@ from gamegym.search.mcts import Node, Search, SearchParams
 __all__ = [
     "LatentNode",
     "LatentSearch",
-    "LatentEvaluator",
+    "NetworkLatentValuer",
     "uniform_latent_evaluator",
-    "UniformLatentEvaluator",
+    "UniformLatentValuer",
     "require_alternating",
 ]
 
@@ -86,7 +86,7 @@ class LatentNode(Node):
 
 class LatentSearch(Search):
     """MCTS over a learned model (see the module docstring); the evaluator is a
-    `LatentEvaluator` or anything answering a list of LatentNodes with
+    `NetworkLatentValuer` or anything answering a list of LatentNodes with
     (probs [B, A], values [B], rewards [B], hidden [B, ...])."""
 
     def __init__(self, graph: GameGraph, evaluate, params: SearchParams):
@@ -235,7 +235,7 @@ class LatentSearch(Search):
         self.low, self.high = low, high
 
 
-class LatentEvaluator:
+class NetworkLatentValuer:
     """MuZero's model calls over a model service (gamegym.nets.inference) for a LatentSearch: a
     batch of roots goes as one "initial" request ({"x": observations}), a batch of hidden-state
     nodes as one "recurrent" request ({"hidden": their parents' hidden states, "action": action
@@ -300,7 +300,7 @@ class LatentEvaluator:
         return collect_recurrent
 
 
-class UniformLatentEvaluator:
+class UniformLatentValuer:
     """A stub for the latent search: uniform priors, value and reward 0, a zero hidden state
     (for the search ceiling and tests).  Answers at once: it has no `submit`."""
 
@@ -332,4 +332,4 @@ class UniformLatentEvaluator:
 def uniform_latent_evaluator(action_space_size: int, hidden_size: int = 1):
     """A stub for the latent search: uniform priors, value and reward 0, a zero hidden state
     (for the search ceiling and tests)."""
-    return UniformLatentEvaluator(action_space_size, hidden_size)
+    return UniformLatentValuer(action_space_size, hidden_size)

@@ -14,8 +14,8 @@ tie-breaking, so from the same root, model answers and random generator both pla
 games (tests/search/test_compiled_core.py); restarts after a StaleIteration are the same too.
 
 The evaluator answers `initial(vertices)` and `recurrent(hidden, actions)`, each returning a
-callable that gives (probs, values, rewards or None, hidden): `LatentEvaluator` and
-`UniformLatentEvaluator` do.  Batches are pipelined where the evaluator has `submit`, as in the
+callable that gives (probs, values, rewards or None, hidden): `NetworkLatentValuer` and
+`UniformLatentValuer` do.  Batches are pipelined where the evaluator has `submit`, as in the
 Python search.
 
 May import: what `gamegym.search` may; numba only through gamegym.search._arena_kernels.

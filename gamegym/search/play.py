@@ -20,7 +20,7 @@ import numpy as np
 from gamegym.data.samples import GameRecord
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player
-from gamegym.nets.inference import PositionEvaluator
+from gamegym.nets.inference import NetworkPositionValuer
 from gamegym.search.arena import make_search
 from gamegym.search.gumbel import PlayoutCap
 from gamegym.search.mcts import Node, SearchParams
@@ -156,7 +156,7 @@ class SearchSelfplay:
         if search is None:
             search = make_search(
                 graph,
-                PositionEvaluator(graph, service, self.config.evaluation_cache),
+                NetworkPositionValuer(graph, service, self.config.evaluation_cache),
                 SearchParams.from_selfplay(self.config),
             )
         self.search = search

@@ -1,43 +1,19 @@
-"""Evaluating a session: ratings over iterations, `gamegym evaluate`, `gamegym play`, the
-Evaluator in a running gym, and the learning benchmark."""
+"""Evaluating a session: ratings over iterations (gamegym.evaluation.ratings), `gamegym evaluate`,
+`gamegym play`, and the learning benchmark."""
 
 import json
 
 import numpy as np
 import pytest
-from conftest import create_session, gamegym, publish_as_trained
+from conftest import gamegym
 
 from gamegym.bench.curve import training_figures
 from gamegym.cli.main import main
-from gamegym.config import GymConfig
 from gamegym.data.fileio import read_jsonl
-from gamegym.evaluation.evaluator import evaluate_iteration
-from gamegym.nets.tfsetup import load_model
-from gamegym.runtime.gym import GameGym
+from gamegym.evaluation.ratings import evaluate_iteration
 from games.tictactoe import TicTacToe
 
 TICTACTOE = "games.tictactoe:TicTacToe"
-
-
-@pytest.fixture
-def two_iterations(tmp_path):
-    """A tic-tac-toe session with iterations 0 and 1 (the same network published twice, each
-    with its fast-path file, as a Trainer publishes it: the commands that play it need no
-    TensorFlow), made in this process (TensorFlow imported first: its first model is not made
-    in a child)."""
-    import tensorflow  # noqa: F401
-
-    config = GymConfig(
-        game=TICTACTOE,
-        evaluate={
-            "games": 4,
-            "search": {"searchcount": 8},
-            "opponents": ["random", "alphabeta:1", "previous", "mcts:20"],
-        },
-    )
-    gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
-    publish_as_trained(gym.session, load_model(gym.session.model_path(0)), 1)
-    return gym
 
 
 def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
@@ -55,39 +31,6 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
     assert stored == ratings and ratings["random"] == 0
     assert set(ratings) == {"random", "alphabeta:1", "iteration:0", "iteration:1", "mcts:20"}
     assert (session.plots_dir / "rating.png").stat().st_size > 1000
-
-
-def test_the_evaluator_passes_over_a_model_pruned_before_it_was_loaded(two_iterations):
-    """`keep_models` may delete an iteration between the Evaluator naming it and loading it,
-    as the one it was to rate or as the previous one it plays: it rates the newest instead,
-    against the newest earlier iteration still there."""
-    from gamegym.evaluation.evaluator import Evaluator
-
-    session = two_iterations.session
-    config = two_iterations.config.updated(
-        {
-            "evaluate": {
-                "games": 2,
-                "search": {"searchcount": 4},
-                "opponents": ["random", "previous"],
-            }
-        }
-    )
-    publish_as_trained(session, load_model(session.model_path(0)), 2)
-    listed = session.model_iterations()
-    session.model_path(1).unlink()  # pruned: 2 is current, 1 was listed a moment ago
-    named = iter([1])
-    real = session.current_iteration
-    session.current_iteration = lambda: next(named, None) or real()
-    session.model_iterations = lambda: listed
-    evaluator = Evaluator(session, config, TicTacToe(), np.random.default_rng(0))
-    assert evaluator.step() is None  # 1 is gone: nothing rated this time
-    assert evaluator.step() == 2
-    rows = read_jsonl(session.evaluation_dir / "results.jsonl")
-    assert [(r["player"], r["opponent"]) for r in rows] == [
-        ("iteration:2", "random"),
-        ("iteration:2", "iteration:0"),
-    ]
 
 
 @pytest.mark.slow
@@ -142,36 +85,6 @@ def test_play_command_takes_moves_by_number_until_the_end(two_iterations, capsys
     assert done.stdout.rstrip().splitlines()[-1] == "you lost."  # 0, 0, ...: no defence
     assert main(["play", path, "--opponent", "mcts:x"]) == 2  # in this process, as above
     assert "player 'mcts:x'" in capsys.readouterr().err
-
-
-@pytest.mark.slow
-def test_evaluator_in_the_gym_rates_new_iterations(tmp_path):
-    settings = {
-        "network": {"kind": "dense", "width": 16, "blocks": 1},
-        "selfplay": {
-            "selfplayprocesses": 1,
-            "search": {"threads": 4, "searchcount": 16},
-            "positions_per_iteration": 100,
-        },
-        "train": {"min_samplecount": 60, "min_new_samples": 60, "epochs": 1, "batchsize": 32},
-        "evaluate": {"every": 1, "games": 2, "search": {"searchcount": 4}, "opponents": ["random"]},
-        "status_interval": 1.0,
-    }
-    path = create_session(tmp_path / "s", TICTACTOE, settings)  # as `gamegym new` makes it
-    done = gamegym("resume", str(path), "--max-iterations", "3")
-    assert done.returncode == 0, done.stdout + done.stderr
-    rows = read_jsonl(path / "evaluation" / "results.jsonl")
-    assert rows and all(r["opponent"] == "random" and r["games"] == 2 for r in rows)
-    assert {r["iteration"] for r in rows} <= {1, 2, 3}
-    ratings = json.loads((path / "evaluation" / "ratings.json").read_text())
-    assert ratings["random"] == 0 and f"iteration:{rows[-1]['iteration']}" in ratings
-    assert (path / "plots" / "rating.png").exists()
-    assert "Elo " in done.stdout  # the latest rating in the status line
-    # the Evaluator plays the models from their fast-path files, as the Predictor loads them
-    assert (
-        "evaluator exiting (TensorFlow not imported)"
-        in (path / "logs" / "evaluator.log").read_text()
-    )
 
 
 @pytest.mark.slow

@@ -80,7 +80,7 @@ def test_new_resume_then_evaluate(tmp_path, capsys):
     assert result["games"] == 4 and result["iteration"] == first
     # what the Evaluator process does for an iteration, here in this process
     from gamegym.data.session import Session
-    from gamegym.evaluation.evaluator import evaluate_iteration
+    from gamegym.evaluation.ratings import evaluate_iteration
     from gamegym.game.graph import load_game
 
     stored = Session(session)

@@ -15,9 +15,9 @@ from gamegym.data.samples import GameRecord, SampleBatch, records_to_arrays  # n
 from gamegym.game.graph import GameGraphError  # noqa: E402
 from gamegym.nets.inference import LocalService, StaleIteration  # noqa: E402
 from gamegym.search.latent import (  # noqa: E402
-    LatentEvaluator,
     LatentNode,
     LatentSearch,
+    NetworkLatentValuer,
     uniform_latent_evaluator,
 )
 from gamegym.search.mcts import SearchParams, choose_action, visit_policy  # noqa: E402
@@ -77,7 +77,7 @@ def latent_search(threads=1, searchcount=300, service=None):
     service = service or LocalService(OracleModel())
     return LatentSearch(
         graph,
-        LatentEvaluator(graph, service),
+        NetworkLatentValuer(graph, service),
         SearchParams(searchcount=searchcount, threads=threads),
     )
 

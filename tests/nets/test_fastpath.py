@@ -70,7 +70,7 @@ def q_model(kind, game, prior):
 
 @pytest.mark.parametrize("kind, game", KINDS, ids=[k for k, _ in KINDS])
 def test_muzero_fast_path_matches_keras(kind, game):
-    from gamegym.learners.muzero.fastnets import MuZeroFastEvaluator, muzero_form
+    from gamegym.learners.muzero.fastnets import LatentModelFastCall, muzero_form
 
     model = muzero_model(kind, game)
     learner = get_learner("muzero")
@@ -79,7 +79,7 @@ def test_muzero_fast_path_matches_keras(kind, game):
     evaluator = learner.make_evaluator(model, 5)
     assert evaluator.path == "onnx" and evaluator.portable().iteration == 5
     form = muzero_form(model)
-    on_numpy = MuZeroFastEvaluator(form.nets, 5, reference.input_shape, reference.actions)
+    on_numpy = LatentModelFastCall(form.nets, 5, reference.input_shape, reference.actions)
     x = random_inputs(reference.input_shape)
     actions = np.random.default_rng(3).integers(reference.actions, size=len(x))
     want = reference.run("initial", {"x": x})
@@ -220,7 +220,7 @@ def test_publishing_writes_the_fast_file_and_never_leaves_a_stale_one(tmp_path):
 
 
 def predictor_for(tmp_path, learner_name, models, fast_files=True, **predict):
-    from gamegym.runtime.fastmodels import fast_model_bytes
+    from gamegym.nets.fastmodels import fast_model_bytes
     from gamegym.runtime.predictor import Predictor
 
     session = Session(tmp_path / "s")
@@ -295,7 +295,7 @@ def test_the_predictor_converts_a_model_without_a_fast_file_and_falls_back_to_te
 
 
 def test_a_gpu_keeps_the_predictor_on_tensorflow(monkeypatch):
-    from gamegym.runtime import fastmodels
+    from gamegym.nets import fastmodels
 
     config = GymConfig(game="games.tictactoe:TicTacToe").predict
     monkeypatch.setattr(fastmodels, "gpu_may_be_present", lambda: True)
@@ -403,7 +403,7 @@ def assert_answers_as(evaluator, model, learner):
 
 def test_a_fast_file_not_made_from_its_model_is_made_again_from_the_model(tmp_path):
     from gamegym.data.session import fast_form_digest, file_sha256
-    from gamegym.runtime.fastmodels import load_fast_model
+    from gamegym.nets.fastmodels import load_fast_model
 
     session, learner, models = alphazero_session(tmp_path, [0, 1])
     for iteration in (0, 1):  # each file names its own model file's digest
@@ -439,8 +439,8 @@ def test_an_onnx_graph_off_the_allowlist_is_refused_and_the_model_made_again(tmp
     import onnx
 
     from gamegym.data.session import file_sha256, stamped_fast_form
+    from gamegym.nets.fastmodels import load_fast_model
     from gamegym.nets.onnxnet import OnnxGraphError, _graph, check_graph
-    from gamegym.runtime.fastmodels import load_fast_model
 
     session, learner, models = alphazero_session(tmp_path, [0])
     form = learner.fast_form(models[0])

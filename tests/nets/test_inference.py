@@ -1,8 +1,8 @@
-"""The Selfplayers' evaluator over a model service (`PositionEvaluator`): its cache."""
+"""The Selfplayers' evaluator over a model service (`NetworkPositionValuer`): its cache."""
 
 import numpy as np
 
-from gamegym.nets.inference import PositionEvaluator
+from gamegym.nets.inference import NetworkPositionValuer
 from games.tictactoe import TicTacToe
 
 
@@ -33,7 +33,7 @@ def evaluator_with(cache_size: int, n: int):
     """(evaluator on tic-tac-toe over a CountingService, that service, `n` distinct positions)."""
     graph = TicTacToe()
     service = CountingService(graph.action_space_size)
-    return PositionEvaluator(graph, service, cache_size), service, positions(graph, n)
+    return NetworkPositionValuer(graph, service, cache_size), service, positions(graph, n)
 
 
 def positions(graph, n):

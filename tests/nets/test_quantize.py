@@ -14,9 +14,9 @@ from gamegym.config import ConfigError, GymConfig, PredictConfig
 from gamegym.data.session import Session
 from gamegym.learners import get_learner
 from gamegym.nets import quantize
+from gamegym.nets.fastmodels import fast_model_bytes, int8_inputs, int8_share
 from gamegym.nets.onnxnet import OnnxNet
 from gamegym.nets.portable import FastModelError, evaluator_from_bytes, from_bytes, to_bytes
-from gamegym.runtime.fastmodels import fast_model_bytes, int8_inputs, int8_share
 from games.connectfour import ConnectFour
 
 pytest.importorskip("onnxruntime.quantization")
@@ -166,7 +166,7 @@ def test_int8_positions_that_cannot_be_made_leave_the_float32_file(model, caplog
     def broken():
         raise RuntimeError("no positions")
 
-    with caplog.at_level(logging.WARNING, "gamegym.runtime.fastmodels"):
+    with caplog.at_level(logging.WARNING, "gamegym.nets.fastmodels"):
         data = fast_model_bytes(get_learner("alphazero"), model, "int8", broken)
     assert evaluator_from_bytes(data, 1).precision == "float32"
     assert "int8 model not made, staying float32: RuntimeError: no positions" in caplog.text

@@ -19,7 +19,7 @@ from conftest import (
 from gamegym.config import GymConfig
 from gamegym.data.session import Session
 from gamegym.nets.builders import build_network
-from gamegym.nets.inference import ModelEvaluator
+from gamegym.nets.inference import PolicyValueCall
 from gamegym.nets.numpynet import NumpyNet
 from gamegym.runtime.messages import EvalRequest, EvalResponse, Reload
 from games.connectfour import ConnectFour
@@ -99,7 +99,7 @@ def test_fast_paths_match_keras_on_every_preset_architecture(name, graph, networ
         for got, want in zip(outputs, reference):
             assert got.shape == want.shape
             assert np.abs(got - want).max() < 1e-4, (type(net).__name__, name)
-    evaluator = ModelEvaluator(model)
+    evaluator = PolicyValueCall(model)
     assert evaluator.path == "onnx" and evaluator.portable() is evaluator.fast
     probs, values = evaluator(x)
     ref_probs, ref_values = direct(model, x)
@@ -113,7 +113,7 @@ def test_fast_path_survives_pickling_and_answers_alike():
     model = trained_like(
         build_network(graph.numpify(graph.roots[0]).shape, 7, "residual", 8, 1, seed=0)
     )
-    evaluator = ModelEvaluator(model, iteration=4)
+    evaluator = PolicyValueCall(model, iteration=4)
     x = positions(graph, 9)
     copy = pickle.loads(pickle.dumps(evaluator.portable()))
     assert copy.iteration == 4 and copy.kinds == ("evaluate",)
@@ -140,7 +140,7 @@ def test_numpy_fast_path_matches_keras():
     assert np.allclose(logits, ref_logits.numpy(), atol=1e-5)
     assert np.allclose(value, ref_value.numpy(), atol=1e-5)
     for fast_path in (True, False):
-        probs, values = ModelEvaluator(model, fast=fast_path)(x)
+        probs, values = PolicyValueCall(model, fast=fast_path)(x)
         ref_probs, ref_values = direct(model, x)
         assert np.allclose(probs, ref_probs, atol=1e-5) and np.allclose(
             values, ref_values, atol=1e-5
@@ -173,7 +173,7 @@ def test_unknown_layers_and_fast_off_stay_on_tensorflow():
     odd = keras.Model(inputs, [keras.layers.Dense(7)(x), keras.layers.Dense(1)(x)])
     assert NumpyNet.from_keras(odd) is None  # a strided convolution
     model = build_network(shape, 7, "residual", 8, 1, seed=0)
-    for evaluator in (ModelEvaluator(odd), ModelEvaluator(model, fast=False)):
+    for evaluator in (PolicyValueCall(odd), PolicyValueCall(model, fast=False)):
         assert evaluator.path == "tensorflow" and evaluator.portable() is None
         x = positions(graph, 10)
         probs, values = evaluator(x)
@@ -181,7 +181,7 @@ def test_unknown_layers_and_fast_off_stay_on_tensorflow():
         assert np.allclose(probs, ref_probs, atol=1e-5)
         assert np.allclose(values, ref_values, atol=1e-5)
     with pytest.raises(ValueError, match="do not fit the model's input shape"):
-        ModelEvaluator(model)(np.zeros((1, 3, 3, 2), np.float32))
+        PolicyValueCall(model)(np.zeros((1, 3, 3, 2), np.float32))
 
 
 @pytest.mark.slow
@@ -332,8 +332,9 @@ def test_requests_tagged_with_an_iteration_are_answered_by_it_or_refused(tmp_pat
 
 
 def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path):
-    from gamegym.nets.inference import FastEvaluator, PipeService
+    from gamegym.nets.inference import PolicyValueFastCall
     from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.runtime.pipes import PipeService
     from gamegym.runtime.predictor import Predictor
 
     graph = Santorini(3, 1)
@@ -359,7 +360,7 @@ def test_selfplayers_get_the_fast_path_evaluator_and_answer_themselves(tmp_path)
     predictor._receive(wait([predictor_end], 5), [], predictor.live)
     update = client_end.recv()
     assert isinstance(update, EvaluatorUpdate) and update.iteration == 0
-    assert isinstance(update.evaluator, FastEvaluator)
+    assert isinstance(update.evaluator, PolicyValueFastCall)
 
     # the client side: a Reload read on the pipe makes it fetch, then it answers itself
     # (generous waits: a loaded machine, e.g. the whole suite on 2 cores, can stall either side
@@ -415,8 +416,8 @@ class Constant:
 
 
 def test_a_selfplayer_fetches_each_announced_iteration_once_and_keeps_the_newest_two():
-    from gamegym.nets.inference import PipeService
     from gamegym.runtime.messages import EvaluatorRequest, EvaluatorUpdate
+    from gamegym.runtime.pipes import PipeService
 
     client_end, predictor_end = multiprocessing.Pipe()
     service = PipeService(client_end, timeout=5.0)
@@ -463,8 +464,8 @@ def test_without_onnxruntime_dense_models_take_numpy_and_conv_models_tensorflow(
     monkeypatch.setattr(onnxnet, "available", lambda: False)
     graph = ConnectFour()
     shape = graph.numpify(graph.roots[0]).shape
-    dense = ModelEvaluator(build_network(shape, 7, "dense", 16, 1, seed=0))
-    conv = ModelEvaluator(build_network(shape, 7, "residual", 8, 1, seed=0))
+    dense = PolicyValueCall(build_network(shape, 7, "dense", 16, 1, seed=0))
+    conv = PolicyValueCall(build_network(shape, 7, "residual", 8, 1, seed=0))
     assert dense.path == "numpy" and dense.portable() is not None
     assert conv.path == "tensorflow" and conv.portable() is None
 

@@ -222,8 +222,8 @@ def test_a_node_predictor_answers_from_the_broadcast_fast_form_without_tensorflo
 
     from gamegym.data.session import Session
     from gamegym.learners import get_learner
-    from gamegym.nets.inference import PipeService
-    from gamegym.runtime.fastmodels import cpu_fast_path, load_fast_model
+    from gamegym.nets.fastmodels import cpu_fast_path, load_fast_model
+    from gamegym.runtime.pipes import PipeService
     from gamegym.runtime.ray.actors import ModelFiles, PredictorActor
     from gamegym.runtime.ray.cluster import PLACING, actor_state, object_store_use
     from games.tictactoe import TicTacToe

@@ -322,7 +322,7 @@ def test_a_fast_file_of_another_model_is_not_broadcast(fake_ray, tmp_path):
 
 
 def test_a_node_keeps_the_fast_file_with_its_model_and_prunes_both(tmp_path):
-    from gamegym.runtime.fastmodels import _matching
+    from gamegym.nets.fastmodels import _matching
     from gamegym.runtime.ray.actors import ModelFiles, NodeModels
 
     models = NodeModels(keep=2)

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from gamegym.config import GymConfig
-from gamegym.nets.inference import PipeService, PositionEvaluator, PredictorGone, PredictorTimeout
+from gamegym.nets.inference import NetworkPositionValuer
 from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS, ProcessBackend
 from gamegym.runtime.messages import EvalRequest, EvalResponse
+from gamegym.runtime.pipes import PipeService, PredictorGone, PredictorTimeout
 from gamegym.runtime.process import EXIT_DISK_FULL
 from gamegym.runtime.supervisor import Child, Supervisor
 from games.tictactoe import TicTacToe
@@ -136,7 +137,7 @@ def test_a_child_that_found_the_disk_full_is_not_restarted(supervisor):
 
 def test_selfplayer_wait_for_the_predictor_times_out():
     mine, predictor_end = multiprocessing.Pipe(duplex=True)
-    client = PositionEvaluator(TicTacToe(), PipeService(mine, timeout=0.3))
+    client = NetworkPositionValuer(TicTacToe(), PipeService(mine, timeout=0.3))
     started = time.monotonic()
     with pytest.raises(PredictorTimeout, match="no answer from the Predictor within 0.3 s"):
         client([TicTacToe().roots[0]])
@@ -163,7 +164,7 @@ def test_selfplayer_names_a_predictor_that_is_gone():
 def test_selfplayer_skips_answers_to_requests_it_gave_up():
     mine, predictor_end = multiprocessing.Pipe(duplex=True)
     graph = TicTacToe()
-    client = PositionEvaluator(graph, PipeService(mine, timeout=5.0))
+    client = NetworkPositionValuer(graph, PipeService(mine, timeout=5.0))
     size = graph.action_space_size
     predictor_end.send(
         EvalResponse(

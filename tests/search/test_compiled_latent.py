@@ -11,7 +11,7 @@ from test_compiled_core import games_of, selfplay_config
 
 from gamegym.nets.inference import LocalService, StaleIteration
 from gamegym.search.arena_layout import NEW, TERMINAL
-from gamegym.search.latent import LatentEvaluator, LatentSearch, uniform_latent_evaluator
+from gamegym.search.latent import LatentSearch, NetworkLatentValuer, uniform_latent_evaluator
 from gamegym.search.latent_arena import LatentArenaSearch, make_latent_search
 from gamegym.search.mcts import SearchParams
 from games.connectfour import ConnectFour
@@ -87,8 +87,8 @@ def both(graph, params, service=lambda graph: LocalService(PseudoLatentModel(gra
     """A Python and a compiled latent search, each over its own service of the same model."""
     services = service(graph), service(graph)
     return (
-        LatentSearch(graph, LatentEvaluator(graph, services[0]), params),
-        LatentArenaSearch(graph, LatentEvaluator(graph, services[1]), params),
+        LatentSearch(graph, NetworkLatentValuer(graph, services[0]), params),
+        LatentArenaSearch(graph, NetworkLatentValuer(graph, services[1]), params),
         services,
     )
 

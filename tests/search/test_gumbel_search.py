@@ -59,7 +59,7 @@ def pseudo_network(graph):
     return evaluate
 
 
-class CountingEvaluator:
+class CountingValuer:
     """Wraps an evaluator; records each batch size.  With `later`, it answers later like the
     Predictor client (submit now, collect later)."""
 
@@ -296,7 +296,7 @@ def test_spends_exactly_the_searchcount(threads, os_threads, later):
     halving phase in flight together (batches of several leaves)."""
     graph = TicTacToe()
     for count in (2, 16, 100, 333):
-        evaluate = CountingEvaluator(pseudo_network(graph), later)
+        evaluate = CountingValuer(pseudo_network(graph), later)
         search, root = search_once(graph.roots[0], count, threads, evaluate, os_threads=os_threads)
         assert sum(root.visits) == root.total == search.searches_done == count
         assert all(v == int(v) and v >= 0 for v in root.visits)

@@ -115,9 +115,9 @@ class AlphaZeroLearner(Learner):
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
-        from gamegym.nets.inference import ModelEvaluator
+        from gamegym.nets.inference import PolicyValueCall
 
-        return ModelEvaluator(model, iteration, fast)
+        return PolicyValueCall(model, iteration, fast)
 
     def fast_form(self, model):
         return evaluate_form(model)
@@ -159,10 +159,10 @@ class AlphaZeroLearner(Learner):
         )
 
     def player(self, graph, service, search, config=None):
-        from gamegym.nets.inference import PositionEvaluator
+        from gamegym.nets.inference import NetworkPositionValuer
         from gamegym.search.play import MCTSPlayer
 
-        return MCTSPlayer(PositionEvaluator(graph, service), search)
+        return MCTSPlayer(NetworkPositionValuer(graph, service), search)
 
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):

@@ -4,11 +4,11 @@ A "q" request has inputs {"x": float32 [B, *input_shape]} and answers {"q": floa
 the value of each action id for the mover at each position, per head, in [-1, 1]; only the
 container's online Q-network answers (gamegym.learners.bootstrapped.qnetwork).
 
-  QModelEvaluator  the Predictor's call: on the CPU fast path when the online network's layers
+  QValuesCall      the Predictor's call: on the CPU fast path when the online network's layers
                    are known to it (ONNX Runtime, or NumPy for dense networks without it),
                    except convolutional ones when TensorFlow has a GPU; a traced TensorFlow
                    function otherwise.  Imports TensorFlow.
-  QFastEvaluator   the fast path's call, without TensorFlow: what `portable()` hands to the
+  QValuesFastCall  the fast path's call, without TensorFlow: what `portable()` hands to the
                    Selfplayers and what the Predictor reads from a fast-path model file
   q_form           the online network as a fast form (gamegym.nets.portable)
 """
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gamegym.nets.inference import OneNetEvaluator, take_weights
+from gamegym.nets.inference import OneNetFastCall, take_weights
 from gamegym.nets.numpynet import NumpyNet
 from gamegym.nets.portable import FAST_PATH_MAX_PARAMS, FastForm, register_form
 
-__all__ = ["QModelEvaluator", "QFastEvaluator", "q_form"]
+__all__ = ["QValuesCall", "QValuesFastCall", "q_form"]
 
 
 def q_form(model) -> FastForm | None:
@@ -36,7 +36,7 @@ def q_form(model) -> FastForm | None:
     net = NumpyNet.from_keras(online)
     if net is None or len(net.inputs) != 1 or len(net.outputs) != 1:
         return None
-    return FastForm(QFastEvaluator.form, {"q": net}, {})
+    return FastForm(QValuesFastCall.form, {"q": net}, {})
 
 
 def _check(kind: str, x: np.ndarray, input_shape: tuple) -> None:
@@ -49,7 +49,7 @@ def _check(kind: str, x: np.ndarray, input_shape: tuple) -> None:
 
 
 @register_form("q")
-class QFastEvaluator(OneNetEvaluator):
+class QValuesFastCall(OneNetFastCall):
     """The online Q-network on the CPU fast path; pickles without TensorFlow."""
 
     kinds = ("q",)
@@ -64,7 +64,7 @@ class QFastEvaluator(OneNetEvaluator):
         return {"q": self.net(x)[0]}
 
 
-class QModelEvaluator:
+class QValuesCall:
     """The Predictor's model call for "q" requests (see the module docstring)."""
 
     kinds = ("q",)
@@ -92,9 +92,9 @@ class QModelEvaluator:
 
         self._predict = predict
 
-    def _fast_path(self, model, iteration: int) -> QFastEvaluator | None:
+    def _fast_path(self, model, iteration: int) -> QValuesFastCall | None:
         form = q_form(model)
-        return QFastEvaluator.from_form(form, iteration, self._conv) if form else None
+        return QValuesFastCall.from_form(form, iteration, self._conv) if form else None
 
     @property
     def path(self) -> str:
@@ -102,7 +102,7 @@ class QModelEvaluator:
         bench)."""
         return self.fast.path if self.fast is not None else "tensorflow"
 
-    def portable(self) -> QFastEvaluator | None:
+    def portable(self) -> QValuesFastCall | None:
         """The fast path's evaluator for a process without TensorFlow, or None."""
         return self.fast
 

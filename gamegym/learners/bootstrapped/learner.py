@@ -200,9 +200,9 @@ class BootstrappedLearner(Learner):
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
-        from gamegym.learners.bootstrapped.evaluators import QModelEvaluator
+        from gamegym.learners.bootstrapped.evaluators import QValuesCall
 
-        return QModelEvaluator(model, iteration, fast)
+        return QValuesCall(model, iteration, fast)
 
     def fast_form(self, model):
         return q_form(model)
@@ -214,12 +214,12 @@ class BootstrappedLearner(Learner):
 
     def player(self, graph, service, search, config=None):
         """The heads' majority vote; with bootstrapped.q_search an MCTS with the mean Q."""
-        from gamegym.learners.bootstrapped.play import MeanQEvaluator, VotePlayer
+        from gamegym.learners.bootstrapped.play import MeanQPositionValuer, VotePlayer
 
         if config is not None and config.learner_config.q_search:
             from gamegym.search.play import MCTSPlayer
 
-            return MCTSPlayer(MeanQEvaluator(graph, service), search)
+            return MCTSPlayer(MeanQPositionValuer(graph, service), search)
         return VotePlayer(service)
 
     # ----- targets ----------------------------------------------------------------------------

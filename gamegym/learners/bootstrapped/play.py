@@ -1,11 +1,13 @@
 """Playing with Q-value heads (the bootstrapped learner, gamegym.learners.bootstrapped.learner): self-play
 without a tree, the model as a player, and the model call behind "q" requests.
 
-  QSelfplay        the learner's self-play driver: many games at once, one "q" request for a
-                   move in each; every game acts greedily on one head drawn for it, and every
-                   position gets a Bernoulli(p) mask over the heads, drawn from the seeded rng
-  VotePlayer       the heads' majority vote of their greedy legal moves (the paper's rule)
-  MeanQEvaluator   an MCTS evaluator over "q" requests: the heads' mean Q as the leaf value
+  QSelfplay            the learner's self-play driver: many games at once, one "q" request for
+                       a move in each; every game acts greedily on one head drawn for it, and
+                       every position gets a Bernoulli(p) mask over the heads, drawn from the
+                       seeded rng
+  VotePlayer           the heads' majority vote of their greedy legal moves (the paper's rule)
+  MeanQPositionValuer  an MCTS evaluator over "q" requests: the heads' mean Q as the leaf
+                       value
 
 The model call behind "q" requests is in gamegym.learners.bootstrapped.evaluators.
 
@@ -27,10 +29,10 @@ from gamegym.learners.bootstrapped.config import positions_per_iteration
 from gamegym.nets.inference import softmax
 from gamegym.search.play import ModelWait
 
-__all__ = ["QSelfplay", "VotePlayer", "MeanQEvaluator", "vote", "epsilon_for", "DQN_EPSILON"]
+__all__ = ["QSelfplay", "VotePlayer", "MeanQPositionValuer", "vote", "epsilon_for", "DQN_EPSILON"]
 
 DQN_EPSILON = 0.1  # bootstrapped.epsilon when it is not set and the network has one head
-PRIOR_TEMPERATURE = 0.25  # MeanQEvaluator: priors = softmax(mean Q / this) over legal moves
+PRIOR_TEMPERATURE = 0.25  # MeanQPositionValuer: priors = softmax(mean Q / this) over legal moves
 
 
 def epsilon_for(epsilon: float | None, heads: int) -> float:
@@ -198,7 +200,7 @@ class VotePlayer(Player):
         return vote(outputs["q"][0], graph.legal_mask(vertex), rng)
 
 
-class MeanQEvaluator:
+class MeanQPositionValuer:
     """An MCTS evaluator (gamegym.search.mcts) over "q" requests: a leaf's value is the best legal mean
     Q over the heads, its priors softmax(mean Q / PRIOR_TEMPERATURE) over the legal moves."""
 

@@ -6,7 +6,7 @@ kind, each one call (`gamegym.nets.numpynet.NetBuilder` puts h before f, and g b
   "initial"    x [B, *input_shape]                    -> hidden, policy logits [B, A], value [B, 1]
   "recurrent"  hidden [B, ...], action one-hot [B, A] -> hidden, reward [B, 1], logits, value
 run by ONNX Runtime (or NumPy for dense networks when it is missing; `choose_runner`).
-`muzero_form` reads them from a Keras container; `MuZeroFastEvaluator.from_form` runs them.
+`muzero_form` reads them from a Keras container; `LatentModelFastCall.from_form` runs them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from gamegym.nets.inference import softmax
 from gamegym.nets.numpynet import NetBuilder
 from gamegym.nets.portable import FAST_PATH_MAX_PARAMS, FastForm, choose_runner, register_form
 
-__all__ = ["MuZeroFastEvaluator", "muzero_form", "PARTS", "MINMAX_EPSILON"]
+__all__ = ["LatentModelFastCall", "muzero_form", "PARTS", "MINMAX_EPSILON"]
 
 PARTS = ("representation", "dynamics", "prediction")  # the container's layers: h, g, f
 MINMAX_EPSILON = 1e-6  # gamegym.nets.layers.MinMaxScale.EPSILON
@@ -60,12 +60,12 @@ def muzero_form(model) -> FastForm | None:
         "recurrent": recurrent.build(moved + next_heads),
     }
     return FastForm(
-        MuZeroFastEvaluator.form, nets, {"input_shape": list(shape), "actions": actions}
+        LatentModelFastCall.form, nets, {"input_shape": list(shape), "actions": actions}
     )
 
 
 @register_form("muzero")
-class MuZeroFastEvaluator:
+class LatentModelFastCall:
     """MuZero's model call on the fast path:
       "initial"    {"x": observations}                 -> {"hidden", "probs", "values"}
       "recurrent"  {"hidden": [B, ...], "action": [B]} -> {"hidden", "reward", "probs", "values"}
@@ -84,7 +84,7 @@ class MuZeroFastEvaluator:
     @classmethod
     def from_form(
         cls, form: FastForm, iteration: int, conv: bool = True
-    ) -> MuZeroFastEvaluator | None:
+    ) -> LatentModelFastCall | None:
         """The evaluator of a fast form, or None when a net cannot run here."""
         nets = {kind: choose_runner(form.nets[kind], conv) for kind in cls.kinds}
         if None in nets.values():

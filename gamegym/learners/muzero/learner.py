@@ -141,9 +141,9 @@ class MuZeroLearner(Learner):
 
     # ----- the other roles: Predictor, Selfplayer, players -------------------------------------
     def make_evaluator(self, model, iteration: int, fast: bool = True):
-        from gamegym.learners.muzero.nets import MuZeroEvaluator
+        from gamegym.learners.muzero.nets import LatentModelCall
 
-        return MuZeroEvaluator(model, iteration, fast)
+        return LatentModelCall(model, iteration, fast)
 
     def fast_form(self, model):
         return muzero_form(model)
@@ -151,23 +151,23 @@ class MuZeroLearner(Learner):
     def selfplayer(self, graph, service, config, rng):
         """Self-play with the latent search on the core the config picks
         (`selfplay.search.core`; gamegym.search.latent_arena)."""
-        from gamegym.search.latent import LatentEvaluator
+        from gamegym.search.latent import NetworkLatentValuer
         from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.mcts import SearchParams
         from gamegym.search.play import SearchSelfplay
 
         search = make_latent_search(
-            graph, LatentEvaluator(graph, service), SearchParams.from_selfplay(config.selfplay)
+            graph, NetworkLatentValuer(graph, service), SearchParams.from_selfplay(config.selfplay)
         )
         return SearchSelfplay(graph, service, config, rng, search=search)
 
     def player(self, graph, service, search, config=None):
-        from gamegym.search.latent import LatentEvaluator, require_alternating
+        from gamegym.search.latent import NetworkLatentValuer, require_alternating
         from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.play import MCTSPlayer
 
         require_alternating(graph)
-        return MCTSPlayer(LatentEvaluator(graph, service), search, make=make_latent_search)
+        return MCTSPlayer(NetworkLatentValuer(graph, service), search, make=make_latent_search)
 
     # ----- targets ----------------------------------------------------------------------------
     def make_targets(self, batch, graph=None, train_config=None):

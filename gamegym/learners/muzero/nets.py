@@ -21,7 +21,7 @@ three as its layers "representation", "dynamics", "prediction":
 so `model.inputs[0]` is the observation and `model.outputs[0]` the policy over action ids, as the
 gym checks for every model.
 
-`MuZeroEvaluator` answers the Predictor's two request kinds:
+`LatentModelCall` answers the Predictor's two request kinds:
   "initial"    {"x": observations}                 -> {"hidden", "probs", "values"}
   "recurrent"  {"hidden": [B, ...], "action": [B]} -> {"hidden", "reward", "probs", "values"}
 on the CPU fast path when the networks' layers are known to it (ONNX Runtime, or NumPy for dense
@@ -41,12 +41,12 @@ from gamegym.nets.tfsetup import import_keras
 keras = import_keras()  # quietly: TensorFlow's start goes to the log
 layers = keras.layers
 
-from gamegym.learners.muzero.fastnets import PARTS, MuZeroFastEvaluator, muzero_form  # noqa: E402
+from gamegym.learners.muzero.fastnets import PARTS, LatentModelFastCall, muzero_form  # noqa: E402
 from gamegym.nets.builders import network_options  # noqa: E402
 from gamegym.nets.inference import take_weights  # noqa: E402
 from gamegym.nets.layers import MinMaxScale  # noqa: E402
 
-__all__ = ["build_muzero_network", "muzero_parts", "MuZeroEvaluator"]
+__all__ = ["build_muzero_network", "muzero_parts", "LatentModelCall"]
 
 
 def build_muzero_network(graph, preset=None, seed: int | None = None) -> keras.Model:  # type: ignore[name-defined]  # keras is bound at run time
@@ -165,7 +165,7 @@ def muzero_parts(model) -> tuple:
         ) from None
 
 
-class MuZeroEvaluator:
+class LatentModelCall:
     """The Predictor's model call for MuZero (see the module docstring)."""
 
     kinds = ("initial", "recurrent")
@@ -217,9 +217,9 @@ class MuZeroEvaluator:
 
         self._initial, self._recurrent = initial, recurrent
 
-    def _fast_path(self, model, iteration: int) -> MuZeroFastEvaluator | None:
+    def _fast_path(self, model, iteration: int) -> LatentModelFastCall | None:
         form = muzero_form(model)
-        return MuZeroFastEvaluator.from_form(form, iteration, self._conv) if form else None
+        return LatentModelFastCall.from_form(form, iteration, self._conv) if form else None
 
     def update(self, model, iteration: int) -> bool:
         """Take a new iteration's weights of the same network (False when shapes differ)."""
@@ -239,7 +239,7 @@ class MuZeroEvaluator:
         """Where the model runs: "onnx", "numpy" or "tensorflow" (the Predictor's log says)."""
         return self.fast.path if self.fast is not None else "tensorflow"
 
-    def portable(self) -> MuZeroFastEvaluator | None:
+    def portable(self) -> LatentModelFastCall | None:
         """The fast path's evaluator of this iteration for a process without TensorFlow (the
         Selfplayers), or None when the model runs on TensorFlow."""
         return self.fast

@@ -8,7 +8,7 @@ gamegym, the game's module and Ray, and never the session folder:
   without TensorFlow, as a Predictor process does.  Its Selfplayers connect to it over a local socket
   (`multiprocessing.connection`, authenticated with the run's key): a Selfplayer talks to the
   Predictor on its own node with the same one-message-per-batch pipe protocol as a Selfplayer
-  process (`gamegym.nets.inference.PipeService`), so batching stays local to the node.
+  process (`gamegym.runtime.pipes.PipeService`), so batching stays local to the node.
 - `SelfplayerActor` plays the learner's self-play driver (`Learner.selfplayer`) in a thread and
   keeps each flush of finished games as the bytes of one sample file (compressed on the node)
   until the gym takes it: at most `OUTBOX_FILES`, so a gym that falls behind slows the actor
@@ -135,7 +135,7 @@ def node_id() -> str:
 class NodeModels:
     """The model iterations broadcast to this node, as files in a folder of its own (the
     Predictor loads models by path): each model file and, where the gym had one, its fast-path
-    file (`gamegym.runtime.fastmodels`) written after it, so a Predictor on the CPU fast path
+    file (`gamegym.nets.fastmodels`) written after it, so a Predictor on the CPU fast path
     reads that and never imports TensorFlow.  The newest `keep` iterations are kept.  Has what
     the Predictor asks of its `models`: `model_path(iteration)` and `current_iteration()`."""
 
@@ -190,7 +190,7 @@ class PredictorActor:
     """The batching Predictor of one node, for the Selfplayer actors on that node."""
 
     def __init__(self, name: str, config, authkey: bytes):
-        from gamegym.runtime.fastmodels import cpu_fast_path
+        from gamegym.nets.fastmodels import cpu_fast_path
         from gamegym.runtime.predictor import Predictor
 
         self.relay = Relay()
@@ -287,7 +287,7 @@ class SelfplayerActor:
     def __init__(self, name: str, config, seed: int, address, authkey: bytes):
         from gamegym.game.graph import load_game
         from gamegym.learners import get_learner
-        from gamegym.nets.inference import PipeService
+        from gamegym.runtime.pipes import PipeService
 
         self.name = name
         self.relay = Relay()

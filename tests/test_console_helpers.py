@@ -2,7 +2,7 @@
 
 import io
 
-from gamegym.cli.progress import ProgressBars
+from gamegym.console import ProgressBars
 
 
 def test_bars_on_a_terminal_show_progress_elapsed_and_the_expected_end():

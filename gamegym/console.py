@@ -1,4 +1,7 @@
-"""Progress bars for long work at the console (`gamegym evaluate`, `gamegym bench learning`):
+"""Console helpers shared by every command (gamegym.cli, gamegym.bench): progress bars, the
+JSON-object argument type and the help a command group prints without its subcommand.
+
+Progress bars show long work at the console (`gamegym evaluate`, `gamegym bench learning`):
 how much is done, the time elapsed and the expected end.  Drawn with rich on stderr, and only
 when stderr is a terminal: piped or captured output (scripts, CI, `--json > file`) gets none.
 
@@ -6,18 +9,45 @@ when stderr is a terminal: piped or captured output (scripts, CI, `--json > file
         games = bars.add("iteration:7 vs solver", total=20, unit="games")
         ...
         bars.update(games, completed=5)
+
+May import: the standard library and rich; nothing of gamegym (every floor above may use it).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-__all__ = ["ProgressBars"]
+__all__ = ["ProgressBars", "json_object", "prints_help"]
+
+
+def json_object(text: str) -> dict:
+    """An argparse type: a JSON object, e.g. --game-args '{"dimension": 3}'."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {error}") from error
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"dimension\": 3}'")
+    return value
+
+
+def prints_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The `run` of a command group called without a subcommand (`gamegym`, `gamegym bench`):
+    its help, which lists the subcommands, on stderr, and exit status 2 (a usage error)."""
+
+    def run(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 2
+
+    return run
 
 
 class ProgressBars:

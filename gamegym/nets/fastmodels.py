@@ -57,7 +57,7 @@ __all__ = [
     "convert_model_file",
 ]
 
-log = logging.getLogger("gamegym.runtime.fastmodels")
+log = logging.getLogger("gamegym.nets.fastmodels")
 CONVERT_TIMEOUT_S = 600.0
 INT8_POSITIONS = 256  # calibration positions, and as many random-play check positions
 
@@ -254,12 +254,12 @@ def convert_model_file(learner_name: str, model_path: Path, plugins=()) -> bool:
 
 
 def _convert(learner_name: str, model_path: Path) -> bool:
-    from gamegym.learners import get_learner
     from gamegym.nets.tfsetup import import_keras, load_model
+    from gamegym.registry import LEARNERS
 
     import_keras().backend.clear_session()  # Keras' global name state grows with every load
     digest = file_sha256(model_path)  # before it is read: a file replaced meanwhile mismatches
-    data = fast_model_bytes(get_learner(learner_name), load_model(model_path))
+    data = fast_model_bytes(LEARNERS.get(learner_name)(), load_model(model_path))
     path = fast_model_file(model_path)
     if data is None:
         path.unlink(missing_ok=True)
@@ -273,7 +273,7 @@ def _convert_main(learner_name: str, model_path: str, plugins: list, answer) -> 
     once when its parent dies (no one would read the answer; the file is written whole or not)."""
     from gamegym.config import import_plugins
     from gamegym.nets.tfsetup import configure_tensorflow
-    from gamegym.runtime.process import watch_parent
+    from gamegym.parentwatch import watch_parent
 
     watch_parent(lambda: os._exit(3))
     try:
