@@ -220,8 +220,8 @@ def _player_from(s: AccuracySettings):
     configure_tensorflow(use_gpu=False)
     learner = get_learner(s.learner)
     evaluator = learner.make_evaluator(load_model(target), 0)
-    search = SearchParams(searchcount=s.searches, threads=s.threads)  # PUCT, no noise
-    player = learner.player(graph, LocalService(evaluator), search)
+    params = SearchParams(searchcount=s.searches, threads=s.threads)  # PUCT, no noise
+    player = learner.player(graph, LocalService(evaluator), params)
     return graph, player, str(target)
 
 
