@@ -10,9 +10,10 @@ play, inject one fault, let the gym stop (or stop it), and check the folder.  Th
 from the seed (or from --faults): SIGKILL of each process kind and of the gym itself, SIGSTOP of
 a process (short: resumed by SIGCONT; long: never resumed, the gym's heartbeat deadline must
 kill it), SIGSTOP then SIGCONT of the gym, the lock case (a child stopped, its gym killed: a
-new gym must wait, then refuse naming it), `exit` typed on the console, and a full disk (an
+new gym must wait, then refuse naming it), `exit` typed on the console, a full disk (an
 ENOSPC injected in the writer of one kind of file, GAMEGYM_FAULT_ENOSPC of
-gamegym/data/faults.py).  A fault counts only when it reached a live target.
+gamegym/data/faults.py), and a bad sample file published beside the Selfplayers' (results out
+of range: the Trainer must quarantine it).  A fault counts only when it reached a live target.
 
 After every cycle it checks: the gym's exit code and stop reason are the ones its fault must
 end in (`expected_stop`); no two processes wrote a game with the same moves, search values and
@@ -22,8 +23,9 @@ digests); iterations never go back and none is published twice; every model file
 archive that loads as the runtime loads it (Keras, as the Trainer and a TensorFlow Predictor do,
 and its fast-path file where there is one, as a Predictor on the CPU fast path does), each
 answering one batch of positions, the fast form what the model answers; the newest replay state
-names only sample files on disk with their row counts; no temporary file after a clean stop,
-and nothing in quarantine (no damage is injected); no process of the gym left running; every
+names only sample files on disk with their row counts; a bad sample file the soak published is
+in quarantine once two iterations were trained after it; no temporary file after a clean stop,
+and nothing else in quarantine; no process of the gym left running; every
 sample file seen before is still there and valid.
 
 `--set '{"selfplay": {...}}'` changes the session's settings, section by section, when the soak
@@ -106,6 +108,7 @@ KINDS = (
     "orphan",
     "exit",
     "disk_full",
+    "bad_sample",
 )
 ROLES_STOPPED = ("trainer", "predictor", "selfplayer0", "selfplayer1", "evaluator")
 ORPHAN_ROLES = ("trainer", "predictor", "selfplayer0", "selfplayer1")
@@ -132,6 +135,7 @@ INVARIANTS = (
     "hung_process_not_killed",
     "lock_not_held",
     "live_writer_temp_deleted",
+    "bad_sample_not_quarantined",
 )
 # the mutation check: per protection switched off (GAMEGYM_MUTATE, gamegym/data/faults.py),
 # the faults of its short soak and the violations that catch it
@@ -140,6 +144,7 @@ MUTATION_PLAN = {
     "seed": (("exit",), ("repeated_game",)),
     "heartbeat": (("stop_long:trainer",), ("hung_process_not_killed",)),
     "lock": (("orphan",), ("lock_not_held",)),
+    "quarantine": (("bad_sample",), ("bad_sample_not_quarantined",)),
 }
 
 
@@ -223,6 +228,8 @@ class Soak:
         self.games: dict[bytes, str] = {}  # a game's digest -> the process that wrote it
         self.seen: set[Path] = set()  # the sample files checked
         self.published: dict[int, tuple[int, int]] = {}  # iteration -> its model's mtime, size
+        self.bad_all: set[str] = set()  # the bad sample files the soak published
+        self.bad: dict[str, int] = {}  # those not checked yet -> the iteration they came at
         if resume:
             self.load_state()
         self.max_iteration = self.session.current_iteration()
@@ -317,6 +324,7 @@ class Soak:
             missed = self.totals["faults_missed"]
             missed[kind] = missed.get(kind, 0) + 1
         self.check_stop(kind if reached else "exit", target, code, reason)
+        self.check_bad_samples()
         self.check(family, clean=code in (0, 1, 2))  # the gym's own stop: tidy
         self.totals["resumes"] += 1
         self.totals["cycles"] += 1
@@ -346,6 +354,8 @@ class Soak:
             os.kill(gym.pid, signal.SIGCONT)
             time.sleep(float(self.rng.uniform(1.0, 4.0)))
             return True
+        if kind == "bad_sample":
+            return self.bad_sample(gym)
         pid = role_pid(self.session, role or "", family)
         if pid is None:
             return False  # not running now (an Evaluator between ratings, a restart)
@@ -400,6 +410,62 @@ class Soak:
         except ProcessLookupError:
             pass
 
+    def bad_sample(self, gym) -> bool:
+        """Publish a sample file of bad data beside the Selfplayers' newest one (a copy of it
+        whose results `z` are 3, outside [-1, 1]: what a writer with a bug might write), then
+        wait until the Trainer has moved it to quarantine, or has trained two iterations
+        since (it has read it by then: `check_bad_samples` counts it)."""
+        samples = self.session.samples_dir
+        newest = [
+            p
+            for it in sample_iterations(samples)
+            for p in sample_files(samples, it)
+            if not p.name.startswith("soak-")  # (one of these)
+        ]
+        if not newest:
+            return False  # nothing to copy yet
+        with np.load(newest[-1]) as data:
+            arrays = {name: data[name] for name in data.files}
+        arrays["z"] = np.full_like(arrays["z"], 3.0)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        count = len(self.bad_all) + 1
+        path = newest[-1].parent / f"soak-{os.getpid()}-{count:06d}-{int(time.time())}-bad.npz"
+        atomic_write_bytes(path, buffer.getvalue())
+        key = str(path.relative_to(self.session.path))
+        at = self.session.current_iteration()
+        self.bad[key] = at
+        self.bad_all.add(key)
+        deadline = time.monotonic() + 120.0
+        while (
+            gym.poll() is None
+            and time.monotonic() < deadline
+            and path.exists()
+            and self.session.current_iteration() < at + 2
+        ):
+            time.sleep(0.5)
+        return True
+
+    def check_bad_samples(self) -> None:
+        """Each bad sample file the soak published is in quarantine once the Trainer has
+        trained two iterations after it (the second read every file published before the
+        first), else `bad_sample_not_quarantined`: it was trained on, or left in place."""
+        folder = self.session.quarantine_dir
+        moved = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+        iteration = self.session.current_iteration()
+        for key, at in list(self.bad.items()):
+            path = Path(key)
+            if any(name.endswith(f"-{path.parent.name}-{path.name}") for name in moved):
+                del self.bad[key]
+            elif iteration >= at + 2:
+                del self.bad[key]
+                where = "left in samples/" if (self.session.path / key).exists() else "gone"
+                self.violation(
+                    "bad_sample_not_quarantined",
+                    1,
+                    f"{key}, published at iteration {at}: {where} at iteration {iteration}",
+                )
+
     def mutation_env(self) -> dict[str, str]:
         return {MUTATE_VAR: self.mutation} if self.mutation else {}
 
@@ -450,7 +516,11 @@ class Soak:
         unsound = [i for i in session.model_iterations() if not session.model_is_sound(i)]
         self.violation("unsound_model", len(unsound), str(unsound))
         self.check_models_load(set(unsound))
-        self.violation("quarantined_file", len(list(session.quarantine_dir.iterdir())))
+        expected = {f"-{Path(key).parent.name}-{Path(key).name}" for key in self.bad_all}
+        moved = [
+            p for p in session.quarantine_dir.iterdir() if not any(map(p.name.endswith, expected))
+        ]
+        self.violation("quarantined_file", len(moved), str([p.name for p in moved[:3]]))
         if clean:
             self.violation("temporary_file_left", len(list(session.path.rglob(".*.tmp*"))))
         self.check_samples()
@@ -485,8 +555,8 @@ class Soak:
         self.seen -= set(gone)
         for it in sample_iterations(self.session.samples_dir):
             for path in sample_files(self.session.samples_dir, it):
-                if path in self.seen:
-                    continue
+                if path in self.seen or str(path.relative_to(self.session.path)) in self.bad_all:
+                    continue  # (a bad file the soak published: check_bad_samples)
                 self.seen.add(path)
                 try:
                     arrays = read_sample_file(path, self.shape)
@@ -580,6 +650,9 @@ class Soak:
             published=np.array(
                 [(it, *key) for it, key in sorted(self.published.items())], np.int64
             ).reshape(-1, 3),
+            bad=np.array(sorted(self.bad_all), str),
+            bad_pending=np.array(sorted(self.bad), str),
+            bad_at=np.array([self.bad[key] for key in sorted(self.bad)], np.int64),
         )
         atomic_write_bytes(self.state_path, buffer.getvalue())
 
@@ -593,6 +666,11 @@ class Soak:
             }
             self.seen = {self.session.path / str(p) for p in state["seen"]}
             self.published = {int(r[0]): (int(r[1]), int(r[2])) for r in state["published"]}
+            if "bad" in state.files:  # (a state from before the bad_sample fault)
+                self.bad_all = {str(key) for key in state["bad"]}
+                self.bad = {
+                    str(key): int(at) for key, at in zip(state["bad_pending"], state["bad_at"])
+                }
 
 
 def positions(graph, count: int = 8) -> np.ndarray:
@@ -722,10 +800,10 @@ def expected_stop(kind: str, target: str | None) -> tuple[set[int], str]:
     """The exit codes a gym may end with after a fault, and what its stop reason says."""
     if kind in ("kill_gym", "orphan"):
         return {-signal.SIGKILL}, ""
-    if kind in ("kill_trainer", "kill_predictor"):
-        return {1}, f"{kind.split('_')[1]} died"
-    if kind == "stop_long" and target in ("trainer", "predictor"):
-        return {1}, f"{target} stopped responding"
+    if kind == "kill_trainer":
+        return {1}, "trainer died"
+    if kind == "stop_long" and target == "trainer":
+        return {1}, "trainer stopped responding"
     if kind == "disk_full":  # the lock and runs.json are written as the gym starts
         return ({2} if target in ("lock", "runs") else {1}), "is full"
     return {0}, EXIT_TYPED  # the gym played on; the soak typed 'exit'

@@ -40,6 +40,7 @@ MUTATIONS = {
     "seed": "every process of every run draws from the session's seed alone",
     "heartbeat": "the gym never kills a child whose heartbeat or work stopped",
     "lock": "a dead gym's children neither hold the session lock nor are waited for",
+    "quarantine": "a sample file's values go unchecked: a bad one is trained on, not quarantined",
 }
 _writes: dict[str, int] = {}
 

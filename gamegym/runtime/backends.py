@@ -177,7 +177,8 @@ def restart_seed(seed: int, run: int, index: int, restarts: int) -> int:
 class ProcessBackend(SelfplayBackend):
     """One Predictor process and `selfplayprocesses` Selfplayer processes on this machine, one
     duplex pipe between each Selfplayer process and the Predictor (a restarted Selfplayer gets
-    a new one)."""
+    a new one).  A Predictor that dies, or that the gym killed as hung, is started again with
+    every Selfplayer (see `_restart_predictor`)."""
 
     name = "processes"
 
@@ -185,8 +186,11 @@ class ProcessBackend(SelfplayBackend):
         super().__init__(host)
         self.children: dict[str, Child] = {}
         self.budgets: dict[str, RestartBudget] = {}
+        self.predictor_budget = RestartBudget()  # as each Selfplayer slot's
         self.clock = time.monotonic
         self._control: Connection | None = None
+        self._control_in: Connection | None = None  # the Predictor's end of the Trainer's
+        #   announcements, kept by the gym: a restarted Predictor reads on from it
         self._joins: Connection | None = None  # the gym's end of the pipe that hands the
         #                                         Predictor new clients
 
@@ -195,36 +199,87 @@ class ProcessBackend(SelfplayBackend):
         from gamegym.runtime.selfplay import selfplayer_main
 
         host, path, cfg = self.host, str(self.session.path), self.config
-        count = cfg.selfplay.selfplayprocesses
-        pipes = [host.ctx.Pipe(duplex=True) for _ in range(count)]
-        control_in, self._control = host.ctx.Pipe(duplex=False)
-        joins_in, self._joins = host.ctx.Pipe(duplex=False)
-        self.children["predictor"] = Child(
-            "predictor",
-            predictor_main,
-            (path, cfg, [p[0] for p in pipes], control_in, joins_in),
-        )
-        for i in range(count):
+        self._control_in, self._control = host.ctx.Pipe(duplex=False)
+        self.children["predictor"] = Child("predictor", predictor_main, ())
+        for i in range(cfg.selfplay.selfplayprocesses):
             self.children[f"selfplayer{i}"] = Child(
                 f"selfplayer{i}",
                 selfplayer_main,
-                (
-                    path,
-                    cfg,
-                    i,
-                    pipes[i][1],
-                    restart_seed(cfg.seed, host.run_number, i, 0),
-                ),
-                extra={"index": i},
+                (path, cfg, i, None, restart_seed(cfg.seed, host.run_number, i, 0)),
+                # a Selfplayer that waits on a hung Predictor counts no work either: the gym
+                # kills the Predictor, not it (the Selfplayer then writes its finished games)
+                extra={"index": i, "waits_on": "predictor"},
             )
-        for child in self.children.values():
-            host.spawn(child)
-        # the gym keeps no end of a Selfplayer's pipe: when one dies, the Predictor reads its
-        # end to the EOF (a message torn by the death included) and drops it
-        for ends in pipes:
-            for end in ends:
-                end.close()
-        joins_in.close()
+        self._start_all()
+
+    def _start_all(self) -> None:
+        """Start the Predictor and every Selfplayer, each Selfplayer on a new pipe to it."""
+        host, selfplayers = self.host, self.selfplayers()
+        pipes = [host.ctx.Pipe(duplex=True) for _ in selfplayers]
+        if self._joins is not None:  # (the pipe of a Predictor that is gone)
+            self._joins.close()
+        joins_in, self._joins = host.ctx.Pipe(duplex=False)
+        predictor = self.children["predictor"]
+        predictor.args = (
+            str(self.session.path),
+            self.config,
+            [p[0] for p in pipes],
+            self._control_in,
+            joins_in,
+        )
+        for child, (_, selfplayer_end) in zip(selfplayers, pipes):
+            path, cfg, index, _, seed = child.args
+            child.args = (path, cfg, index, selfplayer_end, seed)
+        try:
+            for child in (predictor, *selfplayers):
+                host.spawn(child)
+        finally:
+            # the gym keeps no end of a Selfplayer's pipe: when one dies, the Predictor reads
+            # its end to the EOF (a message torn by the death included) and drops it; when the
+            # Predictor dies, each Selfplayer finds its pipe closed
+            for ends in pipes:
+                for end in ends:
+                    end.close()
+            joins_in.close()
+
+    def _restart_predictor(self, predictor: Child, how: str) -> str:
+        """Start a Predictor that died or was killed as hung again, with every Selfplayer:
+        theirs lost their pipes to it and exit, each writing the games it finished first
+        (waited for up to JOIN_SELFPLAYERS_S); each starts again on a new pipe with a seed of
+        its own, not counted against its slot's budget (the fault was not its own).  Up to
+        MAX_SELFPLAYER_RESTARTS within RESTART_WINDOW_S; returns the failure past that, or
+        when a Selfplayer found the disk full as it wrote its games, else ""."""
+        logs = self.session.logs_dir
+        if not self.predictor_budget.take(self.clock()):
+            return (
+                f"predictor {how}, too many restarts ({self.predictor_budget.spent()}); "
+                f"{where_to_look(logs, 'predictor')}"
+            )
+        predictor.restarts += 1
+        log.warning(
+            "predictor %s; restart %d (%d of %d within %g minutes), with its Selfplayers",
+            how,
+            predictor.restarts,
+            len(self.predictor_budget.times),
+            self.predictor_budget.limit,
+            self.predictor_budget.window / 60,
+        )
+        print(f"[gamegym] predictor {how}; restarting it and its Selfplayers", flush=True)
+        selfplayers = self.selfplayers()
+        self.host.join(selfplayers, JOIN_SELFPLAYERS_S)
+        for child in selfplayers:
+            if child.process is not None and child.process.exitcode == EXIT_DISK_FULL:
+                return (
+                    f"{child.name} could not write ({where_to_look(logs, child.name)}): "
+                    f"{disk_full_message(self.session.path)}"
+                )
+        for child in selfplayers:
+            child.restarts += 1  # all restarts of the run: each one seeds anew
+            path, cfg, index, conn, _ = child.args
+            seed = restart_seed(self.config.seed, self.host.run_number, index, child.restarts)
+            child.args = (path, cfg, index, conn, seed)
+        self._start_all()
+        return ""
 
     def _respawn(self, child: Child, seed: int) -> None:
         """Start a dead Selfplayer's slot again on a pipe of its own; the Predictor gets the
@@ -253,7 +308,8 @@ class ProcessBackend(SelfplayBackend):
 
     def poll(self) -> str:
         """Restart a dead Selfplayer (up to MAX_SELFPLAYER_RESTARTS per slot within
-        RESTART_WINDOW_S); a dead Predictor, too many restarts or a full disk stop the gym."""
+        RESTART_WINDOW_S), and a dead or hung Predictor with every Selfplayer (as many times);
+        too many restarts or a full disk stop the gym."""
         for child in list(self.children.values()):
             process = child.process
             if process is None or process.is_alive():
@@ -266,12 +322,8 @@ class ProcessBackend(SelfplayBackend):
                     f"{disk_full_message(self.session.path)}"
                 )
             if child.name == "predictor":
-                if child.hung:
-                    return (
-                        f"predictor stopped responding and was killed ({child.hung}); "
-                        f"{where_to_look(logs, child.name)}"
-                    )
-                return f"predictor died (exit code {code}); {where_to_look(logs, child.name)}"
+                how = f"was killed ({child.hung})" if child.hung else f"died (exit code {code})"
+                return self._restart_predictor(child, how)  # every Selfplayer restarts with it
             budget = self.budgets.setdefault(child.name, RestartBudget())
             if not budget.take(self.clock()):
                 return (
@@ -314,6 +366,8 @@ class ProcessBackend(SelfplayBackend):
 
     def stop(self) -> None:
         self.host.join([self.children.get("predictor")], JOIN_PREDICTOR_S)
+        if self._control_in is not None:
+            self._control_in.close()
 
     def alive(self) -> bool:
         return any(c.process is not None and c.process.is_alive() for c in self.children.values())

@@ -268,7 +268,9 @@ class Predictor:
         if isinstance(message, NewClient):  # a restarted Selfplayer, on a pipe of its own
             conn = cast(Connection, message.conn)
             self.live.append(conn)
-        if isinstance(message, Reload) and message.iteration != self.evaluator.iteration:
+        # (newer only: a restarted Predictor loads the newest at its start, then may read
+        # announcements the Trainer made while no Predictor ran)
+        if isinstance(message, Reload) and message.iteration > self.evaluator.iteration:
             self.load(message.iteration)
         while self._joining:
             conn = self._joining.popleft()

@@ -25,7 +25,7 @@ from gamegym.data.fileio import atomic_write_bytes
 from gamegym.data.samples import GameRecord, encode_sample_file
 from gamegym.game.graph import load_game
 from gamegym.runtime.messages import Report
-from gamegym.runtime.pipes import PipeService
+from gamegym.runtime.pipes import PipeService, PredictorGone
 from gamegym.runtime.process import child_entry
 
 log = logging.getLogger("gamegym.runtime.selfplay")
@@ -224,7 +224,16 @@ def selfplayer_main(session_path, config, index, conn, seed, *, stop_event, repo
     if search is not None:
         log.info("searching on the %s core", getattr(search, "core", "python"))
     writer = SampleWriter(session.samples_dir, f"selfplayer{index}")
-    games = selfplay_loop(driver, config.selfplay, writer, stop_event, reports, service=service)
+    try:
+        games = selfplay_loop(driver, config.selfplay, writer, stop_event, reports, service=service)
+    except PredictorGone:
+        # the Predictor died or the gym killed it as hung: the games finished are written
+        # (selfplay_loop flushed them), and the gym starts this slot again with a new Predictor
+        log.warning(
+            "the Predictor is gone; the games finished are written (%d samples in all); exiting",
+            writer.samples_written,
+        )
+        return
     log.info(
         "played %d games; %d requests to the Predictor, %d batches evaluated here",
         games,

@@ -21,7 +21,7 @@ from gamegym.runtime.backends import (
     RestartBudget,
     SelfplayBackend,
 )
-from gamegym.runtime.heartbeat import STARTUP_GRACE, Heartbeat
+from gamegym.runtime.heartbeat import BEAT_S, STARTUP_GRACE, Heartbeat
 from gamegym.runtime.messages import ReportInbox
 from gamegym.runtime.process import (
     EXIT_DISK_FULL,
@@ -251,8 +251,9 @@ class Supervisor:
     def _check_heartbeats(self) -> None:
         """Kill a child whose heartbeat stopped, or that beats but has counted no work for
         `progress_timeout` seconds (see gamegym.runtime.heartbeat), naming it; its death is
-        then handled as a crash (a Selfplayer or the Evaluator is restarted, the others stop
-        the gym with the reason).  When the gym itself was stopped and continued (Ctrl+Z of the
+        then handled as a crash (a Selfplayer, the Evaluator or the Predictor is restarted, a
+        Trainer stops the gym with the reason).  A heartbeat_timeout or progress_timeout of 0
+        turns that watch off.  When the gym itself was stopped and continued (Ctrl+Z of the
         process group, then `fg`: its children could not beat either), every watch starts
         again instead."""
         if mutated("heartbeat"):  # (the soak's mutation check: no liveness watch)
@@ -268,6 +269,7 @@ class Supervisor:
                     child.heartbeat.restart(now)
             return
         beats, work = self.config.heartbeat_timeout, self.config.progress_timeout
+        by_name = {child.name: child for child in children}
         for child in children:
             beat, process = child.heartbeat, child.process
             if beat is None or process is None or child.hung or not process.is_alive():
@@ -279,17 +281,34 @@ class Supervisor:
                     f"{child.name} is not responding (no heartbeat for {silent:.0f} s: "
                     "stopped or hung); killing it"
                 )
-            elif work and idle >= (work if beat.working else STARTUP_GRACE * work):
+            elif (
+                work
+                and idle >= (work if beat.working else STARTUP_GRACE * work)
+                and not self._waits_on_stuck(child, by_name, now, work)
+            ):
                 child.hung = f"no progress for {idle:.0f} s"
-                message = (
-                    f"{child.name} made no progress for {idle:.0f} s (its heartbeat goes "
-                    "on: hung in a call); killing it"
+                how = (
+                    "its heartbeat goes on: hung in a call"
+                    if silent < BEAT_S * 5
+                    else f"no heartbeat either for {silent:.0f} s: stopped or hung"
                 )
+                message = f"{child.name} made no progress for {idle:.0f} s ({how}); killing it"
             else:
                 continue
             log.error(message)
             print(f"[gamegym] {message}", flush=True)
             process.kill()
+
+    @staticmethod
+    def _waits_on_stuck(child: Child, by_name: dict[str, Child], now: float, work: float) -> bool:
+        """Whether the process `child` waits on (a Selfplayer's Predictor: `extra["waits_on"]`)
+        was killed as hung or has made no progress for half of `work` seconds itself: then it,
+        not `child`, is the one stuck; `child` exits by itself once it is killed, and writes
+        its finished games first."""
+        upstream = by_name.get(child.extra.get("waits_on", ""))
+        if upstream is None or upstream.heartbeat is None:
+            return False
+        return bool(upstream.hung) or upstream.heartbeat.idle_for(now) >= work / 2
 
     def _poll_backend(self) -> None:
         try:

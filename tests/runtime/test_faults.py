@@ -147,19 +147,25 @@ def assert_window_read_in_order(report, files_before, max_samplecount):
             assert full and name not in sources, f"{name} left out of a window not full"
 
 
-def test_dead_selfplayer_is_restarted_and_dead_predictor_stops_the_gym(session):
+def test_dead_selfplayer_is_restarted_and_a_dead_predictor_comes_back_with_its_selfplayers(
+    session,
+):
     gym = start_gym(session)
     try:
         wait_for_line(gym, playing)
         selfplayer = find_role(session, "selfplayer0")
         os.kill(selfplayer, signal.SIGKILL)
         wait_for_line(gym, lambda line: "selfplayer0 died" in line and "restarting" in line, 30)
-        wait_for_line(gym, playing, 60)
+        lines = wait_for_line(gym, playing, 60)
         predictor = find_role(session, "predictor")
         os.kill(predictor, signal.SIGKILL)
-        lines = wait_for_line(gym, lambda line: "stopped with an error" in line, 60)
-        assert any("predictor died" in line for line in lines)
-        assert gym.wait(timeout=60) == 1
+        lines += wait_for_line(gym, lambda line: "restarting it and its Selfplayers" in line, 60)
+        assert "predictor died (exit code -9); restarting it and its Selfplayers" in lines[-1]
+        lines += wait_for_line(gym, lambda line: find_role(session, "predictor") != predictor, 60)
+        games = shown_games(lines)  # (the old Selfplayers' last games included)
+        wait_for_line(gym, lambda line: shown_games([line]) > games, 120)  # new games
+        gym.send_signal(signal.SIGINT)
+        assert gym.wait(timeout=60) == 0
     finally:
         finish(gym)
     assert not (session / "session.lock").exists()
@@ -300,22 +306,68 @@ def test_resumes_write_no_game_twice_a_second_gym_is_refused_and_signals_stop_cl
     assert trainer_log.count("trainer exiting (TensorFlow not imported)") == 2, trainer_log
 
 
-@pytest.mark.parametrize("role", ["trainer", "predictor"])
-def test_a_stopped_trainer_or_predictor_is_named_killed_and_stops_the_gym(new_session, role):
+def test_a_stopped_trainer_is_named_killed_and_stops_the_gym(new_session):
     session = new_session(changes={**CHANGES, "heartbeat_timeout": 4.0})
     gym = start_gym(session)
     try:
         wait_for_line(gym, playing)
-        os.kill(find_role(session, role), signal.SIGSTOP)
+        os.kill(find_role(session, "trainer"), signal.SIGSTOP)
         lines = wait_for_line(gym, lambda line: "stopped with an error" in line, 90)
         text = "".join(lines)
-        assert f"{role} is not responding (no heartbeat for" in text
-        assert f"{role} stopped responding and was killed" in text
+        assert "trainer is not responding (no heartbeat for" in text
+        assert "trainer stopped responding and was killed" in text
         assert gym.wait(timeout=60) == 1
     finally:
         finish(gym)
-    assert f"{role} is not responding" in (session / "logs" / "gym.log").read_text()
+    assert "trainer is not responding" in (session / "logs" / "gym.log").read_text()
     assert not (session / "session.lock").exists()
+
+
+def shown_games(lines) -> int:
+    """The games count of the last status line among `lines` (-1 without one)."""
+    counts = [int(m.group(1)) for m in map(re.compile(r"\| games (\d+)").search, lines) if m]
+    return counts[-1] if counts else -1
+
+
+def games_on_disk(session) -> int:
+    return sum(len(read_sample_file(p)["result"]) for p in (session / "samples").glob("*/*.npz"))
+
+
+def test_a_stopped_predictor_is_killed_and_comes_back_with_its_selfplayers_losing_no_game(
+    new_session,
+):
+    """SIGSTOP of the Predictor: the gym sees its heartbeat stop, kills it and starts it again
+    with every Selfplayer.  The Selfplayers, whose requests went unanswered, are not killed:
+    each finds its pipe closed, writes the games it finished and exits; the new ones play on
+    with the new Predictor, which loads each iteration the Trainer announces; at the clean
+    stop every game the Selfplayers reported is on disk."""
+    session = new_session(changes={**CHANGES, "heartbeat_timeout": 4.0})
+    gym = start_gym(session)
+    try:
+        lines = wait_for_line(gym, playing)
+        first = find_role(session, "predictor")
+        os.kill(first, signal.SIGSTOP)
+        lines += wait_for_line(gym, lambda line: "restarting it and its Selfplayers" in line, 90)
+        text = "".join(lines)
+        assert "predictor is not responding (no heartbeat for" in text, text
+        assert "predictor was killed (no heartbeat for" in lines[-1]
+        games, iteration = shown_games(lines), max(trained(line) for line in lines)
+        lines = wait_for_line(
+            gym, lambda line: shown_games([line]) > games and trained(line) > iteration, 180
+        )
+        gym.send_signal(signal.SIGINT)
+        output = "".join(lines) + gym.stdout.read()
+        assert gym.wait(timeout=60) == 0, output
+    finally:
+        finish(gym)
+    assert not re.search(r"selfplayer\d (is not responding|made no progress|died)", text + output)
+    final = [line for line in output.splitlines() if "final:" in line]
+    assert final and shown_games(final) == games_on_disk(session) > games
+    for index in (0, 1):  # each wrote its finished games as its Predictor went
+        log = (session / "logs" / f"selfplayer{index}.log").read_text()
+        assert "the Predictor is gone; the games finished are written" in log
+    second = (session / "logs" / "predictor.log").read_text().split("starting (pid ")[-1]
+    assert second.count("loaded model iteration") >= 2  # the newest, then announced ones
 
 
 def test_a_stopped_trainer_of_a_killed_gym_keeps_the_session_until_it_is_gone(session, capsys):
@@ -362,9 +414,12 @@ def test_a_stopped_trainer_of_a_killed_gym_keeps_the_session_until_it_is_gone(se
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_predictor_hung_in_a_call_is_found_by_its_lack_of_progress(new_session):
-    """Its heartbeat thread beats on; its work count stands still: the gym names it and stops
-    within progress_timeout, instead of the Selfplayers timing out one restart after another."""
+def test_a_predictor_hung_in_a_call_is_found_by_its_lack_of_progress_and_restarted(
+    new_session, tmp_path
+):
+    """Its heartbeat thread beats on; its work count stands still: the gym names and kills it
+    within progress_timeout, instead of the Selfplayers timing out one restart after another,
+    and starts it again with its Selfplayers; the new one (it does not hang) serves them."""
     from conftest import ROOT
 
     session = new_session(changes={**CHANGES, "plugins": ["hangplugin"], "progress_timeout": 8.0})
@@ -372,6 +427,7 @@ def test_a_predictor_hung_in_a_call_is_found_by_its_lack_of_progress(new_session
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
         "GAMEGYM_TEST_HANG": "predictor",
+        "GAMEGYM_TEST_HANG_ONCE": str(tmp_path / "hung"),  # the first Predictor hangs
     }
     gym = subprocess.Popen(
         gamegym_command("resume", str(session), "--trust"),  # the test's own plug-in
@@ -382,11 +438,16 @@ def test_a_predictor_hung_in_a_call_is_found_by_its_lack_of_progress(new_session
         env=env,
     )
     try:
-        lines = wait_for_line(gym, lambda line: "stopped with an error" in line, 90)
+        lines = wait_for_line(gym, lambda line: "restarting it and its Selfplayers" in line, 90)
         text = "".join(lines)
         assert "predictor made no progress for" in text, text
-        assert "predictor stopped responding and was killed (no progress for" in text, text
+        assert "(its heartbeat goes on: hung in a call); killing it" in text, text
+        assert "predictor was killed (no progress for" in lines[-1]
         assert "no heartbeat" not in text  # it beat all along
-        assert gym.wait(timeout=60) == 1
+        assert not re.search(r"selfplayer\d (made no progress|is not responding)", text)
+        wait_for_line(gym, playing, 120)  # games played with the new Predictor
+        gym.send_signal(signal.SIGINT)
+        assert gym.wait(timeout=60) == 0
     finally:
         finish(gym)
+    assert (tmp_path / "hung").exists()

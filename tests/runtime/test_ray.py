@@ -121,6 +121,12 @@ def actor_processes(mark):
     return found
 
 
+def writers(session) -> set[str]:
+    """The Selfplayer slots whose sample files are in the session."""
+    files = (session / "samples").glob("*/*.npz")
+    return {f.name.split("-")[0] for f in files if not f.name.startswith(".")}
+
+
 def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster):
     gym = start_gym(session, "--ray", cluster.address, "--max-iterations", "8")
     lines = []
@@ -135,6 +141,10 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
         killed[0].kill()  # a killed worker process: restarted on its node
         read_until(gym, r"selfplayer\d on node \S+ died; restarting it", lines)
         read_until(gym, r"ray 2 nodes, selfplayers 2/2", lines)
+        deadline = time.monotonic() + 150
+        while writers(session) != {"selfplayer0", "selfplayer1"}:  # each node's first file
+            assert time.monotonic() < deadline, f"only {writers(session)} wrote sample files"
+            read_until(gym, r"\| games ", lines)  # the next status line: the pipe flows
         lost_at = int(read_until(gym, r"it ([1-9]) ", lines).group(1))
         cluster.remove_node(cluster.worker)
         read_until(gym, r"node \S+ left the cluster: its 1 Selfplayers", lines)
@@ -177,6 +187,19 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
     assert json.loads(status.stdout)["backend"]["name"] == "ray"
 
 
+def listening_addresses(processes) -> list[tuple[str, str]]:
+    """(process name, address) of every socket the processes listen on."""
+    found = []
+    for process in processes:
+        try:
+            for connection in process.net_connections(kind="inet"):
+                if connection.status == psutil.CONN_LISTEN:
+                    found.append((process.name(), connection.laddr.ip))
+        except psutil.Error:
+            continue  # gone meanwhile
+    return found
+
+
 def test_a_stopped_actor_is_killed_and_restarted_and_sigterm_stops_the_gym_and_its_ray(session):
     """On a Ray the gym starts itself: a Selfplayer actor stopped by SIGSTOP is named, killed
     and restarted; then SIGTERM stops the gym, and every process it started (Ray's too) is
@@ -192,6 +215,9 @@ def test_a_stopped_actor_is_killed_and_restarted_and_sigterm_stops_the_gym_and_i
         read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
         started = psutil.Process(gym.pid).children(recursive=True)
         assert any("raylet" in " ".join(p.cmdline()) for p in started)
+        listening = listening_addresses(started)  # Ray's servers, on this machine's loopback
+        loopback = ("127.0.0.1", "::1", "::ffff:127.0.0.1")  # (the last: IPv4 on an IPv6 socket)
+        assert listening and all(ip in loopback for _, ip in listening), listening
         [stopped] = [p for p in started if "SelfplayerActor" in " ".join(p.cmdline())]
         stopped.send_signal(signal.SIGSTOP)  # alive, and answering nothing
         read_until(gym, r"selfplayer0 on node \S+ is not responding \(no answer for \d+ s", lines)

@@ -705,3 +705,61 @@ def test_object_store_figures_are_not_asked_of_a_ray_this_process_has_left(monke
     monkeypatch.setattr(ray, "get_runtime_context", asked)
     monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")  # nothing answers there
     assert object_store_use() is None
+
+
+def test_a_ray_the_gym_starts_listens_on_loopback_asks_for_tokens_and_has_no_dashboard(
+    monkeypatch, capsys
+):
+    """Ray reads its network switch and its authentication mode from the environment once,
+    when it is first imported: import_ray(local=True) sets both before the import (loopback
+    whatever the environment said; the token unless the user chose a mode), and the start
+    asks for no dashboard.  A Ray imported earlier with the network on is refused, not
+    started."""
+    import importlib.abc
+    import importlib.util
+    import os
+
+    from gamegym.runtime.ray import cluster
+
+    fake, seen = FakeRay(), {}
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        """Imports the stand-in as `ray`, noting the environment Ray would read."""
+
+        def find_spec(self, name, path=None, target=None):
+            return importlib.util.spec_from_loader(name, self) if name == "ray" else None
+
+        def create_module(self, spec):
+            seen.update({k: os.environ.get(k) for k in (cluster.LOOPBACK_VAR, cluster.AUTH_VAR)})
+            return fake
+
+        def exec_module(self, module):
+            pass
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # (whatever was there comes back after)
+    monkeypatch.delitem(sys.modules, "ray")  # not imported yet
+    monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
+    monkeypatch.setenv(cluster.LOOPBACK_VAR, "1")  # a user's setting, for a cluster
+    monkeypatch.setenv(cluster.AUTH_VAR, "")
+    monkeypatch.delenv(cluster.AUTH_VAR)  # no mode chosen
+    assert cluster.import_ray(local=True) is fake
+    assert seen == {cluster.LOOPBACK_VAR: "0", cluster.AUTH_VAR: "token"}
+
+    monkeypatch.setattr(cluster, "start_reaper", lambda ctx, pids: None)  # no process here
+    monkeypatch.setitem(  # what Ray read as it was imported: its network switch off
+        sys.modules, "ray._private.ray_constants", SimpleNamespace(ENABLE_RAY_CLUSTER=False)
+    )
+    selfplay = GymConfig(game="games.tictactoe:TicTacToe").selfplay
+    connection = cluster.RayConnection(fake, "local")
+    connection.open(selfplay, ctx=None)
+    assert fake.init_kwargs["address"] == "local"  # a Ray of its own, not RAY_ADDRESS's
+    assert fake.init_kwargs["include_dashboard"] is False
+    assert connection.started and "started Ray on this machine" in capsys.readouterr().out
+
+    earlier = FakeRay()  # imported by a script before the gym, with the network on
+    monkeypatch.setitem(
+        sys.modules, "ray._private.ray_constants", SimpleNamespace(ENABLE_RAY_CLUSTER=True)
+    )
+    with pytest.raises(ConfigError, match="would listen on the network; set RAY_ENABLE_WIN"):
+        cluster.RayConnection(earlier, "local").open(selfplay, ctx=None)
+    assert not hasattr(earlier, "init_kwargs")

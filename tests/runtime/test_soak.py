@@ -82,3 +82,33 @@ def test_the_mutation_check_catches_a_replayed_seed_and_a_dead_liveness_watch(tm
     assert report["seed"]["caught"] and report["seed"]["violations"]["repeated_game"] > 0
     assert report["heartbeat"]["violations"]["hung_process_not_killed"] == 1
     assert report["heartbeat"]["violations"]["unexpected_stop"] == 1  # not the stop it must be
+
+
+def test_a_bad_sample_file_is_quarantined_and_the_mutation_check_catches_one_trained_on(tmp_path):
+    """The soak publishes a sample file of bad data (results outside [-1, 1]): the Trainer
+    moves it to quarantine, which the soak expects; with the checks of a sample file's values
+    switched off (GAMEGYM_MUTATE=quarantine) it is trained on instead, and the soak says so."""
+    done, summary = soak(tmp_path / "soak", "--minutes", "0", "--faults", "bad_sample")
+    assert done.returncode == 0, (summary["violations"], done.stderr[-3000:])
+    assert summary["faults_by_kind"].get("bad_sample") == 1, summary
+    quarantined = list((tmp_path / "soak" / "session" / "quarantine").iterdir())
+    assert [p.name.endswith("-bad.npz") for p in quarantined] == [True]
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "soak.py"),
+            "--mutation-check",
+            "quarantine",
+            "--folder",
+            str(tmp_path / "mutated"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert done.returncode == 0, (report, done.stderr[-3000:])
+    found = report["quarantine"]["violations"]
+    assert report["quarantine"]["caught"] and found["bad_sample_not_quarantined"] == 1
+    assert set(found) <= {"bad_sample_not_quarantined", "replay_state_mismatch"}  # (it names it)

@@ -103,7 +103,7 @@ def test_a_game_two_processes_wrote_is_a_repeat_and_one_processs_own_twin_is_not
     session.create(GymConfig(game=soak.GAME))
     checker = soak.Soak.__new__(soak.Soak)  # its checks only, on this folder
     checker.session, checker.shape = session, soak.SampleShape.of(graph)
-    checker.games, checker.seen = {}, set()
+    checker.games, checker.seen, checker.bad_all = {}, set(), set()
     checker.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
     folder = session.samples_dir / "0"
     folder.mkdir(parents=True, exist_ok=True)
@@ -177,6 +177,7 @@ def test_what_the_checks_saw_is_kept_for_the_next_run_on_the_folder(tmp_path):
         made.session, made.shape = session, soak.SampleShape.of(graph)
         made.state_path = tmp_path / "soak-state.npz"
         made.games, made.seen, made.published = {}, set(), {}
+        made.bad_all, made.bad = set(), {}
         made.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
         return made
 
@@ -204,7 +205,11 @@ def test_what_the_checks_saw_is_kept_for_the_next_run_on_the_folder(tmp_path):
 
 def test_each_fault_has_its_expected_stop_and_a_stop_has_a_short_reason():
     assert soak.expected_stop("kill_trainer", "trainer") == ({1}, "trainer died")
-    assert soak.expected_stop("stop_long", "predictor") == ({1}, "predictor stopped responding")
+    assert soak.expected_stop("stop_long", "trainer") == ({1}, "trainer stopped responding")
+    # the gym plays on after these: the Predictor comes back with its Selfplayers
+    assert soak.expected_stop("stop_long", "predictor") == ({0}, soak.EXIT_TYPED)
+    assert soak.expected_stop("kill_predictor", "predictor") == ({0}, soak.EXIT_TYPED)
+    assert soak.expected_stop("bad_sample", None) == ({0}, soak.EXIT_TYPED)
     assert soak.expected_stop("stop_long", "selfplayer0") == ({0}, soak.EXIT_TYPED)
     assert soak.expected_stop("kill_gym", None) == ({-9}, "")
     assert soak.expected_stop("disk_full", "lock")[0] == {2}
@@ -215,3 +220,44 @@ def test_each_fault_has_its_expected_stop_and_a_stop_has_a_short_reason():
         "disk full"
     )
     assert soak.stop_key(0, soak.EXIT_TYPED) == soak.EXIT_TYPED
+
+
+def test_a_bad_sample_file_must_reach_quarantine_within_two_iterations(tmp_path):
+    """The soak's bad sample file: quarantined (by a name the quarantine gives it) is as
+    expected; still in samples/ two iterations after it came, it is
+    `bad_sample_not_quarantined`; one iteration after, it may still wait; what is pending is
+    kept for the next run on the folder."""
+    graph = soak.load_game(soak.GAME)
+    session = Session(tmp_path / "session")
+    session.create(GymConfig(game=soak.GAME))
+    checker = soak.Soak.__new__(soak.Soak)
+    checker.session, checker.shape = session, soak.SampleShape.of(graph)
+    checker.state_path = tmp_path / "soak-state.npz"
+    checker.games, checker.seen, checker.published = {}, set(), {}
+    checker.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
+    folder = session.samples_dir / "3"
+    folder.mkdir(parents=True)
+    moved, left = "soak-1-000001-5-bad.npz", "soak-1-000002-6-bad.npz"
+    for name in (moved, left):
+        write_sample_file(folder / name, [_game(graph, 0)])
+    checker.bad = {f"samples/3/{moved}": 3, f"samples/3/{left}": 3}
+    checker.bad_all = set(checker.bad)
+
+    def at_iteration(iteration):
+        (session.models_dir / "current.json").write_text(json.dumps({"iteration": iteration}))
+
+    session.quarantine_dir.mkdir(exist_ok=True)
+    (folder / moved).rename(session.quarantine_dir / f"1700000000-3-{moved}")  # as quarantine()
+    at_iteration(4)
+    checker.check_bad_samples()
+    assert checker.bad == {f"samples/3/{left}": 3}  # left still waits: one iteration only
+    checker.save_state()
+    again = soak.Soak.__new__(soak.Soak)
+    again.session, again.state_path = session, checker.state_path
+    again.load_state()
+    assert (again.bad, again.bad_all) == (checker.bad, checker.bad_all)
+    at_iteration(5)
+    checker.check_bad_samples()
+    assert checker.bad == {} and checker.totals["violations"]["bad_sample_not_quarantined"] == 1
+    checker.check_samples()  # the soak's own files are neither read as samples nor lost
+    assert checker.seen == set() and checker.totals["violations"]["sample_file_invalid"] == 0

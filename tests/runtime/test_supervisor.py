@@ -105,26 +105,77 @@ def test_dead_selfplayer_is_restarted_with_a_new_seed_until_the_limit(supervisor
     assert supervisor.gym.reasons == [supervisor.failure]
 
 
-@pytest.mark.parametrize("role", ["trainer", "predictor"])
-def test_dead_trainer_or_predictor_stops_the_gym_naming_it(supervisor, role):
-    child(supervisor, role).process = DeadProcess(1)
+def test_dead_trainer_stops_the_gym_naming_it(supervisor):
+    child(supervisor, "trainer").process = DeadProcess(1)
     check(supervisor)
     assert supervisor.spawned == []
-    assert supervisor.failure.startswith(f"{role} died (exit code 1); see ")
+    assert supervisor.failure.startswith("trainer died (exit code 1); see ")
     assert supervisor.gym.reasons == [supervisor.failure]
 
 
-def test_a_restart_after_the_predictor_died_stops_the_gym_naming_the_predictor(supervisor):
+def predictor_gone(supervisor, code=1):
+    """The Predictor dead, and its Selfplayers exited as they do when their pipes close."""
+    child(supervisor, "predictor").process = DeadProcess(code)
+    for name in ("selfplayer0", "selfplayer1"):
+        child(supervisor, name).process = DeadProcess(0)
+
+
+@pytest.mark.parametrize("hung", ["", "no progress for 120 s"])
+def test_a_dead_or_hung_predictor_comes_back_with_every_selfplayer_until_its_budget_is_spent(
+    supervisor, hung, capsys
+):
+    """Each restart starts the Predictor and every Selfplayer, each Selfplayer on a new pipe
+    with a seed of its own (its slot's budget untouched); past the Predictor's budget the gym
+    stops naming it."""
+    slots = [child(supervisor, name) for name in ("selfplayer0", "selfplayer1")]
+    for slot, index in zip(slots, (0, 1)):
+        slot.args = ("path", None, index, None, 0)
+    seeds = []
+    for restart in range(1, MAX_SELFPLAYER_RESTARTS + 1):
+        predictor_gone(supervisor)
+        child(supervisor, "predictor").hung = hung
+        check(supervisor)
+        assert not supervisor.failure
+        assert supervisor.spawned == ["predictor", "selfplayer0", "selfplayer1"] * restart
+        assert all(slot.process.is_alive() for slot in slots)
+        assert all(slot.args[3] is not None and slot.args[3].closed for slot in slots)  # new
+        seeds += [slot.args[-1] for slot in slots]
+    assert len(set(seeds)) == len(seeds)  # no restart replays the same games
+    assert not supervisor.backend.budgets  # the Selfplayers' own budgets are untouched
+    how = f"was killed ({hung})" if hung else "died (exit code 1)"
+    said = capsys.readouterr().out
+    assert f"[gamegym] predictor {how}; restarting it and its Selfplayers" in said
+    predictor_gone(supervisor)
+    child(supervisor, "predictor").hung = hung
+    check(supervisor)  # one death too many
+    assert supervisor.failure.startswith(
+        f"predictor {how}, too many restarts ({MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); "
+        "see "
+    )
+    assert supervisor.failure.endswith("predictor.log")
+    assert supervisor.gym.reasons == [supervisor.failure]
+
+
+def test_a_selfplayer_that_found_the_disk_full_as_its_predictor_went_stops_the_gym(supervisor):
+    predictor_gone(supervisor)
+    child(supervisor, "selfplayer1").process = DeadProcess(EXIT_DISK_FULL)
+    check(supervisor)
+    assert supervisor.spawned == []
+    assert "selfplayer1 could not write" in supervisor.failure
+
+
+def test_a_selfplayer_restarted_as_the_predictor_died_is_restarted_again_with_it(supervisor):
     """The Predictor dies between the poll that saw it alive and the Selfplayer's restart: the
-    hand-over of the new pipe fails (EPIPE), and the next poll names the Predictor."""
+    hand-over of the new pipe fails (EPIPE), and the next poll restarts the Predictor with
+    every Selfplayer."""
     supervisor.joins.close()  # the Predictor's end: gone with it
     child(supervisor, "selfplayer0").process = DeadProcess(1)
     check(supervisor)  # no BrokenPipeError out of the restart
     assert supervisor.spawned == ["selfplayer0"] and not supervisor.failure
-    child(supervisor, "predictor").process = DeadProcess(1)
+    predictor_gone(supervisor)
     check(supervisor)
-    assert supervisor.failure.startswith("predictor died (exit code 1); see ")
-    assert supervisor.gym.reasons == [supervisor.failure]
+    assert supervisor.spawned == ["selfplayer0", "predictor", "selfplayer0", "selfplayer1"]
+    assert not supervisor.failure
 
 
 def test_a_child_that_found_the_disk_full_is_not_restarted(supervisor):
@@ -292,11 +343,22 @@ def test_a_process_without_a_heartbeat_is_named_killed_and_handled_as_a_crash(
     ]
     assert not any(getattr(c.process, "killed", False) for c in others)
     stuck.process = DeadProcess(-9)  # what the kill leaves
+    handled_as_a_crash(supervisor, role, "no heartbeat for")
+
+
+def handled_as_a_crash(supervisor, role, why):
+    """What follows the kill of a hung child: a Selfplayer or the Evaluator is restarted, the
+    Predictor with every Selfplayer (theirs exit as their pipes close), a Trainer stops the gym."""
+    if role == "predictor":
+        predictor_gone(supervisor, -9)
     check(supervisor)
-    if role == "selfplayer0":
-        assert supervisor.spawned == ["selfplayer0"] and not supervisor.failure
+    if role in ("selfplayer0", "evaluator"):
+        assert supervisor.spawned == [role] and not supervisor.failure
+    elif role == "predictor":
+        assert supervisor.spawned == ["predictor", "selfplayer0", "selfplayer1"]
+        assert not supervisor.failure
     else:
-        assert supervisor.failure.startswith(f"{role} stopped responding and was killed")
+        assert supervisor.failure.startswith(f"{role} stopped responding and was killed ({why}")
 
 
 def watched(supervisor, now):
@@ -333,19 +395,80 @@ def test_a_process_that_beats_but_makes_no_progress_is_killed_and_handled_as_a_c
                 slot.heartbeat.work.value += 1  # ... and the others work
         supervisor._check_heartbeats()
     assert stuck.process.killed
-    assert f"{role} made no progress for {int(deadline)} s" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"{role} made no progress for {int(deadline)} s (its heartbeat goes on: hung" in said
     others = [
         c for c in {**supervisor.children, **supervisor.backend.children}.values() if c is not stuck
     ]
     assert not any(getattr(c.process, "killed", False) for c in others)
     stuck.process = DeadProcess(-9)
-    check(supervisor)
-    if role in ("selfplayer0", "evaluator"):
-        assert supervisor.spawned == [role] and not supervisor.failure
-    else:
-        assert supervisor.failure.startswith(
-            f"{role} stopped responding and was killed (no progress for"
-        )
+    handled_as_a_crash(supervisor, role, "no progress for")
+
+
+def test_selfplayers_waiting_on_a_hung_predictor_are_left_to_write_their_games(supervisor, capsys):
+    """A Predictor hung in a call answers no one, so its Selfplayers count no work either, from
+    about the same moment: the gym kills the Predictor only; the Selfplayers find their pipes
+    closed and exit by themselves, writing the games they finished (killed, they would lose
+    them), and come back with the new Predictor."""
+    now = [1000.0]
+    supervisor.clock = lambda: now[0]
+    watched(supervisor, now[0])
+    for name in ("predictor", "selfplayer0", "selfplayer1"):
+        slot = child(supervisor, name)
+        slot.process = StoppedProcess()
+        if name != "predictor":
+            slot.extra["waits_on"] = "predictor"  # as ProcessBackend.start makes them
+    deadline = supervisor.config.progress_timeout
+    for turn in range(3 * int(deadline)):
+        now[0] += 1.0
+        for name, slot in {**supervisor.children, **supervisor.backend.children}.items():
+            slot.heartbeat.counter.value += 1  # every heartbeat thread runs ...
+            if name == "trainer" or (name.startswith("selfplayer") and turn < 3):
+                slot.heartbeat.work.value += 1  # ... the Selfplayers' last searches come after
+        supervisor._check_heartbeats()
+    killed = [n for n, c in supervisor.backend.children.items() if c.process.killed]
+    assert killed == ["predictor"]
+    said = capsys.readouterr().out
+    assert "predictor made no progress for" in said and "selfplayer" not in said
+
+
+def test_a_heartbeat_timeout_of_0_leaves_the_work_watch_and_0_for_both_watches_nothing(
+    supervisor, capsys
+):
+    """heartbeat_timeout = 0 turns the heartbeat watch off: a stopped child (it neither beats
+    nor works) is found by its lack of progress only, after progress_timeout, and named so;
+    with progress_timeout = 0 too, no child is ever killed as hung."""
+    from dataclasses import replace
+
+    now = [1000.0]
+    supervisor.clock = lambda: now[0]
+    supervisor.config = replace(supervisor.config, heartbeat_timeout=0.0, progress_timeout=30.0)
+    watched(supervisor, now[0])
+    stuck = child(supervisor, "trainer")
+    stuck.process = StoppedProcess()
+
+    def turns(count):
+        for _ in range(count):
+            now[0] += 1.0
+            for slot in {**supervisor.children, **supervisor.backend.children}.values():
+                if slot is not stuck:  # the others beat and work
+                    slot.heartbeat.counter.value += 1
+                    slot.heartbeat.work.value += 1
+            supervisor._check_heartbeats()
+
+    turns(29)
+    assert not stuck.process.killed  # 29 s silent: the default deadline (20 s) is not used
+    turns(2)
+    assert stuck.process.killed
+    said = capsys.readouterr().out
+    assert "trainer made no progress for 30 s (no heartbeat either for 30 s: stopped or hung)" in (
+        said
+    )
+    assert "is not responding" not in said
+    supervisor.config = replace(supervisor.config, progress_timeout=0.0)
+    stuck.process, stuck.hung = StoppedProcess(), ""
+    turns(3600)
+    assert not stuck.process.killed and capsys.readouterr().out == ""
 
 
 def test_after_the_whole_group_was_stopped_no_child_is_killed_as_hung(supervisor, capsys):

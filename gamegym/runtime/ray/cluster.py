@@ -3,8 +3,9 @@
 - `import_ray`: Ray, or a clear error naming the `[ray]` extra.
 - `RayConnection.open(config, ctx)`: with `selfplay.ray_address` "local", start a new Ray on
   this machine even when another runs there or `RAY_ADDRESS` names one (all its CPUs,
-  `ray_object_store_mib` of object store, listening on 127.0.0.1 only, the workers importing
-  what this process imports) and a reaper that kills what it started
+  `ray_object_store_mib` of object store, listening on 127.0.0.1 only, asking for Ray's token
+  unless `RAY_AUTH_MODE` says otherwise, no dashboard, the workers importing what this process
+  imports) and a reaper that kills what it started
   should the gym die; with "auto" or HOST:PORT, join that cluster.  `close()` shuts a Ray the
   gym started down and leaves a joined one running.
 - `object_store_use()`: what the cluster's object stores hold.
@@ -32,6 +33,7 @@ from gamegym.config import ConfigError
 
 __all__ = [
     "import_ray",
+    "check_loopback_only",
     "RayConnection",
     "object_store_use",
     "actor_state",
@@ -47,18 +49,39 @@ RAY_MISSING = (
 )
 
 
+# what a Ray the gym starts on this machine reads from the environment when it is imported:
+# listen on 127.0.0.1 only (Ray's switch for a multi-machine cluster off, whatever it said), and
+# ask every client for its token unless the user chose otherwise (RAY_AUTH_MODE; Ray >= 2.52)
+LOOPBACK_VAR, AUTH_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE"
+
+
 def import_ray(local: bool = False):
     """The ray module, or a ConfigError naming the extra that installs it.  `local`: the gym
     will start Ray on this machine, which then listens on 127.0.0.1 only (not on the network)
-    and asks for Ray's token (Ray reads both settings when it is first imported)."""
+    and asks for Ray's token unless `RAY_AUTH_MODE` names a mode (Ray reads the network
+    setting when it is first imported; a Ray imported before with the network on is refused by
+    `RayConnection.open`)."""
     if local and "ray" not in sys.modules:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback only
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        os.environ[LOOPBACK_VAR] = "0"  # loopback only
+        os.environ.setdefault(AUTH_VAR, "token")
     try:
         import ray
     except ImportError:
         raise ConfigError(RAY_MISSING) from None
     return ray
+
+
+def check_loopback_only() -> None:
+    """Refuse to start a Ray on this machine that would listen on the network: Ray reads
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER once, when it is imported, and a Ray imported before
+    `import_ray(local=True)` (by the script that runs the gym) may have read it on."""
+    constants = sys.modules.get("ray._private.ray_constants")
+    if getattr(constants, "ENABLE_RAY_CLUSTER", False):
+        raise ConfigError(
+            "Ray was imported before gamegym could keep the Ray it starts on 127.0.0.1 only, "
+            f"and would listen on the network; set {LOOPBACK_VAR}=0 in the environment before "
+            "Ray is imported, or give the address of a cluster to join"
+        )
 
 
 class RayConnection:
@@ -75,6 +98,7 @@ class RayConnection:
         options = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
         with _gym_signals():  # Ray's own SIGTERM handling would end the gym without a stop
             if self.address == "local":
+                check_loopback_only()
                 before = set(_descendants())
                 with _python_path():  # workers import the game and gamegym as this process
                     self.ray.init(
