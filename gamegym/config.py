@@ -345,6 +345,14 @@ class TrainConfig:
     #                                 later, not the game result (0 = the result, AlphaZero);
     #                                 MuZero's td_steps
     value_target_mix: float = 0.0  # value target = (1 - m) * that + m * own search value
+    reanalyze: float = 0.0  # MuZero Reanalyze: the share of the positions the Selfplayers
+    #                                 search that are stored positions of the window searched
+    #                                 again by the current model (its visit policy and root
+    #                                 values replace the stored targets) instead of moves of
+    #                                 new games; in [0, 1).  0.5 reanalyses one stored position
+    #                                 per position played, so new games come at half the rate
+    #                                 (train.learner "muzero", train.replay "window",
+    #                                 selfplay.backend "processes")
     keep_models: int = 0  # keep only the newest N model files (0 = keep all)
     weight_average: str = "none"  # the weights of the model the Trainer publishes (self-play,
     #                                 evaluation and play use it): "none" = the weights it
@@ -390,6 +398,13 @@ class TrainConfig:
         _float_in(self, "value_loss_weight", 0.0, 1000.0)
         _float_in(self, "value_target_mix", 0.0, 1.0)
         _int_in(self, "value_td_steps", 0, 10_000)
+        _check(
+            _is_number(self.reanalyze) and 0.0 <= self.reanalyze < 1.0,
+            f"{self._section}reanalyze",
+            "must be a number in [0, 1) (the share of the Selfplayers' searched positions "
+            "that are stored positions searched again; 1 would play no new game), got "
+            f"{self.reanalyze!r}",
+        )
         _int_in(self, "keep_models", 0)
         _choice(self, "weight_average", WEIGHT_AVERAGES)
         decay = self.weight_average_decay
@@ -613,11 +628,49 @@ class GymConfig:
         if self.learner_config is not None and not isinstance(self.learner_config, dict):
             self.learner_config.validate()  # a dict: the section of an unregistered learner
         learner = LEARNERS.get(self.train.learner) if self.train.learner in LEARNERS else None
-        problem = self.check_selfplay_pause(
-            "selfplay.positions_per_iteration", self.selfplay.positions_per_iteration
-        ) or (learner.check_config(self) if learner is not None else None)
+        problem = (
+            self.check_selfplay_pause(
+                "selfplay.positions_per_iteration", self.selfplay.positions_per_iteration
+            )
+            or (learner.check_config(self) if learner is not None else None)
+            or self.check_reanalyze()
+        )
         if problem:
             raise ConfigError(f"config field {problem}")
+
+    def check_reanalyze(self) -> str | None:
+        """What keeps `train.reanalyze` > 0 from running with the rest of the config: a
+        learner that does not reanalyse (`Learner.reanalyses`), a replay that reads each
+        sample file once (its buffer never sees new targets), or Selfplayers that do not see
+        the session folder (`SelfplayBackend.local_folder`); None when nothing does."""
+        if not self.train.reanalyze:
+            return None
+        learner = LEARNERS.get(self.train.learner) if self.train.learner in LEARNERS else None
+        replay = REPLAYS.get(self.train.replay) if self.train.replay in REPLAYS else None
+        backend = BACKENDS.get(self.selfplay.backend) if self.selfplay.backend in BACKENDS else None
+        if learner is not None and not getattr(learner, "reanalyses", False):
+            return (
+                f"'train.reanalyze' ({self.train.reanalyze}) cannot be used with train.learner "
+                f"{self.train.learner!r}: it does not reanalyse stored positions (MuZero does)"
+            )
+        if replay is not None and getattr(replay, "uses_buffer", False):
+            return (
+                f"'train.reanalyze' ({self.train.reanalyze}) cannot be used with train.replay "
+                f"{self.train.replay!r}: its buffer reads each sample file once and would never "
+                "see the reanalysed targets; use train.replay 'window'"
+            )
+        if (
+            backend is not None
+            and not self.debug_single_process
+            and not getattr(backend, "local_folder", True)
+        ):
+            return (
+                f"'train.reanalyze' ({self.train.reanalyze}) cannot be used with "
+                f"selfplay.backend {self.selfplay.backend!r}: the Selfplayers reanalyse the "
+                "session's sample files, which its Selfplayers do not see; use "
+                "selfplay.backend 'processes'"
+            )
+        return None
 
     def __setstate__(self, state: dict) -> None:
         """Unpickled in a child process (or a Ray actor): its plug-ins register there too,
