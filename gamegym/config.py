@@ -347,12 +347,13 @@ class TrainConfig:
     value_target_mix: float = 0.0  # value target = (1 - m) * that + m * own search value
     reanalyze: float = 0.0  # MuZero Reanalyze: the share of the positions the Selfplayers
     #                                 search that are stored positions of the window searched
-    #                                 again by the current model (its visit policy and root
-    #                                 values replace the stored targets) instead of moves of
-    #                                 new games; in [0, 1).  0.5 reanalyses one stored position
-    #                                 per position played, so new games come at half the rate
-    #                                 (train.learner "muzero", train.replay "window",
-    #                                 selfplay.backend "processes")
+    #                                 again by the current model (the search's policy target
+    #                                 and root values replace the stored ones, in files beside
+    #                                 the samples) instead of moves of new games; in [0, 1).
+    #                                 0.5 reanalyses one stored position per position played,
+    #                                 so new games come at half the rate; the Trainer's work
+    #                                 stays the same (train.learner "muzero", train.replay
+    #                                 "window", selfplay.backend "processes")
     keep_models: int = 0  # keep only the newest N model files (0 = keep all)
     weight_average: str = "none"  # the weights of the model the Trainer publishes (self-play,
     #                                 evaluation and play use it): "none" = the weights it
