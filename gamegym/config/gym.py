@@ -404,8 +404,48 @@ def check_config(config: GymConfig) -> None:
             f"(selfplay.playout_cap_probability {selfplay.playout_cap_probability} < 1)"
         )
     learner = LEARNERS.get(config.train.learner) if config.train.learner in LEARNERS else None
-    problem = config.check_selfplay_pause(
-        "selfplay.positions_per_iteration", selfplay.positions_per_iteration
-    ) or (learner.check_config(config) if learner is not None else None)
+    problem = (
+        config.check_selfplay_pause(
+            "selfplay.positions_per_iteration", selfplay.positions_per_iteration
+        )
+        or (learner.check_config(config) if learner is not None else None)
+        or check_reanalyze(config)
+    )
     if problem:
         raise ConfigError(f"config field {problem}")
+
+
+def check_reanalyze(config: GymConfig) -> str | None:
+    """What keeps `train.reanalyze` > 0 from running with the rest of the config: a
+    learner that does not reanalyse (`Learner.reanalyses`), a replay that reads each
+    sample file once (its buffer never sees new targets), or Selfplayers that do not see
+    the session folder (`SelfplayBackend.local_folder`); None when nothing does."""
+    train = config.train
+    if not train.reanalyze:
+        return None
+    learner = LEARNERS.get(train.learner) if train.learner in LEARNERS else None
+    replay = REPLAYS.get(train.replay) if train.replay in REPLAYS else None
+    backend = BACKENDS.get(config.selfplay.backend) if config.selfplay.backend in BACKENDS else None
+    if learner is not None and not getattr(learner, "reanalyses", False):
+        return (
+            f"'train.reanalyze' ({train.reanalyze}) cannot be used with train.learner "
+            f"{train.learner!r}: it does not reanalyse stored positions (MuZero does)"
+        )
+    if replay is not None and getattr(replay, "uses_buffer", False):
+        return (
+            f"'train.reanalyze' ({train.reanalyze}) cannot be used with train.replay "
+            f"{train.replay!r}: its buffer reads each sample file once and would never "
+            "see the reanalysed targets; use train.replay 'window'"
+        )
+    if (
+        backend is not None
+        and not config.debug_single_process
+        and not getattr(backend, "local_folder", True)
+    ):
+        return (
+            f"'train.reanalyze' ({train.reanalyze}) cannot be used with "
+            f"selfplay.backend {config.selfplay.backend!r}: the Selfplayers reanalyse the "
+            "session's sample files, which its Selfplayers do not see; use "
+            "selfplay.backend 'processes'"
+        )
+    return None

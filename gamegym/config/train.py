@@ -14,6 +14,7 @@ from gamegym.config.checks import (
     is_int,
     is_number,
     registered,
+    section_of,
 )
 from gamegym.registry import LEARNERS, REPLAYS
 
@@ -57,6 +58,15 @@ class TrainConfig:
     #                                 later, not the game result (0 = the result, AlphaZero);
     #                                 MuZero's td_steps
     value_target_mix: float = 0.0  # value target = (1 - m) * that + m * own search value
+    reanalyze: float = 0.0  # MuZero Reanalyze: the share of the positions the Selfplayers
+    #                                 search that are stored positions of the window searched
+    #                                 again by the current model (the search's policy target
+    #                                 and root values replace the stored ones, in files beside
+    #                                 the samples) instead of moves of new games; in [0, 1).
+    #                                 0.5 reanalyses one stored position per position played,
+    #                                 so new games come at half the rate; the Trainer's work
+    #                                 stays the same (train.learner "muzero", train.replay
+    #                                 "window", selfplay.backend "processes")
     keep_models: int = 0  # keep only the newest N model files (0 = keep all)
     weight_average: str = "none"  # the weights of the model the Trainer publishes (self-play,
     #                                 evaluation and play use it): "none" = the weights it
@@ -102,6 +112,13 @@ class TrainConfig:
         float_in(self, "value_loss_weight", 0.0, 1000.0)
         float_in(self, "value_target_mix", 0.0, 1.0)
         int_in(self, "value_td_steps", 0, 10_000)
+        check(
+            is_number(self.reanalyze) and 0.0 <= self.reanalyze < 1.0,
+            f"{section_of(self)}reanalyze",
+            "must be a number in [0, 1) (the share of the Selfplayers' searched positions "
+            "that are stored positions searched again; 1 would play no new game), got "
+            f"{self.reanalyze!r}",
+        )
         int_in(self, "keep_models", 0)
         choice(self, "weight_average", WEIGHT_AVERAGES)
         decay = self.weight_average_decay

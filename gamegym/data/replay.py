@@ -164,6 +164,7 @@ class WindowReplay(Replay):
 
     def load(self, iteration: int) -> tuple[SampleBatch | None, dict[str, Any]]:
         sources: dict[str, int] = {}
+        reanalysed: dict[str, int] = {}
         batch = load_samples(
             self.session.samples_dir,
             self.window_start(iteration),
@@ -171,8 +172,15 @@ class WindowReplay(Replay):
             self.session.quarantine_dir,
             sources,
             self.shape,
+            reanalysed,
         )
-        return batch, {"sources": sources, "window": [self.window_start(iteration), iteration]}
+        facts: dict[str, Any] = {
+            "sources": sources,
+            "window": [self.window_start(iteration), iteration],
+        }
+        if reanalysed:  # samples trained on with reanalysed targets (train.reanalyze)
+            facts["reanalysed"] = sum(reanalysed.values())
+        return batch, facts
 
 
 def make_replay(session: Session, config: GymConfig, shape: SampleShape | None = None) -> Replay:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from gamegym.data.fileio import quarantine
+from gamegym.data.reanalysis import apply_reanalysis, read_reanalysis, reanalysis_path
 from gamegym.data.samples import FIELDS, GAME_FIELDS, SampleBatch, SampleShape, read_sample_file
 
 __all__ = ["SampleCounter", "load_samples", "sample_files", "sample_iterations"]
@@ -80,14 +81,19 @@ def load_samples(
     quarantine_dir: Path | None = None,
     sources: dict[str, int] | None = None,
     shape: SampleShape | None = None,
+    reanalysed: dict[str, int] | None = None,
 ) -> SampleBatch | None:
     """The newest samples of iterations >= min_iteration, at most max_count (newest files first).
 
     A file that `read_sample_file` refuses (damaged, of another format, bad data, or not fitting
     the game's and learner's `shape` when given) is moved to `quarantine_dir` (when given) with
     a warning, and skipped.
+    Where a file has reanalysed targets (gamegym.data.reanalysis), they replace its own; a
+    reanalysis file that cannot be read is quarantined the same way and the file's own targets
+    are kept.
     `sources`, when given, receives "<iteration>/<file name>" -> samples taken from each file
-    read (fewer than the file holds only for the oldest file, cut at max_count).
+    read (fewer than the file holds only for the oldest file, cut at max_count); `reanalysed`
+    the same for the files taken with reanalysed targets.
     """
     chunks: list[dict] = []
     total = 0
@@ -108,6 +114,8 @@ def load_samples(
                     quarantine(path, quarantine_dir)
                 continue
             n = len(arrays["z"])
+            if _take_reanalysis(path, arrays, quarantine_dir) and reanalysed is not None:
+                reanalysed[f"{it}/{path.name}"] = min(n, max_count - total)
             game_truncated = arrays["truncated"][arrays["game"]]
             chunk: dict[str, Any] = {k: arrays[k] for k in FIELDS}
             chunk["extra"] = {
@@ -144,6 +152,25 @@ def load_samples(
     if len(batch) > max_count:
         batch = batch.take(np.arange(max_count))
     return batch
+
+
+def _take_reanalysis(path: Path, arrays: dict, quarantine_dir: Path | None) -> bool:
+    """Put the reanalysed targets of the sample file at `path` into its `arrays` where it has
+    them (True); a reanalysis file that cannot be read is quarantined (False)."""
+    try:
+        reanalysis = read_reanalysis(path, len(arrays["z"]), arrays["pi"].shape[1])
+    except ValueError as error:
+        stored = reanalysis_path(path)
+        if not stored.exists():
+            return False  # replaced or removed meanwhile: the file's own targets this time
+        log.warning("%s; the file's own targets are trained on", error)
+        if quarantine_dir is not None:
+            quarantine(stored, quarantine_dir)
+        return False
+    if reanalysis is None:
+        return False
+    apply_reanalysis(arrays, reanalysis)
+    return True
 
 
 def _row_form(column: np.ndarray) -> tuple:

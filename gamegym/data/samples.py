@@ -32,6 +32,10 @@ the game's and learner's `SampleShape`, the shapes and the learner's columns.  A
 is moved to the session's quarantine by the loaders, never trained on, never fatal.  The samples
 folder (its files, their counts, the window the Trainer loads) is gamegym.data.samplefolder.
 
+A published sample file never changes.  Targets a newer model searched for its positions
+(`train.reanalyze`) are kept beside it, in samples/<it>/reanalysed/<name>.npz, and replace its
+own when the samples are loaded (gamegym.data.reanalysis).
+
 Games are kept whole so sequence learners (MuZero unrolls, DQN transitions) can rebuild them:
 position i+1 of a game is the child of position i reached by action[i], seen by the opponent.
 """

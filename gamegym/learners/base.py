@@ -12,6 +12,7 @@ mode (no branch per mode in the Trainer, the Predictor or the Selfplayer):
                     (`run(kind, inputs) -> outputs`, see gamegym.nets.inference)
   a Selfplayer      selfplayer: plays games through a model service and yields them finished;
                     must not import TensorFlow
+                    reanalyser (train.reanalyze): searches stored positions again
   players           player: the model as a Player for evaluate, play, the Evaluator, benchmarks
 
 A Learner turns a `SampleBatch` (whole games, see gamegym.data.samples) into targets and trains the
@@ -38,6 +39,7 @@ from gamegym.registry import LEARNERS, PRESETS
 
 if TYPE_CHECKING:
     from gamegym.config import GymConfig, NetworkConfig
+    from gamegym.data.reanalysis import Reanalysis
     from gamegym.data.replay import Sampler
     from gamegym.data.samples import GameRecord, SampleBatch, SampleColumn
     from gamegym.game.graph import GameGraph
@@ -105,6 +107,9 @@ class Learner(ABC):
     # how its training step runs under train.compile "auto" (gamegym.nets.trainstep): "xla"
     # where `gamegym bench training` found the XLA-compiled step faster for it, else "traced"
     train_compile: str = "traced"
+    # whether it searches stored positions again with newer models (train.reanalyze; its
+    # `reanalyser`)
+    reanalyses: bool = False
 
     @classmethod
     def check_config(cls, config: GymConfig) -> str | None:
@@ -221,6 +226,16 @@ class Learner(ABC):
         games as (GameRecord, model iteration that played it), or None now and then while it
         waits for a newer model (the Selfplayer then writes out the games it holds).
         No TensorFlow."""
+
+    def reanalyser(
+        self, graph: GameGraph[Any], service: ModelService, config: GymConfig
+    ) -> Callable[..., Reanalysis | None]:
+        """For `train.reanalyze`, in a Selfplayer: a function `(x, legal, rng, should_stop)`
+        that searches the stored positions x [N, *input_shape] with the legal action ids
+        legal bool [N, A] again through the model `service` and returns their new targets as
+        a gamegym.data.reanalysis.Reanalysis (None when `should_stop()` came first).  Only
+        for a learner that sets `reanalyses`.  No TensorFlow."""
+        raise NotImplementedError(f"the {self.name} learner does not reanalyse stored positions")
 
     def is_model_file_of(
         self, path: Path, graph: GameGraph[Any], network_config: NetworkOptions

@@ -117,6 +117,7 @@ class SelfplayBackend(ABC):
     """The interface (see the module docstring); `host` is the Supervisor."""
 
     name = ""
+    local_folder = True  # its Selfplayers see the session folder (train.reanalyze reads it)
 
     @classmethod
     def check_available(cls, config: GymConfig) -> None:

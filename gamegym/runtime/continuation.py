@@ -28,6 +28,7 @@ from pathlib import Path
 
 from gamegym.config import ConfigError, GymConfig
 from gamegym.data.fileio import atomic_publish, atomic_write_json, temporary_path
+from gamegym.data.reanalysis import reanalysis_path
 from gamegym.data.samplefolder import sample_files, sample_iterations
 from gamegym.data.session import Session, SessionError
 from gamegym.data.trust import record_trust, require_consent, session_code
@@ -113,7 +114,8 @@ def continue_session(
 
 
 def carry(old: Session, new: Session, iteration: int) -> None:
-    """Copy the model, the sample files and the replay state; write origin.json."""
+    """Copy the model, the sample files (with their reanalysed targets) and the replay state;
+    write origin.json."""
     first = iteration + 1
     _copy(old.model_path(iteration), new.model_path(first), link=False)
     if old.raw_model_path(iteration).exists():  # an average: training goes on from the raw
@@ -122,6 +124,9 @@ def carry(old: Session, new: Session, iteration: int) -> None:
     for it in sample_iterations(old.samples_dir):
         for path in sample_files(old.samples_dir, it):
             _copy(path, new.samples_dir / str(it) / path.name, link=True)
+            if reanalysis_path(path).is_file():  # its targets searched again (train.reanalyze)
+                target = reanalysis_path(new.samples_dir / str(it) / path.name)
+                _copy(reanalysis_path(path), target, link=True)
             files += 1
     states = (
         sorted(

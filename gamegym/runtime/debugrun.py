@@ -21,13 +21,15 @@ log = logging.getLogger("gamegym.runtime.debugrun")
 
 def run_single_process(gym, max_seconds: float | None, max_iterations: int | None) -> int:
     from gamegym.nets.tfsetup import configure_tensorflow
-    from gamegym.runtime.selfplay import SampleWriter, selfplay_loop
+    from gamegym.runtime.selfplay import SampleWriter, make_reanalyser, selfplay_loop
     from gamegym.runtime.trainer import build_trainer
 
     session, config = gym.session, gym.config
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, announce=True)
     graph = gym.graph if gym.graph is not None else load_game(config.game, config.game_args)
-    rng = np.random.default_rng(process_seed(config.seed, SEED_SELFPLAYER, gym.run_number, 0, 0))
+    seed = process_seed(config.seed, SEED_SELFPLAYER, gym.run_number, 0, 0)
+    rng = np.random.default_rng(seed)
+    reanalyse_rng = np.random.default_rng([seed, 1])
     trainer = build_trainer(
         session,
         config,
@@ -38,9 +40,11 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
 
     def driver_for(iteration: int):
         evaluator = learner.make_evaluator(trainer.model, iteration, config.predict.numpy_fastpath)
-        return learner.selfplayer(graph, LocalService(evaluator), config, rng)
+        service = LocalService(evaluator)
+        reanalyser = make_reanalyser(session, config, graph, learner, service, 0, reanalyse_rng)
+        return learner.selfplayer(graph, service, config, rng), reanalyser
 
-    driver = driver_for(session.current_iteration())
+    driver, reanalyser = driver_for(session.current_iteration())
     writer = SampleWriter(session.samples_dir, "debug")
     started = time.monotonic()
     trained = 0
@@ -59,6 +63,7 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
             never,
             max_games=config.selfplay.gamelog_dump_threshold,
             stop_when_idle=True,
+            reanalyser=reanalyser,
         )
         ok, reason = trainer.ready()
         log.info("trainer: %s", reason)
@@ -67,7 +72,7 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
         if ok:
             before, iteration = session.current_iteration(), trainer.train_once()
             if iteration > before:  # else refused or nothing readable: the Trainer's log says
-                driver = driver_for(iteration)
+                driver, reanalyser = driver_for(iteration)
                 trained += 1
                 print(f"[gamegym] iteration {iteration} published", flush=True)
     return 0

@@ -22,11 +22,12 @@ import numpy as np
 
 from gamegym import workmeter
 from gamegym.data.fileio import atomic_write_bytes
-from gamegym.data.samples import GameRecord, encode_sample_file
+from gamegym.data.samples import GameRecord, SampleShape, encode_sample_file
 from gamegym.game.graph import load_game
 from gamegym.runtime.messages import Report
 from gamegym.runtime.pipes import PipeService, PredictorGone
 from gamegym.runtime.process import child_entry
+from gamegym.runtime.reanalyse import Reanalyser
 
 log = logging.getLogger("gamegym.runtime.selfplay")
 # sample file numbers, one sequence per process: a writer made for each round of a single-process
@@ -149,13 +150,15 @@ def selfplay_loop(
     max_games: int | None = None,
     service=None,
     stop_when_idle: bool = False,
+    reanalyser=None,
 ) -> int:
     """Take finished games from a self-play driver until stopped; flush every
     `gamelog_dump_threshold` games and at the end.  With the driver's model `service`, the
     network calls it answered in this process are counted too.  A driver that waits for a newer
     model yields None meanwhile: the games held are flushed then (the Trainer needs them to
     make that model), and with `stop_when_idle` (one process doing every role) the loop
-    returns."""
+    returns.  With a `reanalyser` (train.reanalyze, gamegym.runtime.reanalyse) each game
+    played earns reanalysis of stored positions, done after each flush."""
     counters = Counters(writer.role, reports, _progress(driver, service))
     counters.start()
     games = 0
@@ -173,8 +176,12 @@ def selfplay_loop(
             writer.add(record, iteration)
             games += 1
             counters.add(games=1, positions=len(record), truncated=int(record.truncated))
+            if reanalyser is not None:
+                reanalyser.earn(len(record))
             if writer.pending_games >= cfg.gamelog_dump_threshold:
                 counters.add(samples=writer.flush())
+                if reanalyser is not None:  # the games are on disk: the Trainer has them
+                    counters.add(reanalysed=reanalyser.spend(iteration, stop_event.is_set))
             if max_games is not None and games >= max_games:
                 break
     finally:
@@ -216,16 +223,26 @@ def selfplayer_main(session_path, config, index, conn, seed, *, stop_event, repo
         log.info("running at nice %d (selfplay.nice)", lower_priority(config.selfplay.nice))
     graph = load_game(config.game, config.game_args)
     service = PipeService(conn)
-    driver = get_learner(config.train.learner).selfplayer(
-        graph, service, config, np.random.default_rng(seed)
-    )
+    learner = get_learner(config.train.learner)
+    driver = learner.selfplayer(graph, service, config, np.random.default_rng(seed))
     workmeter.count_from(lambda: driver.searches_done)  # each search is progress
     search = getattr(driver, "search", None)
     if search is not None:
         log.info("searching on the %s core", getattr(search, "core", "python"))
     writer = SampleWriter(session.samples_dir, f"selfplayer{index}")
+    reanalyser = make_reanalyser(
+        session, config, graph, learner, service, index, np.random.default_rng([seed, 1])
+    )
     try:
-        games = selfplay_loop(driver, config.selfplay, writer, stop_event, reports, service=service)
+        games = selfplay_loop(
+            driver,
+            config.selfplay,
+            writer,
+            stop_event,
+            reports,
+            service=service,
+            reanalyser=reanalyser,
+        )
     except PredictorGone:
         # the Predictor died or the gym killed it as hung: the games finished are written
         # (selfplay_loop flushed them), and the gym starts this slot again with a new Predictor
@@ -235,8 +252,27 @@ def selfplayer_main(session_path, config, index, conn, seed, *, stop_event, repo
         )
         return
     log.info(
-        "played %d games; %d requests to the Predictor, %d batches evaluated here",
+        "played %d games; %d requests to the Predictor, %d batches evaluated here%s",
         games,
         service.requests,
         service.local_batches,
+        f"; reanalysed {reanalyser.positions} positions in {reanalyser.files} files"
+        if reanalyser is not None
+        else "",
+    )
+
+
+def make_reanalyser(session, config, graph, learner, service, index: int, rng):
+    """Selfplayer `index`'s Reanalyser under `train.reanalyze` (None at 0): the learner's
+    search through the Selfplayer's model `service`."""
+    if not config.train.reanalyze:
+        return None
+    return Reanalyser(
+        session.samples_dir,
+        config,
+        learner.reanalyser(graph, service, config),
+        rng,
+        index,
+        config.selfplayers(),
+        SampleShape.of(graph, learner.sample_columns(config)),
     )

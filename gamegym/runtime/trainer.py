@@ -124,6 +124,8 @@ class Trainer:
             len(read),
             " ".join(read) or "none new",
         )
+        if facts.get("reanalysed"):
+            log.info("%d of them with reanalysed targets (train.reanalyze)", facts["reanalysed"])
         loaded = time.perf_counter()
         start = time.time()
         sampler = self.replay.sampler(batch, self.rng)

@@ -34,6 +34,11 @@ priority of its last step, and after the step every unrolled step that is a samp
 loss (`SequenceDraws`); `TrainReport.per_sample_loss` holds each sample's latest step loss
 (with a sampler, NaN for the samples no step reached).
 
+Reanalyze (`train.reanalyze`).  The Selfplayers search stored positions again with the current
+model (`reanalyser`, gamegym.learners.muzero.reanalyse; gamegym.runtime.reanalyse) and the
+new policy targets and root values reach this learner in the batch, in place of the stored
+ones (gamegym.data.reanalysis): the n-step value targets above then bootstrap from them.
+
 Training options read from the train config as AlphaZero's (see gamegym.learners.alphazero.learner), and
 `num_unroll_steps`, `reward_loss_weight`.
 """
@@ -77,6 +82,7 @@ def stub_search(graph, params):
 class MuZeroLearner(Learner):
     name = "muzero"
     config_class = MuZeroConfig
+    reanalyses = True  # train.reanalyze: stored positions searched again (reanalyser)
 
     def __init__(self):
         self.optimizer = None
@@ -160,6 +166,13 @@ class MuZeroLearner(Learner):
             graph, NetworkLatentValuer(graph, service), SearchParams.from_selfplay(config.selfplay)
         )
         return SearchSelfplay(graph, service, config, rng, search=search)
+
+    def reanalyser(self, graph, service, config):
+        """MuZero Reanalyze: stored positions searched again by the model behind `service`
+        with self-play's search, without root noise (gamegym.learners.muzero.reanalyse)."""
+        from gamegym.learners.muzero.reanalyse import LatentReanalyser
+
+        return LatentReanalyser.of(service, config)
 
     def player(self, graph, service, search, config=None):
         from gamegym.search.latent import NetworkLatentValuer, require_alternating

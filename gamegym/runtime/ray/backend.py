@@ -56,6 +56,7 @@ class RayBackend(SelfplayBackend):
     """Selfplayers and one Predictor per node as Ray actors (see the module docstring)."""
 
     name = "ray"
+    local_folder = False  # actors on other nodes: the head writes every sample file
 
     @classmethod
     def check_available(cls, config) -> None:
