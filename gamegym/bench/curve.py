@@ -338,10 +338,15 @@ def show(point: dict, label: str = "") -> None:
 
 
 def plot_curves(runs: list[dict], path: Path) -> None:
-    """One plot of the curves of one or more runs (learner presets) on the same game."""
+    """One picture of the curves of one or more runs (learner presets, variants, seeds) on the
+    same game: the match scores (and the optimal-move rate) on top and, where the runs measured
+    a solved-position benchmark, the share of optimal moves a band with search below it, each
+    legend beside its panel so the curves stay visible."""
     from gamegym.data.figures import new_figure, save_figure
 
-    figure, axis = new_figure((6.5, 4))
+    banded = any("accuracy" in (f["curve"] or [{}])[0] for f in runs)
+    figure, axes = new_figure((10, 7.5 if banded else 4.5), rows=2 if banded else 1)
+    matches, bands = (axes[0], axes[1]) if banded else (axes, None)
     several = len(runs) > 1
     for n, figures in enumerate(runs):
         curve, final = figures["curve"], figures.get("final")
@@ -349,6 +354,7 @@ def plot_curves(runs: list[dict], path: Path) -> None:
         name = f"{figures.get('label') or figures['learner']}: " if several else ""
         lines = [
             (
+                matches,
                 f"{name}score vs {spec}",
                 [p["by_opponent"][spec]["score"] for p in curve],
                 final["by_opponent"][spec]["score"] if final else None,
@@ -358,20 +364,28 @@ def plot_curves(runs: list[dict], path: Path) -> None:
         if "optimal_move_rate" in curve[0]:
             lines.append(
                 (
+                    matches,
                     f"{name}optimal-move rate",
                     [p["optimal_move_rate"] for p in curve],
                     final.get("optimal_move_rate") if final else None,
                 )
             )
-        for band in curve[0].get("accuracy", {}):
+        known = ("early", "middle", "late")  # the bands in the order of a game
+        for band in sorted(
+            curve[0].get("accuracy", {}),
+            key=lambda b: (b not in known, known.index(b) if b in known else 0, b),
+        ):
             lines.append(
                 (
-                    f"{name}optimal moves, {band} positions",
+                    bands,
+                    f"{name}{band} positions",
                     [p["accuracy"][band]["search"]["optimal"] for p in curve],
                     final["accuracy"][band]["search"]["optimal"] if final else None,
                 )
             )
-        for m, (label, values, last) in enumerate(lines):
+        kinds: dict = {}
+        for axis, label, values, last in lines:
+            m = kinds[id(axis)] = kinds.get(id(axis), -1) + 1  # the line's kind on its panel
             colour = f"C{n}" if several else f"C{m}"
             style = ("-", "--", ":", "-.")[m % 4] if several else "-"
             axis.plot(
@@ -386,11 +400,7 @@ def plot_curves(runs: list[dict], path: Path) -> None:
                     color=colour,
                     linestyle="none",
                 )
-    if any(f.get("final") for f in runs):
-        axis.plot([], [], marker="*", color="grey", linestyle="none", label="final, on more games")
     first = runs[0]
-    axis.set_ylim(0, 1.05)
-    axis.set_xlabel("minutes of training (2-core CPU)")
     budget = (
         "majority vote, no search"
         if first.get("eval_player") == "vote"
@@ -398,12 +408,23 @@ def plot_curves(runs: list[dict], path: Path) -> None:
     )
     name = first["game"].split(":")[1]
     shown = {k: v for k, v in (first["game_args"] or {}).items() if v is not None}
-    if shown:  # e.g. OpenSpielGame {'name': 'connect_four'}
-        name = f"{name} {shown}"
+    if shown:  # e.g. OpenSpielGame name=connect_four
+        name = f"{name} " + " ".join(f"{k}={v}" for k, v in shown.items())
     learners = "" if len(runs) > 1 else f"{first.get('learner', 'alphazero')}, "
-    axis.set_title(f"{name}, {learners}{budget}", fontsize="medium")
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize="x-small")
+    matches.set_title(f"{name}, {learners}{budget}", fontsize="medium")
+    matches.set_ylabel("score (wins + draws / 2)")
+    panels = [matches] if bands is None else [matches, bands]
+    if bands is not None:
+        bands.set_ylabel("optimal moves, with search")
+    for axis in panels:
+        if any(f.get("final") for f in runs):
+            axis.plot(
+                [], [], marker="*", color="grey", linestyle="none", label="final, on more games"
+            )
+        axis.set_ylim(0, 1.05)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    panels[-1].set_xlabel("minutes of training (2-core CPU)")
     figure.tight_layout()
     save_figure(figure, path)
 
