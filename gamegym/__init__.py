@@ -24,8 +24,8 @@ from gamegym.game.players import (
     play_game,
     solve,
 )
-from gamegym.game.uct import UCTPlayer
 from gamegym.runtime.gym import GameGym, GymError
+from gamegym.search.uct import UCTPlayer
 
 __all__ = [
     "GameGym",

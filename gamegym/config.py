@@ -284,10 +284,10 @@ class SelfplayConfig:
 
     def _validate_core(self) -> None:
         """`search_core`; "compiled" only where that core covers the search and numba is
-        installed (gamegym.search.arena)."""
-        _choice(self, "search_core", ("auto", "python", "compiled"))  # search.arena.CORES
+        installed (gamegym.search.cores)."""
+        _choice(self, "search_core", ("auto", "python", "compiled"))  # search.cores.CORES
         if self.search_core == "compiled":
-            from gamegym.search.arena import compiled_core_problem
+            from gamegym.search.cores import compiled_core_problem
 
             problem = compiled_core_problem(self.search, self.search_solver, self.search_os_threads)
             _check(problem is None, "selfplay.search_core", f"'compiled': {problem}")

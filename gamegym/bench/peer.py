@@ -43,7 +43,7 @@ from gamegym.bench.peersides import (
 )
 from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS, GymConfig
-from gamegym.search.arena import CORES, core_for
+from gamegym.search.cores import CORES, core_for
 from gamegym.search.tree import SearchParams
 
 __all__ = [

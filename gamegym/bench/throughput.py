@@ -20,7 +20,7 @@ search ceiling is its latent search (stub: uniform priors, zero values, rewards 
 states) and its network figures its recurrent call.  A learner whose self-play does not search
 (bootstrapped: one Q request per move) has no search ceiling nor efficiency; its "searches" are
 its moves.  `--core python,compiled` measures the search cores the same way
-(`selfplay.search_core`, gamegym.search.arena): each run's search ceiling and self-play run on
+(`selfplay.search_core`, gamegym.search.cores): each run's search ceiling and self-play run on
 its core.
 """
 
@@ -40,10 +40,11 @@ import psutil
 from gamegym.bench.endtoend import end_to_end, on_backend, ray_figures
 from gamegym.cli.util import json_object
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
+from gamegym.data.samples import GameRecord
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.registry import SEARCHES
-from gamegym.search.arena import CORES
+from gamegym.search.cores import CORES
 from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
 
@@ -65,12 +66,12 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "al
 
     search = get_learner(learner).stub_search(graph, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(seed)
-    selfplay_game(graph, search, cfg, rng)
+    selfplay_game(graph, search, cfg, rng, GameRecord())
     search.searches_done = 0
     games = positions = 0
     start, cpu = time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds:
-        record = selfplay_game(graph, search, cfg, rng)
+        record = selfplay_game(graph, search, cfg, rng, GameRecord())
         games += 1
         positions += len(record) if record is not None else 0  # None: stopped, never here
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu

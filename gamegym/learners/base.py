@@ -257,8 +257,8 @@ class Learner(ABC):
     def stub_search(self, graph: GameGraph[Any], params: SearchParams) -> TreeSearch:
         """This learner's self-play search with a uniform evaluator (nothing computed at the
         leaves): the search ceiling of `gamegym bench`.  Default: the search over the GameGraph
-        on the core `params` picks (gamegym.search.arena.make_search)."""
-        from gamegym.search.arena import make_search
+        on the core `params` picks (gamegym.search.cores.make_search)."""
+        from gamegym.search.cores import make_search
         from gamegym.search.mcts import uniform_evaluator
 
         return make_search(graph, uniform_evaluator(graph.action_space_size), params)

@@ -13,8 +13,8 @@ from gamegym.evaluation.arena import (
     run_match,
 )
 from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
-from gamegym.game.uct import UCTPlayer
 from gamegym.runtime.gym import GameGym
+from gamegym.search.uct import UCTPlayer
 from games.tictactoe import TicTacToe
 
 

@@ -82,7 +82,7 @@ class MuZeroLearner(Learner):
                 "solver proves positions of the GameGraph, and MuZero searches a learned "
                 "model"
             )
-        from gamegym.search.latent_arena import compiled_latent_runs
+        from gamegym.search.cores import compiled_latent_runs
 
         if config.selfplay.search_core == "compiled" and not compiled_latent_runs(
             config.selfplay.search
@@ -139,22 +139,23 @@ class MuZeroLearner(Learner):
 
     def selfplayer(self, graph, service, config, rng):
         """Self-play with the latent search on the core the config picks
-        (`selfplay.search_core`; gamegym.search.latent_arena)."""
+        (`selfplay.search_core`; gamegym.search.latent_flat)."""
+        from gamegym.data.samples import GameRecord
+        from gamegym.search.cores import make_latent_search
         from gamegym.search.latent import LatentEvaluator
-        from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.mcts import SearchParams
         from gamegym.search.play import SearchSelfplay
 
         search = make_latent_search(
             graph, LatentEvaluator(graph, service), SearchParams.from_selfplay(config.selfplay)
         )
-        return SearchSelfplay(graph, service, config, rng, search=search)
+        return SearchSelfplay(graph, service, config, rng, GameRecord, search=search)
 
     def stub_search(self, graph, params):
         """The latent search with a uniform model, on the core `params` picks (the bench's
         search ceiling)."""
+        from gamegym.search.cores import make_latent_search
         from gamegym.search.latent import uniform_latent_evaluator
-        from gamegym.search.latent_arena import make_latent_search
 
         return make_latent_search(graph, uniform_latent_evaluator(graph.action_space_size), params)
 
