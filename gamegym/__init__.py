@@ -35,8 +35,8 @@ if TYPE_CHECKING:
         play_game,
         solve,
     )
-    from gamegym.game.uct import UCTPlayer
     from gamegym.runtime.gym import GameGym, GymError
+    from gamegym.search.uct import UCTPlayer
 
 # each public name -> the module it lives in
 _HOMES = {
@@ -62,7 +62,7 @@ _HOMES = {
     "Solver": "gamegym.game.players",
     "SolverPlayer": "gamegym.game.players",
     "Solution": "gamegym.game.players",
-    "UCTPlayer": "gamegym.game.uct",
+    "UCTPlayer": "gamegym.search.uct",
     "solve": "gamegym.game.players",
     "play_game": "gamegym.game.players",
 }

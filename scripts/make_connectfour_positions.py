@@ -33,7 +33,7 @@ import numpy as np
 
 from gamegym.game.players import RandomPlayer
 from gamegym.game.positions import BenchmarkPosition, load_positions, write_positions
-from gamegym.game.uct import UCTPlayer
+from gamegym.search.uct import UCTPlayer
 from games.connectfour import ConnectFour
 from games.connectfour_solver import ConnectFourSolver, SolverTimeout
 

@@ -27,6 +27,7 @@ import numpy as np
 from gamegym.bench.networks import evaluator_rates
 from gamegym.config import PRECISIONS, GymConfig
 from gamegym.config.search import CORES
+from gamegym.data.samples import GameRecord
 from gamegym.game.graph import load_game
 from gamegym.learners import get_learner
 from gamegym.nets.builders import network_for_game
@@ -35,7 +36,7 @@ from gamegym.nets.inference import LocalService, NetworkPositionValuer, PolicyVa
 from gamegym.nets.portable import evaluator_from_bytes
 from gamegym.nets.tfsetup import configure_tensorflow
 from gamegym.presets import preset_for
-from gamegym.search.arena import core_for, make_search
+from gamegym.search.cores import core_for, make_search
 from gamegym.search.mcts import SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
 
@@ -62,11 +63,11 @@ def play(graph, cfg, evaluate, seconds):
     """(searches, CPU seconds) of whole self-play games for about `seconds` of CPU."""
     search = make_search(graph, evaluate, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(0)
-    selfplay_game(graph, search, cfg, rng)  # not timed: loads the compiled core's kernels
+    selfplay_game(graph, search, cfg, rng, GameRecord())  # not timed: loads the kernels
     search.searches_done = 0
     start = time.process_time()
     while time.process_time() - start < seconds:
-        selfplay_game(graph, search, cfg, rng)
+        selfplay_game(graph, search, cfg, rng, GameRecord())
     return search.searches_done, time.process_time() - start
 
 

@@ -210,6 +210,16 @@ def assert_curious_replay_trained(session: Path, iteration: int, learner: str) -
     assert (report["learner"], report["replay"]) == (learner, "curious")
 
 
+def random_vertices(graph, rng, games: int):
+    """The positions (not over) of `games` uniformly random games, one after the other."""
+    for _ in range(games):
+        vertex = graph.roots[0]
+        while graph.children_at(vertex):
+            yield vertex
+            children = graph.children_at(vertex)
+            vertex = children[rng.integers(len(children))]
+
+
 def random_game(graph, rng, heads: int | None = None):
     """One uniformly random game as self-play samples (pi one-hot on the move played, the result
     from the first mover's view); with `heads`, the bootstrapped learner's own columns too

@@ -51,7 +51,7 @@ def stub_search(learner: str, graph: GameGraph[Any], params: SearchParams) -> Tr
     if own is not None:
         search: TreeSearch = own(graph, params)
         return search
-    from gamegym.search.arena import make_search
+    from gamegym.search.cores import make_search
     from gamegym.search.mcts import uniform_evaluator
 
     return make_search(graph, uniform_evaluator(graph.action_space_size), params)

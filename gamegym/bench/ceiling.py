@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from gamegym.bench.capabilities import stub_search
+from gamegym.data.samples import GameRecord
 from gamegym.search.mcts import SearchParams
 from gamegym.search.play import selfplay_game
 
@@ -23,12 +24,12 @@ def search_ceiling(graph, cfg, seconds: float, seed: int = 0, learner: str = "al
     CPU-seconds the first time, which would lower the ceiling and raise the efficiency)."""
     search = stub_search(learner, graph, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(seed)
-    selfplay_game(graph, search, cfg, rng)
+    selfplay_game(graph, search, cfg, rng, GameRecord())
     search.searches_done = 0
     games = positions = 0
     start, cpu = time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds:
-        record = selfplay_game(graph, search, cfg, rng)
+        record = selfplay_game(graph, search, cfg, rng, GameRecord())
         games += 1
         positions += len(record) if record is not None else 0  # None: stopped, never here
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu

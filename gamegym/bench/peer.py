@@ -44,8 +44,9 @@ from gamegym.bench.peersides import (
 from gamegym.bench.presets import preset_config
 from gamegym.bench.throughput import ThroughputSettings
 from gamegym.config import PRECISIONS
+from gamegym.config.search import CORES
 from gamegym.console import json_object
-from gamegym.search.arena import CORES, core_for
+from gamegym.search.cores import core_for
 from gamegym.search.tree import SearchParams
 
 __all__ = [

@@ -26,8 +26,9 @@ import time
 import numpy as np
 
 from gamegym.bench.presets import preset_config
+from gamegym.data.samples import GameRecord
 from gamegym.game.graph import load_game
-from gamegym.search.arena import make_search
+from gamegym.search.cores import make_search
 from gamegym.search.mcts import SearchParams, uniform_evaluator
 from gamegym.search.play import selfplay_game
 
@@ -124,7 +125,7 @@ class OursSide:
         return self.search.searches_done
 
     def play_game(self) -> None:
-        selfplay_game(self.graph, self.search, self.cfg, self.rng)
+        selfplay_game(self.graph, self.search, self.cfg, self.rng, GameRecord())
         self.games += 1
 
 

@@ -20,7 +20,7 @@ search ceiling is its latent search (stub: uniform priors, zero values, rewards 
 states) and its network figures its recurrent call.  A learner whose self-play does not search
 (bootstrapped: one Q request per move) has no search ceiling nor efficiency; its "searches" are
 its moves.  `--core python,compiled` measures the search cores the same way
-(`selfplay.search.core`, gamegym.search.arena): each run's search ceiling and self-play run on
+(`selfplay.search.core`, gamegym.search.cores): each run's search ceiling and self-play run on
 its core.
 """
 
@@ -45,11 +45,11 @@ from gamegym.bench.endtoend import (
 from gamegym.bench.networks import network_ceiling, paths_table, sample_positions
 from gamegym.bench.presets import preset_config
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
+from gamegym.config.search import CORES
 from gamegym.console import json_object
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.registry import SEARCHES
-from gamegym.search.arena import CORES
 
 __all__ = ["COMMAND", "ThroughputSettings", "add_parser", "print_report", "run_bench"]
 

@@ -26,7 +26,7 @@ __all__ = [
     "compiled_rules",
 ]
 
-CORES = ("auto", "python", "compiled")  # search.core (gamegym.search.arena.core_for)
+CORES = ("auto", "python", "compiled")  # search.core (gamegym.search.cores.core_for)
 GUMBEL_RESCALES = ("node", "score")  # search.gumbel_rescale (gamegym.search.gumbel)
 
 
@@ -40,7 +40,9 @@ class SearchConfig:
     #                     MuZero: Gumbel-Top-k, sequential halving, completed-Q targets)
     searchcount: int = 100  # searches (MCTS simulations) per move
     threads: int = 8  # concurrent searches (virtual loss) sharing one tree
-    os_threads: bool = False  # run them on OS threads; False: one thread drives them all
+    os_threads: bool = False  # must stay false: one thread drives every concurrent search
+    #                     (OS threads were several times slower under the GIL; kept to name
+    #                     the setting of an older config)
     solver: bool = False  # prove wins/losses in the tree (MCTS-solver); exact endgames
     core: str = "auto"  # "auto": the compiled core where numba is installed and it covers
     #                     the search (PUCT or Gumbel, no solver or OS threads; MuZero: PUCT),
@@ -66,6 +68,12 @@ class SearchConfig:
         int_in(self, "searchcount", 1, 1_000_000)
         int_in(self, "threads", 1, 1024)
         boolean(self, "os_threads")
+        check(
+            not self.os_threads,
+            f"{self._section}os_threads",
+            "must be false: one thread drives every concurrent search (OS threads were several "
+            "times slower under the GIL and are no longer run)",
+        )
         boolean(self, "solver")
         choice(self, "core", CORES)
         if self.core == "compiled":
@@ -94,20 +102,21 @@ def compiled_rules() -> list[str]:
 
 def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | None:
     """Why a search with these settings cannot run on the compiled core (None: it can)."""
+    if os_threads:  # no core runs them (gamegym.search.core)
+        return "every search has one driver thread: set search.os_threads to false"
     rules = compiled_rules()
     uncovered = [
         what
         for what, present in (
             (f"the {rule!r} rule", rule not in rules),
             ("the MCTS-solver (search.solver)", solver),
-            ("OS threads (search.os_threads)", os_threads),
         )
         if present
     ]
     if uncovered:
         return (
             f"the compiled core runs the {' and '.join(repr(r) for r in rules)} rules without "
-            f"the MCTS-solver or OS threads; this search has {' and '.join(uncovered)}: use "
+            f"the MCTS-solver; this search has {' and '.join(uncovered)}: use "
             "search.core 'python' or 'auto'"
         )
     if not compiled_core_available():

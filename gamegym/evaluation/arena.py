@@ -3,7 +3,7 @@
 Players: `model_player` (a model iteration, as its learner plays: `MCTSPlayer` for AlphaZero),
 `HumanPlayer` (the console) and the reference players: random, alpha-beta with and
 without the game's heuristic and the exact solver (gamegym.game.players), and UCT with random
-rollouts (gamegym.game.uct); `make_player` builds any of them from a player spec.  A match alternates who starts and
+rollouts (gamegym.search.uct); `make_player` builds any of them from a player spec.  A match alternates who starts and
 counts wins, draws and losses from the first player's view.  Ratings are Elo numbers fitted to
 all results (Bradley-Terry maximum likelihood), with the random player anchored at 0.
 """
@@ -20,9 +20,9 @@ import numpy as np
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
 from gamegym.game.playerspecs import check_player_spec
-from gamegym.game.uct import UCTPlayer
 from gamegym.search.play import MCTSPlayer
 from gamegym.search.tree import SearchParams
+from gamegym.search.uct import UCTPlayer
 
 if TYPE_CHECKING:
     from gamegym.config import GymConfig, SearchConfig

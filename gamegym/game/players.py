@@ -9,7 +9,7 @@ turns it into the child.  Randomness comes only from the `rng` passed in
   AlphaBetaPlayer  depth-limited negamax with alpha-beta and a transposition table, with the
                    game's heuristic at its leaves (`game_heuristic`) or without one
   SolverPlayer     a random optimal action from the exact solver (`solve`)
-  (gamegym.game.uct.UCTPlayer: plain UCT with random rollouts)
+  (gamegym.search.uct.UCTPlayer: plain UCT with random rollouts, on the tree search)
 
 A *player spec* (gamegym.game.playerspecs) names a player on the command line and in the config:
 random, solver, alphabeta:D (depth D, the game's heuristic at the leaves), alphabeta0:D (depth

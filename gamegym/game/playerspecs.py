@@ -15,7 +15,7 @@ PLAYER_SPECS: dict[str, tuple[str, int] | None] = {
     "alphabeta": ("depth", 1),  # alpha-beta to that many plies, game's heuristic
     "alphabeta0": ("depth", 1),  # alpha-beta to that many plies, no heuristic
     "solver": None,  # the exact solver (small games)
-    "mcts": ("simulations", 1),  # UCT with random rollouts (gamegym.game.uct)
+    "mcts": ("simulations", 1),  # UCT with random rollouts (gamegym.search.uct)
     "iteration": ("iteration", 0),  # a model iteration of the session
     "previous": None,  # (Evaluator) the iteration rated before
     "openspiel-random": None,  # OpenSpiel's random bot (extra .[openspiel])

@@ -68,6 +68,7 @@ __all__ = [
 
 TINY = np.finfo(np.float64).tiny  # the smallest prior a logit is taken of
 _TINY = float(TINY)
+Vector = np.ndarray  # float64 [A]: one entry per child of a node
 
 
 @dataclass(frozen=True)
@@ -162,11 +163,7 @@ def transformed_q(
 
 
 def qtransform(
-    value: float,
-    logits: np.ndarray,
-    q: np.ndarray,
-    visits: np.ndarray,
-    params: GumbelParams = DEFAULT,
+    value: float, logits: Vector, q: Vector, visits: Vector, params: GumbelParams = DEFAULT
 ) -> np.ndarray:
     """float64 [A]: sigma(completed q), what the Gumbel rule adds to the logits (mctx's
     `qtransform_completed_by_mix_value`)."""
@@ -190,11 +187,7 @@ def gumbel_scores(
 
 
 def improved_policy(
-    logits: np.ndarray,
-    value: float,
-    q: np.ndarray,
-    visits: np.ndarray,
-    params: GumbelParams = DEFAULT,
+    logits: Vector, value: float, q: Vector, visits: Vector, params: GumbelParams = DEFAULT
 ) -> np.ndarray:
     """float64 [A]: softmax(logits + sigma(completed q)), the policy target (no noise in it)."""
     logits = np.asarray(logits, np.float64)
@@ -202,11 +195,7 @@ def improved_policy(
 
 
 def interior_action(
-    logits: np.ndarray,
-    value: float,
-    q: np.ndarray,
-    visits: np.ndarray,
-    params: GumbelParams = DEFAULT,
+    logits: Vector, value: float, q: Vector, visits: Vector, params: GumbelParams = DEFAULT
 ) -> int:
     """Index of the child a simulation enters below the root (the paper's section 5):
     argmax_a pi'(a) - N(a) / (1 + sum_b N(b)) with pi' the improved policy; repeated, the visit

@@ -7,10 +7,12 @@ evaluated by *recurrent inference* (the parent's hidden state and the action -> 
 state, policy, value).  The model never says a game is over: after an ending it has learned
 absorbing states (reward 0, value 0).
 
-Signs (negamax with rewards): a node's value is from the view of the player to move there; an
-edge's reward is what the player moving there receives.  The value backed up to the parent is
-reward - child value (AlphaZero's -child value, with reward 0), which needs turns that strictly
-alternate (`GameGraph.turns_alternate`; `require_alternating`).
+This module is the step of the one tree core (`gamegym.search.core.TreeCore`): what a node's
+children are, what the model is asked and how its answer fills a node.  Signs (negamax with
+rewards): a node's value is from the view of the player to move there; an edge's reward is what
+the player moving there receives.  The core backs up reward - child value (AlphaZero's
+-child value, with reward 0), which needs turns that strictly alternate
+(`GameGraph.turns_alternate`; `require_alternating`).
 
 With the "puct" rule, selection is PUCT on min-max normalised Q (the paper's): Q(s, a), from the
 view of the mover at s, is mapped to [0, 1] by the smallest and largest values backed up in the
@@ -22,27 +24,26 @@ legal moves, the deterministic rule below it on q = reward - child value (sigma 
 node's completed q by the score range, or by its own smallest and largest as mctx does:
 `selfplay.search.gumbel_rescale`), and the improved policy as the target.
 
-Everything else -- concurrent searches under virtual loss, one batch per round, the pipelined
-Predictor round trip, the root rules -- is `gamegym.search.mcts.Search`'s: this module
-overrides the tree operations only.
+Everything else -- the walk by the rule's selection functions, the backup, concurrent searches
+under virtual loss, one batch per round, the pipelined Predictor round trip -- is the core's.
 
 Model iterations: the hidden states of a tree were made by the iteration that answered its root,
 and its recurrent requests are tagged with it, so the Predictor never feeds them to another
 iteration's dynamics.  When the Predictor no longer holds that iteration (two reloads during one
-search), the search starts again from the root (`LatentSearch.restarts` counts it).
+search), the search starts again from the root (`gamegym.search.core.restarting`;
+`LatentSearch.restarts` counts it).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable
 from typing import cast
 
 import numpy as np
 
 from gamegym.game.graph import GameGraph, GameGraphError
-from gamegym.nets.inference import StaleIteration
-from gamegym.search.mcts import Node, Search, SearchParams
+from gamegym.search.core import TreeCore
+from gamegym.search.tree import Node, SearchParams
 
 __all__ = [
     "LatentNode",
@@ -70,32 +71,31 @@ class LatentNode(Node):
     """A search node: the real position (the root, `parent` None) or a hidden state reached
     from `parent` by `action`."""
 
-    __slots__ = ("parent", "action", "hidden", "reward")
+    __slots__ = ("parent", "action", "hidden")
 
     def __init__(self, vertex: Hashable, parent: LatentNode | None = None, action: int = -1):
         super().__init__(vertex)
         self.parent = parent
         self.action = action  # action id from the parent
         self.hidden = None  # hidden state [H] or [rows, columns, planes] once evaluated
-        self.reward = 0.0  # reward of the edge from the parent, the parent's mover's view
 
     def reset(self) -> None:
         """Forget the search below this node (a restart at the root)."""
         LatentNode.__init__(self, self.vertex, self.parent, self.action)
 
 
-class LatentSearch(Search):
+class LatentSearch(TreeCore):
     """MCTS over a learned model (see the module docstring); the evaluator is a
     `NetworkLatentValuer` or anything answering a list of LatentNodes with
     (probs [B, A], values [B], rewards [B], hidden [B, ...])."""
+
+    normalise_q = True  # PUCT's Q by the bounds of the values backed up (the paper's)
+    restarts_allowed = RESTARTS
 
     def __init__(self, graph: GameGraph, evaluate, params: SearchParams):
         require_alternating(graph)
         super().__init__(graph, evaluate, params)
         self.action_ids = tuple(range(graph.action_space_size))
-        self.restarts = 0
-        self.low, self.high = math.inf, -math.inf  # bounds of the values backed up
-        self._tree: Node | None = None  # the root those bounds belong to
 
     def new_root(self, vertex: Hashable) -> LatentNode:
         return LatentNode(vertex)
@@ -105,25 +105,9 @@ class LatentSearch(Search):
         observation (the hidden states below the old root are the model's, not the game's)."""
         return LatentNode(root.child_vertices[index])
 
-    def run(
-        self,
-        root: Node,
-        rng: np.random.Generator,
-        searchcount: int | None = None,
-        explore: bool = True,
-    ) -> Node:
-        for attempt in range(RESTARTS + 1):
-            if root is not self._tree or root.state == Node.NEW:
-                self._tree, self.low, self.high = root, math.inf, -math.inf
-            try:
-                return super().run(root, rng, searchcount, explore)
-            except StaleIteration:
-                if attempt == RESTARTS:
-                    raise
-                self._queue = []  # leaves of the abandoned tree
-                cast(LatentNode, root).reset()  # the latent search's roots are LatentNodes
-                self.restarts += 1
-        raise AssertionError("unreachable")
+    def _restart(self, root: Node) -> None:
+        self._queue = []  # leaves of the abandoned tree
+        cast(LatentNode, root).reset()  # the latent search's roots are LatentNodes
 
     # ----- tree operations --------------------------------------------------------------------
     def _open(self, node: Node) -> None:
@@ -171,68 +155,8 @@ class LatentSearch(Search):
             node.hidden = hidden[j] if hidden is not None else None
             node.state = Node.EXPANDED
 
-    def _child(self, node: Node, i: int) -> LatentNode:
-        child = node.children[i]
-        if child is None:
-            child = node.children[i] = LatentNode(None, cast(LatentNode, node), node.actions[i])
-        return child
-
-    def _select(self, root: Node) -> tuple[list, Node]:
-        """Walk down by PUCT on min-max normalised Q, applying virtual loss."""
-        c = self.params.exploration_const
-        vl = self._virtualloss
-        low = self.low
-        span = self.high - low if self.high > low else 0.0
-        sqrt = math.sqrt
-        path = []
-        node = root
-        while node.state == Node.EXPANDED:
-            visits, values, priors = node.visits, node.values, node.priors
-            scale = c * sqrt(node.total + 1)
-            best, best_score = 0, -1e30
-            for i in range(len(priors)):
-                n = visits[i]
-                if n:
-                    q = values[i] / n
-                    if span:
-                        q = (q - low) / span
-                    score = q + scale * priors[i] / (1 + n)
-                else:
-                    score = scale * priors[i]
-                if score > best_score:
-                    best, best_score = i, score
-            if vl:
-                visits[best] += vl
-                values[best] -= vl
-                node.total += vl
-            path.append((node, best))
-            child = node.children[best]
-            if child is None:
-                child = node.children[best] = LatentNode(
-                    None, cast(LatentNode, node), node.actions[best]
-                )
-            node = child
-        return path, node
-
-    def _backup(self, path: list, value: float, proven: bool = False) -> None:
-        """Back up a leaf value (the leaf mover's view): each parent sees reward - value."""
-        vl = self._virtualloss
-        low, high = self.low, self.high
-        for node, i in reversed(path):
-            value = node.children[i].reward - value
-            if value < low:
-                low = value
-            if value > high:
-                high = value
-            if vl:
-                node.visits[i] += 1 - vl
-                node.values[i] += value + vl
-                node.total += 1 - vl
-            else:
-                node.visits[i] += 1
-                node.values[i] += value
-                node.total += 1
-        self.low, self.high = low, high
+    def _make_child(self, node: Node, i: int) -> LatentNode:
+        return LatentNode(None, cast(LatentNode, node), node.actions[i])
 
 
 class NetworkLatentValuer:

@@ -13,20 +13,47 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from gamegym.data.samples import GameRecord
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player
 from gamegym.nets.inference import NetworkPositionValuer
-from gamegym.search.arena import make_search
+from gamegym.search.cores import make_search
 from gamegym.search.gumbel import PlayoutCap
 from gamegym.search.mcts import Node, SearchParams
 from gamegym.search.tree import TreeSearch
 
-__all__ = ["selfplay_game", "playout_cap", "SearchSelfplay", "ModelWait", "MCTSPlayer"]
+__all__ = [
+    "selfplay_game",
+    "playout_cap",
+    "SearchSelfplay",
+    "ModelWait",
+    "MCTSPlayer",
+    "Record",
+]
+
+
+class Record(Protocol):
+    """What a self-play game fills in: a `gamegym.data.samples.GameRecord`, which the caller
+    makes (the search writes no sample files and imports nothing of gamegym.data).  Per
+    position: x (numpify), pi float32 [A], legal bool [A], root_value, action, policy_weight
+    (only with playout caps); per game: result (first mover's view) and truncated."""
+
+    x: list
+    pi: list
+    legal: list
+    root_value: list
+    action: list
+    policy_weight: list
+    result: float
+    truncated: bool
+
+    def __len__(self) -> int: ...
+
+
+R = TypeVar("R", bound=Record)
 
 
 def playout_cap(cfg) -> PlayoutCap | None:
@@ -43,9 +70,11 @@ def selfplay_game(
     search: TreeSearch,
     cfg,
     rng: np.random.Generator,
+    record: R,
     should_stop: Callable[[], bool] = lambda: False,
-) -> GameRecord | None:
-    """One self-play game; None when stopped before it finished.
+) -> R | None:
+    """One self-play game written into `record` (a new, empty `GameRecord`), which it
+    returns; None when stopped before it finished.
 
     Each move: with playout caps (`playout_cap`), one draw from `rng` decides a full search
     (`search.searchcount`, its position a policy target: policy_weight 1) or a fast one
@@ -56,7 +85,6 @@ def selfplay_game(
     cap = playout_cap(cfg)
     roots = graph.roots
     node = search.new_root(roots[int(rng.integers(len(roots)))] if len(roots) > 1 else roots[0])
-    record = GameRecord()
     move = 0
     while True:
         if not graph.children_at(node.vertex):
@@ -137,12 +165,13 @@ class ModelWait:
             time.sleep(self.PROBE_SECONDS)
 
 
-class SearchSelfplay:
+class SearchSelfplay(Generic[R]):
     """AlphaZero's self-play driver: one game at a time, MCTS over the GameGraph, leaves
     evaluated through the model service with an evaluation cache.  Another learner passes its
     own `search` (MuZero's latent search); its evaluator's `iteration` tags the games, and its
     `probe()` tells the newest iteration while the driver waits for a model
-    (`selfplay.positions_per_iteration`)."""
+    (`selfplay.positions_per_iteration`).  `new_record` makes each game's empty record (the
+    learner's `gamegym.data.samples.GameRecord`)."""
 
     def __init__(
         self,
@@ -150,9 +179,11 @@ class SearchSelfplay:
         service,
         config,
         rng: np.random.Generator,
+        new_record: Callable[[], R],
         search: TreeSearch | None = None,
     ):
         self.graph, self.config, self.rng = graph, config.selfplay, rng
+        self.new_record = new_record
         if search is None:
             search = make_search(
                 graph,
@@ -169,12 +200,14 @@ class SearchSelfplay:
     def searches_done(self) -> int:
         return self.search.searches_done
 
-    def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[GameRecord, int] | None]:
+    def play(self, should_stop: Callable[[], bool]) -> Iterator[tuple[R, int] | None]:
         while not should_stop():
             if self.pause.due:
                 yield from self.pause.wait(should_stop)
                 continue
-            record = selfplay_game(self.graph, self.search, self.config, self.rng, should_stop)
+            record = selfplay_game(
+                self.graph, self.search, self.config, self.rng, self.new_record(), should_stop
+            )
             if record is None:
                 return
             iteration = max(0, self.evaluate.iteration)

@@ -1,22 +1,27 @@
 """The root rules of the tree search (`selfplay.search.rule`), registered by name.
 
-One tree core (`gamegym.search.mcts.Search`, and MuZero's `gamegym.search.latent.LatentSearch`
-on it) runs every rule; a rule decides what differs between them:
+One tree core (`gamegym.search.core.TreeCore`: AlphaZero's `gamegym.search.mcts.Search` and
+MuZero's `gamegym.search.latent.LatentSearch` are steps on it) runs every rule; a rule decides
+what differs between them:
 
   begin        how a move's search starts at the root (root noise, Gumbel-Top-k)
-  walker       which child each simulation enters, at the root and below (a callable
-               root -> (path, leaf), or (None, root) while the root must wait for the
-               simulations in flight to be backed up)
+  selectors    the two selection functions the core's one walk takes
+               (gamegym.search.core.TreeCore._walk): at the root (a child index, or None
+               while the root must wait for the simulations in flight to be backed up) and
+               below it
   policy       the policy target of the searched root, float32 [action_space_size]
   choose       the move played (a root child index)
   keeps_subtree  whether the next move's search starts from the played child's subtree
-  compiled     whether the compiled core (gamegym.search.arena) runs it: PUCT's walk is
+  compiled     whether the compiled core (gamegym.search.flat) runs it: PUCT's walk is
                compiled whole; a rule with `root_child` (Gumbel) picks each simulation's root
                child in Python and the compiled core walks on below with Gumbel's rule
 
 Rules:
 - "puct" (AlphaZero): PUCT at every node, Dirichlet noise at the root, the visit counts as
   the policy target, the move ~ visits^(1/temperature); the played child's subtree is kept.
+  Where the step maps Q to [0, 1] (MuZero's, `TreeCore.normalise_q`), Q is min-max normalised
+  by the values backed up so far (once they differ); with the solver, a proven child's exact
+  value replaces its mean.
 - "gumbel" (Danihelka et al., ICLR 2022; `gamegym.search.gumbel`): Gumbel-Top-k of the root's
   actions and sequential halving that spends exactly the move's simulations, the
   deterministic non-root rule, the policy target softmax(logits + sigma(completed q)), and
@@ -35,6 +40,7 @@ neither the tree nor the config.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,6 +64,10 @@ if TYPE_CHECKING:
     from gamegym.search.tree import Node, SearchParams
 
 __all__ = [
+    "Select",
+    "RootSelect",
+    "puct_selector",
+    "among_proven",
     "search_rule",
     "SearchRule",
     "PuctRule",
@@ -68,23 +78,22 @@ __all__ = [
 ]
 
 
-SearchPath = list[tuple["Node", int]]  # (node, child index) from the root down
-# a search's walk: root -> (path, leaf), or (None, root) while the rule waits
-Walk = Callable[["Node"], tuple[SearchPath | None, "Node"]]
+# the selection functions of the core's walk: a node -> the child index a walk takes there;
+# the root's may answer None (wait for the simulations in flight to be backed up)
+Select = Callable[["Node"], int]
+RootSelect = Callable[["Node"], "int | None"]
 
 
 class RuleSearch(Protocol):
-    """What a rule uses of the tree search it steers (gamegym.search.mcts.Search)."""
+    """What a rule uses of the tree search it steers (gamegym.search.core.TreeCore)."""
+
+    params: SearchParams
+    normalise_q: bool
+    low: float
+    high: float
 
     @property
     def searches_done(self) -> int: ...
-
-    @property
-    def _virtualloss(self) -> float: ...
-
-    def _child(self, node: Node, i: int) -> Node: ...
-
-    def _select(self, root: Node) -> tuple[list[Any], Node]: ...
 
 
 def search_rule(name: str) -> type[SearchRule]:
@@ -101,7 +110,7 @@ class SearchRule:
     name = ""
     default_dirichlet_fraction = 0.0  # root noise when the config leaves it unset (None)
     keeps_subtree = True
-    compiled = False  # the compiled core (gamegym.search.arena) runs this rule
+    compiled = False  # the compiled core (gamegym.search.flat) runs this rule
 
     def __init__(self, params: SearchParams) -> None:
         self.params = params
@@ -114,9 +123,18 @@ class SearchRule:
         count: int,
         explore: bool = True,
     ) -> None:
-        raise NotImplementedError
+        """Start a move's search of `count` simulations at the expanded `root`: Dirichlet
+        noise mixed into its priors where configured (`explore=False`: none), then the rule's
+        own start (`start`)."""
+        fraction = self.params.dirichlet_fraction if explore else 0.0
+        add_root_noise(root, rng, self.params.dirichlet_alpha, fraction)
+        self.start(search, root, rng, count)
 
-    def walker(self, search: RuleSearch) -> Walk:
+    def start(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int) -> None:
+        """What the rule draws at a noised root before its `count` simulations (nothing)."""
+
+    def selectors(self, search: RuleSearch) -> tuple[RootSelect, Select]:
+        """(root selection, interior selection) for the core's walk over `search`'s tree."""
         raise NotImplementedError
 
     def policy(self, root: Node, size: int) -> NDArray[Any]:
@@ -141,26 +159,16 @@ def add_root_noise(root: Node, rng: np.random.Generator, alpha: float, fraction:
 
 @SEARCHES.register
 class PuctRule(SearchRule):
-    """AlphaZero's rule: PUCT everywhere (the tree's own `_select`), Dirichlet noise at the
-    root, visit counts as the target, visits^(1/T) as the move."""
+    """AlphaZero's rule: PUCT everywhere (`puct_selector`), Dirichlet noise at the root, visit
+    counts as the target, visits^(1/T) as the move."""
 
     name = "puct"
     default_dirichlet_fraction = 0.25
     compiled = True
 
-    def begin(
-        self,
-        search: RuleSearch,
-        root: Node,
-        rng: np.random.Generator,
-        count: int,
-        explore: bool = True,
-    ) -> None:
-        fraction = self.params.dirichlet_fraction if explore else 0.0
-        add_root_noise(root, rng, self.params.dirichlet_alpha, fraction)
-
-    def walker(self, search: RuleSearch) -> Walk:
-        return search._select
+    def selectors(self, search: RuleSearch) -> tuple[RootSelect, Select]:
+        select = puct_selector(search)
+        return select, select
 
     def policy(self, root: Node, size: int) -> NDArray[np.float32]:
         return visit_policy(root, size)
@@ -191,16 +199,8 @@ class GumbelRule(SearchRule):
         self.gumbel: NDArray[np.float64] | None = None  # [A] of the root
         self._done = 0  # the search's searches_done when the move began
 
-    def begin(
-        self,
-        search: RuleSearch,
-        root: Node,
-        rng: np.random.Generator,
-        count: int,
-        explore: bool = True,
-    ) -> None:
-        fraction = self.params.dirichlet_fraction if explore else 0.0
-        add_root_noise(root, rng, self.params.dirichlet_alpha, fraction)
+    def start(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int) -> None:
+        """Gumbel-Top-k of the (noised) root's actions and the halving of `count` over them."""
         self.logits = logits = logits_from_priors(root.priors)
         p = self.gumbel_params
         self.gumbel, considered = gumbel_top_k(logits, p.max_considered, rng, p.gumbel_scale)
@@ -221,34 +221,20 @@ class GumbelRule(SearchRule):
             gumbel, logits, root.value, mean_values(root.values, visits), visits, self.gumbel_params
         )
 
-    def walker(self, search: RuleSearch) -> Walk:
+    def selectors(self, search: RuleSearch) -> tuple[RootSelect, Select]:
+        """The halving's root child (`root_child`), then `interior_index` below the root."""
         p = self.gumbel_params
         scale, init, epsilon, rescale = p.value_scale, p.maxvisit_init, p.epsilon, p.rescale
 
-        def walk(root: Node) -> tuple[SearchPath | None, Node]:
-            """The root child from the halving, then `interior_index` down to a leaf, with
-            virtual loss on the path; (None, root) while a halving waits."""
-            index = self.root_child(search, root)
-            if index is None:
-                return None, root
-            vl = search._virtualloss
-            child_of = search._child
-            path: SearchPath = []
-            node, i = root, index
-            while True:
-                if vl:
-                    node.visits[i] += vl
-                    node.values[i] -= vl
-                    node.total += vl
-                path.append((node, i))
-                node = child_of(node, i)
-                if node.state != node.EXPANDED or node.proven is not None:
-                    return path, node
-                i = interior_index(
-                    node.priors, node.value, node.values, node.visits, scale, init, epsilon, rescale
-                )
+        def select_root(root: Node) -> int | None:
+            return self.root_child(search, root)
 
-        return walk
+        def select(node: Node) -> int:
+            return interior_index(
+                node.priors, node.value, node.values, node.visits, scale, init, epsilon, rescale
+            )
+
+        return select_root, select
 
     def root_child(self, search: RuleSearch, root: Node) -> int | None:
         """The root child the next simulation enters (the halving's), or None while a
@@ -294,6 +280,60 @@ class GumbelRule(SearchRule):
         if allowed is None:
             return self._drawn()[2].choose(scores)
         return max(allowed, key=lambda a: (root.visits[a], float(scores[a])))
+
+
+# ----- PUCT's selection, target and move -------------------------------------------------------
+def puct_selector(search: RuleSearch) -> Select:
+    """PUCT's selection at a node of `search`'s tree: argmax Q + c sqrt(N + 1) P / (1 + n),
+    an unvisited child's Q counted 0; where `search.normalise_q`, Q mapped to [0, 1] by the
+    values backed up so far once they differ; where the solver proved children, `among_proven`."""
+    c = search.params.exploration_const
+    normalise = search.normalise_q
+    sqrt = math.sqrt
+
+    def select(node: Node) -> int:
+        scale = c * sqrt(node.total + 1)
+        if node.solved:
+            return among_proven(node, scale)
+        low = search.low
+        span = search.high - low if normalise and search.high > low else 0.0
+        best, best_score, i = 0, -1e30, 0
+        for n, w, p in zip(node.visits, node.values, node.priors):  # floats as Q + U
+            if n:
+                q = w / n
+                if span:
+                    q = (q - low) / span
+                score = q + scale * p / (1 + n)
+            else:
+                score = scale * p
+            if score > best_score:
+                best, best_score = i, score
+            i += 1  # noqa: SIM113 - faster than enumerate over zip here
+        return best
+
+    return select
+
+
+def among_proven(node: Node, scale: float) -> int:
+    """PUCT where some children are proven: their exact value replaces the mean, a proven
+    win is taken at once, and a proven loss only when every child is one."""
+    visits, values, priors, children = node.visits, node.values, node.priors, node.children
+    best, best_score = 0, -1e30
+    for i in range(len(priors)):
+        n = visits[i]
+        child = children[i]
+        if child is not None and child.proven is not None:
+            q = -child.proven
+            if q >= 1.0:
+                return i
+            if q <= -1.0:
+                continue
+        else:
+            q = values[i] / n if n else 0.0
+        score = q + scale * priors[i] / (1 + n)
+        if score > best_score:
+            best, best_score = i, score
+    return best
 
 
 # ----- PUCT's target and move ------------------------------------------------------------------

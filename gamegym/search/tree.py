@@ -1,5 +1,5 @@
 """The search tree's parts: the search parameters, the node with its statistics, and the
-evaluator a search asks (with a uniform stub).  The search itself is `gamegym.search.mcts`."""
+evaluator a search asks (with a uniform stub).  The search itself is `gamegym.search.core`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.random import Generator
 
 from gamegym.config.search import SearchConfig
 from gamegym.registry import SEARCHES
@@ -15,7 +16,11 @@ from gamegym.registry import SEARCHES
 if TYPE_CHECKING:
     from gamegym.config.sections import SelfplayConfig
 
-__all__ = ["Evaluator", "SearchParams", "Node", "TreeSearch", "uniform_evaluator"]
+__all__ = ["DISCOUNT", "Evaluator", "SearchParams", "Node", "TreeSearch", "uniform_evaluator"]
+
+# what a value below an edge counts for above it in the backup (reward + DISCOUNT * value): the
+# turn passes at every ply, so a node's statistics are from the view of the player to move there
+DISCOUNT = -1.0
 
 DEFAULTS = SearchConfig  # the one table of search defaults: the search section's own
 
@@ -36,10 +41,10 @@ class SearchParams:
     #                                            leaf is evaluated
     dirichlet_alpha: float = DEFAULTS.dirichlet_alpha  # root noise concentration
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
-    os_threads: bool = DEFAULTS.os_threads  # run the concurrent searches on OS threads (see
-    #                                         mcts.Search)
+    os_threads: bool = DEFAULTS.os_threads  # refused (gamegym.search.core): the searches
+    #                                         have one driver
     solver: bool = DEFAULTS.solver  # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
-    core: str = "python"  # "python", "compiled" or "auto" (gamegym.search.arena.core_for)
+    core: str = "python"  # "python", "compiled" or "auto" (gamegym.search.cores.core_for)
     rule: str = DEFAULTS.rule  # the root rule (gamegym.registry.SEARCHES)
     gumbel_considered: int = DEFAULTS.gumbel_considered  # Gumbel: root actions sampled by
     #                                                      Gumbel-Top-k
@@ -93,6 +98,7 @@ class Node:
         "total",
         "state",
         "value",
+        "reward",
         "proven",
         "solved",
     )
@@ -111,6 +117,8 @@ class Node:
         self.total: float = 0  # sum of visits (virtual losses are floats)
         self.state = Node.NEW
         self.value = 0.0  # network value (or final score) from the mover's view
+        self.reward = 0.0  # reward of the edge into this node, the parent's mover's view (0
+        #                    in a game: only MuZero's model predicts rewards on the way)
         self.proven: float | None = None  # exact value from the mover's view, once proven
         self.solved = 0  # how many children are proven
 
@@ -142,8 +150,8 @@ class Node:
 
 class TreeSearch(Protocol):
     """What self-play, the players and the benches use of a tree search: the Python core
-    (gamegym.search.mcts.Search, and MuZero's latent search on it) or the compiled core
-    (gamegym.search.arena.ArenaSearch).  Roots are each core's own node type."""
+    (gamegym.search.core.TreeCore: AlphaZero's and MuZero's steps on it) or the compiled core
+    (gamegym.search.flat.FlatSearch).  Roots are each core's own node type."""
 
     graph: Any
     evaluate: Any
@@ -159,11 +167,7 @@ class TreeSearch(Protocol):
     def choose(self, root: Any, temperature: float, rng: np.random.Generator) -> int: ...
 
     def run(
-        self,
-        root: Any,
-        rng: np.random.Generator,
-        searchcount: int | None = None,
-        explore: bool = True,
+        self, root: Any, rng: Generator, searchcount: int | None = None, explore: bool = True
     ) -> Any: ...
 
 

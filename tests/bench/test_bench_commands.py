@@ -318,7 +318,7 @@ def test_the_search_ceiling_leaves_out_its_first_game(monkeypatch):
 
     played = []
 
-    def game(graph, search, cfg, rng):
+    def game(graph, search, cfg, rng, record):
         time.sleep(0.3 if not played else 0.001)  # the first: kernels compiled or loaded
         played.append(search.searches_done)
         search.searches_done += 10

@@ -216,7 +216,7 @@ def test_our_sides_search_on_the_core_asked_for(monkeypatch):
         return made[-1]
 
     monkeypatch.setattr(peersides, "make_search", recording)
-    for core, kind in (("python", "Search"), ("compiled", "ArenaSearch")):
+    for core, kind in (("python", "Search"), ("compiled", "FlatSearch")):
         made.clear()
         figures = run_peer_bench(PeerSettings(**TINY, core=core))
         assert figures["search_core"] == core

@@ -14,9 +14,9 @@ from gamegym.evaluation.arena import (
     run_match,
 )
 from gamegym.game.players import AlphaBetaPlayer, Player, RandomPlayer, SolverPlayer, game_heuristic
-from gamegym.game.uct import UCTPlayer
 from gamegym.runtime.gym import GameGym
 from gamegym.search.tree import SearchParams
+from gamegym.search.uct import UCTPlayer
 from games.tictactoe import TicTacToe
 
 

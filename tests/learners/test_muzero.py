@@ -126,7 +126,7 @@ def test_the_search_ceiling_stub_plays_whole_games():
     search = LatentSearch(
         graph, uniform_latent_evaluator(9), SearchParams(searchcount=20, threads=4)
     )
-    record = selfplay_game(graph, search, cfg, np.random.default_rng(0))
+    record = selfplay_game(graph, search, cfg, np.random.default_rng(0), GameRecord())
     assert 5 <= len(record) <= 9 and search.searches_done == 20 * len(record)
 
 

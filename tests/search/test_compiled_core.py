@@ -12,7 +12,9 @@ from test_model_wait import config as model_wait_config
 
 from gamegym.config import ConfigError, GymConfig, SearchConfig
 from gamegym.config import search as config_search
-from gamegym.search.arena import ArenaSearch, core_for, make_search
+from gamegym.data.samples import GameRecord
+from gamegym.search.cores import core_for, make_search
+from gamegym.search.flat import FlatSearch
 from gamegym.search.mcts import Node, Search, SearchParams, choose_action, uniform_evaluator
 from gamegym.search.play import SearchSelfplay, selfplay_game
 from games.connectfour import ConnectFour
@@ -34,7 +36,7 @@ def selfplay_config(**settings):
 
 def games_of(search, cfg, graph, count, seed):
     rng = np.random.default_rng(seed)
-    records = [selfplay_game(graph, search, cfg, rng) for _ in range(count)]
+    records = [selfplay_game(graph, search, cfg, rng, GameRecord()) for _ in range(count)]
     return [
         (r.action, [p.tolist() for p in r.pi], r.root_value, r.policy_weight, r.result)
         for r in records
@@ -50,7 +52,7 @@ def test_plays_the_games_of_the_python_core(make_graph, threads):
     cfg = selfplay_config(searchcount=120, threads=threads, temperature_drop_move=4)
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, pseudo_network(graph), params)
-    compiled = ArenaSearch(graph, pseudo_network(graph), params)
+    compiled = FlatSearch(graph, pseudo_network(graph), params)
     assert games_of(compiled, cfg, graph, 3, seed=5) == games_of(python, cfg, graph, 3, seed=5)
     assert compiled.searches_done == python.searches_done > 0
     assert compiled.evaluations == python.evaluations > 0
@@ -66,7 +68,7 @@ def test_the_gumbel_rule_plays_the_games_of_the_python_core(make_graph, threads,
     cfg = selfplay_config(rule="gumbel", searchcount=48, threads=threads, gumbel_rescale=rescale)
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, pseudo_network(graph), params)
-    compiled = ArenaSearch(graph, pseudo_network(graph), params)
+    compiled = FlatSearch(graph, pseudo_network(graph), params)
     assert games_of(compiled, cfg, graph, 2, seed=3) == games_of(python, cfg, graph, 2, seed=3)
     assert compiled.searches_done == python.searches_done > 0
     assert compiled.evaluations == python.evaluations > 0
@@ -80,7 +82,7 @@ def test_gumbel_with_playout_caps_and_a_submitting_evaluator_plays_the_same_game
     )  # fmt: skip
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, AsyncUniform(graph.action_space_size), params)
-    compiled = ArenaSearch(graph, AsyncUniform(graph.action_space_size), params)
+    compiled = FlatSearch(graph, AsyncUniform(graph.action_space_size), params)
     assert games_of(compiled, cfg, graph, 2, seed=4) == games_of(python, cfg, graph, 2, seed=4)
     assert compiled.evaluate.max_outstanding == python.evaluate.max_outstanding
 
@@ -92,7 +94,7 @@ def test_playout_caps_play_the_same_games():
     )
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, pseudo_network(graph), params)
-    compiled = ArenaSearch(graph, pseudo_network(graph), params)
+    compiled = FlatSearch(graph, pseudo_network(graph), params)
     assert games_of(compiled, cfg, graph, 2, seed=1) == games_of(python, cfg, graph, 2, seed=1)
 
 
@@ -101,7 +103,7 @@ def test_the_same_visits_and_values_under_virtual_loss(virtualloss):
     graph = ConnectFour(rows=5, columns=5)
     params = SearchParams(searchcount=700, threads=16, virtualloss=virtualloss)
     python = Search(graph, pseudo_network(graph), params)
-    compiled = ArenaSearch(graph, pseudo_network(graph), params)
+    compiled = FlatSearch(graph, pseudo_network(graph), params)
     rng = np.random.default_rng(0)
     expected = python.run(python.new_root(graph.roots[0]), rng)
     root = compiled.run(compiled.new_root(graph.roots[0]), np.random.default_rng(0))
@@ -123,7 +125,7 @@ def test_pipelined_batches_are_those_of_the_python_core(make_graph, vertex, expe
     vertex = graph.roots[0] if vertex is None else vertex
     params = SearchParams(searchcount=400, threads=8)
     evaluate = AsyncUniform(graph.action_space_size)
-    search = ArenaSearch(graph, evaluate, params)
+    search = FlatSearch(graph, evaluate, params)
     root = search.run(search.new_root(vertex), np.random.default_rng(0))
     reference = AsyncUniform(graph.action_space_size)
     expected_root = Search(graph, reference, params).run(Node(vertex), np.random.default_rng(0))
@@ -136,10 +138,10 @@ def test_pipelined_batches_are_those_of_the_python_core(make_graph, vertex, expe
         assert evaluate.max_outstanding == 2  # a batch was gathered while one was in flight
 
 
-def test_the_arena_grows_and_a_new_tree_starts_clean():
+def test_the_flat_tree_grows_and_a_new_tree_starts_clean():
     graph = ConnectFour(rows=6, columns=7)
     params = SearchParams(searchcount=3000, threads=8)
-    search = ArenaSearch(graph, uniform_evaluator(7), params)
+    search = FlatSearch(graph, uniform_evaluator(7), params)
     nodes, edges = search.nf.shape[1], search.ef.shape[1]
     first = search.run(search.new_root(graph.roots[0]), np.random.default_rng(0)).visits
     assert search.nf.shape[1] > nodes and search.ef.shape[1] > edges  # outgrew the start
@@ -150,7 +152,7 @@ def test_the_arena_grows_and_a_new_tree_starts_clean():
 
 def test_next_root_keeps_the_subtree_and_old_roots_are_refused():
     graph = TicTacToe()
-    search = ArenaSearch(graph, pseudo_network(graph), SearchParams(searchcount=200, threads=4))
+    search = FlatSearch(graph, pseudo_network(graph), SearchParams(searchcount=200, threads=4))
     root = search.run(search.new_root(graph.roots[0]), np.random.default_rng(0))
     best = choose_action(root, 0.0, np.random.default_rng(0))
     child = search.next_root(root, best)
@@ -164,7 +166,7 @@ def test_next_root_keeps_the_subtree_and_old_roots_are_refused():
 
 def test_a_terminal_root_and_zero_priors():
     graph = TicTacToe()
-    search = ArenaSearch(graph, uniform_evaluator(9), SearchParams(searchcount=10))
+    search = FlatSearch(graph, uniform_evaluator(9), SearchParams(searchcount=10))
     root = search.new_root(graph.roots[0])
 
     def zeros(vertices):
@@ -197,7 +199,7 @@ def test_core_for_picks_and_explains():
     graph = TicTacToe()
     assert isinstance(make_search(graph, uniform_evaluator(9), params), Search)
     compiled = dataclasses.replace(params, core="compiled")
-    assert isinstance(make_search(graph, uniform_evaluator(9), compiled), ArenaSearch)
+    assert isinstance(make_search(graph, uniform_evaluator(9), compiled), FlatSearch)
 
 
 def test_the_config_names_what_the_compiled_core_cannot_do(monkeypatch):
@@ -208,6 +210,8 @@ def test_the_config_names_what_the_compiled_core_cannot_do(monkeypatch):
         selfplay_config(core="compiled", solver=True)
     with pytest.raises(ConfigError, match="search.core.*must be one of"):
         selfplay_config(core="numba")
+    with pytest.raises(ConfigError, match="os_threads.*must be false"):
+        selfplay_config(core="compiled", os_threads=True)
     monkeypatch.setattr(config_search, "compiled_core_available", lambda: False)
     with pytest.raises(ConfigError, match=r"needs numba.*gamegym\[fast\]"):
         selfplay_config(core="compiled")
@@ -227,12 +231,12 @@ def test_a_selfplayer_on_the_compiled_core_plays_the_python_cores_games():
     the evaluation cache and the pipelined batches both cores play the same games."""
     graph = TicTacToe()
     games = {}
-    for core, kind in (("python", "Search"), ("compiled", "ArenaSearch")):
+    for core, kind in (("python", "Search"), ("compiled", "FlatSearch")):
         config = model_wait_config(
             0, search={"core": core, "threads": 4, "searchcount": 30}, evaluation_cache=1000
         )
         service = ChangingService(graph, every=10**9)
-        driver = SearchSelfplay(graph, service, config, np.random.default_rng(3))
+        driver = SearchSelfplay(graph, service, config, np.random.default_rng(3), GameRecord)
         assert type(driver.search).__name__ == kind
         games[core] = four_games(driver)
     assert games["compiled"] == games["python"]

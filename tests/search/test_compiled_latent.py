@@ -10,9 +10,10 @@ from conftest import MUST_BLOCK, WIN_IN_ONE
 from test_compiled_core import games_of, selfplay_config
 
 from gamegym.nets.inference import LocalService, StaleIteration
-from gamegym.search.arena_layout import NEW, TERMINAL
+from gamegym.search.cores import make_latent_search
+from gamegym.search.flat_layout import NEW, TERMINAL
 from gamegym.search.latent import LatentSearch, NetworkLatentValuer, uniform_latent_evaluator
-from gamegym.search.latent_arena import LatentArenaSearch, make_latent_search
+from gamegym.search.latent_flat import LatentFlatSearch
 from gamegym.search.mcts import SearchParams
 from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe
@@ -88,7 +89,7 @@ def both(graph, params, service=lambda graph: LocalService(PseudoLatentModel(gra
     services = service(graph), service(graph)
     return (
         LatentSearch(graph, NetworkLatentValuer(graph, services[0]), params),
-        LatentArenaSearch(graph, NetworkLatentValuer(graph, services[1]), params),
+        LatentFlatSearch(graph, NetworkLatentValuer(graph, services[1]), params),
         services,
     )
 
@@ -136,7 +137,7 @@ def test_a_new_tree_starts_clean_whatever_the_last_one_held(vertex, expected):
     assert root.visits == expected_root.visits and root.values == expected_root.values
 
 
-def test_the_arena_and_its_hidden_states_grow():
+def test_the_flat_tree_and_its_hidden_states_grow():
     graph = ConnectFour(rows=6, columns=7)
     params = SearchParams(searchcount=3000, threads=8)
     python, compiled, _ = both(graph, params)
@@ -176,7 +177,7 @@ def test_next_root_is_a_new_tree_at_the_position_played():
 def test_a_terminal_root_and_the_uniform_stub():
     graph = TicTacToe()
     params = SearchParams(searchcount=50, threads=4)
-    search = LatentArenaSearch(graph, uniform_latent_evaluator(9), params)
+    search = LatentFlatSearch(graph, uniform_latent_evaluator(9), params)
     reference = LatentSearch(graph, uniform_latent_evaluator(9), params)
     root = search.run(search.new_root(MUST_BLOCK), np.random.default_rng(0))
     expected = reference.run(reference.new_root(MUST_BLOCK), np.random.default_rng(0))
@@ -195,7 +196,7 @@ def test_muzero_self_play_and_the_ceiling_pick_the_core_from_the_config():
 
     graph = TicTacToe()
     learner = get_learner("muzero")
-    for core, kind in (("auto", LatentArenaSearch), ("python", LatentSearch)):
+    for core, kind in (("auto", LatentFlatSearch), ("python", LatentSearch)):
         config = GymConfig.from_dict(
             {"game": "games.tictactoe:TicTacToe", "train": {"learner": "muzero"},
              "selfplay": {"search": {"core": core}}}

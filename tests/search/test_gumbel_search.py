@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from gamegym.config import ConfigError, GymConfig, SearchConfig
+from gamegym.data.samples import GameRecord
 from gamegym.registry import SEARCHES, RegistryError
 from gamegym.search.gumbel import (
     RESCALES,
@@ -222,9 +223,8 @@ def reference_gumbel(graph, evaluate, vertex, count, seed, params=GumbelParams()
 
 
 @pytest.mark.parametrize("count", [2, 7, 50, 200])
-@pytest.mark.parametrize("os_threads", [False, True])
 @pytest.mark.parametrize("rescale", RESCALES)
-def test_one_thread_equals_the_reference_gumbel_search(count, os_threads, rescale):
+def test_one_thread_equals_the_reference_gumbel_search(count, rescale):
     graph = TicTacToe()
     evaluate = pseudo_network(graph)
     params = GumbelParams(rescale=rescale)
@@ -235,7 +235,6 @@ def test_one_thread_equals_the_reference_gumbel_search(count, os_threads, rescal
                 count,
                 evaluate=evaluate,
                 seed=seed,
-                os_threads=os_threads,
                 gumbel_rescale=rescale,
             )
             visits, move, policy = reference_gumbel(graph, evaluate, vertex, count, seed, params)
@@ -290,14 +289,14 @@ def test_blocks_and_wins_with_a_larger_budget(rescale):
 
 
 @pytest.mark.parametrize("later", [False, True])
-@pytest.mark.parametrize("threads,os_threads", [(1, False), (8, False), (8, True)])
-def test_spends_exactly_the_searchcount(threads, os_threads, later):
+@pytest.mark.parametrize("threads", [1, 8])
+def test_spends_exactly_the_searchcount(threads, later):
     """Every simulation is backed up once and virtual loss is gone, with the simulations of a
     halving phase in flight together (batches of several leaves)."""
     graph = TicTacToe()
     for count in (2, 16, 100, 333):
         evaluate = CountingValuer(pseudo_network(graph), later)
-        search, root = search_once(graph.roots[0], count, threads, evaluate, os_threads=os_threads)
+        search, root = search_once(graph.roots[0], count, threads, evaluate)
         assert sum(root.visits) == root.total == search.searches_done == count
         assert all(v == int(v) and v >= 0 for v in root.visits)
         if threads > 1 and count >= 16:
@@ -372,7 +371,7 @@ def play(cfg, seed, threads=None, search_class=Search):
         params = SearchParams(**{**vars(params), "threads": threads})
     evaluate = pseudo_network(graph) if search_class is Search else uniform_latent_evaluator(9)
     search = search_class(graph, evaluate, params)
-    return selfplay_game(graph, search, cfg, np.random.default_rng(seed)), search
+    return selfplay_game(graph, search, cfg, np.random.default_rng(seed), GameRecord()), search
 
 
 def test_same_seed_and_one_thread_play_the_same_game():

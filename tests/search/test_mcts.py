@@ -7,6 +7,7 @@ import pytest
 from conftest import MUST_BLOCK, WIN_IN_ONE
 
 from gamegym.config import GymConfig
+from gamegym.data.samples import GameRecord
 from gamegym.game.players import Solver
 from gamegym.search.mcts import (
     Node,
@@ -21,16 +22,10 @@ from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe
 
 
-def best_action(
-    graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0, os_threads=False, solver=False
-):
+def best_action(graph, vertex, searchcount=400, threads=1, evaluate=None, seed=0, solver=False):
     evaluate = evaluate or uniform_evaluator(graph.action_space_size)
     search = Search(
-        graph,
-        evaluate,
-        SearchParams(
-            searchcount=searchcount, threads=threads, os_threads=os_threads, solver=solver
-        ),
+        graph, evaluate, SearchParams(searchcount=searchcount, threads=threads, solver=solver)
     )
     root = search.run(Node(vertex), np.random.default_rng(seed))
     return root.actions[choose_action(root, 0.0, np.random.default_rng(seed))], root
@@ -40,24 +35,20 @@ def best_action(
 FORK_FOR_ME = (1, 0, 0, 0, -1, 0, 0, 0, 1)  # a position where only some moves keep the draw
 
 
-MODES = [(1, False), (4, False), (4, True)]  # (concurrent searches, on OS threads)
+THREADS = [1, 4]  # concurrent searches
 
 
 @pytest.mark.parametrize("solver", [True, False])
-@pytest.mark.parametrize("threads,os_threads", MODES)
-def test_finds_a_forced_win(threads, os_threads, solver):
-    action, _ = best_action(
-        TicTacToe(), WIN_IN_ONE, threads=threads, os_threads=os_threads, solver=solver
-    )
+@pytest.mark.parametrize("threads", THREADS)
+def test_finds_a_forced_win(threads, solver):
+    action, _ = best_action(TicTacToe(), WIN_IN_ONE, threads=threads, solver=solver)
     assert action == 2
 
 
 @pytest.mark.parametrize("solver", [True, False])
-@pytest.mark.parametrize("threads,os_threads", MODES)
-def test_blocks_a_forced_loss(threads, os_threads, solver):
-    action, _ = best_action(
-        TicTacToe(), MUST_BLOCK, threads=threads, os_threads=os_threads, solver=solver
-    )
+@pytest.mark.parametrize("threads", THREADS)
+def test_blocks_a_forced_loss(threads, solver):
+    action, _ = best_action(TicTacToe(), MUST_BLOCK, threads=threads, solver=solver)
     assert action == 2
 
 
@@ -170,17 +161,12 @@ def pseudo_network(graph):
 
 
 @pytest.mark.parametrize("make_graph", [TicTacToe, lambda: ConnectFour(rows=5, columns=5)])
-@pytest.mark.parametrize("os_threads", [False, True])
-def test_one_thread_equals_the_sequential_reference(make_graph, os_threads):
+def test_one_thread_equals_the_sequential_reference(make_graph):
     graph = make_graph()
     evaluate = pseudo_network(graph)
     vertex = graph.roots[0]
     search = Search(
-        graph,
-        evaluate,
-        SearchParams(
-            searchcount=300, threads=1, virtualloss=3.0, os_threads=os_threads, solver=False
-        ),
+        graph, evaluate, SearchParams(searchcount=300, threads=1, virtualloss=3.0, solver=False)
     )
     root = search.run(Node(vertex), np.random.default_rng(0), searchcount=299)
     expected = reference_search(graph, evaluate, vertex, 299, SearchParams().exploration_const)
@@ -188,8 +174,7 @@ def test_one_thread_equals_the_sequential_reference(make_graph, os_threads):
 
 
 @pytest.mark.parametrize("threads", [2, 8, 32])
-@pytest.mark.parametrize("os_threads", [False, True])
-def test_threaded_search_counts_every_search_and_batches(threads, os_threads):
+def test_threaded_search_counts_every_search_and_batches(threads):
     graph = TicTacToe()
     calls = []
     uniform = uniform_evaluator(9)
@@ -201,7 +186,7 @@ def test_threaded_search_counts_every_search_and_batches(threads, os_threads):
     search = Search(
         graph,
         evaluate,
-        SearchParams(searchcount=500, threads=threads, os_threads=os_threads, solver=False),
+        SearchParams(searchcount=500, threads=threads, solver=False),
     )
     root = search.run(Node(graph.roots[0]), np.random.default_rng(1))
     assert sum(root.visits) == 500  # virtual loss fully removed
@@ -285,13 +270,13 @@ def proven_nodes(node):
     return found
 
 
-@pytest.mark.parametrize("threads,os_threads", MODES)
-def test_solver_proves_a_win_in_one_and_stops(threads, os_threads):
+@pytest.mark.parametrize("threads", THREADS)
+def test_solver_proves_a_win_in_one_and_stops(threads):
     graph = TicTacToe()
     search = Search(
         graph,
         uniform_evaluator(9),
-        SearchParams(searchcount=400, threads=threads, os_threads=os_threads, solver=True),
+        SearchParams(searchcount=400, threads=threads, solver=True),
     )
     root = search.run(Node(WIN_IN_ONE), np.random.default_rng(0))
     assert root.proven == 1.0 and root.mean_value() == 1.0
@@ -321,8 +306,8 @@ def test_solver_never_plays_a_move_proven_to_lose():
 
 
 @pytest.mark.parametrize("make_graph", [TicTacToe, lambda: ConnectFour(rows=4, columns=4)])
-@pytest.mark.parametrize("threads,os_threads", MODES)
-def test_every_proven_value_is_the_exact_value(make_graph, threads, os_threads):
+@pytest.mark.parametrize("threads", THREADS)
+def test_every_proven_value_is_the_exact_value(make_graph, threads):
     """Wins, losses and draws proven anywhere in the tree agree with the exact solver."""
     graph = make_graph()
     exact = Solver(graph)
@@ -340,7 +325,7 @@ def test_every_proven_value_is_the_exact_value(make_graph, threads, os_threads):
         search = Search(
             graph,
             pseudo_network(graph),
-            SearchParams(searchcount=800, threads=threads, os_threads=os_threads, solver=True),
+            SearchParams(searchcount=800, threads=threads, solver=True),
         )
         root = search.run(Node(vertex), rng)
         for node in proven_nodes(root):
@@ -396,7 +381,7 @@ def test_self_play_with_the_solver_records_exact_endings():
     rng = np.random.default_rng(5)
     exact_values = 0
     for _ in range(8):
-        record = play_game(graph, search, cfg, rng)
+        record = play_game(graph, search, cfg, rng, GameRecord())
         vertex = graph.roots[0]
         for pi, action, root_value in zip(record.pi, record.action, record.root_value):
             assert math.isclose(pi.sum(), 1.0, rel_tol=1e-6) and pi[action] > 0
@@ -405,3 +390,10 @@ def test_self_play_with_the_solver_records_exact_endings():
                 exact_values += 1
             vertex = graph.child_by_action(vertex, action)
     assert exact_values > 0
+
+
+def test_os_threads_are_refused_with_the_setting_named():
+    """The search has one driver thread; a config that asks for OS threads is told which
+    setting to change instead of running another driver."""
+    with pytest.raises(ValueError, match="search.os_threads.*one driver thread"):
+        Search(TicTacToe(), uniform_evaluator(9), SearchParams(os_threads=True))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gamegym.config import ConfigError, GymConfig
+from gamegym.data.samples import GameRecord
 from gamegym.search.mcts import uniform_evaluator
 from gamegym.search.play import ModelWait, SearchSelfplay
 from games.tictactoe import TicTacToe
@@ -49,7 +50,7 @@ def test_a_searching_selfplayer_waits_for_each_new_model(monkeypatch):
     monkeypatch.setattr(ModelWait, "PROBE_SECONDS", 0.0)
     graph = TicTacToe()
     service = ChangingService(graph, every=400)
-    driver = SearchSelfplay(graph, service, config(30), np.random.default_rng(0))
+    driver = SearchSelfplay(graph, service, config(30), np.random.default_rng(0), GameRecord)
     played: dict[int, int] = {}
     idle = 0
     for finished in driver.play(lambda: len(played) >= 3):
@@ -68,7 +69,7 @@ def test_a_searching_selfplayer_waits_for_each_new_model(monkeypatch):
 def test_without_a_cap_it_never_waits():
     graph = TicTacToe()
     driver = SearchSelfplay(
-        graph, ChangingService(graph, every=10**9), config(0), np.random.default_rng(0)
+        graph, ChangingService(graph, every=10**9), config(0), np.random.default_rng(0), GameRecord
     )
     finished = []
     for game in driver.play(lambda: len(finished) >= 20):

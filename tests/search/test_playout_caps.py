@@ -56,7 +56,7 @@ def play_games(cfg, seed, games=4):
     graph = TicTacToe()
     search = RecordingSearch(graph, uniform_evaluator(9), SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(seed)
-    return [selfplay_game(graph, search, cfg, rng) for _ in range(games)], search
+    return [selfplay_game(graph, search, cfg, rng, GameRecord()) for _ in range(games)], search
 
 
 @pytest.mark.parametrize("rule", ["puct", "gumbel"])

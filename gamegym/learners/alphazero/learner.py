@@ -123,9 +123,10 @@ class AlphaZeroLearner(Learner):
         return evaluate_form(model)
 
     def selfplayer(self, graph, service, config, rng):
+        from gamegym.data.samples import GameRecord
         from gamegym.search.play import SearchSelfplay
 
-        return SearchSelfplay(graph, service, config, rng)
+        return SearchSelfplay(graph, service, config, rng, GameRecord)
 
     def is_model_file_of(self, path, graph, network_config) -> bool:
         """The network's name (kind, width, blocks), input shape, policy size and L2, read

@@ -72,8 +72,8 @@ def stub_search(graph, params):
     """The latent search with a uniform model (uniform priors, zero values, rewards and hidden
     states), on the core `params` picks: the benchmarks' search ceiling of MuZero's self-play
     (its `stub_search` capability, gamegym.bench.capabilities)."""
+    from gamegym.search.cores import make_latent_search
     from gamegym.search.latent import uniform_latent_evaluator
-    from gamegym.search.latent_arena import make_latent_search
 
     return make_latent_search(graph, uniform_latent_evaluator(graph.action_space_size), params)
 
@@ -100,7 +100,7 @@ class MuZeroLearner(Learner):
                 "model"
             )
         if search.core == "compiled":  # the compiled core is named: ask it
-            from gamegym.search.latent_arena import compiled_latent_runs
+            from gamegym.search.cores import compiled_latent_runs
 
             if compiled_latent_runs(search.rule):
                 return None
@@ -156,16 +156,17 @@ class MuZeroLearner(Learner):
 
     def selfplayer(self, graph, service, config, rng):
         """Self-play with the latent search on the core the config picks
-        (`selfplay.search.core`; gamegym.search.latent_arena)."""
+        (`selfplay.search.core`; gamegym.search.latent_flat)."""
+        from gamegym.data.samples import GameRecord
+        from gamegym.search.cores import make_latent_search
         from gamegym.search.latent import NetworkLatentValuer
-        from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.mcts import SearchParams
         from gamegym.search.play import SearchSelfplay
 
         search = make_latent_search(
             graph, NetworkLatentValuer(graph, service), SearchParams.from_selfplay(config.selfplay)
         )
-        return SearchSelfplay(graph, service, config, rng, search=search)
+        return SearchSelfplay(graph, service, config, rng, GameRecord, search=search)
 
     def reanalyser(self, graph, service, config):
         """MuZero Reanalyze: stored positions searched again by the model behind `service`
@@ -175,8 +176,8 @@ class MuZeroLearner(Learner):
         return LatentReanalyser.of(service, config)
 
     def player(self, graph, service, search, config=None):
+        from gamegym.search.cores import make_latent_search
         from gamegym.search.latent import NetworkLatentValuer, require_alternating
-        from gamegym.search.latent_arena import make_latent_search
         from gamegym.search.play import MCTSPlayer
 
         require_alternating(graph)

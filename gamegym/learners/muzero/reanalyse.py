@@ -25,8 +25,8 @@ import numpy as np
 from gamegym import workmeter
 from gamegym.data.reanalysis import Reanalysis
 from gamegym.game.graph import GameGraph
+from gamegym.search.cores import make_latent_search
 from gamegym.search.latent import NetworkLatentValuer
-from gamegym.search.latent_arena import make_latent_search
 from gamegym.search.tree import SearchParams
 
 __all__ = ["StoredPositions", "LatentReanalyser"]

@@ -1,13 +1,14 @@
-"""The `mcts:N` opponent (gamegym.game.uct.UCTPlayer) on known positions, and the game heuristics that
-`alphabeta:D` uses."""
+"""The `mcts:N` opponent (gamegym.search.uct.UCTPlayer: the tree core with a rollout evaluator)
+on known positions."""
 
 import numpy as np
 import pytest
+from conftest import random_vertices
 from nim import TwoPileNim
 
 from gamegym.game.graph import VertexError
-from gamegym.game.players import AlphaBetaPlayer, RandomPlayer, game_heuristic, play_game
-from gamegym.game.uct import UCTPlayer
+from gamegym.game.players import RandomPlayer, play_game
+from gamegym.search.uct import UCTPlayer
 from games.connectfour import ConnectFour
 from games.santorini import Santorini
 from games.tictactoe import TicTacToe
@@ -48,15 +49,6 @@ def test_a_proven_win_stops_the_search_and_is_reported():
     root = UCTPlayer(500).search(graph, (1, 1, 0, -1, -1, 0, 0, 0, 0), np.random.default_rng(0))
     assert root.proven == 1.0
     assert root.total < 500  # stopped once the win was proven
-
-
-def random_vertices(graph, rng, games):
-    for _ in range(games):
-        vertex = graph.roots[0]
-        while graph.children_at(vertex):
-            yield vertex
-            children = graph.children_at(vertex)
-            vertex = children[rng.integers(len(children))]
 
 
 def positions_with_a_trap(graph, rng, count):
@@ -115,40 +107,3 @@ def test_mcts_beats_random_and_refuses_bad_arguments():
             UCTPlayer(bad)
     with pytest.raises(VertexError, match="game is over"):
         UCTPlayer(10).choose(graph, after(graph, [0, 1, 0, 1, 0, 1, 0]), rng)
-
-
-# ----- heuristics -------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "graph",
-    [ConnectFour(), ConnectFour(5, 4), Santorini(3, 1), Santorini(5, 2)],
-    ids=lambda g: f"{type(g).__name__}",
-)
-def test_heuristic_is_antisymmetric_in_range_and_zero_at_the_start(graph):
-    assert graph.has_heuristic
-    assert graph.heuristic_at(graph.roots[0]) == 0.0
-    rng, values = np.random.default_rng(2), []
-    for vertex in random_vertices(graph, rng, games=10):
-        value = graph.heuristic_at(vertex)
-        values.append(value)
-        assert -1.0 < value < 1.0
-        assert graph.heuristic_at(graph.swap_players(vertex)) == pytest.approx(-value, abs=1e-12)
-        for k in range(graph.symmetry_count):
-            assert graph.heuristic_at(graph.transform(vertex, k)) == pytest.approx(value, abs=1e-12)
-    assert len({round(v, 6) for v in values}) > 10  # it tells positions apart
-
-
-def test_connectfour_heuristic_sees_open_threes_and_the_centre():
-    graph = ConnectFour()
-    centre = after(graph, [3])  # O to move; X holds the centre
-    assert graph.heuristic_at(centre) < 0.0
-    three = after(graph, [1, 6, 2, 6, 3, 5])  # X to move: X has 1 2 3 open on both sides
-    assert graph.heuristic_at(three) > 0.1
-
-
-def test_alphabeta_uses_the_game_heuristic_and_alphabeta0_does_not():
-    graph = ConnectFour()
-    with_heuristic = AlphaBetaPlayer(2, heuristic=game_heuristic).search(graph, graph.roots[0])
-    without = AlphaBetaPlayer(2).search(graph, graph.roots[0])
-    assert with_heuristic.best_actions == (3,)  # the centre column
-    assert without.best_actions == tuple(range(7)) and without.value == 0.0
-    assert game_heuristic(TicTacToe(), (0,) * 9) == 0.0  # no heuristic: the score

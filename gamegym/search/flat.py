@@ -1,31 +1,31 @@
 """The compiled search core (`selfplay.search.core`: "auto", the default, where numba is
-installed, or "compiled"): the tree search of `gamegym.search.mcts.Search` with the PUCT or the
-Gumbel rule, with the tree in flat arrays and its hot loops compiled by numba.
+installed, or "compiled"): the tree core of `gamegym.search.core` with the PUCT or the Gumbel
+rule, with the tree in flat arrays and its hot loops compiled by numba.
 
-What is compiled: the walk down by PUCT with virtual loss, the backup, the loop that gathers a
-batch of leaves, and writing an evaluated batch's priors.  What stays Python: the GameGraph
-(`children_at`, `actions_at`, `score_at` of each new leaf), the evaluator, the root's noise, the
-policy target and the move.  The searches run in the same order, with the same float64
+What is compiled: the one walk with the rules' selection functions and virtual loss, the one
+backup, the loop that gathers a round's leaves, and writing an evaluated batch's priors
+(gamegym.search._flat_kernels).  What stays Python: the GameGraph (`children_at`, `actions_at`,
+`score_at` of each new leaf), the evaluator, the root's noise, Gumbel's sequential halving,
+the policy target and the move.  The searches run in the same order, with the same float64
 arithmetic and the same tie-breaking as the Python core, so from the same root, evaluator and
 random generator both cores visit the same leaves and play the same games; the Python core is
 the reference the tests hold this one to.
 
-The tree lives in one arena per search: node `i` has a state, a value, a visit total, its first
-edge and edge count, its parent edge and parent node; edge `e` has a prior, visits, a value sum,
-its child node (-1 until made) and its action id.  A node is made when a walk first takes its
-edge.  `new_root` starts a new tree (the nodes of the old one are then invalid); `next_root`
-keeps the played child's subtree where the rule does, as the Python core does.
+The tree lives in flat arrays, one set per search: node `i` has a state, a value, a visit total,
+its first edge and edge count, its parent edge and parent node; edge `e` has a prior, visits, a
+value sum, its child node (-1 until made) and its action id.  A node is made when a walk first
+takes its edge.  `new_root` starts a new tree (the nodes of the old one are then invalid);
+`next_root` keeps the played child's subtree where the rule does, as the Python core does.
 
 Under the Gumbel rule each simulation's root child comes from the rule's sequential halving in
 Python (`GumbelRule.root_child`), and the walk below it, by the deterministic non-root rule, is
-compiled (`gumbel_walk`).  The MCTS-solver and OS threads use the Python core (`make_search`
-picks; gamegym.config.search says what the compiled core covers, for the config too).
-MuZero's latent search runs on the same arena (gamegym.search.latent_arena, with its own
-kernels).  numba is an optional dependency (`pip install 'gamegym[fast]'`); without it
-`make_search` falls back to the Python core where the config says "auto" and names the missing
-package where it says "compiled".
+compiled.  The MCTS-solver uses the Python core (gamegym.search.cores picks the core).  MuZero's latent search
+runs on the same flat tree, walk and backup (gamegym.search.latent_flat).  numba is an
+optional dependency (`pip install 'gamegym[fast]'`); without it `gamegym.search.cores` falls
+back to the Python core where the config says "auto" and names the missing package where it
+says "compiled".
 
-May import: what `gamegym.search` may; numba only through gamegym.search._arena_kernels, which it
+May import: what `gamegym.search` may; numba only through gamegym.search._flat_kernels, which it
 imports when it makes its first compiled search.
 """
 
@@ -35,21 +35,22 @@ from collections.abc import Hashable
 from typing import Any, cast
 
 import numpy as np
+from numpy.random import Generator
 
-from gamegym.config.search import (
-    CORES,
-    compiled_core_problem,
-)
 from gamegym.game.graph import SCORE_RANGE, GameGraph
-from gamegym.search.arena_layout import (
+from gamegym.search.core import restarting
+from gamegym.search.flat_layout import (
     ACTION,
     CHILD,
     COUNT,
     FIRST,
+    GUMBEL,
     NEW,
     PARENT_EDGE,
     PENDING,
     PRIOR,
+    PUCT,
+    PUCT_NORMALISED,
     STATE,
     TERMINAL,
     TOTAL,
@@ -59,64 +60,31 @@ from gamegym.search.arena_layout import (
 )
 from gamegym.search.gumbel import _TINY
 from gamegym.search.gumbel import DEFAULT as GUMBEL_DEFAULTS
-from gamegym.search.mcts import Search
 from gamegym.search.rules import search_rule
-from gamegym.search.tree import Evaluator, SearchParams, TreeSearch
+from gamegym.search.tree import Evaluator, SearchParams
 
-__all__ = [
-    "ArenaSearch",
-    "ArenaNode",
-    "make_search",
-    "core_for",
-]
-
-GUMBEL_EPSILON = GUMBEL_DEFAULTS.epsilon  # the Gumbel rule's smallest denominator of sigma
-
-
-def core_for(params: SearchParams) -> str:
-    """The core a search with `params` runs on: "compiled" or "python".  "auto" is compiled
-    where the compiled core covers the search (a `compiled` rule, no MCTS-solver, no OS threads)
-    and numba is installed; "compiled" raises ValueError where it cannot be."""
-    core = params.core
-    if core not in CORES:
-        raise ValueError(f"selfplay.search.core must be one of {list(CORES)}, got {core!r}")
-    if core == "python":
-        return "python"
-    problem = compiled_core_problem(params.rule, params.solver, params.os_threads)
-    if problem is None:
-        return "compiled"
-    if core == "compiled":
-        raise ValueError(f"selfplay.search.core 'compiled': {problem}")
-    return "python"
-
-
-def make_search(graph: GameGraph, evaluate: Evaluator, params: SearchParams) -> TreeSearch:
-    """The tree search over `graph` on the core `params.core` asks for (see `core_for`): an
-    `ArenaSearch` or the Python `gamegym.search.mcts.Search`; both have the same interface."""
-    if core_for(params) == "compiled":
-        return ArenaSearch(graph, evaluate, params)
-    return Search(graph, evaluate, params)
+__all__ = ["FlatSearch", "FlatNode"]
 
 
 # ----- the compiled kernels ----------------------------------------------------------------------
 def _kernels():
     """The numba-compiled kernels (compiled, or loaded from numba's cache, on first use)."""
-    from gamegym.search import _arena_kernels as k
+    from gamegym.search import _flat_kernels as k
 
-    return k.gather, k.backup_all, k.apply_batch, k.backup, k.gumbel_walk
+    return k
 
 
 # ----- the search -----------------------------------------------------------------------------
-class ArenaNode:
-    """A view of one node of an `ArenaSearch`'s tree with the attributes of `Node` that the
-    PUCT rule, self-play and the players read (its statistics are read from the arena)."""
+class FlatNode:
+    """A view of one node of a `FlatSearch`'s tree with the attributes of `Node` that the
+    PUCT rule, self-play and the players read (its statistics are read from the arrays)."""
 
     __slots__ = ("search", "index", "generation", "raw_priors")
 
     proven = None  # the compiled core proves nothing (no MCTS-solver)
     solved = 0
 
-    def __init__(self, search: ArenaSearch, index: int):
+    def __init__(self, search: FlatSearch, index: int):
         self.search = search
         self.index = index
         self.generation = search.generation
@@ -169,10 +137,10 @@ class ArenaNode:
         self.search.ef[PRIOR, self._edges()] = priors
 
     @property
-    def children(self) -> list[ArenaNode | None]:
+    def children(self) -> list[FlatNode | None]:
         search = self.search
         return [
-            None if child < 0 else ArenaNode(search, int(child))
+            None if child < 0 else FlatNode(search, int(child))
             for child in search.ei[CHILD, self._edges()]
         ]
 
@@ -186,25 +154,46 @@ class ArenaNode:
         return None
 
 
-class ArenaSearch:
-    """The PUCT search of `gamegym.search.mcts.Search` (one driver thread, batches to the
-    evaluator, the next batch selected while one is in flight where the evaluator can `submit`)
-    on the compiled core; one instance per Selfplayer, reused across moves and games."""
+class FlatSearch:
+    """The tree core of `gamegym.search.core` (one driver thread, batches to the evaluator,
+    the next batch selected while one is in flight where the evaluator can `submit`) on flat
+    arrays with compiled kernels: AlphaZero's step, the GameGraph; one instance per
+    Selfplayer, reused across moves and games."""
 
     core = "compiled"  # selfplay.search.core
+    restarts_allowed = 0  # searches started again from the root on a StaleIteration
+    normalise_q = False  # PUCT maps Q to [0, 1] by the values backed up (MuZero's step)
+    hidden_actions = 0  # a new node's edges opened in the kernel (MuZero's: every action id)
 
     def __init__(self, graph: GameGraph, evaluate: Evaluator, params: SearchParams):
         self.graph = graph
         self.evaluate = evaluate
         self.params = params
         self.rule = search_rule(params.rule)(params)
-        self._gather, self._backup_all, self._apply, self._backup, self._gumbel_walk = _kernels()
-        # the smallest and largest value backed up: MuZero's latent search maps Q by them
-        # (gamegym.search.latent_arena); PUCT's search here leaves Q as it is
+        self.kernels = _kernels()
+        # the selection functions of the walk (gamegym.search.flat_layout) and their constants
+        self.rooted = hasattr(self.rule, "root_child")  # the root child from Python (Gumbel)
+        normalised = PUCT_NORMALISED if self.normalise_q else PUCT
+        self.selection = GUMBEL if self.rooted else normalised
+        self.knobs = np.array(
+            [
+                params.exploration_const,
+                params.gumbel_value_scale,
+                params.gumbel_maxvisit_init,
+                GUMBEL_DEFAULTS.epsilon,
+                1.0 if params.gumbel_rescale == "score" else 0.0,
+                *SCORE_RANGE,
+                _TINY,
+            ],
+            np.float64,
+        )
+        # the smallest and largest value backed up (MuZero's PUCT maps Q by them)
         self.bounds = np.array([np.inf, -np.inf])
         self.searches_done = 0
         self.evaluations = 0
+        self.restarts = 0
         self.generation = 0
+        self.n_edges = 0  # edges the kernels opened (MuZero's hidden states'), after the root's
         self.nf = np.zeros((3, 0), np.float64)
         self.ni = np.zeros((5, 0), np.int64)
         self.ef = np.zeros((3, 0), np.float64)
@@ -215,7 +204,7 @@ class ArenaSearch:
         self._grow_nodes(1024)
         self._grow_edges(8192)
 
-    # ----- the arena -------------------------------------------------------------------------
+    # ----- the flat tree -------------------------------------------------------------------------
     def _grow_nodes(self, need: int) -> None:
         size = max(need, 2 * self.nf.shape[1])
         nf, ni = np.zeros((3, size), np.float64), np.zeros((5, size), np.int64)
@@ -259,15 +248,16 @@ class ArenaSearch:
         return first, count, 0.0
 
     # ----- public ----------------------------------------------------------------------------
-    def new_root(self, vertex: Hashable) -> ArenaNode:
+    def new_root(self, vertex: Hashable) -> FlatNode:
         """The root of a new tree from `vertex`; the nodes of the previous tree are given up."""
         self._clear()
         self.generation += 1
-        return ArenaNode(self, self._node(vertex))
+        return FlatNode(self, self._node(vertex))
 
     def _edges_used(self) -> int:
-        """How many edges from the first the tree has made (each has a child vertex here)."""
-        return len(self.edge_vertices)
+        """How many edges from the first the tree has made: those with a child vertex (read
+        from the GameGraph) and those the kernels opened after them (MuZero's)."""
+        return max(self.n_edges, len(self.edge_vertices))
 
     def _clear(self) -> None:
         """Forget every node and zero every edge the tree used, whose statistics and child
@@ -278,8 +268,9 @@ class ArenaSearch:
         self.vertices.clear()
         self.actions.clear()
         self.edge_vertices.clear()
+        self.n_edges = 0
 
-    def next_root(self, root: ArenaNode, index: int) -> ArenaNode:
+    def next_root(self, root: FlatNode, index: int) -> FlatNode:
         """The root of the next move after child `index` of `root` is played: the searched
         child with its subtree (a new tree when the search never made it)."""
         self._check(root)
@@ -287,25 +278,30 @@ class ArenaSearch:
         child = int(self.ei[CHILD, edge])
         if child < 0 or not self.rule.keeps_subtree:
             return self.new_root(self.edge_vertices[edge])
-        return ArenaNode(self, child)
+        return FlatNode(self, child)
 
-    def policy_target(self, root: ArenaNode) -> np.ndarray:
+    def policy_target(self, root: FlatNode) -> np.ndarray:
         """float32 [action_space_size]: the visit counts of the searched root, normalised."""
         return self.rule.policy(root, self.graph.action_space_size)  # type: ignore[arg-type]
 
-    def choose(self, root: ArenaNode, temperature: float, rng: np.random.Generator) -> int:
+    def choose(self, root: FlatNode, temperature: float, rng: np.random.Generator) -> int:
         """The child index to play: visits^(1/temperature), the most visited at 0."""
         return self.rule.choose(root, temperature, rng)  # type: ignore[arg-type]
 
     def run(
-        self,
-        root: ArenaNode,
-        rng: np.random.Generator,
-        searchcount: int | None = None,
-        explore: bool = True,
-    ) -> ArenaNode:
-        """Run `searchcount` searches from `root` (see `gamegym.search.mcts.Search.run`)."""
+        self, root: FlatNode, rng: Generator, searchcount: int | None = None, explore: bool = True
+    ) -> FlatNode:
+        """Run `searchcount` searches from `root` (see `gamegym.search.core.TreeCore.run`)."""
         self._check(root)
+        return restarting(self, self._run, root, rng, searchcount, explore)
+
+    def _restart(self, root: FlatNode) -> None:
+        """Forget the tree below `root` before a search starts again (`restarting`)."""
+        raise NotImplementedError
+
+    def _run(
+        self, root: FlatNode, rng: np.random.Generator, searchcount: int | None, explore: bool
+    ) -> FlatNode:
         count = self.params.searchcount if searchcount is None else searchcount
         if root.state == NEW:
             first, edges, value = self._expand(root.index)
@@ -320,64 +316,71 @@ class ArenaSearch:
         self.rule.begin(self, root, rng, count, explore)  # type: ignore[arg-type]
         slots = min(self.params.threads, count)
         vl = self.params.virtualloss if slots > 1 else 0.0
-        if hasattr(self.rule, "root_child"):
+        if self.rooted:
             self._collect_rooted(root, slots, count, vl)
         else:
             self._collect(root.index, slots, count, vl)
         return root
 
-    def _check(self, root: ArenaNode) -> None:
+    def _check(self, root: FlatNode) -> None:
         if root.search is not self or root.generation != self.generation:
             raise ValueError(
                 "this root is not in the search's current tree (new_root started another)"
             )
 
     # ----- the searches ----------------------------------------------------------------------
+    def _reserve(self, nodes: int, edges: int) -> None:
+        if nodes > self.nf.shape[1]:
+            self._grow_nodes(nodes)
+        if edges > self.ef.shape[1]:
+            self._grow_edges(edges)
+
     def _collect(self, root: int, slots: int, remaining: int, vl: float) -> None:
-        """`Search._collect` on the arena: gather up to `slots` waiting searches (opening the
-        new nodes they make), evaluate their leaves as one batch, back them up; with a
-        submitting evaluator the next batch is gathered while one is in flight."""
+        """`TreeCore._collect` on the flat tree: gather up to `slots` waiting searches in the
+        kernel (opening, for AlphaZero, the new nodes it hands back through the GameGraph),
+        evaluate their new nodes as one batch, back them up; with a submitting evaluator the
+        next batch is gathered while one is in flight."""
         submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
-        c = float(self.params.exploration_const)
-        gather = self._gather
+        gather, hidden_actions = self.kernels.gather, self.hidden_actions
+        rule, knobs = self.selection, self.knobs
         vertices, actions, edge_vertices = self.vertices, self.actions, self.edge_vertices
         in_flight = None  # (batch, waiting, n_waiting, answer) sent and not yet backed up
         while remaining > 0 or in_flight is not None:
             waiting = np.empty(slots, np.int64)
-            n_waiting = 0
+            batch = np.empty(slots, np.int64)  # the new nodes that wait for the evaluator
+            n_waiting = n_batch = 0
             opened, first, count, value = -1, 0, 0, 0.0  # the node opened last, for gather
-            batch: list[int] = []  # the opened nodes that wait for the evaluator
             while True:
                 nodes = len(vertices)
-                if nodes >= self.nf.shape[1]:
-                    self._grow_nodes(nodes + 1)
-                leaf, edge, remaining, n_waiting, done = gather(
-                    self.nf, self.ni, self.ef, self.ei, nodes, root, c, vl, slots, remaining,
-                    waiting, n_waiting, opened, first, count, value, self.bounds,
+                self._reserve(nodes + slots, self.n_edges + slots * hidden_actions)
+                leaf, nodes, self.n_edges, remaining, n_waiting, n_batch, done = gather(
+                    self.nf, self.ni, self.ef, self.ei, nodes, self.n_edges, root, vl, rule,
+                    knobs, slots, remaining, waiting, n_waiting, batch, n_batch,
+                    hidden_actions, opened, first, count, value, self.bounds,
                 )  # fmt: skip
                 self.searches_done += done
+                grown = nodes - len(vertices)  # opened in the kernel: hidden states
+                vertices.extend([None] * grown)
+                actions.extend([()] * grown)
                 if leaf < 0:
                     break
-                vertices.append(edge_vertices[edge])
+                vertices.append(edge_vertices[self.ni[PARENT_EDGE, leaf]])
                 actions.append(())
                 opened = leaf
                 first, count, value = self._expand(leaf)
-                if count:
-                    batch.append(leaf)
-            in_flight = self._round(root, vl, submit, in_flight, batch, waiting, n_waiting)
+            in_flight = self._round(
+                root, vl, submit, in_flight, batch[:n_batch], waiting, n_waiting
+            )
 
-    def _collect_rooted(self, root_node: ArenaNode, slots: int, remaining: int, vl: float) -> None:
+    def _collect_rooted(self, root_node: FlatNode, slots: int, remaining: int, vl: float) -> None:
         """`_collect` for a rule that picks each simulation's root child itself (Gumbel's
         sequential halving, in Python): one compiled walk per simulation below that child; a
         round also ends where the rule waits for the simulations in flight."""
         submit = getattr(self.evaluate, "submit", None) if slots > 1 else None
         root = root_node.index
         rule = cast(Any, self.rule)  # a rule with root_child (see run)
-        p = self.params
-        by_score = p.gumbel_rescale == "score"
-        bottom, top = (float(x) for x in SCORE_RANGE)
-        walk, backup = self._gumbel_walk, self._backup
-        ni, vertices, actions = self.ni, self.vertices, self.actions
+        walk, backup = self.kernels.walk, self.kernels.backup
+        vertices, actions = self.vertices, self.actions
         in_flight = None  # (batch, waiting, n_waiting, answer) sent and not yet backed up
         while remaining > 0 or in_flight is not None:
             waiting = np.empty(slots, np.int64)
@@ -390,12 +393,11 @@ class ArenaSearch:
                     held = True
                     break
                 nodes = len(vertices)
-                if nodes >= self.nf.shape[1]:
-                    self._grow_nodes(nodes + 1)
-                    ni = self.ni
+                self._reserve(nodes + 1, 0)
+                ni, nf = self.ni, self.nf
                 leaf = walk(
-                    self.nf, ni, self.ef, self.ei, nodes, root, index, vl, p.gumbel_value_scale,
-                    p.gumbel_maxvisit_init, GUMBEL_EPSILON, by_score, bottom, top, _TINY,
+                    nf, ni, self.ef, self.ei, nodes, root, index, vl, self.selection,
+                    self.knobs, self.bounds,
                 )  # fmt: skip
                 remaining -= 1
                 if leaf == nodes:  # made by this walk: open it
@@ -407,12 +409,12 @@ class ArenaSearch:
                         batch.append(leaf)
                     else:
                         ni[STATE, leaf] = TERMINAL
-                        self.nf[VALUE, leaf] = value
+                        nf[VALUE, leaf] = value
                 if ni[STATE, leaf] == PENDING:
                     waiting[n_waiting] = leaf
                     n_waiting += 1
                 else:
-                    backup(self.nf, ni, self.ef, root, leaf, self.nf[VALUE, leaf], vl, self.bounds)
+                    backup(nf, ni, self.ef, root, leaf, nf[VALUE, leaf], vl, self.bounds)
                     self.searches_done += 1
             if held and not n_waiting and in_flight is None:
                 raise RuntimeError("the search rule waits for searches in flight, but none is")
@@ -442,7 +444,9 @@ class ArenaSearch:
     def _complete(self, root: int, vl: float, batch, waiting, n_waiting, answer) -> None:
         if answer is not None:
             self._apply_answer(batch, *answer())
-        self._backup_all(self.nf, self.ni, self.ef, root, waiting, n_waiting, vl, self.bounds)
+        self.kernels.backup_all(
+            self.nf, self.ni, self.ef, root, waiting, n_waiting, vl, self.bounds
+        )
         self.searches_done += n_waiting
 
     def _inputs(self, batch: list[int]) -> list:
@@ -454,7 +458,7 @@ class ArenaSearch:
 
     def _apply_answer(self, batch: list[int], probs, values) -> None:
         self.evaluations += len(batch)
-        self._apply(
+        self.kernels.apply_batch(
             self.nf,
             self.ni,
             self.ef,

@@ -1,13 +1,15 @@
-"""The compiled search core's kernels (`gamegym.search.arena`), compiled by numba on first
-import (or loaded from numba's cache): the walk down by PUCT with virtual loss, the backup, the
-gathering of a batch of leaves and the writing of an evaluated batch, on the arena's arrays
-(their rows: gamegym.search.arena_layout).  MuZero's latent search
-(`gamegym.search.latent_arena`) walks and backs up with the same two (min-max normalised Q,
-rewards on the edges) and has its own gathering, which opens a new node over every action id
-itself, and its own writing of a batch.
+"""The compiled search core's kernels (`gamegym.search.flat`), compiled by numba on first
+import (or loaded from numba's cache): the one walk with its selection functions and virtual
+loss, the one backup (reward + DISCOUNT * value, virtual loss taken off), the gathering of a
+round's leaves and the writing of an evaluated batch, on the flat tree's arrays (their rows:
+gamegym.search.flat_layout).  AlphaZero's and MuZero's searches (`gamegym.search.flat`,
+`gamegym.search.latent_flat`) run the same walk, backup and gathering: a gathering that makes
+a new node hands it back to AlphaZero's Python side, which asks the GameGraph for its children,
+and opens it itself over every action id for MuZero (a hidden state needs no game).  The rules
+are those of the Python core (gamegym.search.core), its reference, operation for operation.
 
-May import: numba and gamegym.search.arena_layout; imported by gamegym.search.arena and
-gamegym.search.latent_arena only, when they make their first search.
+May import: numba and gamegym.search.flat_layout; imported by gamegym.search.flat and
+gamegym.search.latent_flat only, when they make their first search.
 """
 
 from __future__ import annotations
@@ -17,22 +19,33 @@ import math
 import numpy as np
 from numba import njit
 
-from gamegym.search.arena_layout import (
+from gamegym.search.flat_layout import (
     ACTION,
+    BOTTOM,
+    BY_SCORE,
+    C_PUCT,
     CHILD,
     COUNT,
+    DISCOUNT,
+    EPSILON,
     EXPANDED,
     FIRST,
+    GUMBEL,
+    MAXVISIT_INIT,
     NEW,
     PARENT,
     PARENT_EDGE,
     PENDING,
     PRIOR,
+    PUCT_NORMALISED,
     REWARD,
     STATE,
     TERMINAL,
+    TINY,
+    TOP,
     TOTAL,
     VALUE,
+    VALUE_SCALE,
     VALUES,
     VISITS,
 )
@@ -41,47 +54,66 @@ __all__ = [
     "gather",
     "backup_all",
     "apply_batch",
-    "descend",
-    "backup",
-    "latent_gather",
     "latent_apply",
+    "walk",
+    "select",
     "take",
-    "gumbel_walk",
+    "backup",
     "interior_index",
 ]
 
 
+# ----- the walk and the backup -------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def descend(nf, ni, ef, ei, n_nodes, root, c, vl, low, high):
-    """Walk from `root` by PUCT, adding virtual loss `vl` on the path, to a node that is not
-    expanded, and return it; a first step onto an edge makes its child, node `n_nodes` (state
-    NEW).  Where `high` > `low` (the latent search's bounds of the values backed up), Q of a
-    visited edge is mapped to [0, 1] by them first; AlphaZero's search passes (inf, -inf)."""
-    span = high - low if high > low else 0.0
+def walk(nf, ni, ef, ei, n_nodes, root, index, vl, rule, knobs, bounds):
+    """One walk from the (expanded) `root`: into its child `index` (a root selection made in
+    Python: Gumbel's halving), or where `index` < 0 the one `select` picks, then by `select`
+    down to a node that is not expanded, which it returns; virtual loss `vl` on every edge
+    taken; a first step onto an edge makes its child, node `n_nodes` (state NEW)."""
     node = root
-    while ni[STATE, node] == EXPANDED:
-        first = ni[FIRST, node]
-        scale = c * math.sqrt(nf[TOTAL, node] + 1)
-        best = 0
-        best_score = -1e30
-        for k in range(ni[COUNT, node]):
-            e = first + k
-            n = ef[VISITS, e]
-            if n != 0:
-                q = ef[VALUES, e] / n
-                if span != 0.0:
-                    q = (q - low) / span
-                score = q + scale * ef[PRIOR, e] / (1 + n)
-            else:
-                score = scale * ef[PRIOR, e]
-            if score > best_score:
-                best = k
-                best_score = score
-        child = take(nf, ni, ef, ei, n_nodes, node, first + best, vl)
-        if child == n_nodes:
+    k = index if index >= 0 else select(nf, ni, ef, root, rule, knobs, bounds)
+    while True:
+        child = take(nf, ni, ef, ei, n_nodes, node, ni[FIRST, node] + k, vl)
+        if child == n_nodes or ni[STATE, child] != EXPANDED:
             return child
         node = child
-    return node
+        k = select(nf, ni, ef, node, rule, knobs, bounds)
+
+
+@njit(cache=True, nogil=True)
+def select(nf, ni, ef, node, rule, knobs, bounds):
+    """The child (0-based among the node's edges) a walk takes at `node`, by the selection
+    function `rule` (gamegym.search.flat_layout): PUCT, argmax Q + c sqrt(N + 1) P / (1 + n)
+    with an unvisited child's Q 0 and, under PUCT_NORMALISED, Q mapped to [0, 1] by `bounds`
+    (once they differ); GUMBEL, `interior_index`.  `gamegym.search.rules.puct_selector` and
+    `GumbelRule.selectors` are the Python ones, the same float operations in the same order."""
+    first = ni[FIRST, node]
+    count = ni[COUNT, node]
+    if rule == GUMBEL:
+        return interior_index(
+            ef, first, count, nf[VALUE, node], knobs[VALUE_SCALE], knobs[MAXVISIT_INIT],
+            knobs[EPSILON], knobs[BY_SCORE] != 0.0, knobs[BOTTOM], knobs[TOP], knobs[TINY],
+        )  # fmt: skip
+    low = bounds[0]
+    high = bounds[1]
+    span = high - low if rule == PUCT_NORMALISED and high > low else 0.0
+    scale = knobs[C_PUCT] * math.sqrt(nf[TOTAL, node] + 1)
+    best = 0
+    best_score = -1e30
+    for k in range(count):
+        e = first + k
+        n = ef[VISITS, e]
+        if n != 0:
+            q = ef[VALUES, e] / n
+            if span != 0.0:
+                q = (q - low) / span
+            score = q + scale * ef[PRIOR, e] / (1 + n)
+        else:
+            score = scale * ef[PRIOR, e]
+        if score > best_score:
+            best = k
+            best_score = score
+    return best
 
 
 @njit(cache=True, nogil=True)
@@ -110,14 +142,14 @@ def take(nf, ni, ef, ei, n_nodes, node, e, vl):
 @njit(cache=True, nogil=True)
 def backup(nf, ni, ef, root, leaf, value, vl, bounds):
     """Back up a leaf value (the leaf mover's view) from `leaf` to `root`, taking the virtual
-    loss `vl` off: each parent sees the reward of the edge (0 but in the latent search) minus
-    the value below it; `bounds` [low, high] widen to every value backed up."""
+    loss `vl` off: each parent sees the reward of the edge (0 but in the latent search) plus
+    DISCOUNT times the value below it; `bounds` [low, high] widen to every value backed up."""
     low = bounds[0]
     high = bounds[1]
     node = leaf
     while node != root:
         e = ni[PARENT_EDGE, node]
-        value = nf[REWARD, node] - value
+        value = nf[REWARD, node] + DISCOUNT * value
         node = ni[PARENT, node]
         if value < low:
             low = value
@@ -136,23 +168,36 @@ def backup(nf, ni, ef, root, leaf, value, vl, bounds):
 
 
 @njit(cache=True, nogil=True)
+def backup_all(nf, ni, ef, root, waiting, n_waiting, vl, bounds):
+    """Back up the searches that waited on `waiting[:n_waiting]` (now evaluated)."""
+    for j in range(n_waiting):
+        leaf = waiting[j]
+        backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
+
+
+# ----- a round -----------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
 def gather(
-    nf, ni, ef, ei, n_nodes, root, c, vl, slots, remaining, waiting, n_waiting, opened, first,
-    count, value, bounds,
+    nf, ni, ef, ei, n_nodes, n_edges, root, vl, rule, knobs, slots, remaining, waiting,
+    n_waiting, batch, n_batch, hidden_actions, opened, first, count, value, bounds,
 ):  # fmt: skip
-    """Walk searches until `slots` of them wait on leaves being evaluated, none remain, or a
-    walk makes a new node; the caller opens that node through the GameGraph and calls again
-    with it as `opened`: with `count` edges from `first` (then it waits for the evaluator), or
-    with `count` 0 and its final score `value` (terminal: backed up at once, as is every walk
-    that ends on a terminal node).  `bounds` is scratch for `backup` (PUCT's Q is not
-    normalised here).  Returns (the new node or -1, its parent edge, remaining, n_waiting,
-    searches backed up)."""
+    """Walk searches until `slots` of them wait on leaves being evaluated or none remain.  A
+    walk that makes a new node: with `hidden_actions` > 0 (MuZero) it is opened here over
+    that many action ids (edges from `n_edges`; the caller makes room for `slots` new nodes
+    and their edges first), added to `batch` and waits; with 0 (AlphaZero) it is handed back
+    and the caller, having read its children from the GameGraph, calls again with it as
+    `opened`: `count` edges from `first` (it joins `batch` and waits), or `count` 0 and its
+    final score `value` (terminal: backed up at once, as is every walk that ends on a
+    terminal node).  Returns (the node handed back or -1, n_nodes, n_edges, remaining,
+    n_waiting, n_batch, searches backed up)."""
     done = 0
     if opened >= 0:
         if count > 0:
             ni[FIRST, opened] = first
             ni[COUNT, opened] = count
             ni[STATE, opened] = PENDING
+            batch[n_batch] = opened
+            n_batch += 1
             waiting[n_waiting] = opened
             n_waiting += 1
         else:
@@ -161,28 +206,38 @@ def gather(
             backup(nf, ni, ef, root, opened, value, vl, bounds)
             done += 1
     while n_waiting < slots and remaining > 0:
-        leaf = descend(nf, ni, ef, ei, n_nodes, root, c, vl, math.inf, -math.inf)
+        leaf = walk(nf, ni, ef, ei, n_nodes, root, -1, vl, rule, knobs, bounds)
         remaining -= 1
         state = ni[STATE, leaf]
         if state == NEW:
-            return leaf, ni[PARENT_EDGE, leaf], remaining, n_waiting, done
-        if state == PENDING:
+            if hidden_actions == 0:
+                return leaf, n_nodes, n_edges, remaining, n_waiting, n_batch, done
+            n_nodes += 1
+            ni[FIRST, leaf] = n_edges
+            ni[COUNT, leaf] = hidden_actions
+            ni[STATE, leaf] = PENDING
+            for a in range(hidden_actions):
+                e = n_edges + a
+                ef[PRIOR, e] = 0.0
+                ef[VISITS, e] = 0.0
+                ef[VALUES, e] = 0.0
+                ei[CHILD, e] = -1
+                ei[ACTION, e] = a
+            n_edges += hidden_actions
+            batch[n_batch] = leaf
+            n_batch += 1
+            waiting[n_waiting] = leaf
+            n_waiting += 1
+        elif state == PENDING:
             waiting[n_waiting] = leaf
             n_waiting += 1
         else:
             backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
             done += 1
-    return -1, -1, remaining, n_waiting, done
+    return -1, n_nodes, n_edges, remaining, n_waiting, n_batch, done
 
 
-@njit(cache=True, nogil=True)
-def backup_all(nf, ni, ef, root, waiting, n_waiting, vl, bounds):
-    """Back up the searches that waited on `waiting[:n_waiting]` (now evaluated)."""
-    for j in range(n_waiting):
-        leaf = waiting[j]
-        backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
-
-
+# ----- an evaluated batch -----------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def apply_batch(nf, ni, ef, ei, batch, probs, values):
     """The evaluator's answer for the nodes `batch`: each node's priors are its row of `probs`
@@ -203,49 +258,6 @@ def apply_batch(nf, ni, ef, ei, batch, probs, values):
         ni[STATE, node] = EXPANDED
 
 
-# ----- MuZero's latent search ------------------------------------------------------------------
-@njit(cache=True, nogil=True)
-def latent_gather(
-    nf, ni, ef, ei, n_nodes, n_edges, root, c, vl, slots, remaining, waiting, n_waiting, batch,
-    actions, bounds,
-):  # fmt: skip
-    """Walk searches until `slots` of them wait on leaves being evaluated or none remain.  A
-    walk that makes a new node opens it here over every action id (`actions` edges from
-    `n_edges`; a hidden state needs no GameGraph) and adds it to `batch`; the caller makes
-    room for `slots` new nodes and their edges first.  Returns (n_nodes, n_edges, remaining,
-    n_waiting, new nodes in `batch`, searches backed up)."""
-    done = 0
-    n_batch = 0
-    while n_waiting < slots and remaining > 0:
-        leaf = descend(nf, ni, ef, ei, n_nodes, root, c, vl, bounds[0], bounds[1])
-        remaining -= 1
-        state = ni[STATE, leaf]
-        if state == NEW:
-            n_nodes += 1
-            ni[FIRST, leaf] = n_edges
-            ni[COUNT, leaf] = actions
-            ni[STATE, leaf] = PENDING
-            for a in range(actions):
-                e = n_edges + a
-                ef[PRIOR, e] = 0.0
-                ef[VISITS, e] = 0.0
-                ef[VALUES, e] = 0.0
-                ei[CHILD, e] = -1
-                ei[ACTION, e] = a
-            n_edges += actions
-            batch[n_batch] = leaf
-            n_batch += 1
-            waiting[n_waiting] = leaf
-            n_waiting += 1
-        elif state == PENDING:
-            waiting[n_waiting] = leaf
-            n_waiting += 1
-        else:  # a terminal root's searches never get here; kept for a settled leaf
-            backup(nf, ni, ef, root, leaf, nf[VALUE, leaf], vl, bounds)
-            done += 1
-    return n_nodes, n_edges, remaining, n_waiting, n_batch, done
-
-
 @njit(cache=True, nogil=True)
 def latent_apply(nf, ni, ef, batch, probs, values, rewards):
     """The recurrent inference's answer for the hidden-state nodes `batch`: priors the whole
@@ -260,28 +272,7 @@ def latent_apply(nf, ni, ef, batch, probs, values, rewards):
         ni[STATE, node] = EXPANDED
 
 
-# ----- the Gumbel rule -------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
-def gumbel_walk(
-    nf, ni, ef, ei, n_nodes, root, index, vl, value_scale, maxvisit_init, epsilon, by_score,
-    bottom, top, tiny,
-):  # fmt: skip
-    """A simulation of the Gumbel rule: from `root` into its child `index` (the halving's
-    choice), then by `interior_index` down to a node that is not expanded, which it returns;
-    virtual loss `vl` on the path, a new node made as in `descend`."""
-    node = root
-    k = index
-    while True:
-        child = take(nf, ni, ef, ei, n_nodes, node, ni[FIRST, node] + k, vl)
-        if child == n_nodes or ni[STATE, child] != EXPANDED:
-            return child
-        node = child
-        k = interior_index(
-            ef, ni[FIRST, node], ni[COUNT, node], nf[VALUE, node], value_scale, maxvisit_init,
-            epsilon, by_score, bottom, top, tiny,
-        )  # fmt: skip
-
-
+# ----- the Gumbel rule's interior selection -------------------------------------------------------
 @njit(cache=True, nogil=True)
 def interior_index(
     ef, first, count, value, value_scale, maxvisit_init, epsilon, by_score, bottom, top, tiny
