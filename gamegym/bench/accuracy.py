@@ -6,12 +6,12 @@ For each band it reports the share of positions where the move is *optimal* (it 
 position's exact value: a win stays a win, a draw a draw) and *exactly optimal* (also the
 fastest win or the slowest loss, over the positions whose exact scores are all known): once for
 the raw policy (the network's most probable legal move, no search; for learners whose player
-asks a policy network) and once with the model's search (`--searches`, the move it plays in a
+asks a policy network) and once with the model's search (`--searchcount`, the move it plays in a
 match).  The learning bench reports the same shares at every curve point of a game with a
 benchmark.
 
     gamegym bench accuracy sessions/c4                      # the newest iteration
-    gamegym bench accuracy sessions/c4 --iteration 40 --searches 400 --json
+    gamegym bench accuracy sessions/c4 --iteration 40 --searchcount 400 --json
     gamegym bench accuracy gamegym/initialmodels/connectfour.keras --game games.connectfour:ConnectFour
 
 May import: everything in gamegym but gamegym.cli's commands (its argument types and progress
@@ -37,7 +37,7 @@ COMMAND = "accuracy"
 SEARCHES = 100  # the model's searches a move, as the learning bench's matches
 EXAMPLE = """examples:
   gamegym bench accuracy sessions/c4
-  gamegym bench accuracy sessions/c4 --iteration 40 --searches 400 --seed 1 --json
+  gamegym bench accuracy sessions/c4 --iteration 40 --searchcount 400 --seed 1 --json
   gamegym bench accuracy gamegym/initialmodels/connectfour.keras --game games.connectfour:ConnectFour"""
 
 
@@ -148,7 +148,7 @@ def _player_from(args):
         config = session.load_config()
         graph = load_game(config.game, config.game_args)
         iteration = session.current_iteration() if args.iteration is None else args.iteration
-        player = model_player(session, graph, iteration, args.searches, args.threads, config)
+        player = model_player(session, graph, iteration, args.searchcount, args.threads, config)
         return graph, player, f"{target} iteration {iteration}"
     if not target.is_file():
         raise ValueError(f"{target} is neither a session folder nor a model file")
@@ -162,7 +162,7 @@ def _player_from(args):
     configure_tensorflow(use_gpu=False)
     learner = get_learner(args.learner)
     evaluator = learner.make_evaluator(load_model(target), 0)
-    player = learner.player(graph, LocalService(evaluator), args.searches, args.threads)
+    player = learner.player(graph, LocalService(evaluator), args.searchcount, args.threads)
     return graph, player, str(target)
 
 
@@ -189,7 +189,7 @@ def cmd_accuracy(args) -> int:
         )
     record = {
         "model": what,
-        "searches": args.searches,
+        "searches": args.searchcount,
         "seed": args.seed,
         "bands": figures,
         "seconds": round(time.monotonic() - started, 1),
@@ -198,7 +198,7 @@ def cmd_accuracy(args) -> int:
         print(json.dumps(record, sort_keys=True))
     else:
         print(f"{what}: optimal moves on {graph.benchmark_positions.name} (seed {args.seed})")
-        print("\n".join(accuracy_text(figures, args.searches)))
+        print("\n".join(accuracy_text(figures, args.searchcount)))
     return 0
 
 
@@ -216,10 +216,12 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--iteration", type=int, help="the session's model iteration (default: the newest)"
     )
-    p.add_argument("--game", help="MODULE:CLASS, for a model file (a session names its own)")
+    p.add_argument(
+        "--game", metavar="MODULE:CLASS", help="for a model file (a session names its own)"
+    )
     p.add_argument("--game-args", type=json_object, default={}, help="the game's arguments (JSON)")
     p.add_argument("--learner", default="alphazero", help="the learner of a model file")
-    p.add_argument("--searches", type=int, default=SEARCHES, help="searches a move")
+    p.add_argument("--searchcount", type=int, default=SEARCHES, help="searches a move")
     p.add_argument("--threads", type=int, default=8, help="concurrent searches")
     p.add_argument(
         "--per-band", type=int, help="a random sample of this many positions a band (none: all)"

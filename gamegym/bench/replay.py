@@ -1,4 +1,4 @@
-"""Replays side by side: `gamegym bench replay GAME --modes MODE... [--adapt-to GAME2]`.
+"""Replays side by side: `gamegym bench replay --game GAME --replay MODE,MODE [--adapt-to GAME2]`.
 
 Side by side: the game's preset is trained from scratch once per replay mode and seed, each
 run with the same wall-clock budget and the same seed (the session's and the evaluation's).
@@ -6,10 +6,10 @@ The buffer replays use the game's `REPLAY_SETTINGS` (the same buffer and number 
 for all of them, so `uniform` is the fair baseline); `window` is the preset as it is.
 
 Adaptation (Curious Replay's main claim: faster adaptation when the world changes): per seed,
-a base session learns the game for `--pretrain` minutes with `curious` (so its samples carry
+a base session learns the game for `--pretrain-seconds` with `curious` (so its samples carry
 replay counts and priorities); then, for each mode, `gamegym continue` carries the base's
 model, samples and replay state into a session under the changed game (`--adapt-to`,
-`--adapt-args`), which trains for `--minutes` measured against the new rules' solver.
+`--adapt-args`), which trains for `--seconds` measured against the new rules' solver.
 
 The figure of a run is its *minutes to perfect play*: the first curve point (minutes of
 training, evaluation excluded) with no loss against the exact solver, both sides, that the
@@ -32,10 +32,11 @@ from gamegym.bench.learning import (
     EVAL_THREADS,
     add_training_flags,
     bench_opponents,
+    plot_destination,
     run_learning_bench,
     train_and_measure,
 )
-from gamegym.cli.util import json_object
+from gamegym.cli.util import comma_list, json_object
 from gamegym.config import GymConfig, merged_settings
 from gamegym.data.sumtree import SumTree
 from gamegym.game.graph import load_game
@@ -333,7 +334,8 @@ def plot_runs(result: dict, path: Path, title: str) -> None:
 
 
 def cmd_replay(args) -> int:
-    modes = args.modes
+    modes = args.replay
+    plot = plot_destination(args.plot, None, len(modes) * len(args.seed), "replay")
     if args.adapt_to:
         result = run_adaptation(
             args.game,
@@ -341,25 +343,25 @@ def cmd_replay(args) -> int:
             args.adapt_to,
             args.adapt_args,
             modes,
-            args.seeds,
-            args.pretrain,
-            args.minutes,
-            args.interval,
+            args.seed,
+            args.pretrain_seconds / 60,
+            args.seconds / 60,
+            args.interval_seconds / 60,
             args.eval_games,
             args.eval_searchcount,
-            args.plot,
+            plot,
         )
     else:
         result = run_replay_comparison(
             args.game,
             args.game_args,
             modes,
-            args.seeds,
-            args.minutes,
-            args.interval,
+            args.seed,
+            args.seconds / 60,
+            args.interval_seconds / 60,
             args.eval_games,
             args.eval_searchcount,
-            args.plot,
+            plot,
         )
     if args.json:
         print(json.dumps(result, sort_keys=True))
@@ -376,19 +378,23 @@ def cmd_replay(args) -> int:
                 f"{row['median']}, reached in {row['reached']} of {row['runs']}"
                 + ("" if ratio is None else f", {ratio:.2f}x uniform")
             )
+        if result.get("plot"):
+            print(f"curves: {result['plot']}")
     return 0
 
 
 COMMAND = "replay"
 EXAMPLE = """examples:
-  gamegym bench replay games.tictactoe:TicTacToe --modes uniform curious --seeds 0 1 2
-  gamegym bench replay games.tictactoe:TicTacToe --adapt-to games.tictactoe:TicTacToeVariant \\
-      --pretrain 4 --minutes 6 --modes uniform curious
+  gamegym bench replay --game games.tictactoe:TicTacToe --replay uniform,curious --seed 0,1,2
+  gamegym bench replay --game games.tictactoe:TicTacToe \\
+      --adapt-to games.tictactoe:TicTacToeVariant --adapt-args '{"misere": true}' \\
+      --pretrain-seconds 240 --seconds 360 --replay uniform,curious
 """
 
 
 def add_parser(sub) -> None:
-    """`gamegym bench replay GAME`: replay modes side by side, or re-adapting to new rules."""
+    """`gamegym bench replay --game GAME`: replay modes side by side, or re-adapting to new
+    rules."""
     p = sub.add_parser(
         COMMAND,
         help="replay modes side by side (--adapt-to: after a change of rules)",
@@ -397,20 +403,19 @@ def add_parser(sub) -> None:
     )
     add_training_flags(p)
     p.add_argument(
-        "--modes",
-        nargs="+",
-        choices=REPLAYS.names(),
+        "--replay",
+        type=comma_list(choices=REPLAYS.names()),
         default=["uniform", "curious"],
-        metavar="MODE",
-        help="the replay modes, one run per mode and seed",
+        metavar="MODE,MODE",
+        help="the replay modes (train.replay): " + ", ".join(REPLAYS.names()) + "; one run per "
+        "mode and seed",
     )
-    p.add_argument("--seeds", nargs="+", type=int, default=[0], help="the seeds of the runs")
     p.add_argument(
         "--adapt-to",
         metavar="MODULE:CLASS",
-        help="the adaptation experiment: learn the game for --pretrain minutes, then "
+        help="the adaptation experiment: learn the game for --pretrain-seconds, then "
         "change to this game (same input and actions) and measure each mode "
-        "re-adapting for --minutes",
+        "re-adapting for --seconds",
     )
     p.add_argument(
         "--adapt-args",
@@ -419,9 +424,9 @@ def add_parser(sub) -> None:
         help="(--adapt-to) the changed game's arguments (JSON)",
     )
     p.add_argument(
-        "--pretrain",
+        "--pretrain-seconds",
         type=float,
-        default=4.0,
-        help="(--adapt-to) minutes of learning before the change",
+        default=240.0,
+        help="(--adapt-to) learning time before the change",
     )
     p.set_defaults(run=cmd_replay)

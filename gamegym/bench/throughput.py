@@ -11,7 +11,7 @@
 - CPU efficiency: end-to-end searches per CPU-second of all roles / the ceiling's searches per
   CPU-second.  On a quiet machine whose cores the roles keep busy it equals the efficiency; on
   a loaded one it says what the roles would do with the cores to themselves.
-- beside a peer: `gamegym bench peer openspiel --end-to-end SECONDS` runs this end-to-end
+- beside a peer: `gamegym bench peer openspiel --end-to-end-seconds S` runs this end-to-end
   self-play between slices of OpenSpiel's bare search and prints their ratio per core.
 
 `--learner` names a learner preset, or several comma-separated (`alphazero,muzero`,
@@ -38,7 +38,8 @@ import numpy as np
 import psutil
 
 from gamegym.bench.endtoend import end_to_end, on_backend, ray_figures
-from gamegym.cli.util import json_object
+from gamegym.cli.progress import ProgressBars
+from gamegym.cli.util import comma_list, json_object
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
@@ -135,8 +136,10 @@ def run_bench(
     batch_sizes: list[int] | None = None,
     core: str | None = None,
     search: str | None = None,
+    bars: ProgressBars | None = None,
 ) -> dict:
-    """All figures of one bench run (see the module docstring) with a learner preset.
+    """All figures of one bench run (see the module docstring) with a learner preset; its
+    phases drawn on `bars` (none by default).
     `precision` is the session's predict.precision (the fast path's int8 model or not);
     `core` the selfplay.search_core of the run and of its search ceiling, `search` its root rule
     (selfplay.search; None: the preset's).
@@ -191,11 +194,11 @@ def run_bench(
         }
     )
     searches = get_learner(trains).searches_in_selfplay
-    ceiling = (
-        search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=trains)
-        if searches
-        else None
-    )
+    bars = bars or ProgressBars(enabled=False)
+    ceiling = None
+    if searches:
+        with bars.timed(f"{learner}: search ceiling (one core)", min(seconds, 10.0)):
+            ceiling = search_ceiling(graph, config.selfplay, min(seconds, 10.0), learner=trains)
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(
@@ -207,7 +210,7 @@ def run_bench(
         )
         names = ("processes", "ray") if backend == "both" else (backend,)
         pairs = [
-            {name: end_to_end(path, on_backend(config, name), seconds) for name in names}
+            {name: end_to_end(path, on_backend(config, name), seconds, bars) for name in names}
             for _ in range(max(1, repeat) if backend == "both" else 1)
         ]
         runs = pairs[len(pairs) // 2]
@@ -215,6 +218,7 @@ def run_bench(
         used_path = _session_path(config, gym.session)
         network = {}
         sizes = batch_sizes or [1, 8, 16, 32, 64, max(1, round(e2e["mean_batch"]))]
+        paths = bars.add(f"{learner}: network paths", None) if network_seconds > 0 else None
         if network_seconds > 0 and not get_learner(trains).compares_network_paths:
             from gamegym.nets.tfsetup import load_model
 
@@ -235,6 +239,7 @@ def run_bench(
                 network_seconds,
                 config.predict.use_gpu,
             )
+        bars.remove(paths)
     cores = min(selfplayers, psutil.cpu_count(logical=True) or 1)
     efficiency = e2e["searches_per_s"] / (ceiling["searches_per_s"] * cores) if ceiling else None
     cores_used = sum(e2e["cpu_by_role"].values()) / 100.0
@@ -411,35 +416,46 @@ def cmd_throughput(args) -> int:
         if args.search
         else [None]
     )
-    if args.batch_sizes and min(args.batch_sizes) < 1:
-        raise ValueError(f"--batch-sizes {args.batch_sizes}: a batch holds at least 1 position")
-    runs = [
-        run_bench(
-            args.game,
-            args.game_args,
-            args.seconds,
-            args.selfplayers,
-            args.threads,
-            args.searchcount,
-            args.batchsize,
-            args.batch_timeout_ms,
-            fastpath=not args.tensorflow,
-            in_selfplayers=not args.predictor_only,
-            network_seconds=args.network_seconds,
-            network=args.network,
-            backend=args.backend,
-            repeat=args.repeat,
-            learner=learner,
-            precision=precision,
-            batch_sizes=args.batch_sizes,
-            core=core,
-            search=search,
+    if args.network_batchsize and min(args.network_batchsize) < 1:
+        raise ValueError(
+            f"--network-batchsize {args.network_batchsize}: a batch holds at least 1 position"
         )
+    choices = [
+        (learner, precision, search, core)
         for learner in learners
         for precision in precisions
         for search in searches
         for core in cores
     ]
+    runs = []
+    with ProgressBars() as bars:
+        overall = bars.add("runs", len(choices), "runs") if len(choices) > 1 else None
+        for learner, precision, search, core in choices:
+            runs.append(
+                run_bench(
+                    args.game,
+                    args.game_args,
+                    args.seconds,
+                    args.selfplayers,
+                    args.threads,
+                    args.searchcount,
+                    args.batchsize,
+                    args.batch_timeout_ms,
+                    fastpath=not args.tensorflow,
+                    in_selfplayers=not args.predictor_only,
+                    network_seconds=args.network_seconds,
+                    network=args.network,
+                    backend=args.backend,
+                    repeat=args.repeat,
+                    learner=learner,
+                    precision=precision,
+                    batch_sizes=args.network_batchsize,
+                    core=core,
+                    search=search,
+                    bars=bars,
+                )
+            )
+            bars.update(overall, completed=len(runs))
     figures: dict[str, Any] = (
         runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}
     )
@@ -502,7 +518,7 @@ def add_parser(sub) -> None:
         description=__doc__,
         epilog=EXAMPLE,
     )
-    p.add_argument("--game", default=DEFAULT_GAME, help="MODULE:CLASS")
+    p.add_argument("--game", default=DEFAULT_GAME, metavar="MODULE:CLASS", help="the game")
     p.add_argument(
         "--game-args",
         type=json_object,
@@ -510,11 +526,16 @@ def add_parser(sub) -> None:
         help="the game's arguments (JSON)",
     )
     p.add_argument("--seconds", type=float, default=20.0, help="end-to-end measuring time")
-    p.add_argument("--selfplayers", type=int, default=4)
+    p.add_argument("--selfplayers", type=int, default=4, help="Selfplayer processes")
     p.add_argument("--threads", type=int, default=24, help="search threads per Selfplayer")
     p.add_argument("--searchcount", type=int, default=100, help="searches per move")
     p.add_argument("--batchsize", type=int, default=64, help="the Predictor's batch size")
-    p.add_argument("--batch-timeout-ms", type=float, default=2.0)
+    p.add_argument(
+        "--batch-timeout-ms",
+        type=float,
+        default=2.0,
+        help="how long the Predictor waits for more requests (predict.batch_timeout_ms)",
+    )
     p.add_argument(
         "--tensorflow",
         action="store_true",
@@ -539,13 +560,12 @@ def add_parser(sub) -> None:
         help="time for the network paths side by side (0: skip them)",
     )
     p.add_argument(
-        "--batch-sizes",
-        type=int,
-        nargs="+",
+        "--network-batchsize",
+        type=comma_list(int),
         default=None,
-        metavar="N",
+        metavar="N,N",
         help="the batch sizes the network paths are measured at "
-        "(default: 1 8 16 32 64 and the run's mean batch)",
+        "(default: 1,8,16,32,64 and the run's mean batch)",
     )
     p.add_argument(
         "--backend",
@@ -562,6 +582,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--learner",
+        metavar="NAME,NAME",
         default="alphazero",
         help="learner preset(s), comma-separated: "
         + ", ".join(learner_presets())
@@ -569,17 +590,20 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--core",
+        metavar="CORE,CORE",
         help="selfplay.search_core(s), comma-separated: auto, python, compiled (one run each, "
         "with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--search",
+        metavar="RULE,RULE",
         help="selfplay.search rule(s), comma-separated: "
         + ", ".join(SEARCHES.names())
         + " (one run each, with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--precision",
+        metavar="PRECISION,PRECISION",
         default="float32",
         help="the fast path's precision(s), comma-separated: float32, int8 (predict.precision; "
         "one run each, with ratios to the first)",

@@ -1,4 +1,4 @@
-"""`gamegym bench training GAME --learner L`: samples trained per CPU-second by the learner's
+"""`gamegym bench training --game GAME --learner L`: samples trained per CPU-second by the
 training step, path by path, in one run; `--session S`: the same on a session's own model and
 sample window, and the share of its learning run's wall time the Trainer spent training.
 
@@ -66,7 +66,7 @@ class TrainingPath:
 
 
 def parse_paths(text: str, preset_batch: int) -> list[TrainingPath]:
-    """The paths of `--paths`: PATH or PATH@BATCH (BATCH a number, or Nx: N times the
+    """The paths of `--path`: PATH or PATH@BATCH (BATCH a number, or Nx: N times the
     preset's), comma-separated; ValueError naming a bad one."""
     paths: list[TrainingPath] = []
     for item in (part.strip() for part in text.split(",")):
@@ -74,7 +74,7 @@ def parse_paths(text: str, preset_batch: int) -> list[TrainingPath]:
             continue
         name, _, size = item.partition("@")
         if name not in ("traced", "xla"):
-            raise ValueError(f"--paths: {item!r}: the path is 'traced' or 'xla', not {name!r}")
+            raise ValueError(f"--path: {item!r}: the path is 'traced' or 'xla', not {name!r}")
         batch = preset_batch
         if size:
             try:
@@ -83,14 +83,14 @@ def parse_paths(text: str, preset_batch: int) -> list[TrainingPath]:
                 batch = 0
             if batch < 1:
                 raise ValueError(
-                    f"--paths: {item!r}: BATCH is a minibatch size or a multiple of the "
+                    f"--path: {item!r}: BATCH is a minibatch size or a multiple of the "
                     "preset's such as 2x"
                 )
         path = TrainingPath(name, batch)
         if path not in paths:
             paths.append(path)
     if not paths:
-        raise ValueError("--paths names no path")
+        raise ValueError("--path names no path")
     return paths
 
 
@@ -291,7 +291,7 @@ def cmd_training(args) -> int:
     session = None
     if args.session is not None:
         if args.game is not None:
-            raise ValueError("give a GAME or --session, not both")
+            raise ValueError("give --game or --session, not both")
         from gamegym.data.session import Session
 
         session = Session(args.session)
@@ -299,7 +299,7 @@ def cmd_training(args) -> int:
         graph = load_game(config.game, config.game_args)
         name, learner_preset = str(args.session), config.train.learner
     elif args.game is None:
-        raise ValueError("give a GAME (and --learner) or a session folder with --session")
+        raise ValueError("give --game MODULE:CLASS (and --learner) or --session SESSION")
     else:
         graph = load_game(args.game, args.game_args)
         found = preset_for(args.game, graph.game_args, args.learner)
@@ -312,7 +312,7 @@ def cmd_training(args) -> int:
         config = GymConfig.from_dict({**found[1], "seed": args.seed})
     configure_tensorflow(config.predict.use_gpu, 0, threads=0)  # as the Trainer does
     learner = get_learner(config.train.learner)
-    paths = parse_paths(args.paths, config.train.batchsize)
+    paths = parse_paths(args.path, config.train.batchsize)
     if session is not None:
         model = load_model(session.model_path(max(0, session.current_iteration())))
         window = session_window(session, config, graph)
@@ -389,14 +389,14 @@ def show(figures: dict) -> None:
 
 COMMAND = "training"
 EXAMPLE = """examples:
-  gamegym bench training games.connectfour:ConnectFour --learner muzero
-  gamegym bench training games.connectfour:ConnectFour --learner alphazero --paths traced,xla
+  gamegym bench training --game games.connectfour:ConnectFour --learner muzero
+  gamegym bench training --game games.connectfour:ConnectFour --path traced,xla
   gamegym bench training --session sessions/c4 --json
 """
 
 
 def add_parser(sub) -> None:
-    """`gamegym bench training GAME`: the training step's paths side by side."""
+    """`gamegym bench training --game GAME`: the training step's paths side by side."""
     p = sub.add_parser(
         COMMAND,
         help="samples trained per CPU-second by a learner's training step, path by path",
@@ -404,8 +404,7 @@ def add_parser(sub) -> None:
         epilog=EXAMPLE,
     )
     p.add_argument(
-        "game",
-        nargs="?",
+        "--game",
         metavar="MODULE:CLASS",
         help="a bundled game, e.g. games.connectfour:ConnectFour (or --session)",
     )
@@ -423,8 +422,9 @@ def add_parser(sub) -> None:
         "of the run's wall time (from train/<it>.json)",
     )
     p.add_argument(
-        "--paths",
+        "--path",
         default=DEFAULT_PATHS,
+        metavar="PATH,PATH",
         help="the paths, comma-separated: traced, xla, and PATH@BATCH (a minibatch size, or "
         "2x: twice the preset's)",
     )

@@ -1,4 +1,4 @@
-"""Progress bars for long work at the console (`gamegym evaluate`, `gamegym bench learning`):
+"""Progress bars for long work at the console (`gamegym evaluate`, `gamegym check`, the benches):
 how much is done, the time elapsed and the expected end.  Drawn with rich on stderr, and only
 when stderr is a terminal: piped or captured output (scripts, CI, `--json > file`) gets none.
 
@@ -10,8 +10,11 @@ when stderr is a terminal: piped or captured output (scripts, CI, `--json > file
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -21,12 +24,15 @@ __all__ = ["ProgressBars"]
 
 
 class ProgressBars:
-    """Any number of bars, drawn together; every method is a no-op when they are off."""
+    """Any number of bars, drawn together; every method is a no-op when they are off.
+    `redirect_stderr`: what the command itself writes to sys.stderr while the bars are drawn
+    goes above them (a report on stderr), instead of through them."""
 
-    def __init__(self, enabled: bool | None = None, file=None):
+    def __init__(self, enabled: bool | None = None, file=None, redirect_stderr: bool = False):
         stream = file if file is not None else sys.stderr
         self.enabled = _is_terminal(stream) if enabled is None else enabled
         self._file = file
+        self._redirect_stderr = redirect_stderr
         self._progress: Progress | None = None
 
     def __enter__(self) -> ProgressBars:
@@ -55,13 +61,14 @@ class ProgressBars:
                 console=console,
                 # prints to stdout go above the bars when both are on this terminal
                 redirect_stdout=self._file is None and _is_terminal(sys.stdout),
-                redirect_stderr=False,
+                redirect_stderr=self._file is None and self._redirect_stderr,
             )
             self._progress.start()
         return self
 
-    def add(self, description: str, total: float, unit: str = ""):
-        """A new bar; returns its handle (None when bars are off)."""
+    def add(self, description: str, total: float | None, unit: str = ""):
+        """A new bar; returns its handle (None when bars are off).  A total of None: work of
+        unknown length (a bar that pulses)."""
         if self._progress is None:
             return None
         return self._progress.add_task(description, total=total, unit=unit)
@@ -85,6 +92,29 @@ class ProgressBars:
     def remove(self, bar) -> None:
         if self._progress is not None and bar is not None:
             self._progress.remove_task(bar)
+
+    @contextlib.contextmanager
+    def timed(self, description: str, seconds: float) -> Iterator[None]:
+        """A bar for work of a known length (a measurement that runs `seconds`), filled by the
+        clock while the block runs and removed after it."""
+        bar = self.add(description, total=max(seconds, 1e-3), unit="s")
+        if bar is None:
+            yield
+            return
+        stop, start = threading.Event(), time.monotonic()
+
+        def tick() -> None:
+            while not stop.wait(0.25):
+                self.update(bar, completed=min(seconds, time.monotonic() - start))
+
+        clock = threading.Thread(target=tick, name="progress-clock", daemon=True)
+        clock.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            clock.join()
+            self.remove(bar)
 
     def __exit__(self, *exc) -> Literal[False]:
         if self._progress is not None:

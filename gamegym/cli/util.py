@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from gamegym.config import ConfigError
 
@@ -17,6 +17,7 @@ __all__ = [
     "HelpFormatter",
     "Parser",
     "add_trust_flag",
+    "comma_list",
     "console_ask",
     "default_text",
     "json_object",
@@ -38,7 +39,7 @@ def shows_default(action: argparse.Action) -> bool:
 def default_text(value: Any) -> str:
     """A default as it would be typed: a list's items apart, a dict as JSON."""
     if isinstance(value, list | tuple):
-        return " ".join(map(str, value))
+        return ",".join(map(str, value))
     if isinstance(value, dict):
         return json.dumps(value)
     return str(value)
@@ -59,11 +60,49 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose help uses HelpFormatter; its subcommands' parsers are Parsers
-    too (argparse makes them of the parent's class)."""
+    too (argparse makes them of the parent's class).  A flag is taken only as written, never
+    abbreviated (`--interval` must not pass for `--interval-seconds`), and a usage error that
+    names a retired spelling says what to write instead (gamegym.cli.vocabulary)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        from gamegym.cli.vocabulary import retired_hints
+
+        super().error(message + retired_hints(message))
+
+
+def comma_list(item: Callable[[str], Any] = str, choices: Any = None) -> Callable[[str], list]:
+    """An argparse type: one or more values in one argument, comma-separated (`--seed 0,1`),
+    each read by `item` and, with `choices`, one of them."""
+
+    def values(text: str) -> list:
+        words = [word.strip() for word in text.split(",")]
+        if not all(words):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: values are separated by single commas, e.g. 'a,b'"
+            )
+        parsed = []
+        for word in words:
+            try:
+                parsed.append(item(word))
+            except (TypeError, ValueError, argparse.ArgumentTypeError):
+                name = getattr(item, "__name__", "")
+                what = {"int": "an integer", "float": "a number"}.get(name, f"a {name} value")
+                raise argparse.ArgumentTypeError(f"{word!r} in {text!r} is not {what}") from None
+        unknown = [word for word in parsed if choices is not None and word not in choices]
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(map(str, unknown))}; the known ones are "
+                + ", ".join(map(str, choices))
+            )
+        return parsed
+
+    values.__name__ = "comma-separated list"
+    return values
 
 
 def prints_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:

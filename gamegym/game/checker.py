@@ -125,8 +125,9 @@ class GraphChecker:
             raise _Abort from error
 
     # ----- the games -----------------------------------------------------------------------
-    def run(self, games: int) -> list[Violation]:
-        """Play the games; the violations found, one per kind, in the order first seen."""
+    def run(self, games: int, after_game: Callable[[int], None] | None = None) -> list[Violation]:
+        """Play the games; the violations found, one per kind, in the order first seen.
+        `after_game` is called with the number of games played after each one (progress)."""
         try:
             roots = tuple(self.call("roots", None, lambda: self.graph.roots))
         except _Abort:
@@ -137,6 +138,8 @@ class GraphChecker:
         for game in range(games if roots else 0):
             self.play(roots[game % len(roots)])
             self.games_played += 1
+            if after_game is not None:
+                after_game(self.games_played)
         self._check_heuristic_view()
         return list(self.violations.values())
 
@@ -316,6 +319,11 @@ class GraphChecker:
         )
         if back is _MISSING:
             self._roundtrip = False
+            if self.graph.symmetry_count > 1:
+                self.notes.append(
+                    "without unnumpify, training shows no symmetric images of the samples "
+                    "(train.augment_symmetries has no effect on this game)"
+                )
             return
         if back != vertex:
             self.report("unnumpify", f"unnumpify(numpify(v)) gave {_short_repr(back)}", vertex)
@@ -588,10 +596,12 @@ def run_check(
     seed: int,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    after_game: Callable[[int], None] | None = None,
 ) -> int:
     """Load a game, check it and print a report: what was checked (and notes) on `out`, the
     contract violations, or why the game cannot be loaded, on `err` (stdout and stderr by
-    default); 0 when clean, 1 on violations, 2 if the game cannot be loaded."""
+    default); 0 when clean, 1 on violations, 2 if the game cannot be loaded.  `after_game`:
+    as GraphChecker.run takes it."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     try:
@@ -607,7 +617,7 @@ def run_check(
         )
         return 2
     checker = GraphChecker(graph, seed=seed)
-    violations = checker.run(games)
+    violations = checker.run(games, after_game)
     _print_report(checker, violations, spec, seed, out, err)
     return 1 if violations else 0
 
