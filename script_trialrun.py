@@ -1,7 +1,7 @@
 """Trial run: a small self-play session on tic-tac-toe that learns visibly on a 2-core CPU.
 
-    python script_trialrun.py                # starts sessions/trialrun, or resumes it
-    python script_trialrun.py --minutes 5    # stop by itself after 5 minutes
+    python script_trialrun.py                      # starts sessions/trialrun, or resumes it
+    python script_trialrun.py --max-seconds 300    # stop by itself after 5 minutes
 
 Type 'status' for a status line, 'exit' (or Ctrl+C) to stop; run it again to resume.  When it
 stops, the newest model plays 20 quick games against the perfect player (tic-tac-toe's exact
@@ -41,9 +41,11 @@ def show_verdict(gym: GameGym) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, help="stop after this many minutes")
-    parser.add_argument("--iterations", type=int, help="stop after this many new iterations")
-    parser.add_argument("--session", type=Path, default=SESSION)
+    parser.add_argument("--max-seconds", type=float, help="stop after this many seconds")
+    parser.add_argument("--max-iterations", type=int, help="stop after this many new iterations")
+    parser.add_argument(
+        "--session", type=Path, default=SESSION, help="the session folder (made on the first run)"
+    )
     args = parser.parse_args()
     if (args.session / "config.json").exists():
         print(f"resuming {args.session}")
@@ -56,8 +58,7 @@ def main() -> int:
             config=config,
             initial_model=initial_model_path(config.game, config.game_args, config.network),
         )
-    seconds = args.minutes * 60 if args.minutes else None
-    code = gym.resume(max_seconds=seconds, max_iterations=args.iterations)
+    code = gym.resume(max_seconds=args.max_seconds, max_iterations=args.max_iterations)
     if code == 0:
         show_verdict(gym)
     return code

@@ -1,7 +1,7 @@
 """Console helpers shared by every command (gamegym.cli, gamegym.bench): progress bars, the
 JSON-object argument type and the help a command group prints without its subcommand.
 
-Progress bars show long work at the console (`gamegym evaluate`, `gamegym bench learning`):
+Progress bars show long work at the console (`gamegym evaluate`, `gamegym check`, the benches):
 how much is done, the time elapsed and the expected end.  Drawn with rich on stderr, and only
 when stderr is a terminal: piped or captured output (scripts, CI, `--json > file`) gets none.
 
@@ -16,16 +16,18 @@ May import: the standard library and rich; nothing of gamegym (every floor above
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-__all__ = ["ProgressBars", "json_object", "prints_help"]
+__all__ = ["ProgressBars", "comma_list", "json_object", "prints_help"]
 
 
 def json_object(text: str) -> dict:
@@ -37,6 +39,36 @@ def json_object(text: str) -> dict:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"dimension\": 3}'")
     return value
+
+
+def comma_list(item: Callable[[str], Any] = str, choices: Any = None) -> Callable[[str], list]:
+    """An argparse type: one or more values in one argument, comma-separated (`--seed 0,1`),
+    each read by `item` and, with `choices`, one of them."""
+
+    def values(text: str) -> list:
+        words = [word.strip() for word in text.split(",")]
+        if not all(words):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: values are separated by single commas, e.g. 'a,b'"
+            )
+        parsed = []
+        for word in words:
+            try:
+                parsed.append(item(word))
+            except (TypeError, ValueError, argparse.ArgumentTypeError):
+                name = getattr(item, "__name__", "")
+                what = {"int": "an integer", "float": "a number"}.get(name, f"a {name} value")
+                raise argparse.ArgumentTypeError(f"{word!r} in {text!r} is not {what}") from None
+        unknown = [word for word in parsed if choices is not None and word not in choices]
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(map(str, unknown))}; the known ones are "
+                + ", ".join(map(str, choices))
+            )
+        return parsed
+
+    values.__name__ = "comma-separated list"
+    return values
 
 
 def prints_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
@@ -51,12 +83,15 @@ def prints_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace
 
 
 class ProgressBars:
-    """Any number of bars, drawn together; every method is a no-op when they are off."""
+    """Any number of bars, drawn together; every method is a no-op when they are off.
+    `redirect_stderr`: what the command itself writes to sys.stderr while the bars are drawn
+    goes above them (a report on stderr), instead of through them."""
 
-    def __init__(self, enabled: bool | None = None, file=None):
+    def __init__(self, enabled: bool | None = None, file=None, redirect_stderr: bool = False):
         stream = file if file is not None else sys.stderr
         self.enabled = _is_terminal(stream) if enabled is None else enabled
         self._file = file
+        self._redirect_stderr = redirect_stderr
         self._progress: Progress | None = None
 
     def __enter__(self) -> ProgressBars:
@@ -85,13 +120,14 @@ class ProgressBars:
                 console=console,
                 # prints to stdout go above the bars when both are on this terminal
                 redirect_stdout=self._file is None and _is_terminal(sys.stdout),
-                redirect_stderr=False,
+                redirect_stderr=self._file is None and self._redirect_stderr,
             )
             self._progress.start()
         return self
 
-    def add(self, description: str, total: float, unit: str = ""):
-        """A new bar; returns its handle (None when bars are off)."""
+    def add(self, description: str, total: float | None, unit: str = ""):
+        """A new bar; returns its handle (None when bars are off).  A total of None: work of
+        unknown length (a bar that pulses)."""
         if self._progress is None:
             return None
         return self._progress.add_task(description, total=total, unit=unit)
@@ -115,6 +151,29 @@ class ProgressBars:
     def remove(self, bar) -> None:
         if self._progress is not None and bar is not None:
             self._progress.remove_task(bar)
+
+    @contextlib.contextmanager
+    def timed(self, description: str, seconds: float) -> Iterator[None]:
+        """A bar for work of a known length (a measurement that runs `seconds`), filled by the
+        clock while the block runs and removed after it."""
+        bar = self.add(description, total=max(seconds, 1e-3), unit="s")
+        if bar is None:
+            yield
+            return
+        stop, start = threading.Event(), time.monotonic()
+
+        def tick() -> None:
+            while not stop.wait(0.25):
+                self.update(bar, completed=min(seconds, time.monotonic() - start))
+
+        clock = threading.Thread(target=tick, name="progress-clock", daemon=True)
+        clock.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            clock.join()
+            self.remove(bar)
 
     def __exit__(self, *exc) -> Literal[False]:
         if self._progress is not None:

@@ -504,6 +504,24 @@ def builds(monkeypatch):
     return made
 
 
+@pytest.fixture
+def drawn_bars(monkeypatch):
+    """The progress bars a command makes in this process, drawn as on a terminal into a
+    buffer (a StringIO: its text is every frame drawn)."""
+    import io
+
+    from gamegym.console import ProgressBars
+
+    out = io.StringIO()
+    init = ProgressBars.__init__
+
+    def drawn(self, enabled=None, file=None, redirect_stderr=False):
+        init(self, enabled=True, file=out, redirect_stderr=redirect_stderr)
+
+    monkeypatch.setattr(ProgressBars, "__init__", drawn)
+    return out
+
+
 def built_once(tmp_path_factory, name: str, build) -> Path:
     """The folder NAME, made by `build(path)` once for the whole run of the suite: by the
     first worker that asks, while the others wait for it (a file lock), instead of once per

@@ -292,6 +292,13 @@ class CommandDoc:
     arguments: list[ArgDoc]
 
 
+def _typed(value: Any) -> str:
+    """A flag's default as it is typed on the command line (a list comma-separated)."""
+    from gamegym.cli.util import default_text
+
+    return default_text(value)
+
+
 def _arg_doc(parser: argparse.ArgumentParser, action: argparse.Action) -> ArgDoc:
     formatter = parser._get_formatter()
     help_text = action.help or ""
@@ -306,7 +313,7 @@ def _arg_doc(parser: argparse.ArgumentParser, action: argparse.Action) -> ArgDoc
     shown = (
         ""
         if default is None or default is False or default == argparse.SUPPRESS
-        else _json(default)
+        else _typed(default)
     )
     if action.option_strings:
         args = formatter._format_args(action, action.dest.upper()) if action.nargs != 0 else ""
@@ -346,6 +353,8 @@ def cli_commands(
 
 def cli_page(commands: list[CommandDoc] | None = None) -> str:
     """The Markdown of reference/cli.md."""
+    from gamegym.cli.vocabulary import vocabulary_table
+
     commands = cli_commands() if commands is None else commands
     out = [
         "# Command-line reference",
@@ -353,6 +362,14 @@ def cli_page(commands: list[CommandDoc] | None = None) -> str:
         "Every `gamegym` command and flag, generated from the command's argument parser "
         "(`gamegym.cli.main.build_parser`) when this site is built. `python -m gamegym` is "
         "the same command. `gamegym COMMAND --help` prints the same at the console.",
+        "",
+        "## One vocabulary",
+        "",
+        "Every command spells the same idea the same way (`gamegym.cli.vocabulary`); a "
+        "retired spelling is refused with the one to write instead, and a flag is never "
+        "taken abbreviated:",
+        "",
+        vocabulary_table(),
         "",
     ]
     for command in commands[1:]:

@@ -2,7 +2,7 @@
 
     gamegym new sessions/c4 --game gamegym.adapters.openspiel:OpenSpielGame \\
         --game-args '{"name": "connect_four"}'
-    gamegym check gamegym.adapters.openspiel:OpenSpielGame --game-args \\
+    gamegym check --game gamegym.adapters.openspiel:OpenSpielGame --game-args \\
         '{"name": "hex", "params": {"board_size": 5}}'
 
 Needs the optional extra: `pip install -e ".[openspiel]"` (the `open_spiel` package).

@@ -6,12 +6,12 @@ For each band it reports the share of positions where the move is *optimal* (it 
 position's exact value: a win stays a win, a draw a draw) and *exactly optimal* (also the
 fastest win or the slowest loss, over the positions whose exact scores are all known): once for
 the raw policy (the network's most probable legal move, no search; for learners whose player
-asks a policy network) and once with the model's search (`--searches`, the move it plays in a
+asks a policy network) and once with the model's search (`--searchcount`, the move it plays in a
 match).  The learning bench reports the same shares at every curve point of a game with a
 benchmark.
 
     gamegym bench accuracy sessions/c4                      # the newest iteration
-    gamegym bench accuracy sessions/c4 --iteration 40 --searches 400 --json
+    gamegym bench accuracy sessions/c4 --iteration 40 --searchcount 400 --json
     gamegym bench accuracy gamegym/initialmodels/connectfour.keras --game games.connectfour:ConnectFour
 """
 
@@ -43,7 +43,7 @@ COMMAND = "accuracy"
 SEARCHES = 100  # the model's searches a move, as the learning bench's matches
 EXAMPLE = """examples:
   gamegym bench accuracy sessions/c4
-  gamegym bench accuracy sessions/c4 --iteration 40 --searches 400 --seed 1 --json
+  gamegym bench accuracy sessions/c4 --iteration 40 --searchcount 400 --seed 1 --json
   gamegym bench accuracy gamegym/initialmodels/connectfour.keras --game games.connectfour:ConnectFour"""
 
 
@@ -147,7 +147,7 @@ class AccuracySettings:
     game: str | None = None  # MODULE:CLASS, for a model file (a session names its own)
     game_args: dict[str, Any] = field(default_factory=dict)  # the game's arguments
     learner: str = "alphazero"  # the learner of a model file
-    searches: int = SEARCHES  # searches a move
+    searches: int = SEARCHES  # searches a move (--searchcount)
     threads: int = 8  # concurrent searches
     per_band: int | None = None  # a random sample of this many positions a band (None: all)
     seed: int = 0  # the searches' and the sample's seed
@@ -232,7 +232,7 @@ def cmd_accuracy(args) -> int:
         game=args.game,
         game_args=args.game_args,
         learner=args.learner,
-        searches=args.searches,
+        searches=args.searchcount,
         threads=args.threads,
         per_band=args.per_band,
         seed=args.seed,
@@ -261,10 +261,12 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--iteration", type=int, help="the session's model iteration (default: the newest)"
     )
-    p.add_argument("--game", help="MODULE:CLASS, for a model file (a session names its own)")
+    p.add_argument(
+        "--game", metavar="MODULE:CLASS", help="for a model file (a session names its own)"
+    )
     p.add_argument("--game-args", type=json_object, default={}, help="the game's arguments (JSON)")
     p.add_argument("--learner", default="alphazero", help="the learner of a model file")
-    p.add_argument("--searches", type=int, default=SEARCHES, help="searches a move")
+    p.add_argument("--searchcount", type=int, default=SEARCHES, help="searches a move")
     p.add_argument("--threads", type=int, default=8, help="concurrent searches")
     p.add_argument(
         "--per-band", type=int, help="a random sample of this many positions a band (none: all)"

@@ -1,10 +1,10 @@
 """`gamegym bench calibrate`: the yardsticks against each other, so every figure can be placed.
 
-Each pair of player specs plays a match (sides alternating, one seeded rng per pair) and the
-table gives the first player's wins, draws and losses, its score, and each player's mean
-thinking time per move.  The default pairs place Connect Four's yardsticks: UCT with random
-rollouts (`mcts:N`), alpha-beta with the game's heuristic (`alphabeta:D`) and without
-(`alphabeta0:D`, the yardstick of earlier figures).
+Each pair of player specs (each `--player` against each `--opponent`) plays a match (sides
+alternating, one seeded rng per pair) and the table gives the first player's wins, draws and
+losses, its score, and each player's mean thinking time per move.  The default pairs place
+Connect Four's yardsticks: UCT with random rollouts (`mcts:N`), alpha-beta with the game's
+heuristic (`alphabeta:D`) and without (`alphabeta0:D`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gamegym.console import json_object
+from gamegym.console import comma_list, json_object
 from gamegym.evaluation.arena import make_player, run_match
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Player
@@ -120,8 +120,8 @@ def print_calibration(figures: dict) -> None:
 COMMAND = "calibrate"
 EXAMPLE = """examples:
   gamegym bench calibrate                      # Connect Four's yardsticks, 40 games a pair
-  gamegym bench calibrate --game games.tictactoe:TicTacToe --pair mcts:100 random \\
-      --pair solver alphabeta0:2 --games 10
+  gamegym bench calibrate --game games.tictactoe:TicTacToe --player mcts:100,solver \\
+      --opponent random,alphabeta0:2 --games 10
 """
 
 
@@ -133,15 +133,20 @@ def add_parser(sub) -> None:
         description=__doc__,
         epilog=EXAMPLE,
     )
-    p.add_argument("--game", default=CALIBRATION_GAME, help="MODULE:CLASS")
+    p.add_argument("--game", default=CALIBRATION_GAME, metavar="MODULE:CLASS", help="the game")
     p.add_argument("--game-args", type=json_object, default={}, help="the game's arguments (JSON)")
     p.add_argument(
-        "--pair",
-        nargs=2,
-        action="append",
-        metavar=("FIRST", "SECOND"),
-        help="two player specs to play a match (repeat it; default: Connect Four's "
-        "mcts:N / alphabeta:D / alphabeta0:D pairs)",
+        "--player",
+        type=comma_list(),
+        metavar="SPEC,SPEC",
+        help="player specs, each to play a match against each --opponent (default: "
+        "Connect Four's mcts:N / alphabeta:D / alphabeta0:D pairs)",
+    )
+    p.add_argument(
+        "--opponent",
+        type=comma_list(),
+        metavar="SPEC,SPEC",
+        help="player specs, the second player of each match (with --player)",
     )
     p.add_argument("--games", type=int, default=40, help="games per pair")
     p.add_argument("--seed", type=int, default=0, help="the matches' seed")
@@ -150,11 +155,13 @@ def add_parser(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
+    if (args.player is None) != (args.opponent is None):
+        raise ValueError("give --player and --opponent together (or neither: the default pairs)")
     settings = CalibrationSettings(
         game=args.game,
         game_args=args.game_args,
-        pairs=tuple((first, second) for first, second in args.pair)
-        if args.pair
+        pairs=tuple((a, b) for a in args.player for b in args.opponent)
+        if args.player
         else CALIBRATION_PAIRS,
         games=args.games,
         seed=args.seed,

@@ -219,7 +219,7 @@ def bench_opponents(
     for spec in opponents:
         problem = check_player_spec(spec)
         if problem is not None:
-            raise ValueError(f"--opponents: {problem}")
+            raise ValueError(f"--opponent: {problem}")
     if game not in SOLVABLE:
         return opponents, None
     if solver is not None:

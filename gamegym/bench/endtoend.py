@@ -14,20 +14,26 @@ import numpy as np
 import psutil
 
 from gamegym.config import GymConfig
+from gamegym.console import ProgressBars
 from gamegym.runtime.monitor import mean_batch
 
 __all__ = ["end_to_end", "on_backend", "ray_figures", "ray_lines", "session_network_path"]
 
 
-def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
+def end_to_end(
+    session_path: Path, config: GymConfig, seconds: float, bars: ProgressBars | None = None
+) -> dict:
     """A real Predictor and Selfplayers (no Trainer) for `seconds`, on the config's backend;
-    rates from their reports."""
+    rates from their reports; the start-up and the measuring drawn on `bars`."""
     from gamegym.runtime.gym import GameGym
     from gamegym.runtime.supervisor import Supervisor
 
     gym = GameGym(session_path, config=config)
     gym.take_session()
     supervisor = Supervisor(gym, max_seconds=None, max_iterations=None, roles=())
+    bars = bars or ProgressBars(enabled=False)
+    backend_name = config.selfplay.backend
+    bar = bars.add(f"starting self-play ({backend_name})", None)
     try:
         supervisor.start()
         _wait_until_playing(supervisor, timeout=120)
@@ -44,9 +50,11 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
         before = supervisor.backend.status()
         start = time.monotonic()
         monitor.started = start
+        bars.update(bar, description=f"self-play end to end ({backend_name})", total=seconds)
         while time.monotonic() - start < seconds:
             supervisor._drain(timeout=0.2)
             supervisor._poll_backend()
+            bars.update(bar, completed=min(seconds, time.monotonic() - start))
         elapsed = time.monotonic() - start
         sums: dict = {}
         for _, role, figures in monitor.events:
@@ -63,6 +71,7 @@ def end_to_end(session_path: Path, config: GymConfig, seconds: float) -> dict:
         backend = supervisor.backend.status()
         selfplayers = backend["selfplayers"]
     finally:
+        bars.remove(bar)
         supervisor.shutdown()
         gym.session.release_lock()
     span = sum(f.get("seconds", 0.0) for _, r, f in monitor.events if r == "selfplayer")

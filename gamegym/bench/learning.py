@@ -1,14 +1,15 @@
-"""`gamegym bench learning GAME`: train from scratch with the game's preset and measure it.
+"""`gamegym bench learning --game GAME`: train from scratch with the game's preset and measure it.
 
-The gym runs in a temporary session; every `interval` minutes the newest iteration is evaluated
-in this process against the game's benchmark opponents (gamegym.bench.curve): the exact solver
-where the game is small; for Connect Four the two yardsticks of the AlphaZero literature, UCT
-with 1,000 random rollouts a move (`mcts:1000`) and alpha-beta to depth 5 with the game's
-heuristic (`alphabeta:5`), and heuristic-free alpha-beta to depth 4 (`alphabeta0:4`, the
-yardstick of earlier figures).  For solvable games the curve also records the share of
+The gym runs in a temporary session (or the `--keep` folder); every `--interval-seconds` of
+training the newest iteration is evaluated in this process against the game's benchmark
+opponents (gamegym.bench.curve): the exact solver where the game is small; for Connect Four the
+two yardsticks of the AlphaZero literature, UCT with 1,000 random rollouts a move (`mcts:1000`)
+and alpha-beta to depth 5 with the game's heuristic (`alphabeta:5`), and heuristic-free
+alpha-beta to depth 4 (`alphabeta0:4`).  For solvable games the curve also records the share of
 positions of the model's own games where it played a solver-optimal move.  Several learner
 presets (`--learner bootstrapped,dqn`) run one after the other with the same seeds and budget,
-and their curves share one plot.
+and their curves share one plot, written beside the kept session, or to `--plot`, or to the
+temporary folder; the command prints where.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,7 @@ from gamegym.bench.curve import (
 from gamegym.bench.presets import bundled_preset, preset_config
 from gamegym.bench.training import trainer_share
 from gamegym.config import GymConfig
-from gamegym.console import ProgressBars, json_object
+from gamegym.console import ProgressBars, comma_list, json_object
 from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Solver
 from gamegym.nets.fastmodels import int8_share
@@ -46,6 +49,7 @@ __all__ = [
     "LearningSettings",
     "add_parser",
     "add_training_flags",
+    "plot_destination",
     "run_learning_bench",
     "run_learning_benches",
 ]
@@ -59,8 +63,8 @@ class LearningSettings:
     game: str  # a bundled game's spec, e.g. "games.tictactoe:TicTacToe"
     game_args: dict[str, Any] = field(default_factory=dict)  # its arguments (they pick the preset)
     learner: str = "alphazero"  # the learner preset (a learner, or a variant such as "dqn")
-    minutes: float = 10.0  # training time
-    interval: float = 2.0  # minutes between curve points
+    minutes: float = 10.0  # training time, in minutes (the command's --seconds / 60)
+    interval: float = 2.0  # minutes between curve points (--interval-seconds / 60)
     games: int = 20  # games against each opponent per curve point
     final_factor: int = 4  # the final point plays this many times as many games
     searchcount: int = 100  # searches per move of the evaluated iteration
@@ -244,27 +248,30 @@ def run_learning_benches(
 
 def cmd_learning(args) -> int:
     learners = [name.strip() for name in args.learner.split(",") if name.strip()]
+    runs = len(learners) * len(args.variant or [None]) * len(args.seed)
     settings = LearningSettings(
         game=args.game,
         game_args=args.game_args,
-        minutes=args.minutes,
-        interval=args.interval,
+        minutes=args.seconds / 60,
+        interval=args.interval_seconds / 60,
         games=args.eval_games,
         searchcount=args.eval_searchcount,
-        opponents=tuple(o for o in (args.opponents or "").split(",") if o) or None,
-        plot=args.plot,
+        opponents=tuple(args.opponent) if args.opponent else None,
+        plot=plot_destination(args.plot, args.keep, runs, "learning"),
         keep=args.keep,
     )
     figures = run_learning_benches(
         settings,
         learners,
         variants=dict(args.variant) if args.variant else None,
-        seeds=tuple(args.seeds),
+        seeds=tuple(args.seed),
     )
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:
         print_report(figures)
+        if figures.get("plot"):
+            print(f"curves: {figures['plot']}")
     return 0
 
 
@@ -296,10 +303,11 @@ def print_report(figures: dict) -> None:
 
 COMMAND = "learning"
 EXAMPLE = """examples:
-  gamegym bench learning games.tictactoe:TicTacToe --minutes 10
-  gamegym bench learning games.tictactoe:TicTacToe --learner bootstrapped,dqn --json
-  gamegym bench learning games.connectfour:ConnectFour --opponents alphabeta0:4 --minutes 75
-  gamegym bench learning games.tictactoe:TicTacToe --minutes 5 --seeds 0 1 \\
+  gamegym bench learning --game games.tictactoe:TicTacToe --seconds 600
+  gamegym bench learning --game games.tictactoe:TicTacToe --learner bootstrapped,dqn --json
+  gamegym bench learning --game games.connectfour:ConnectFour --opponent alphabeta0:4 \\
+      --seconds 4500 --interval-seconds 900
+  gamegym bench learning --game games.tictactoe:TicTacToe --seconds 300 --seed 0,1 \\
       --variant 'puct={}' --variant 'gumbel={"selfplay": {"search": {"rule": "gumbel"}}}'
 """
 
@@ -307,7 +315,10 @@ EXAMPLE = """examples:
 def add_training_flags(p: argparse.ArgumentParser) -> None:
     """The flags of a bench that trains a bundled game and measures it (learning, replay)."""
     p.add_argument(
-        "game", metavar="MODULE:CLASS", help="a bundled game, e.g. games.tictactoe:TicTacToe"
+        "--game",
+        required=True,
+        metavar="MODULE:CLASS",
+        help="a bundled game, e.g. games.tictactoe:TicTacToe",
     )
     p.add_argument(
         "--game-args",
@@ -315,8 +326,13 @@ def add_training_flags(p: argparse.ArgumentParser) -> None:
         default={},
         help="the game's arguments (JSON; they pick the preset)",
     )
-    p.add_argument("--minutes", type=float, default=10.0, help="training time of a run")
-    p.add_argument("--interval", type=float, default=2.0, help="minutes between evaluations")
+    p.add_argument("--seconds", type=float, default=600.0, help="training time of a run")
+    p.add_argument(
+        "--interval-seconds",
+        type=float,
+        default=120.0,
+        help="training time between two evaluations (points of the curve)",
+    )
     p.add_argument(
         "--eval-games",
         type=int,
@@ -330,13 +346,25 @@ def add_training_flags(p: argparse.ArgumentParser) -> None:
         help="searches per move of the evaluated iteration",
     )
     p.add_argument(
-        "--plot", type=Path, default=Path("learning.png"), help="where to write the curves"
+        "--plot",
+        type=Path,
+        metavar="PATH",
+        help="where to write the curves (PNG; default: the plots folder of the session --keep "
+        "keeps, else a new file in the temporary folder; the command prints where)",
+    )
+    p.add_argument(
+        "--seed",
+        type=comma_list(int),
+        default=[0],
+        metavar="N,N",
+        help="one run per seed, the same seeds for every learner, variant or mode",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def add_parser(sub) -> None:
-    """`gamegym bench learning GAME`: train a bundled game from scratch and print its curve."""
+    """`gamegym bench learning --game GAME`: train a bundled game from scratch and print its
+    curve."""
     p = sub.add_parser(
         COMMAND,
         help="train a bundled game from scratch and print its curve",
@@ -347,12 +375,14 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--learner",
         default="alphazero",
+        metavar="NAME,NAME",
         help="learner preset(s), comma-separated: "
         + ", ".join(learner_presets())
         + " (one run each, one plot)",
     )
     p.add_argument(
-        "--opponents",
+        "--opponent",
+        type=comma_list(),
         metavar="SPEC,SPEC",
         help="player specs to measure against, instead of the game's benchmark opponents",
     )
@@ -372,13 +402,6 @@ def add_parser(sub) -> None:
         '\'gumbel={"selfplay": {"search": {"rule": "gumbel"}}}\' (repeat it: one run '
         "each, side by side in one plot; NAME={} is the preset as it is)",
     )
-    p.add_argument(
-        "--seeds",
-        nargs="+",
-        type=int,
-        default=[0],
-        help="one run per seed (and learner and variant), the same seeds for each",
-    )
     p.set_defaults(run=cmd_learning)
 
 
@@ -391,3 +414,16 @@ def variant(text: str) -> tuple[str, dict]:
             'gumbel=\'{"selfplay": {"search": {"rule": "gumbel"}}}\''
         )
     return name.strip(), json_object(changes)
+
+
+def plot_destination(plot: Path | None, keep: Path | None, runs: int, name: str) -> Path:
+    """Where a bench that trains writes its curves: `plot` when given; else beside the kept
+    session (its plots folder; with several runs, the folder that holds them); else a new file
+    in the temporary folder (the runs' own sessions are gone by then), never the current
+    folder.  The command prints the path it wrote."""
+    if plot is not None:
+        return plot
+    if keep is not None:
+        return Path(keep) / "plots" / f"{name}.png" if runs == 1 else Path(keep) / f"{name}.png"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path(tempfile.gettempdir()) / f"gamegym-bench-{name}-{stamp}-{os.getpid()}.png"

@@ -13,7 +13,7 @@ so a machine whose load changes during the run slows all alike; each slice plays
 Rates are searches per second of this process's CPU time, which on a loaded machine leaves out
 the time other processes held the core (the wall-clock rates are in the JSON too).
 
-`--end-to-end SECONDS` adds, on every game OpenSpiel has, end-to-end AlphaZero self-play at the
+`--end-to-end-seconds S` adds, on every game OpenSpiel has, end-to-end AlphaZero self-play at the
 game's preset, network included (the throughput bench's end-to-end run: a real Predictor and
 `--selfplayers` Selfplayers), between the slices, and its ratio to OpenSpiel's Python MCTSBot's
 bare search, both per core: searches per CPU-second (one core busy for one second), ours over
@@ -45,7 +45,7 @@ from gamegym.bench.presets import preset_config
 from gamegym.bench.throughput import ThroughputSettings
 from gamegym.config import PRECISIONS
 from gamegym.config.search import CORES
-from gamegym.console import json_object
+from gamegym.console import ProgressBars, comma_list, json_object
 from gamegym.search.cores import core_for
 from gamegym.search.tree import SearchParams
 
@@ -214,8 +214,11 @@ def _sides(game: str, game_args: dict, peer: str, s: PeerSettings, cpp: bool) ->
     return sides
 
 
-def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> dict:
-    """One game's race, with the end-to-end runs between its groups of slices."""
+def _peer_row(
+    spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay, bars: ProgressBars
+) -> dict:
+    """One game's race, with the end-to-end runs between its groups of slices; a bar of its
+    slices and runs on `bars`."""
     game, game_args, peer = spec
     row: dict[str, Any] = {"game": game, "game_args": game_args, "openspiel_game": peer}
     if peer is None:
@@ -223,11 +226,24 @@ def _peer_row(spec: tuple, s: PeerSettings, cpp: bool, self_play: SelfPlay) -> d
         return row
     sides = _sides(game, game_args, peer, s, cpp)
     slice_seconds = s.seconds / (s.slices * (s.runs + 1))
-    groups = [race(sides, slice_seconds, s.slices)]
+    steps = len(sides) * s.slices * (s.runs + 1) + s.runs  # slices and end-to-end runs
+    title = _name({"game": game, "game_args": game_args})
+    bar = bars.add(f"{title}: slices", steps, "steps")
+    done_steps = 0
+
+    def step() -> None:
+        nonlocal done_steps
+        done_steps += 1
+        bars.update(bar, completed=done_steps)
+
+    groups = [race(sides, slice_seconds, s.slices, step)]
     done = []
-    for _ in range(s.runs):
+    for run in range(s.runs):
+        bars.update(bar, description=f"{title}: end-to-end run {run + 1} of {s.runs}")
         done.append(self_play(s.end_to_end(game, game_args)))
-        groups.append(race(sides, slice_seconds, s.slices))
+        step()
+        bars.update(bar, description=f"{title}: slices")
+        groups.append(race(sides, slice_seconds, s.slices, step))
     figures = {name: sum((g[name] for g in groups), Tally()).figures() for name in sides}
     row.update(figures)
     row.update(_ratios(figures, s.threads))
@@ -250,14 +266,23 @@ def _chosen(games: tuple[str, ...] | None) -> list[tuple]:
     return [row for row in PEER_GAMES if row[0] in games]
 
 
-def run_peer_bench(s: PeerSettings, self_play: SelfPlay = alphazero_self_play) -> dict:
+def run_peer_bench(
+    s: PeerSettings, self_play: SelfPlay = alphazero_self_play, bars: ProgressBars | None = None
+) -> dict:
     """For every bundled game (or `s.games`): our search ceiling (one search at a time, and
     `s.threads` concurrent searches), OpenSpiel's Python and C++ MCTSBot, `s.seconds` each in
     alternating slices; with `s.end_to_end_seconds`, `s.end_to_end_runs` runs of `self_play`
-    between the slices and the moonshot ratio (see the module docstring)."""
+    between the slices and the moonshot ratio (see the module docstring).  The games and each
+    game's slices are drawn on `bars` (none by default)."""
     pyspiel, _ = import_openspiel()
     skipped = cpp_missing(pyspiel)
-    rows = [_peer_row(spec, s, skipped is None, self_play) for spec in _chosen(s.games)]
+    bars = bars or ProgressBars(enabled=False)
+    chosen = _chosen(s.games)
+    overall = bars.add("games", len(chosen), "games") if len(chosen) > 1 else None
+    rows = []
+    for spec in chosen:
+        rows.append(_peer_row(spec, s, skipped is None, self_play, bars))
+        bars.update(overall, completed=len(rows))
     return {
         "search_core": core_for(SearchParams(rule="puct", core=s.core)),
         "searchcount": s.searchcount,
@@ -358,7 +383,7 @@ COMMAND = "peer"
 EXAMPLE = """examples:
   gamegym bench peer openspiel --seconds 10 --searchcount 100 --threads 24
   gamegym bench peer openspiel --game games.connectfour:ConnectFour --seconds 20 \\
-      --end-to-end 20 --end-to-end-runs 3       # the moonshot ratio, three runs
+      --end-to-end-seconds 20 --end-to-end-runs 3       # the moonshot ratio, three runs
 """
 
 
@@ -377,15 +402,14 @@ def add_parser(sub) -> None:
     p.add_argument("--slices", type=int, default=5, help="alternating slices per side and run")
     p.add_argument(
         "--game",
-        action="append",
-        metavar="MODULE:CLASS",
-        help="only this bundled game (repeatable; default: every bundled game)",
+        type=comma_list(),
+        metavar="MODULE:CLASS,...",
+        help="only these bundled games, comma-separated (default: every bundled game)",
     )
     p.add_argument(
-        "--end-to-end",
+        "--end-to-end-seconds",
         type=float,
         default=0.0,
-        metavar="SECONDS",
         help="also run end-to-end AlphaZero self-play this long on every game OpenSpiel has, "
         "and print its ratio to OpenSpiel's Python MCTSBot per core (the moonshot)",
     )
@@ -423,14 +447,15 @@ def cmd_peer(args) -> int:
         searchcount=args.searchcount,
         threads=args.threads,
         slices=args.slices,
-        end_to_end_seconds=args.end_to_end,
+        end_to_end_seconds=args.end_to_end_seconds,
         end_to_end_runs=args.end_to_end_runs,
         selfplayers=args.selfplayers,
         core=args.core,
         network=args.network,
         precision=args.precision,
     )
-    figures = run_peer_bench(settings)
+    with ProgressBars() as bars:
+        figures = run_peer_bench(settings, bars=bars)
     if args.json:
         print(json.dumps(figures, sort_keys=True))
     else:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -235,10 +236,13 @@ class Tally:
         }
 
 
-def race(sides: dict, slice_seconds: float, slices: int) -> dict[str, Tally]:
+def race(
+    sides: dict, slice_seconds: float, slices: int, after_slice: Callable[[], None] | None = None
+) -> dict[str, Tally]:
     """`slices` slices of `slice_seconds` per side, alternating between the sides, whole games
     each; what each side did, in this process's CPU time and in wall time.  Each side plays one
-    game first, not counted (a compiled search loads its kernels on its first search)."""
+    game first, not counted (a compiled search loads its kernels on its first search).
+    `after_slice` is called after each side's slice (progress)."""
     for side in sides.values():
         side.play_game()
     tally = {name: Tally() for name in sides}
@@ -254,4 +258,6 @@ def race(sides: dict, slice_seconds: float, slices: int) -> dict[str, Tally]:
                 time.perf_counter() - start,
                 time.process_time() - start_cpu,
             )
+            if after_slice is not None:
+                after_slice()
     return tally

@@ -1,4 +1,4 @@
-"""Replay modes side by side: `gamegym bench replay GAME --modes MODE... [--adapt-to GAME2]`.
+"""Replays side by side: `gamegym bench replay --game GAME --replay MODE,MODE [--adapt-to GAME2]`.
 
 Side by side: the game's preset is trained from scratch once per replay mode and seed, each
 run with the same wall-clock budget and the same seed (the session's and the evaluation's).
@@ -6,10 +6,10 @@ The buffer replays use the game's `REPLAY_SETTINGS` (the same buffer and number 
 for all of them, so `uniform` is the fair baseline); `window` is the preset as it is.
 
 Adaptation (Curious Replay's main claim: faster adaptation when the world changes): per seed,
-a base session learns the game for `--pretrain` minutes with `curious` (so its samples carry
+a base session learns the game for `--pretrain-seconds` with `curious` (so its samples carry
 replay counts and priorities); then, for each mode, `gamegym continue` carries the base's
 model, samples and replay state into a session under the changed game (`--adapt-to`,
-`--adapt-args`), which trains for `--minutes` measured against the new rules' solver.
+`--adapt-args`), which trains for `--seconds` measured against the new rules' solver.
 
 The figure of a run is its *minutes to perfect play*: the first curve point (minutes of
 training, evaluation excluded) with no loss against the exact solver, both sides, that the
@@ -30,9 +30,14 @@ from typing import Any
 import numpy as np
 
 from gamegym.bench.curve import EVAL_THREADS, Yardstick, bench_opponents, train_and_measure
-from gamegym.bench.learning import LearningSettings, add_training_flags, run_learning_bench
+from gamegym.bench.learning import (
+    LearningSettings,
+    add_training_flags,
+    plot_destination,
+    run_learning_bench,
+)
 from gamegym.bench.presets import preset_config
-from gamegym.console import json_object
+from gamegym.console import comma_list, json_object
 from gamegym.data.sumtree import SumTree
 from gamegym.game.graph import load_game
 from gamegym.presets import get_preset, initial_model_path, preset_for
@@ -125,14 +130,16 @@ class ReplaySettings:
     game_args: dict[str, Any] = field(default_factory=dict)  # its arguments
     modes: tuple[str, ...] = ("uniform", "curious")  # the replay modes (train.replay)
     seeds: tuple[int, ...] = (0,)  # one run per mode and seed
-    minutes: float = 10.0  # training time of a run (with `adapt_to`: after the change)
-    interval: float = 2.0  # minutes between curve points
+    minutes: float = 10.0  # training minutes of a run (with `adapt_to`: after the change;
+    #                        the command's --seconds / 60)
+    interval: float = 2.0  # minutes between curve points (--interval-seconds / 60)
     games: int = 20  # games per curve point against the solver
     searchcount: int = 100  # searches per move of the evaluated iteration
     plot: Path | None = None  # where to draw the runs (None: no plot)
     adapt_to: str | None = None  # the adaptation experiment's changed game (None: side by side)
     adapt_args: dict[str, Any] = field(default_factory=dict)  # the changed game's arguments
-    pretrain: float = 4.0  # (adapt_to) minutes of learning before the change
+    # (adapt_to) minutes of learning before the change (the command's --pretrain-seconds / 60)
+    pretrain: float = 4.0
 
 
 def run_replay_comparison(settings: ReplaySettings) -> dict:
@@ -335,22 +342,24 @@ def cmd_replay(args) -> int:
     settings = ReplaySettings(
         game=args.game,
         game_args=args.game_args,
-        modes=tuple(args.modes),
-        seeds=tuple(args.seeds),
-        minutes=args.minutes,
-        interval=args.interval,
+        modes=tuple(args.replay),
+        seeds=tuple(args.seed),
+        minutes=args.seconds / 60,
+        interval=args.interval_seconds / 60,
         games=args.eval_games,
         searchcount=args.eval_searchcount,
-        plot=args.plot,
+        plot=plot_destination(args.plot, None, len(args.replay) * len(args.seed), "replay"),
         adapt_to=args.adapt_to,
         adapt_args=args.adapt_args,
-        pretrain=args.pretrain,
+        pretrain=args.pretrain_seconds / 60,
     )
     result = run_adaptation(settings) if args.adapt_to else run_replay_comparison(settings)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
         print_report(result)
+        if result.get("plot"):
+            print(f"curves: {result['plot']}")
     return 0
 
 
@@ -372,14 +381,16 @@ def print_report(result: dict) -> None:
 
 COMMAND = "replay"
 EXAMPLE = """examples:
-  gamegym bench replay games.tictactoe:TicTacToe --modes uniform curious --seeds 0 1 2
-  gamegym bench replay games.tictactoe:TicTacToe --adapt-to games.tictactoe:TicTacToeVariant \\
-      --pretrain 4 --minutes 6 --modes uniform curious
+  gamegym bench replay --game games.tictactoe:TicTacToe --replay uniform,curious --seed 0,1,2
+  gamegym bench replay --game games.tictactoe:TicTacToe \\
+      --adapt-to games.tictactoe:TicTacToeVariant --adapt-args '{"misere": true}' \\
+      --pretrain-seconds 240 --seconds 360 --replay uniform,curious
 """
 
 
 def add_parser(sub) -> None:
-    """`gamegym bench replay GAME`: replay modes side by side, or re-adapting to new rules."""
+    """`gamegym bench replay --game GAME`: replay modes side by side, or re-adapting to new
+    rules."""
     p = sub.add_parser(
         COMMAND,
         help="replay modes side by side (--adapt-to: after a change of rules)",
@@ -388,20 +399,19 @@ def add_parser(sub) -> None:
     )
     add_training_flags(p)
     p.add_argument(
-        "--modes",
-        nargs="+",
-        choices=REPLAYS.names(),
+        "--replay",
+        type=comma_list(choices=REPLAYS.names()),
         default=["uniform", "curious"],
-        metavar="MODE",
-        help="the replay modes, one run per mode and seed",
+        metavar="MODE,MODE",
+        help="the replay modes (train.replay): " + ", ".join(REPLAYS.names()) + "; one run per "
+        "mode and seed",
     )
-    p.add_argument("--seeds", nargs="+", type=int, default=[0], help="the seeds of the runs")
     p.add_argument(
         "--adapt-to",
         metavar="MODULE:CLASS",
-        help="the adaptation experiment: learn the game for --pretrain minutes, then "
+        help="the adaptation experiment: learn the game for --pretrain-seconds, then "
         "change to this game (same input and actions) and measure each mode "
-        "re-adapting for --minutes",
+        "re-adapting for --seconds",
     )
     p.add_argument(
         "--adapt-args",
@@ -410,9 +420,9 @@ def add_parser(sub) -> None:
         help="(--adapt-to) the changed game's arguments (JSON)",
     )
     p.add_argument(
-        "--pretrain",
+        "--pretrain-seconds",
         type=float,
-        default=4.0,
-        help="(--adapt-to) minutes of learning before the change",
+        default=240.0,
+        help="(--adapt-to) learning time before the change",
     )
     p.set_defaults(run=cmd_replay)

@@ -11,7 +11,7 @@
 - CPU efficiency: end-to-end searches per CPU-second of all roles / the ceiling's searches per
   CPU-second.  On a quiet machine whose cores the roles keep busy it equals the efficiency; on
   a loaded one it says what the roles would do with the cores to themselves.
-- beside a peer: `gamegym bench peer openspiel --end-to-end SECONDS` runs this end-to-end
+- beside a peer: `gamegym bench peer openspiel --end-to-end-seconds S` runs this end-to-end
   self-play between slices of OpenSpiel's bare search and prints their ratio per core.
 
 `--learner` names a learner preset, or several comma-separated (`alphazero,muzero`,
@@ -46,7 +46,7 @@ from gamegym.bench.networks import network_ceiling, paths_table, sample_position
 from gamegym.bench.presets import preset_config
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.config.search import CORES
-from gamegym.console import json_object
+from gamegym.console import ProgressBars, comma_list, json_object
 from gamegym.game.graph import load_game
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.registry import SEARCHES
@@ -79,7 +79,7 @@ class ThroughputSettings:
     in_selfplayers: bool = True  # predict.evaluate_in_selfplayers
     network_seconds: float = 8.0  # time for the network paths side by side (0: skip them)
     network: dict[str, Any] | None = None  # network config fields replacing the preset's
-    batch_sizes: tuple[int, ...] | None = None  # of the network paths (None: 1 to 64, the mean)
+    batch_sizes: tuple[int, ...] | None = None  # --network-batchsize (None: 1 to 64, the mean)
     # "processes", "ray" (actors on a Ray started here) or "both", in turn `repeat` times each,
     # the ratio the median of the pairs' (on a busy machine a single pair says little)
     backend: str = "processes"
@@ -101,19 +101,22 @@ class ThroughputSettings:
         )
 
 
-def run_bench(settings: ThroughputSettings) -> dict:
-    """All figures of one bench run (see the module docstring) with a learner preset."""
+def run_bench(settings: ThroughputSettings, bars: ProgressBars | None = None) -> dict:
+    """All figures of one bench run (see the module docstring) with a learner preset; its
+    phases drawn on `bars` (none by default)."""
     from gamegym.runtime.gym import GameGym
 
     s = settings
+    bars = bars or ProgressBars(enabled=False)
     graph = load_game(s.game, s.game_args)
     config = bench_config(s, graph)
     searches = selfplay_searches(config.train.learner)
     measured: dict[str, Any] = {"searches": searches, "ceiling": None}
     if searches:
-        measured["ceiling"] = search_ceiling(
-            graph, config.selfplay, min(s.seconds, 10.0), learner=config.train.learner
-        )
+        with bars.timed(f"{s.learner}: search ceiling (one core)", min(s.seconds, 10.0)):
+            measured["ceiling"] = search_ceiling(
+                graph, config.selfplay, min(s.seconds, 10.0), learner=config.train.learner
+            )
     with tempfile.TemporaryDirectory(prefix="gamegym-bench-") as folder:
         path = Path(folder) / "bench"
         gym = GameGym(
@@ -125,13 +128,15 @@ def run_bench(settings: ThroughputSettings) -> dict:
         )
         names = ("processes", "ray") if s.backend == "both" else (s.backend,)
         pairs = [
-            {name: end_to_end(path, on_backend(config, name), s.seconds) for name in names}
+            {name: end_to_end(path, on_backend(config, name), s.seconds, bars) for name in names}
             for _ in range(max(1, s.repeat) if s.backend == "both" else 1)
         ]
         runs = pairs[len(pairs) // 2]
         e2e = measured["e2e"] = runs["processes" if s.backend == "both" else s.backend]
         measured["network_path"] = session_network_path(config, gym.session)
+        paths = bars.add(f"{s.learner}: network paths", None) if s.network_seconds > 0 else None
         measured["network"] = _network_figures(s, gym.session, graph, config, e2e["mean_batch"])
+        bars.remove(paths)
     figures = _figures(s, graph, config, measured)
     if s.backend == "both":
         figures.update(ray_figures(pairs, runs["ray"]))
@@ -324,8 +329,10 @@ def cmd_throughput(args) -> int:
         if args.search
         else [None]
     )
-    if args.batch_sizes and min(args.batch_sizes) < 1:
-        raise ValueError(f"--batch-sizes {args.batch_sizes}: a batch holds at least 1 position")
+    if args.network_batchsize and min(args.network_batchsize) < 1:
+        raise ValueError(
+            f"--network-batchsize {args.network_batchsize}: a batch holds at least 1 position"
+        )
     common = ThroughputSettings(
         game=args.game,
         game_args=args.game_args,
@@ -339,21 +346,23 @@ def cmd_throughput(args) -> int:
         in_selfplayers=not args.predictor_only,
         network_seconds=args.network_seconds,
         network=args.network,
-        batch_sizes=tuple(args.batch_sizes) if args.batch_sizes else None,
+        batch_sizes=tuple(args.network_batchsize) if args.network_batchsize else None,
         backend=args.backend,
         repeat=args.repeat,
     )
-    runs = [
-        run_bench(
-            dataclasses.replace(
-                common, learner=learner, precision=precision, core=core, search=search
-            )
-        )
+    choices = [
+        dataclasses.replace(common, learner=learner, precision=precision, core=core, search=search)
         for learner in learners
         for precision in precisions
         for search in searches
         for core in cores
     ]
+    runs = []
+    with ProgressBars() as bars:
+        overall = bars.add("runs", len(choices), "runs") if len(choices) > 1 else None
+        for settings in choices:
+            runs.append(run_bench(settings, bars))
+            bars.update(overall, completed=len(runs))
     figures: dict[str, Any] = (
         runs[0] if len(runs) == 1 else {"runs": runs, "vs_first": _ratios(runs)}
     )
@@ -416,7 +425,7 @@ def add_parser(sub) -> None:
         description=__doc__,
         epilog=EXAMPLE,
     )
-    p.add_argument("--game", default=DEFAULT_GAME, help="MODULE:CLASS")
+    p.add_argument("--game", default=DEFAULT_GAME, metavar="MODULE:CLASS", help="the game")
     p.add_argument(
         "--game-args",
         type=json_object,
@@ -424,11 +433,16 @@ def add_parser(sub) -> None:
         help="the game's arguments (JSON)",
     )
     p.add_argument("--seconds", type=float, default=20.0, help="end-to-end measuring time")
-    p.add_argument("--selfplayers", type=int, default=4)
+    p.add_argument("--selfplayers", type=int, default=4, help="Selfplayer processes")
     p.add_argument("--threads", type=int, default=24, help="search threads per Selfplayer")
     p.add_argument("--searchcount", type=int, default=100, help="searches per move")
     p.add_argument("--batchsize", type=int, default=64, help="the Predictor's batch size")
-    p.add_argument("--batch-timeout-ms", type=float, default=2.0)
+    p.add_argument(
+        "--batch-timeout-ms",
+        type=float,
+        default=2.0,
+        help="how long the Predictor waits for more requests (predict.batch_timeout_ms)",
+    )
     p.add_argument(
         "--tensorflow",
         action="store_true",
@@ -453,13 +467,12 @@ def add_parser(sub) -> None:
         help="time for the network paths side by side (0: skip them)",
     )
     p.add_argument(
-        "--batch-sizes",
-        type=int,
-        nargs="+",
+        "--network-batchsize",
+        type=comma_list(int),
         default=None,
-        metavar="N",
+        metavar="N,N",
         help="the batch sizes the network paths are measured at "
-        "(default: 1 8 16 32 64 and the run's mean batch)",
+        "(default: 1,8,16,32,64 and the run's mean batch)",
     )
     p.add_argument(
         "--backend",
@@ -476,6 +489,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--learner",
+        metavar="NAME,NAME",
         default="alphazero",
         help="learner preset(s), comma-separated: "
         + ", ".join(learner_presets())
@@ -483,17 +497,20 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--core",
+        metavar="CORE,CORE",
         help="selfplay.search.core(s), comma-separated: auto, python, compiled (one run each, "
         "with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--search",
+        metavar="RULE,RULE",
         help="selfplay.search.rule(s), comma-separated: "
         + ", ".join(SEARCHES.names())
         + " (one run each, with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--precision",
+        metavar="PRECISION,PRECISION",
         default="float32",
         help="the fast path's precision(s), comma-separated: float32, int8 (predict.precision; "
         "one run each, with ratios to the first)",

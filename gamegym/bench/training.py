@@ -1,4 +1,4 @@
-"""`gamegym bench training GAME --learner L`: samples trained per CPU-second by the learner's
+"""`gamegym bench training --game GAME --learner L`: samples trained per CPU-second by the
 training step, path by path, in one run; `--session S`: the same on a session's own model and
 sample window, and the share of its learning run's wall time the Trainer spent training.
 
@@ -70,7 +70,7 @@ class TrainingSettings:
     game_args: dict[str, Any] = field(default_factory=dict)  # its arguments
     learner: str = "alphazero"  # the learner preset of the game
     session: Path | None = None  # a session folder: its model, config and sample window
-    paths: str = DEFAULT_PATHS  # the paths, comma-separated (`parse_paths`)
+    paths: str = DEFAULT_PATHS  # the paths, comma-separated (`--path`, `parse_paths`)
     steps: int = 40  # minibatches of a round (the preset's size)
     rounds: int = 3  # counted rounds of each path
     samples: int = 0  # self-play samples to play for the window (0: 1.25 x steps x batch size)
@@ -91,7 +91,7 @@ class TrainingPath:
 
 
 def parse_paths(text: str, preset_batch: int) -> list[TrainingPath]:
-    """The paths of `--paths`: PATH or PATH@BATCH (BATCH a number, or Nx: N times the
+    """The paths of `--path`: PATH or PATH@BATCH (BATCH a number, or Nx: N times the
     preset's), comma-separated; ValueError naming a bad one."""
     paths: list[TrainingPath] = []
     for item in (part.strip() for part in text.split(",")):
@@ -99,7 +99,7 @@ def parse_paths(text: str, preset_batch: int) -> list[TrainingPath]:
             continue
         name, _, size = item.partition("@")
         if name not in ("traced", "xla"):
-            raise ValueError(f"--paths: {item!r}: the path is 'traced' or 'xla', not {name!r}")
+            raise ValueError(f"--path: {item!r}: the path is 'traced' or 'xla', not {name!r}")
         batch = preset_batch
         if size:
             try:
@@ -108,14 +108,14 @@ def parse_paths(text: str, preset_batch: int) -> list[TrainingPath]:
                 batch = 0
             if batch < 1:
                 raise ValueError(
-                    f"--paths: {item!r}: BATCH is a minibatch size or a multiple of the "
+                    f"--path: {item!r}: BATCH is a minibatch size or a multiple of the "
                     "preset's such as 2x"
                 )
         path = TrainingPath(name, batch)
         if path not in paths:
             paths.append(path)
     if not paths:
-        raise ValueError("--paths names no path")
+        raise ValueError("--path names no path")
     return paths
 
 
@@ -239,7 +239,7 @@ def _configured(s: TrainingSettings) -> _Trained:
     """The game and the config of the session (`s.session`) or of the game's preset."""
     if s.session is not None:
         if s.game is not None:
-            raise ValueError("give a GAME or --session, not both")
+            raise ValueError("give --game or --session, not both")
         from gamegym.data.session import Session
 
         session = Session(s.session)
@@ -247,7 +247,7 @@ def _configured(s: TrainingSettings) -> _Trained:
         graph = load_game(config.game, config.game_args)
         return _Trained(graph, config, str(s.session), session)
     if s.game is None:
-        raise ValueError("give a GAME (and --learner) or a session folder with --session")
+        raise ValueError("give --game MODULE:CLASS (and --learner) or --session SESSION")
     graph = load_game(s.game, s.game_args)
     found = preset_for(s.game, graph.game_args, s.learner)
     if found is None:
@@ -353,7 +353,7 @@ def cmd_training(args) -> int:
         game_args=args.game_args,
         learner=args.learner,
         session=args.session,
-        paths=args.paths,
+        paths=args.path,
         steps=args.steps,
         rounds=args.rounds,
         samples=args.samples,
@@ -396,14 +396,14 @@ def show(figures: dict) -> None:
 
 COMMAND = "training"
 EXAMPLE = """examples:
-  gamegym bench training games.connectfour:ConnectFour --learner muzero
-  gamegym bench training games.connectfour:ConnectFour --learner alphazero --paths traced,xla
+  gamegym bench training --game games.connectfour:ConnectFour --learner muzero
+  gamegym bench training --game games.connectfour:ConnectFour --path traced,xla
   gamegym bench training --session sessions/c4 --json
 """
 
 
 def add_parser(sub) -> None:
-    """`gamegym bench training GAME`: the training step's paths side by side."""
+    """`gamegym bench training --game GAME`: the training step's paths side by side."""
     p = sub.add_parser(
         COMMAND,
         help="samples trained per CPU-second by a learner's training step, path by path",
@@ -411,8 +411,7 @@ def add_parser(sub) -> None:
         epilog=EXAMPLE,
     )
     p.add_argument(
-        "game",
-        nargs="?",
+        "--game",
         metavar="MODULE:CLASS",
         help="a bundled game, e.g. games.connectfour:ConnectFour (or --session)",
     )
@@ -430,8 +429,9 @@ def add_parser(sub) -> None:
         "of the run's wall time (from train/<it>.json)",
     )
     p.add_argument(
-        "--paths",
+        "--path",
         default=DEFAULT_PATHS,
+        metavar="PATH,PATH",
         help="the paths, comma-separated: traced, xla, and PATH@BATCH (a minibatch size, or "
         "2x: twice the preset's)",
     )

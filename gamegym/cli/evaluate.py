@@ -14,6 +14,7 @@ from gamegym.console import ProgressBars
 from gamegym.evaluation.arena import make_player, model_player, run_match
 from gamegym.evaluation.ratings import iteration_name
 from gamegym.game.graph import load_game
+from gamegym.game.playerspecs import describe_player_specs
 
 __all__ = ["add_commands", "cmd_evaluate", "cmd_play"]
 
@@ -25,17 +26,17 @@ def cmd_evaluate(args) -> int:
     graph = load_game(config.game, config.game_args)
     iteration = session.current_iteration() if args.iteration is None else args.iteration
     search = dataclasses.replace(config.evaluate.search, searchcount=args.searchcount)
-    opponent = make_player(args.against, session, graph, search)  # a bad one: at once
+    opponent = make_player(args.opponent, session, graph, search)  # a bad one: at once
     player = model_player(session, graph, iteration, search, config)
     with ProgressBars() as bars:
-        bar = bars.add(f"{iteration_name(iteration)} vs {args.against}", args.games, "games")
+        bar = bars.add(f"{iteration_name(iteration)} vs {args.opponent}", args.games, "games")
         result = run_match(
             graph,
             player,
             opponent,
             args.games,
             np.random.default_rng(args.seed),
-            names=(iteration_name(iteration), args.against),
+            names=(iteration_name(iteration), args.opponent),
             max_moves=config.selfplay.max_moves,
             after_game=lambda so_far: bars.update(bar, completed=so_far.games),
         )
@@ -98,35 +99,36 @@ def cmd_play(args) -> int:
 
 def add_commands(sub) -> None:
     p = sub.add_parser("evaluate", help="play a model iteration against an opponent")
-    p.add_argument("session")
+    p.add_argument("session", help="the session folder")
     p.add_argument(
-        "--against",
+        "--opponent",
         default="random",
-        help="random | solver | alphabeta:DEPTH (the game's heuristic at the leaves) | "
-        "alphabeta0:DEPTH (no heuristic) | mcts:SIMULATIONS (UCT with random "
-        "rollouts) | iteration:K",
+        metavar="SPEC",
+        help="the player to meet: "
+        + describe_player_specs()
+        + " (see the evaluation guide, 'Player specs')",
     )
     p.add_argument("--iteration", type=int, help="model iteration (default: the newest)")
-    p.add_argument("--games", type=int, default=20)
+    p.add_argument("--games", type=int, default=20, help="games to play, half as each side")
     p.add_argument(
         "--searchcount",
         type=int,
         default=100,
         help="searches per move of the model (the rest of its search: evaluate.search)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--seed", type=int, default=0, help="the games' seed")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     add_trust_flag(p, "the game module (never a plugin)")
     p.set_defaults(run=cmd_evaluate)
 
     p = sub.add_parser("play", help="play against a model iteration at the console")
-    p.add_argument("session")
-    p.add_argument("--iteration", type=int)
+    p.add_argument("session", help="the session folder")
+    p.add_argument("--iteration", type=int, help="model iteration (default: the newest)")
     p.add_argument(
         "--opponent",
         metavar="SPEC",
         help="play against this player instead of the model (e.g. mcts:1000, "
-        "alphabeta:5; the specs of evaluate --against)",
+        "alphabeta:5; the specs of evaluate --opponent)",
     )
     side = p.add_mutually_exclusive_group()
     side.add_argument("--first", action="store_true", help="you move first (default)")
@@ -137,6 +139,6 @@ def add_commands(sub) -> None:
         default=200,
         help="searches per move of the model (the rest of its search: evaluate.search)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="the model's seed")
     add_trust_flag(p, "the game module (never a plugin)")
     p.set_defaults(run=cmd_play)

@@ -214,9 +214,18 @@ def describe_backend(backend: dict, running: bool) -> str:
 
 
 def cmd_check(args) -> int:
+    from gamegym.console import ProgressBars
     from gamegym.game.checkreport import run_check
 
-    return run_check(args.game, args.game_args, args.games, args.seed)
+    with ProgressBars(redirect_stderr=True) as bars:  # the violations go to stderr too
+        bar = bars.add(f"checking {args.game}", args.games, "random games")
+        return run_check(
+            args.game,
+            args.game_args,
+            args.games,
+            args.seed,
+            after_game=lambda played: bars.update(bar, completed=played),
+        )
 
 
 def cmd_serve(args) -> int:
@@ -244,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=NEW_EXAMPLE,
     )
     p.add_argument("session", help="session folder, e.g. sessions/mygame")
-    p.add_argument("--game", help="the game as package.module:Class (or from --preset)")
+    p.add_argument("--game", metavar="MODULE:CLASS", help="the game (or from --preset)")
     p.add_argument("--game-args", type=json_object, help="JSON keyword arguments")
     p.add_argument(
         "--preset",
@@ -261,9 +270,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_new)
 
     p = sub.add_parser("resume", help="run a session until 'exit', Ctrl+C or a limit")
-    p.add_argument("session")
-    p.add_argument("--max-seconds", type=float)
-    p.add_argument("--max-iterations", type=int, help="stop after this many new iterations")
+    p.add_argument("session", help="the session folder")
+    p.add_argument(
+        "--max-seconds", type=float, help="stop after this many seconds (default: no limit)"
+    )
+    p.add_argument(
+        "--max-iterations",
+        type=int,
+        help="stop after this many new iterations (default: no limit)",
+    )
     p.add_argument("--config", type=Path, help="change settings (fixed fields excepted)")
     p.add_argument(
         "--ray",
@@ -284,18 +299,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", help="the session to carry on from (only read)")
     p.add_argument("session", help="the new session folder")
     p.add_argument("--game-args", type=json_object, help="the new game arguments (JSON)")
-    p.add_argument("--game", help="another game with the same input shape and action space")
+    p.add_argument(
+        "--game",
+        metavar="MODULE:CLASS",
+        help="another game with the same input shape and action space",
+    )
     p.add_argument("--config", type=Path, help="other settings to change (a config JSON file)")
     add_trust_flag(p, "the game module and the plugins of the source session")
     p.set_defaults(run=cmd_continue)
 
     p = sub.add_parser("status", help="show a session's state (imports none of the code it names)")
-    p.add_argument("session")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("session", help="the session folder")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=cmd_status)
 
     p = sub.add_parser("check", help="play random games and report GameGraph contract violations")
-    p.add_argument("game", help="package.module:Class")
+    p.add_argument(
+        "--game",
+        required=True,
+        metavar="MODULE:CLASS",
+        help="the game, e.g. games.tictactoe:TicTacToe",
+    )
     p.add_argument("--game-args", type=json_object, default={}, help="JSON keyword arguments")
     p.add_argument("--games", type=int, default=50, help="random games to play")
     p.add_argument("--seed", type=int, default=0, help="the random games' seed")
@@ -306,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a web page to watch a session learn, replay its "
         "self-play games and play its models (only reads the session)",
     )
-    p.add_argument("session")
+    p.add_argument("session", help="the session folder (only read)")
     p.add_argument("--port", type=port_number, default=8000, help="port to listen on")
     p.add_argument(
         "--host",

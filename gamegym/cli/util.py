@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from gamegym.config import ConfigError
 
@@ -37,7 +37,7 @@ def shows_default(action: argparse.Action) -> bool:
 def default_text(value: Any) -> str:
     """A default as it would be typed: a list's items apart, a dict as JSON."""
     if isinstance(value, list | tuple):
-        return " ".join(map(str, value))
+        return ",".join(map(str, value))
     if isinstance(value, dict):
         return json.dumps(value)
     return str(value)
@@ -58,11 +58,19 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose help uses HelpFormatter; its subcommands' parsers are Parsers
-    too (argparse makes them of the parent's class)."""
+    too (argparse makes them of the parent's class).  A flag is taken only as written, never
+    abbreviated (`--interval` must not pass for `--interval-seconds`), and a usage error that
+    names a retired spelling says what to write instead (gamegym.cli.vocabulary)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        from gamegym.cli.vocabulary import retired_hints
+
+        super().error(message + retired_hints(message))
 
 
 def port_number(text: str) -> int:

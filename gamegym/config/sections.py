@@ -159,7 +159,7 @@ class EvaluateConfig:
     _section = "evaluate."
     every: int = 0  # evaluate every N-th iteration (0 = no Evaluator process)
     games: int = 20  # games per opponent (half of them as first player)
-    # the players to meet: player specs (as `gamegym evaluate --against`), or "previous" for
+    # the players to meet: player specs (as `gamegym evaluate --opponent`), or "previous" for
     # the iteration rated before
     opponents: list = field(default_factory=lambda: ["random", "alphabeta:2", "previous"])
     # the model players' search: the Evaluator's, and that of `gamegym evaluate`, `gamegym

@@ -51,7 +51,10 @@ class TrainConfig:
     max_sampleage: int = 4  # samples of iterations at most this far behind are used
     min_new_samples: int = 500  # new samples needed since the last iteration to train again
     validation_split: float = 0.1  # fraction of the window held out to report val_loss
-    augment_symmetries: bool = True  # add the symmetric images of each sample
+    augment_symmetries: bool = True  # show each sample in a random symmetric image at every
+    #                                  training step (one image drawn per sample and step, not
+    #                                  copies); needs the game's symmetries and unnumpify, and
+    #                                  has no effect without them (gamegym check notes it)
     num_updates_per_train_iter: int = 0  # >0: that many sampled minibatches instead of epochs
     value_loss_weight: float = 1.0  # weight of the value MSE against the policy cross-entropy
     value_td_steps: int = 0  # >0: the value target is the search value this many plies

@@ -118,8 +118,9 @@ class GraphChecker:
             raise _Abort from error
 
     # ----- the games -----------------------------------------------------------------------
-    def run(self, games: int) -> list[Violation]:
-        """Play the games; the violations found, one per kind, in the order first seen."""
+    def run(self, games: int, after_game: Callable[[int], None] | None = None) -> list[Violation]:
+        """Play the games; the violations found, one per kind, in the order first seen.
+        `after_game` is called with the number of games played after each one (progress)."""
         try:
             roots = tuple(self.call("roots", None, lambda: self.graph.roots))
         except _Abort:
@@ -130,6 +131,8 @@ class GraphChecker:
         for game in range(games if roots else 0):
             self.play(roots[game % len(roots)])
             self.games_played += 1
+            if after_game is not None:
+                after_game(self.games_played)
         self._check_heuristic_view()
         return list(self.violations.values())
 
@@ -309,6 +312,11 @@ class GraphChecker:
         )
         if back is _MISSING:
             self._roundtrip = False
+            if self.graph.symmetry_count > 1:
+                self.notes.append(
+                    "without unnumpify, training shows no symmetric images of the samples "
+                    "(train.augment_symmetries has no effect on this game)"
+                )
             return
         if back != vertex:
             self.report("unnumpify", f"unnumpify(numpify(v)) gave {_short_repr(back)}", vertex)

@@ -1,4 +1,4 @@
-"""The report of `gamegym check GAME`: load the game, run the checker (gamegym.game.checker)
+"""The report of `gamegym check --game GAME`: load the game, run the checker (gamegym.game.checker)
 and print what was checked and every kind of contract violation found, each with the vertex
 that broke it (drawn by the game's `render` where that is short).
 """
@@ -6,6 +6,7 @@ that broke it (drawn by the game's `render` where that is short).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from gamegym.game.checker import GraphChecker
@@ -21,10 +22,12 @@ def run_check(
     seed: int,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    after_game: Callable[[int], None] | None = None,
 ) -> int:
     """Load a game, check it and print a report: what was checked (and notes) on `out`, the
     contract violations, or why the game cannot be loaded, on `err` (stdout and stderr by
-    default); 0 when clean, 1 on violations, 2 if the game cannot be loaded."""
+    default); 0 when clean, 1 on violations, 2 if the game cannot be loaded.  `after_game`:
+    as GraphChecker.run takes it."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     try:
@@ -40,7 +43,7 @@ def run_check(
         )
         return 2
     checker = GraphChecker(graph, seed=seed)
-    violations = checker.run(games)
+    violations = checker.run(games, after_game)
     _print_report(checker, violations, spec, seed, out, err)
     return 1 if violations else 0
 

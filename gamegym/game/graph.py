@@ -13,7 +13,8 @@ Words used throughout gamegym:
 
 A game implements `roots`, `outdegree_max`, `score_at`, `numpify` and either `successors`
 (children only; action id = child index) or `expansion` (children and their action ids).
-Everything else has a working default.  `gamegym check MODULE:CLASS` tests an implementation.
+Everything else has a working default.  `gamegym check --game MODULE:CLASS` tests an
+implementation.
 
 Optional: `heuristic_at(vertex)`, an estimate of a vertex's value in [-1, 1] from the view of
 the player to move, which depth-limited alpha-beta (`alphabeta:D`) uses at its leaves; and

@@ -183,7 +183,7 @@ def test_new_and_resume_a_session_on_an_openspiel_game(tmp_path):
     done = cli(
         "evaluate",
         str(session),
-        "--against",
+        "--opponent",
         "openspiel-mcts:20",
         "--games",
         "2",

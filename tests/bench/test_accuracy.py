@@ -168,7 +168,7 @@ def test_the_connect_four_benchmark_is_solved_informative_and_without_repeats():
 def test_the_command_measures_the_starter_network_band_by_band(capsys):
     model = INITIAL_MODELS / "connectfour.keras"
     argv = ["bench", "accuracy", str(model), "--game", "games.connectfour:ConnectFour"]
-    assert main([*argv, "--per-band", "4", "--searches", "8", "--json"]) == 0
+    assert main([*argv, "--per-band", "4", "--searchcount", "8", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert set(record["bands"]) == {"early", "middle", "late"}
     for row in record["bands"].values():

@@ -38,11 +38,11 @@ def test_each_subcommand_has_a_help_text_with_an_example(name, capsys):
 @pytest.mark.parametrize(
     "argv",
     [
-        ["bench", "learning", TICTACTOE, "--seconds", "3"],  # a throughput flag
-        ["bench", "throughput", "--minutes", "3"],  # a learning flag
+        ["bench", "learning", "--game", TICTACTOE, "--network-seconds", "3"],  # a throughput flag
+        ["bench", "throughput", "--interval-seconds", "3"],  # a learning flag
         ["bench", "calibrate", "--learner", "muzero"],  # nobody's flag there
-        ["bench", "peer", "openspiel", "--pair", "a", "b"],  # a calibrate flag
-        ["bench", "replay", TICTACTOE, "--keep", "folder"],  # a learning flag
+        ["bench", "peer", "openspiel", "--player", "random"],  # a calibrate flag
+        ["bench", "replay", "--game", TICTACTOE, "--keep", "folder"],  # a learning flag
     ],
 )
 def test_a_subcommand_takes_only_its_own_flags(argv, capsys):
@@ -142,22 +142,22 @@ def test_a_variant_is_a_name_and_a_json_object():
         [
             "bench",
             "learning",
+            "--game",
             "games.tictactoe:TicTacToe",
             "--variant",
             "puct={}",
             "--variant",
             'gumbel={"selfplay": {"search": {"rule": "gumbel"}}}',
-            "--seeds",
-            "0",
-            "1",
+            "--seed",
+            "0,1",
         ]
     )
     assert args.variant == [("puct", {}), ("gumbel", {"selfplay": {"search": {"rule": "gumbel"}}})]
-    assert args.seeds == [0, 1]
+    assert args.seed == [0, 1]
     for bad in ("gumbel", "=1", "x=[1]"):
         with pytest.raises(SystemExit):
             build_parser().parse_args(
-                ["bench", "learning", "games.tictactoe:TicTacToe", "--variant", bad]
+                ["bench", "learning", "--game", "games.tictactoe:TicTacToe", "--variant", bad]
             )
 
 
@@ -187,8 +187,8 @@ def test_throughput_runs_each_precision_and_compares_it_with_the_first(monkeypat
         ValueError, match="--precision 'float16': known precisions are float32, int8"
     ):
         args.run(args)
-    args = parse_args(["bench", "throughput", "--batch-sizes", "8", "0"])
-    with pytest.raises(ValueError, match=r"--batch-sizes \[8, 0\]: a batch holds at least 1"):
+    args = parse_args(["bench", "throughput", "--network-batchsize", "8,0"])
+    with pytest.raises(ValueError, match=r"--network-batchsize \[8, 0\]: a batch holds at least 1"):
         args.run(args)
     assert len(calls) == 2
 
@@ -361,3 +361,21 @@ def test_the_throughput_config_is_the_preset_with_the_runs_settings():
     assert bench_config(settings, santorini).train.learner == "muzero"  # no preset: defaults
     with pytest.raises(ValueError, match="'dqn' is only defined for the bundled games"):
         bench_config(ThroughputSettings("games.santorini:Santorini", learner="dqn"), santorini)
+
+
+def test_the_curves_go_beside_the_run_never_into_the_current_folder(tmp_path, monkeypatch):
+    """`--plot` where asked; else in the kept session's plots folder (several runs: the folder
+    that holds them); else a new file in the temporary folder."""
+    import tempfile
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    where = learning.plot_destination
+    assert where(Path("mine.png"), tmp_path / "kept", 1, "learning") == Path("mine.png")
+    assert where(None, tmp_path / "kept", 1, "learning") == tmp_path / "kept/plots/learning.png"
+    assert where(None, tmp_path / "kept", 4, "learning") == tmp_path / "kept/learning.png"
+    first, second = where(None, None, 1, "replay"), where(None, None, 1, "learning")
+    assert first.parent == second.parent == Path(tempfile.gettempdir())
+    assert first.name.startswith("gamegym-bench-replay-") and first.suffix == ".png"
+    assert not any(tmp_path.iterdir())  # nothing made here, nor in the temporary folder yet
+    assert not first.exists()

@@ -3,6 +3,7 @@ the report's own rates, OpenSpiel's C++ side skipped with its reason when pyspie
 moonshot ratio against a stand-in for the end-to-end run, and the JSON keys."""
 
 import json
+import re
 import statistics
 
 import pytest
@@ -226,7 +227,7 @@ def test_our_sides_search_on_the_core_asked_for(monkeypatch):
 
 
 def test_the_command_reads_the_end_to_end_network_and_precision(capsys):
-    base = ["bench", "peer", "openspiel", "--end-to-end", "5"]
+    base = ["bench", "peer", "openspiel", "--end-to-end-seconds", "5"]
     args = parse_args([*base, "--network", '{"width": 24}', "--precision", "int8"])
     assert args.network == {"width": 24} and args.precision == "int8"
     defaults = parse_args(base)
@@ -238,3 +239,24 @@ def test_the_command_reads_the_end_to_end_network_and_precision(capsys):
         with pytest.raises(SystemExit):
             parse_args([*base, *wrong])
         assert says in capsys.readouterr().err
+
+
+def test_the_bench_draws_each_games_slices_and_end_to_end_runs():
+    """On a terminal: one bar per game, a step per side's slice and per end-to-end run (the
+    command draws them on stderr, gamegym.console)."""
+    import io
+
+    from gamegym.console import ProgressBars
+
+    def fake_self_play(*args, **options):
+        return {"searches_per_cpu_s": 5000.0, "searches_per_s_per_core": 5000.0}
+
+    out = io.StringIO()
+    with ProgressBars(enabled=True, file=out) as bars:
+        settings = PeerSettings(**TINY, end_to_end_seconds=1.0)
+        run_peer_bench(settings, self_play=fake_self_play, bars=bars)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())  # without colours
+    sides = 4 if peer.cpp_missing(pyspiel) is None else 3
+    steps = sides * 2 * 2 + 1  # sides x slices x groups of slices, and the run
+    assert "TicTacToe(): slices" in text
+    assert f"{steps}/{steps} steps" in text

@@ -58,6 +58,7 @@ def test_the_bench_times_each_path_on_the_learners_own_samples(capsys):
         [
             "bench",
             "training",
+            "--game",
             TICTACTOE,
             "--learner",
             "alphazero",
@@ -65,7 +66,7 @@ def test_the_bench_times_each_path_on_the_learners_own_samples(capsys):
             "3",
             "--rounds",
             "1",
-            "--paths",
+            "--path",
             "traced,xla,traced@2x",
             "--json",
         ]
@@ -135,6 +136,6 @@ def test_with_a_session_it_trains_on_its_window_and_reports_the_trainer_share(ne
 
 
 def test_a_game_and_a_session_at_once_are_refused(new_session, capsys):
-    code = main(["bench", "training", TICTACTOE, "--session", str(new_session())])
+    code = main(["bench", "training", "--game", TICTACTOE, "--session", str(new_session())])
     assert code == 2
-    assert "give a GAME or --session, not both" in capsys.readouterr().err
+    assert "give --game or --session, not both" in capsys.readouterr().err

@@ -87,3 +87,38 @@ def test_peer_bench_command_on_a_tiny_budget():
     assert connectfour["ratio_1"] > 0
     santorini = [r for r in figures["games"] if r["game"] == "games.santorini:Santorini"]
     assert all(r["note"] == "OpenSpiel has no such game" for r in santorini)
+
+
+def test_calibrate_plays_each_player_against_each_opponent(monkeypatch, capsys):
+    from gamegym.bench import calibration
+    from gamegym.cli.main import main
+
+    asked = []
+
+    def fake(settings, progress=None):
+        asked.append(list(settings.pairs))
+        s = settings
+        return {
+            "game": s.game,
+            "game_args": s.game_args,
+            "games": s.games,
+            "seed": s.seed,
+            "pairs": [],
+        }
+
+    monkeypatch.setattr(calibration, "run_calibration", fake)
+    argv = ["bench", "calibrate", "--game", TICTACTOE, "--player", "mcts:30,solver"]
+    assert main([*argv, "--opponent", "random,alphabeta0:1", "--json"]) == 0
+    assert asked == [
+        [
+            ("mcts:30", "random"),
+            ("mcts:30", "alphabeta0:1"),
+            ("solver", "random"),
+            ("solver", "alphabeta0:1"),
+        ]
+    ]
+    assert main(["bench", "calibrate", "--json"]) == 0
+    assert asked[-1] == list(calibration.CALIBRATION_PAIRS)  # neither: Connect Four's yardsticks
+    capsys.readouterr()
+    assert main(argv) == 2  # a player without an opponent
+    assert "give --player and --opponent together" in capsys.readouterr().err

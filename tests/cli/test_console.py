@@ -29,14 +29,14 @@ def test_status_check_new_and_evaluate_do_not_import_tensorflow(new_session, tmp
         "status": [str(new_session())],
         "evaluate": [
             str(new_session("rated")),
-            "--against",
+            "--opponent",
             "random",
             "--games",
             "2",
             "--searchcount",
             "4",
         ],
-        "check": [TICTACTOE, "--games", "3"],
+        "check": ["--game", TICTACTOE, "--games", "3"],
         "new": [str(tmp_path / "fresh"), "--game", TICTACTOE],
     }[command]
     done = subprocess.run(

@@ -20,8 +20,8 @@ def test_trial_run_trains_and_ends_with_a_verdict(tmp_path):
             str(ROOT / "script_trialrun.py"),
             "--session",
             str(session),
-            "--minutes",
-            "0.05",  # a short run: the verdict line is the point (iteration 0 or later)
+            "--max-seconds",
+            "3",  # a short run: the verdict line is the point (iteration 0 or later)
         ],
         capture_output=True,
         text=True,

@@ -257,3 +257,15 @@ def test_the_package_table_lists_every_sub_package():
         "a\n{{ package_layout }}\n{{ config_fields seed }}\n", None, None, None
     )
     assert "`gamegym.game`" in markdown and "| `seed` |" in markdown
+
+
+def test_the_command_line_page_states_the_vocabulary_and_typed_defaults():
+    from gamegym.cli.vocabulary import VOCABULARY
+
+    page = ref.cli_page()
+    vocabulary = page.split("## One vocabulary")[1].split("\n## ")[0]
+    for term in VOCABULARY:
+        assert f"| {term.idea} |" in vocabulary
+    sections = page_sections(page)
+    assert "| `--seed` `N,N` | `0` |" in sections[("bench", "learning")]  # as typed, not [0]
+    assert "`uniform,curious`" in sections[("bench", "replay")]

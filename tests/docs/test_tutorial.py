@@ -1,5 +1,6 @@
 """The tutorial's game (docs/tutorial/hex.py) keeps the GameGraph contract and plays Hex, and the
-commands the tutorial page shows run as shown (with smaller budgets; slow)."""
+commands the tutorial page shows run as shown and print the lines it shows, apart from their
+numbers (with smaller budgets; slow)."""
 
 from __future__ import annotations
 
@@ -122,8 +123,56 @@ def smaller(command: str) -> list[str]:
     return [RENAMED.get(word, word) for word in words]
 
 
+def shown_outputs() -> list[tuple[list[str], list[str]]]:
+    """The page's bash blocks whose output follows at once in a text block: (the commands,
+    the lines shown)."""
+    text = PAGE.read_text(encoding="utf-8")
+    block = r"((?:(?!```).)*)```"  # a fenced block's text, up to its own end
+    pairs = re.findall(rf"```bash\n{block}\s*```text\n{block}", text, flags=re.S)
+    return [
+        ([c.strip() for c in bash.splitlines() if c.strip().startswith("gamegym ")], out)
+        for bash, out in ((b, o.splitlines()) for b, o in pairs)
+    ]
+
+
+def shape(line: str, folder: Path) -> str:
+    """A line of output apart from its numbers, dates and the folder it ran in."""
+    line = line.replace(str(folder), "/tmp/my-hex")
+    return " ".join(re.sub(r"\d+(?:[.,:]\d+)*", "N", line).split())
+
+
+def matches(shown: str, real: list[str]) -> bool:
+    """A shown line is one of the real ones apart from numbers; '…' in it stands for the rest
+    of the line."""
+    if "…" in shown:
+        head = shown.split("…")[0]
+        return any(line.startswith(head) for line in real)
+    return shown in real
+
+
+def compare(commands: list[str], shown: list[str], outputs: dict, folder: Path) -> list[str]:
+    """What differs between the lines the page shows for `commands` and what they printed."""
+    real = [
+        shape(line, folder)
+        for command in commands
+        for line in outputs[tuple(smaller(command))].splitlines()
+        if line.strip()
+    ]
+    shown = [shape(line, folder) for line in shown if line.strip() and "more status" not in line]
+    if commands[0].split()[1] == "resume":  # the status lines vary; the first and last do not
+        shown = [line for line in shown if not line.startswith("[gamegym] it ")]
+        real = [line for line in real if not line.startswith("[gamegym] it ")]
+    problems = [f"shown, not printed: {line}" for line in shown if not matches(line, real)]
+    problems += [
+        f"printed, not shown: {line}"
+        for line in real
+        if not any(line == s or ("…" in s and line.startswith(s.split("…")[0])) for s in shown)
+    ]
+    return problems
+
+
 @pytest.mark.slow
-def test_the_pages_commands_run(tmp_path, monkeypatch):
+def test_the_pages_commands_run_and_print_what_it_shows(tmp_path, monkeypatch):
     from conftest import gamegym
 
     shutil.copy(TUTORIAL / "hex.py", tmp_path / "hex.py")
@@ -132,19 +181,45 @@ def test_the_pages_commands_run(tmp_path, monkeypatch):
         config[section] = {**config.get(section, {}), **changes}
     (tmp_path / "hex-config.json").write_text(json.dumps(config))
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT}")
-    done = set()
+    outputs: dict[tuple, str] = {}
     for command in page_commands():
         words = smaller(command)
-        if tuple(words) in done:  # the same command once the budgets are cut: run once
+        if tuple(words) in outputs:  # the same command once the budgets are cut: run once
             continue
-        done.add(tuple(words))
         moves = "0\n" * 20 if words[1] == "play" else None
         result = gamegym(*words[1:], cwd=tmp_path, input=moves, timeout=300)
         assert result.returncode == 0, (command, result.stdout, result.stderr)
-        if words[1] == "check":
-            assert "no contract violations found" in result.stdout
-        if words[1] == "evaluate":
-            assert re.search(r"vs \S+: \d+ wins, \d+ draws, \d+ losses", result.stdout)
+        outputs[tuple(words)] = result.stdout
         if words[1] == "play":
             assert "has won" in result.stdout
     assert (tmp_path / "sessions" / "hex4" / "models" / "1.keras").exists()
+    pairs = shown_outputs()
+    assert {commands[0].split()[1] for commands, _ in pairs} >= {"check", "new", "resume"}
+    assert {commands[0].split()[1] for commands, _ in pairs} >= {"status", "evaluate"}
+    problems = {
+        " && ".join(commands): compare(commands, shown, outputs, tmp_path)
+        for commands, shown in pairs
+    }
+    assert not any(problems.values()), {k: v for k, v in problems.items() if v}
+
+
+def test_a_shown_output_is_compared_apart_from_its_numbers(tmp_path):
+    outputs = {
+        ("gamegym", "status", "s"): f"session   {tmp_path}/s\niteration 1  (model files: 2)\n",
+        ("gamegym", "evaluate", "s"): "iteration:1 vs random: 2 wins (score 1.00; as first 1)\n",
+    }
+    shown = ["session   /tmp/my-hex/s", "iteration 3  (model files: 4)"]
+    assert compare(["gamegym status s"], shown, outputs, tmp_path) == []
+    assert compare(["gamegym status s"], shown[:1], outputs, tmp_path) == [
+        "printed, not shown: iteration N (model files: N)"
+    ]
+    assert (
+        compare(
+            ["gamegym evaluate s"],
+            ["iteration:3 vs random: 20 wins (score 0.75; …)"],
+            outputs,
+            tmp_path,
+        )
+        == []
+    )
+    assert compare(["gamegym evaluate s"], ["iteration:3 vs random: 20 wins"], outputs, tmp_path)

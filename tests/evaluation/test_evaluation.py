@@ -37,7 +37,7 @@ def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
 def test_evaluate_command(two_iterations, capsys):
     path = str(two_iterations.session.path)
     done = gamegym(
-        "evaluate", path, "--against", "solver", "--games", "4", "--searchcount", "8", "--json"
+        "evaluate", path, "--opponent", "solver", "--games", "4", "--searchcount", "8", "--json"
     )
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
@@ -45,19 +45,19 @@ def test_evaluate_command(two_iterations, capsys):
     assert record["wins"] == 0 and record["draws"] + record["losses"] == 4  # nobody beats it
     # an older iteration against a newer, and the refusals: the same command line, in this
     # process (no start-up of its own)
-    args = ["--iteration", "0", "--against", "iteration:1", "--games", "2", "--searchcount", "8"]
+    args = ["--iteration", "0", "--opponent", "iteration:1", "--games", "2", "--searchcount", "8"]
     assert main(["evaluate", path, *args]) == 0
     out = capsys.readouterr().out
     assert out.startswith("iteration:0 vs iteration:1: ") and "in 2 games" in out
-    for against, message in [
+    for opponent, message in [
         ("iteration:7", "has no model iteration 7"),
         ("minimax:2", "unknown player 'minimax:2'"),
         ("mcts:0", "needs mcts:SIMULATIONS with simulations >= 1"),
     ]:
-        assert main(["evaluate", path, "--against", against, "--games", "2"]) == 2
+        assert main(["evaluate", path, "--opponent", opponent, "--games", "2"]) == 2
         assert message in capsys.readouterr().err
     done = gamegym(
-        "evaluate", path, "--against", "mcts:30", "--games", "2", "--searchcount", "8", "--json"
+        "evaluate", path, "--opponent", "mcts:30", "--games", "2", "--searchcount", "8", "--json"
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["opponent"] == "mcts:30"
@@ -92,8 +92,9 @@ def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
     done = gamegym(
         "bench",
         "learning",
+        "--game",
         TICTACTOE,
-        "--opponents",
+        "--opponent",
         "solver,mcts:0",
         "--keep",
         str(tmp_path / "kept"),
@@ -103,25 +104,24 @@ def test_learning_benchmark_refuses_a_bad_opponent_before_training(tmp_path):
 
 
 @pytest.mark.slow
-def test_learning_benchmark_json_and_plot(tmp_path, capsys):
+def test_learning_benchmark_json_and_plot(tmp_path, capsys, monkeypatch):
     # in this process: the bench's own start-up is that of every command (tests/cli)
-    plot = tmp_path / "curve.png"
+    monkeypatch.chdir(tmp_path)  # nothing may land in the current folder
     code = main(
         [
             "bench",
             "learning",
+            "--game",
             TICTACTOE,
-            "--minutes",
-            "0.1",
-            "--interval",
-            "0.05",
+            "--seconds",
+            "6",
+            "--interval-seconds",
+            "3",
             "--eval-games",
             "2",
             "--eval-searchcount",
             "8",
-            "--plot",
-            str(plot),
-            "--opponents",
+            "--opponent",
             "solver,mcts:20",
             "--keep",
             str(tmp_path / "kept"),
@@ -158,7 +158,9 @@ def test_learning_benchmark_json_and_plot(tmp_path, capsys):
     assert sum(final["by_opponent"]["mcts:20"][k] for k in ("wins", "draws", "losses")) == 8
     for point in (final, curve[-1]):  # at least 2 self-play games of 5 or more plies
         assert point["positions"] >= 10
-    assert plot.stat().st_size > 1000
+    plot = tmp_path / "kept" / "plots" / "learning.png"  # beside the kept session
+    assert figures["plot"] == str(plot) and plot.stat().st_size > 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
     kept = json.loads((tmp_path / "kept" / "models" / "current.json").read_text())
     assert kept["iteration"] == final["iteration"]  # the session is kept
 
@@ -182,7 +184,7 @@ def test_a_curve_point_carries_the_trainers_last_epoch_losses_samples_and_rate()
 
 
 @pytest.mark.slow
-def test_throughput_bench_reports_every_figure_the_targets_need(capsys):
+def test_throughput_bench_reports_every_figure_the_targets_need(capsys, drawn_bars):
     code = main(
         [
             "bench",
@@ -199,7 +201,7 @@ def test_throughput_bench_reports_every_figure_the_targets_need(capsys):
             "16",
             "--network-seconds",
             "0.5",
-            "--batch-sizes",
+            "--network-batchsize",
             "8",
             "--json",
         ]
@@ -216,3 +218,6 @@ def test_throughput_bench_reports_every_figure_the_targets_need(capsys):
     paths = figures["network_evals_per_cpu_s"]
     assert {"tensorflow", "xla", "numpy", "onnx"} <= set(paths)
     assert all(list(per) == ["8"] and per["8"] > 0 for per in paths.values())
+    drawn = drawn_bars.getvalue()  # each phase had its bar on a terminal (stderr)
+    for phase in ("search ceiling", "starting self-play", "self-play end to end", "network paths"):
+        assert phase in drawn, phase

@@ -375,7 +375,24 @@ def test_connect_fours_numpify_many_is_its_numpify_stacked(rows, columns):
 def test_missing_unnumpify_is_a_note_not_a_violation():
     checker = GraphChecker(NoUnnumpify(), seed=0)
     assert checker.run(5) == []
-    assert checker.notes == ["unnumpify is not implemented: the numpify round trip is not checked"]
+    assert checker.notes == [
+        "unnumpify is not implemented: the numpify round trip is not checked",
+        # Nim has two symmetries: without unnumpify training cannot show their images
+        "without unnumpify, training shows no symmetric images of the samples "
+        "(train.augment_symmetries has no effect on this game)",
+    ]
+
+
+def test_symmetries_without_unnumpify_are_noted_as_no_augmentation():
+    from games.tictactoe import TicTacToe
+
+    class SymmetricWithoutUnnumpify(TicTacToe):
+        def unnumpify(self, array):
+            raise NotImplementedError
+
+    checker = GraphChecker(SymmetricWithoutUnnumpify(), seed=0)
+    assert checker.run(3) == []
+    assert any("train.augment_symmetries has no effect" in note for note in checker.notes)
 
 
 def test_reports_are_deduplicated_by_kind():
@@ -445,11 +462,11 @@ def test_run_check_renders_the_vertex_and_rejects_bad_arguments():
 def test_gamegym_check_prints_violations_on_stderr(capsys):
     from gamegym.cli.main import main
 
-    assert main(["check", f"{__name__}:ScoreOutOfRange", "--games", "4"]) == 1
+    assert main(["check", "--game", f"{__name__}:ScoreOutOfRange", "--games", "4"]) == 1
     printed = capsys.readouterr()
     assert printed.out.startswith(f"checked {__name__}:ScoreOutOfRange ")
     assert "score-out-of-range: 2 time(s)" in printed.err and "violation" not in printed.out
-    assert main(["check", "no_such_module_here:Game"]) == 2
+    assert main(["check", "--game", "no_such_module_here:Game"]) == 2
     printed = capsys.readouterr()
     assert printed.err.startswith("gamegym check: error: cannot import module") and not printed.out
 
@@ -459,7 +476,18 @@ def test_gamegym_check_command():
     # the bundled games pass the checker in tests/test_games.py; this is the command's wiring
     spec, args = "games.santorini:Santorini", '{"dimension": 3, "units_per_player": 1}'
     done = subprocess.run(
-        [sys.executable, "-m", "gamegym", "check", spec, "--game-args", args, "--games", "20"],
+        [
+            sys.executable,
+            "-m",
+            "gamegym",
+            "check",
+            "--game",
+            spec,
+            "--game-args",
+            args,
+            "--games",
+            "20",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

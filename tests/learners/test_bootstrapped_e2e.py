@@ -75,7 +75,7 @@ def test_new_resume_then_evaluate(tmp_path, capsys):
         assert "Traceback" not in log, log
 
     # the evaluate command, in this process (its start-up is tested elsewhere)
-    assert main(["evaluate", str(session), "--against", "random", "--games", "4", "--json"]) == 0
+    assert main(["evaluate", str(session), "--opponent", "random", "--games", "4", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["games"] == 4 and result["iteration"] == first
     # what the Evaluator process does for an iteration, here in this process

@@ -73,7 +73,7 @@ def test_new_resume_and_evaluate(tmp_path, capsys):
     assert ratings["random"] == 0 and any(name.startswith("iteration:") for name in ratings)
 
     # the evaluate command, in this process (its start-up is tested elsewhere)
-    args = ["--against", "random", "--games", "2", "--searchcount", "8", "--json"]
+    args = ["--opponent", "random", "--games", "2", "--searchcount", "8", "--json"]
     assert main(["evaluate", str(session), *args]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["wins"] + result["draws"] + result["losses"] == 2

@@ -328,6 +328,9 @@ class _Draws:
             yield np.asarray(self.sampler.draw(self.size))
 
 
+_NO_UNNUMPIFY: set[str] = set()  # the games whose missing unnumpify was logged
+
+
 class Augmenter:
     """Shows each sample in a random symmetric image: x via unnumpify -> transform -> numpify,
     pi and the legal mask permuted with transform_actions (pi_new[perm[a]] = pi[a])."""
@@ -340,7 +343,14 @@ class Augmenter:
             graph.unnumpify(graph.numpify(graph.roots[0]))
             self.ok = self.count > 1
         except NotImplementedError:
-            log.info("%s has no unnumpify: symmetry augmentation is off", type(graph).__name__)
+            name = type(graph).__name__
+            if self.count > 1 and name not in _NO_UNNUMPIFY:  # once per game and process
+                _NO_UNNUMPIFY.add(name)
+                log.warning(
+                    "%s has no unnumpify: training shows no symmetric images "
+                    "(train.augment_symmetries has no effect)",
+                    name,
+                )
             self.ok = False
 
     def __call__(self, x, pi, legal, rng):
