@@ -167,7 +167,7 @@ def test_throughput_runs_each_precision_and_compares_it_with_the_first(monkeypat
     unknown precision and a batch size under 1 are named before anything runs."""
     calls = []
 
-    def fake_run_bench(settings):
+    def fake_run_bench(settings, bars=None):
         learner, precision = settings.learner, settings.precision
         calls.append((learner, precision))
         rate = 100.0 if precision == "float32" else 250.0
@@ -198,7 +198,7 @@ def test_throughput_runs_each_search_core_and_compares_it_with_the_first(monkeyp
     without the flag one run on the preset's core (None); an unknown core is named."""
     calls = []
 
-    def fake_run_bench(settings):
+    def fake_run_bench(settings, bars=None):
         core = settings.core
         calls.append(core)
         rate = 100.0 if core != "compiled" else 180.0
@@ -225,7 +225,7 @@ def test_throughput_runs_each_search_rule_on_each_core(monkeypatch, capsys):
     an unknown rule is named with the registered ones."""
     calls = []
 
-    def fake_run_bench(settings):
+    def fake_run_bench(settings, bars=None):
         core, search = settings.core, settings.search
         calls.append((search, core))
         return {
