@@ -13,7 +13,8 @@ Validating a config imports only what it names: the learner of train.learner and
 of train.replay through gamegym.registry; a backend or a search rule is known by its
 registry's declared names, without importing it.
 
-May import: gamegym.registry and gamegym.game.playerspecs; nothing else of gamegym.
+May import: gamegym.registry, gamegym.game.playerspecs and gamegym.game.ref (a config names
+its game by reference, `GymConfig.game_ref`); nothing else of gamegym.
 """
 
 from gamegym.config.checks import ConfigError, boolean, check, choice, float_in, int_in

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gamegym.config.checks import (
     NO_PLUGINS,
@@ -37,6 +37,9 @@ from gamegym.config.layouts import learner_config_class, moved_hint, stored_layo
 from gamegym.config.sections import EvaluateConfig, NetworkConfig, PredictConfig, SelfplayConfig
 from gamegym.config.train import TrainConfig
 from gamegym.registry import BACKENDS, LEARNERS, REPLAYS, SEARCHES
+
+if TYPE_CHECKING:
+    from gamegym.game.ref import GameRef
 
 __all__ = ["GymConfig", "SECTIONS", "check_config", "merged_settings", "import_plugins"]
 
@@ -105,6 +108,14 @@ class GymConfig:
             self.validate()
         finally:
             PENDING_PLUGINS.reset(token)
+
+    @property
+    def game_ref(self) -> GameRef:
+        """The game as one value (`game` and `game_args`): what every process builds its graph
+        from, once (gamegym.game.ref)."""
+        from gamegym.game.ref import GameRef
+
+        return GameRef(self.game, self.game_args)
 
     def unregistered(self) -> list[str]:
         """The registry fields whose names nothing registered, as "field 'name'": names a

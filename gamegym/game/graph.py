@@ -58,6 +58,8 @@ __all__ = [
     "game_module_origin",
     "module_origin",
     "load_game",
+    "build_game",
+    "bound_game_args",
     "game_spec",
 ]
 
@@ -108,12 +110,8 @@ class GameGraph(ABC, Generic[Vertex]):
 
     def __new__(cls: type[Graph], *args: Any, **kwargs: Any) -> Graph:
         graph = super().__new__(cls)
-        try:  # remember the constructor arguments, so a session can rebuild the game
-            bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
-            bound.apply_defaults()
-            graph._game_args = dict(list(bound.arguments.items())[1:])
-        except TypeError:
-            graph._game_args = dict(kwargs)
+        # remember the constructor arguments, so a session can rebuild the game
+        graph._game_args = bound_game_args(cls, args, kwargs)
         return graph
 
     def __init__(self) -> None:
@@ -394,14 +392,36 @@ def module_origin(module_name: str, what: str = "") -> str:
 
 
 def load_game(spec: str, kwargs: dict[str, Any] | None = None) -> GameGraph[Any]:
-    """Build a game from 'package.module:Class' and keyword arguments; clear errors on failure."""
-    cls = game_class(spec)
+    """A new game built from 'package.module:Class' and keyword arguments; clear errors on
+    failure.  (Inside gamegym a game is built from its reference, gamegym.game.ref.GameRef,
+    once per process; this builds a graph of its own each call.)"""
+    return build_game(game_class(spec), spec, kwargs or {})
+
+
+def build_game(cls: type[Graph], spec: str, kwargs: dict[str, Any]) -> Graph:
+    """`cls(**kwargs)`, the class `spec` names; GameSpecError naming the spec and the
+    arguments when the class refuses them (an unknown argument, a value out of range)."""
     try:
-        return cls(**(kwargs or {}))
+        return cls(**kwargs)
     except (TypeError, ValueError) as error:  # unknown argument, or a value the game refuses
         raise GameSpecError(
             f"cannot build {spec} with arguments {json.dumps(kwargs)}: {error}"
         ) from error
+
+
+def bound_game_args(
+    cls: type, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The keyword arguments `cls(*args, **kwargs)` builds a game with, its defaults filled in
+    (what `GameGraph.game_args` records); the given keywords as they are when they do not
+    bind to the constructor (its call then says why)."""
+    kwargs = kwargs or {}
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    except TypeError:
+        return dict(kwargs)
+    bound.apply_defaults()
+    return dict(list(bound.arguments.items())[1:])
 
 
 def game_class(spec: str) -> type[GameGraph[Any]]:
