@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         play_game,
         solve,
     )
+    from gamegym.game.ref import GameRef
     from gamegym.runtime.gym import GameGym, GymError
     from gamegym.search.uct import UCTPlayer
 
@@ -47,6 +48,7 @@ _HOMES = {
     "GameSpecError": "gamegym.game.graph",
     "VertexError": "gamegym.game.graph",
     "load_game": "gamegym.game.graph",
+    "GameRef": "gamegym.game.ref",
     "GymConfig": "gamegym.config",
     "NetworkConfig": "gamegym.config",
     "PredictConfig": "gamegym.config",
@@ -75,6 +77,7 @@ __all__ = [
     "GameSpecError",
     "VertexError",
     "load_game",
+    "GameRef",
     "GymConfig",
     "NetworkConfig",
     "PredictConfig",

@@ -24,7 +24,6 @@ from gamegym.config import TrainConfig, merged_settings
 from gamegym.registry import PRESETS as REGISTERED
 
 if TYPE_CHECKING:
-    from gamegym.game.graph import GameGraph
     from gamegym.learners.base import Preset
 
 # and, read when asked (module __getattr__): PRESETS, ALL_PRESETS, ABOUT
@@ -129,33 +128,26 @@ def preset_for(
 
 
 def initial_model_path(
-    game: str,
-    game_args: dict,
-    network: Any = None,
-    learner: str = DEFAULT_LEARNER,
-    graph: GameGraph[Any] | None = None,
+    game: str, game_args: dict, network: Any = None, learner: str = DEFAULT_LEARNER
 ) -> Path | None:
     """The starter model for this game and learner preset, when there is one on disk
-    (initialmodels/<preset name>.keras); see `starter_model` for `network` and `graph`."""
+    (initialmodels/<preset name>.keras); see `starter_model` for `network`."""
     found = preset_for(game, game_args, learner)
-    return None if found is None else starter_model(found[0], network, graph)
+    return None if found is None else starter_model(found[0], network)
 
 
-def starter_model(
-    name: str, network: Any = None, graph: GameGraph[Any] | None = None
-) -> Path | None:
+def starter_model(name: str, network: Any = None) -> Path | None:
     """The starter model of the preset `name`, when it ships one (initialmodels/<name>.keras).
 
     With `network` (the session's network config), only when the file is that network: a
     preset whose network was edited without re-running scripts/make_initialmodels.py must
     not quietly train the old one.  The mismatch is logged and the session starts fresh.
-    `graph`: the preset's game, when the caller has built it already (else it is built here
-    to judge the file)."""
+    The file is judged on this process's graph of the preset's game (GameRef.build)."""
     presets = registered()
     path = INITIAL_MODELS / f"{name}.keras"
     if name not in presets or not presets[name].starter or not path.is_file():
         return None
-    if network is not None and not _is_network(path, _settings(name, presets), network, graph):
+    if network is not None and not _is_network(path, _settings(name, presets), network):
         log.warning(
             "%s is not the network %s asks for (run scripts/make_initialmodels.py); "
             "starting from a freshly built network",
@@ -166,16 +158,13 @@ def starter_model(
     return path
 
 
-def _is_network(
-    path: Path, preset: dict, network: Any, graph: GameGraph[Any] | None = None
-) -> bool:
+def _is_network(path: Path, preset: dict, network: Any) -> bool:
     """True when the model file is the network `network` describes, as the preset's learner
     judges it (Learner.is_model_file_of)."""
-    from gamegym.game.graph import load_game
+    from gamegym.game.ref import GameRef
     from gamegym.learners import get_learner
 
-    if graph is None:
-        graph = load_game(preset["game"], preset.get("game_args", {}))
+    graph = GameRef(preset["game"], preset.get("game_args", {})).build()
     return get_learner(preset_learner(preset)).is_model_file_of(path, graph, network)
 
 

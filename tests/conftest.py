@@ -299,7 +299,6 @@ def two_iterations(tmp_path):
     from gamegym.config import GymConfig
     from gamegym.nets.tfsetup import load_model
     from gamegym.runtime.gym import GameGym
-    from games.tictactoe import TicTacToe
 
     config = GymConfig(
         game=TICTACTOE,
@@ -309,7 +308,7 @@ def two_iterations(tmp_path):
             "opponents": ["random", "alphabeta:1", "previous", "mcts:20"],
         },
     )
-    gym = GameGym(tmp_path / "s", graph=TicTacToe(), config=config)
+    gym = GameGym(tmp_path / "s", config=config)
     publish_as_trained(gym.session, load_model(gym.session.model_path(0)), 1)
     return gym
 
@@ -475,17 +474,30 @@ def slow_if_it_starts_processes(request, monkeypatch):
     monkeypatch.setattr(subprocess.Popen, "__init__", init)
 
 
+@pytest.fixture(autouse=True)
+def games_built_anew():
+    """No test sees the graphs another built: the ones this process keeps by reference
+    (gamegym.game.ref.GameRef.build) are forgotten after each test."""
+    yield
+    from gamegym.game.ref import forget_built
+
+    forget_built()
+
+
 @pytest.fixture
 def builds(monkeypatch):
     """What this process builds while a test runs: "game" (a TicTacToe GameGraph) and
     "config" (a GymConfig), each a list with one entry per build: the names of the functions
-    that led to it, innermost first ("load_game < run_learning_bench < ...")."""
+    that led to it, innermost first ("build_game < build < run_learning_bench < ...").  The
+    graphs this process built before (gamegym.game.ref keeps them) are forgotten first."""
     import functools
     import traceback
 
     from gamegym.config import GymConfig
+    from gamegym.game.ref import forget_built
     from games.tictactoe import TicTacToe
 
+    forget_built()
     made: dict[str, list] = {"game": [], "config": []}
 
     def counted(cls, method: str, kind: str) -> None:
@@ -554,12 +566,12 @@ def create_session(
     import tensorflow  # noqa: F401
 
     from gamegym.config import GymConfig
-    from gamegym.game.graph import load_game
+    from gamegym.game.ref import GameRef
     from gamegym.runtime.gym import GameGym
 
-    graph = load_game(game, game_args or {})
-    config = GymConfig.from_dict({**settings, "game": game, "game_args": graph.game_args})
-    GameGym(path, graph=graph, config=config, initial_model=initial_model)
+    game_args = GameRef(game, game_args).complete().args  # as `gamegym new` stores them
+    config = GymConfig.from_dict({**settings, "game": game, "game_args": game_args})
+    GameGym(path, config=config, initial_model=initial_model)
     return path
 
 

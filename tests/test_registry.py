@@ -147,7 +147,7 @@ def test_a_learner_from_the_test_folder_ships_a_preset(capsys):
     assert preset_for(TICTACTOE, {}, "toy") == ("tictactoe-toy", preset)
     assert preset_for(TICTACTOE, {}, "alphazero")[0] == "tictactoe"  # the base stays itself
     assert starter_model("tictactoe-toy") is None  # it ships no starter model
-    config, model, graph = new_session_settings("tictactoe-toy", None, None, None)
+    config, model = new_session_settings("tictactoe-toy", None, None, None)
     assert isinstance(config.learner_config, toylearner.ToyConfig)
     assert (config.train.learner, config.learner_config.smoothing, model) == ("toy", 0.2, None)
     assert config.selfplay.search.searchcount == base["selfplay"]["search"]["searchcount"]

@@ -202,10 +202,10 @@ def _player_from(s: AccuracySettings):
             raise ValueError("--game is for a model file; a session folder names its own game")
         session = Session(target)
         config = session.load_config()
-        graph = load_game(config.game, config.game_args)
+        graph = config.game_ref.build()
         iteration = session.current_iteration() if s.iteration is None else s.iteration
         search = replace(config.evaluate.search, searchcount=s.searches, threads=s.threads)
-        player = model_player(session, graph, iteration, search, config)
+        player = model_player(session, iteration, search, config)
         return graph, player, f"{target} iteration {iteration}"
     if not target.is_file():
         raise ValueError(f"{target} is neither a session folder nor a model file")

@@ -75,7 +75,7 @@ def run_calibration(settings: CalibrationSettings, progress=print) -> dict:
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"--games must be a whole number >= 1, got {games!r}")
     graph = load_game(settings.game, settings.game_args)
-    players = [(make_player(a, graph=graph), make_player(b, graph=graph)) for a, b in pairs]
+    players = [(make_player(a), make_player(b)) for a, b in pairs]
     rows = []
     for (first, second), (a, b) in zip(pairs, players):
         timed = (_Timed(a), _Timed(b))

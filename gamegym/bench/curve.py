@@ -27,6 +27,7 @@ from gamegym.evaluation.arena import make_player, model_player, run_match
 from gamegym.game.graph import GameGraph
 from gamegym.game.players import Player, Solver, SolverPlayer
 from gamegym.game.playerspecs import check_player_spec
+from gamegym.game.ref import GameRef
 from gamegym.search.mcts import choose_action
 
 __all__ = [
@@ -79,17 +80,18 @@ class Yardstick:
     @classmethod
     def of(
         cls,
-        game: str,
-        graph: GameGraph,
+        game: GameRef,
         games: int,
         searchcount: int,
         opponents: tuple[str, ...] | None = None,
         solver: Solver | None = None,
     ) -> Yardstick:
-        """The yardstick of `game` (built as `graph`): its opponents and solver as
-        `bench_opponents` gives them (`opponents` replaces the game's own; the game is solved
-        now unless `solver` has solved it), its solved-position benchmark read from the game."""
-        opponents, solver = bench_opponents(game, graph, opponents, solver)
+        """The yardstick of `game` (on this process's graph of it): its opponents and solver
+        as `bench_opponents` gives them (`opponents` replaces the game's own; the game is
+        solved now unless `solver` has solved it), its solved-position benchmark read from
+        the game."""
+        opponents, solver = bench_opponents(game, opponents, solver)
+        graph = game.build()
         return cls(graph, opponents, games, searchcount, solver, benchmark_of(graph))
 
 
@@ -167,7 +169,7 @@ def measure(
     search = replace(
         config.evaluate.search, searchcount=yardstick.searchcount, threads=EVAL_THREADS
     )
-    player = model_player(session, graph, iteration, search, config)
+    player = model_player(session, iteration, search, config)
     point: dict = {"iteration": iteration, "by_opponent": {}}
     training = training_figures(session.train_report(iteration))
     if training:
@@ -177,7 +179,7 @@ def measure(
         if spec == "solver" and solver is not None:
             opponent = SolverPlayer(hurry=False, solver=solver)
         else:
-            opponent = make_player(spec, session, graph)
+            opponent = make_player(spec, session, config=config)
         bar = bars.add(f"evaluating iteration {iteration} vs {spec}", games, "games")
         result = run_match(
             graph,
@@ -209,22 +211,23 @@ def measure(
 
 
 def bench_opponents(
-    game: str, graph, opponents: tuple | None = None, solver: Solver | None = None
+    game: GameRef, opponents: tuple | None = None, solver: Solver | None = None
 ) -> tuple[tuple, Solver | None]:
     """The benchmark's opponents for a game (player specs; `opponents` replaces the game's
     own), and the exact solver (solved now, before any training clock starts, unless `solver`
     has solved it already) when the game is measured against it.  A bad spec fails now, not
     after the training."""
-    opponents = tuple(opponents or OPPONENTS.get(game, ("alphabeta:2",)))
+    opponents = tuple(opponents or OPPONENTS.get(game.spec, ("alphabeta:2",)))
     for spec in opponents:
         problem = check_player_spec(spec)
         if problem is not None:
             raise ValueError(f"--opponent: {problem}")
-    if game not in SOLVABLE:
+    if game.spec not in SOLVABLE:
         return opponents, None
     if solver is not None:
         return opponents, solver
     started = time.monotonic()
+    graph = game.build()
     solver = Solver(graph)
     value = solver.value(graph.roots[0])
     print(

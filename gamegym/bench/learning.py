@@ -39,8 +39,8 @@ from gamegym.bench.presets import bundled_preset, preset_config
 from gamegym.bench.training import trainer_share
 from gamegym.config import GymConfig
 from gamegym.console import ProgressBars, comma_list, json_object
-from gamegym.game.graph import GameGraph, load_game
 from gamegym.game.players import Solver
+from gamegym.game.ref import GameRef
 from gamegym.nets.fastmodels import int8_share
 from gamegym.presets import initial_model_path, learner_presets
 
@@ -74,36 +74,39 @@ class LearningSettings:
     plot: Path | None = None  # where to draw the curves (None: no plot)
     keep: Path | None = None  # train in this new session folder and keep it (None: a temporary one)
 
+    @property
+    def game_ref(self) -> GameRef:
+        """The game, by reference (`game` and `game_args`)."""
+        return GameRef(self.game, self.game_args)
 
-def run_learning_bench(
-    settings: LearningSettings, graph: GameGraph | None = None, solver: Solver | None = None
-) -> dict:
+
+def run_learning_bench(settings: LearningSettings, solver: Solver | None = None) -> dict:
     """Train `settings.game` from scratch for `settings.minutes` with the preset of
-    `settings.learner` and return its curve (see the module doc); `graph`: the game, when the
-    caller has built it from the settings' game and arguments already; `solver`: its exact
-    solver, when the caller has solved it."""
+    `settings.learner` and return its curve (see the module doc); `solver`: the game's exact
+    solver, when the caller has solved it.  The game is this process's graph of the
+    settings' reference (built once, whatever the number of runs)."""
     from gamegym.runtime.gym import GameGym
 
     s = settings
-    if graph is None:
-        graph = load_game(s.game, s.game_args)
-    found = bundled_preset(s.game, graph, s.learner)
+    game = s.game_ref
+    graph = game.build()
+    found = bundled_preset(game, s.learner)
     if s.keep is not None and Path(s.keep).exists():
         raise ValueError(
             f"--keep {s.keep}: that folder exists; the benchmark trains from scratch in a new "
             "session"
         )
-    yardstick = Yardstick.of(s.game, graph, s.games, s.searchcount, s.opponents, solver)
-    # the game, the config and the solver are built once here and passed down
+    yardstick = Yardstick.of(game, s.games, s.searchcount, s.opponents, solver)
+    # the config and the solver are built once here and passed down; the game is asked for
+    # by its reference
     config = preset_config(found[1], {"status_interval": 30.0, "seed": s.seed}, s.overrides)
     searches = _announce(s, config)
     with tempfile.TemporaryDirectory(prefix="gamegym-learn-") as folder, ProgressBars() as bars:
         gym = GameGym(
             Path(s.keep) if s.keep is not None else Path(folder) / "learn",
-            graph=graph,
             config=config,
             initial_model=initial_model_path(
-                s.game, graph.game_args, config.network_options(), s.learner, graph
+                s.game, graph.game_args, config.network_options(), s.learner
             ),
         )
         rng = np.random.default_rng(s.seed)
@@ -203,16 +206,15 @@ def run_learning_benches(
         for name, changes in (variants or {"": settings.overrides or {}}).items()
         for seed in seeds
     ]
-    # the game is built once for every run, and solved once where the runs measure against
-    # the solver (about 2.5 minutes for Santorini 3×3-1)
-    graph = load_game(settings.game, settings.game_args)
+    # the game is built once for every run (GameRef.build), and solved once where the runs
+    # measure against the solver (about 2.5 minutes for Santorini 3×3-1)
     if len(runs) == 1:
         learner, _, changes, seed = runs[0]
         one = dataclasses.replace(settings, learner=learner, overrides=changes or None, seed=seed)
-        return run_learning_bench(one, graph)
+        return run_learning_bench(one)
     for learner in learners:  # a learner without a preset fails now, not after the solve
-        bundled_preset(settings.game, graph, learner)
-    opponents, solver = bench_opponents(settings.game, graph, settings.opponents)
+        bundled_preset(settings.game_ref, learner)
+    opponents, solver = bench_opponents(settings.game_ref, settings.opponents)
     results = []
     for learner, name, changes, seed in runs:
         label = " ".join(
@@ -233,7 +235,7 @@ def run_learning_benches(
             plot=None,
             keep=None if settings.keep is None else Path(settings.keep) / label.replace(" ", "-"),
         )
-        result = run_learning_bench(one, graph, solver)
+        result = run_learning_bench(one, solver)
         result.update(label=label, variant=name, overrides=changes)
         results.append(result)
     figures: dict[str, Any] = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gamegym.config import GymConfig, merged_settings
+from gamegym.game.ref import GameRef
 from gamegym.presets import preset_for
 
 __all__ = ["bundled_preset", "preset_config"]
@@ -25,13 +26,15 @@ def preset_config(settings: dict[str, Any], *changes: dict[str, Any] | None) -> 
     return GymConfig.from_dict(merged)
 
 
-def bundled_preset(game: str, graph, learner: str) -> tuple[str, dict]:
-    """The learner's bundled preset for the game (as `preset_for` gives it), or a ValueError
-    that names the game: the learning benchmark runs on the bundled games."""
-    found = preset_for(game, graph.game_args, learner)
+def bundled_preset(game: GameRef, learner: str) -> tuple[str, dict]:
+    """The learner's bundled preset for the game (as `preset_for` gives it for the game's
+    arguments, its defaults filled in), or a ValueError that names the game: the learning
+    benchmark runs on the bundled games."""
+    args = game.complete().args
+    found = preset_for(game.spec, args, learner)
     if found is None:
         raise ValueError(
-            f"no bundled {learner} preset for {game} {graph.game_args}; the "
+            f"no bundled {learner} preset for {game.spec} {args}; the "
             "learning benchmark runs on the bundled games"
         )
     return found

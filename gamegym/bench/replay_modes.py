@@ -39,7 +39,7 @@ from gamegym.bench.learning import (
 from gamegym.bench.presets import preset_config
 from gamegym.console import comma_list, json_object
 from gamegym.data.sumtree import SumTree
-from gamegym.game.graph import load_game
+from gamegym.game.ref import GameRef
 from gamegym.presets import get_preset, initial_model_path, preset_for
 from gamegym.registry import REPLAYS
 
@@ -145,9 +145,10 @@ class ReplaySettings:
 def run_replay_comparison(settings: ReplaySettings) -> dict:
     """One learning run per mode and seed (see the module); the figures and one plot."""
     s = settings
-    graph = load_game(s.game, s.game_args)
+    game = GameRef(s.game, s.game_args)
+    graph = game.build()  # this process's graph of it, the one every run measures on
     preset = _preset(s.game, graph.game_args, s.modes)
-    solver = bench_opponents(s.game, graph)[1]  # solved once for every run, where it is solvable
+    solver = bench_opponents(game)[1]  # solved once for every run, where it is solvable
     runs = []
     for seed in s.seeds:
         for mode in s.modes:
@@ -162,7 +163,7 @@ def run_replay_comparison(settings: ReplaySettings) -> dict:
                 overrides=replay_overrides(preset, mode),
                 seed=seed,
             )
-            figures = run_learning_bench(learning, graph, solver)
+            figures = run_learning_bench(learning, solver)
             runs.append(_run_record(mode, seed, figures["curve"], figures["final"]))
     result = _result(s, graph, preset, runs)
     if s.plot is not None:
@@ -180,9 +181,10 @@ def run_adaptation(settings: ReplaySettings) -> dict:
     s = settings
     if s.adapt_to is None:
         raise ValueError("the adaptation experiment needs the changed game (--adapt-to)")
-    graph, new_graph = load_game(s.game, s.game_args), load_game(s.adapt_to, s.adapt_args)
+    new_game = GameRef(s.adapt_to, s.adapt_args)
+    graph, new_graph = GameRef(s.game, s.game_args).build(), new_game.build()
     preset = _preset(s.game, graph.game_args, s.modes)
-    yardstick = Yardstick.of(s.adapt_to, new_graph, s.games, s.searchcount)
+    yardstick = Yardstick.of(new_game, s.games, s.searchcount)
     if yardstick.solver is None:
         raise ValueError(
             f"the adaptation experiment measures against the exact solver; "
@@ -239,11 +241,8 @@ def _pretrain(s: ReplaySettings, graph, preset: str, seed: int, folder: Path):
     )
     base = GameGym(
         folder,
-        graph=graph,
         config=config,
-        initial_model=initial_model_path(
-            s.game, graph.game_args, config.network_options(), graph=graph
-        ),
+        initial_model=initial_model_path(s.game, graph.game_args, config.network_options()),
     )
     print(
         f"[bench] seed {seed}: learning {s.game} {graph.game_args} for {s.pretrain:g} "

@@ -47,7 +47,7 @@ from gamegym.bench.presets import preset_config
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.config.search import CORES
 from gamegym.console import ProgressBars, comma_list, json_object
-from gamegym.game.graph import load_game
+from gamegym.game.ref import GameRef
 from gamegym.presets import initial_model_path, learner_presets, preset_for, preset_learner
 from gamegym.registry import SEARCHES
 
@@ -108,8 +108,8 @@ def run_bench(settings: ThroughputSettings, bars: ProgressBars | None = None) ->
 
     s = settings
     bars = bars or ProgressBars(enabled=False)
-    graph = load_game(s.game, s.game_args)
-    config = bench_config(s, graph)
+    graph = GameRef(s.game, s.game_args).build()
+    config = bench_config(s)
     searches = selfplay_searches(config.train.learner)
     measured: dict[str, Any] = {"searches": searches, "ceiling": None}
     if searches:
@@ -144,13 +144,15 @@ def run_bench(settings: ThroughputSettings, bars: ProgressBars | None = None) ->
     return figures
 
 
-def bench_config(s: ThroughputSettings, graph) -> GymConfig:
-    """The run's config: the learner preset's for the game (the learner's defaults for a game
-    with no preset) with the run's self-play and predict settings (`s.network` replaces the
-    preset's network whole), no status line, and Selfplayers that never wait for a Trainer."""
+def bench_config(s: ThroughputSettings) -> GymConfig:
+    """The run's config: the learner preset's for the game and its arguments, the defaults
+    filled in (the learner's defaults for a game with no preset), with the run's self-play
+    and predict settings (`s.network` replaces the preset's network whole), no status line,
+    and Selfplayers that never wait for a Trainer."""
     from gamegym.learners import get_learner
 
-    found = preset_for(s.game, graph.game_args, s.learner)
+    game_args = GameRef(s.game, s.game_args).complete().args
+    found = preset_for(s.game, game_args, s.learner)
     if found is None:
         try:
             get_learner(s.learner)  # a learner has settings for every game; a variant does not
@@ -161,7 +163,7 @@ def bench_config(s: ThroughputSettings, graph) -> GymConfig:
     preset = found[1] if found else {"game": s.game, "train": {"learner": s.learner}}
     trains = preset_learner(preset)
     changes: dict[str, Any] = {
-        "game_args": graph.game_args,
+        "game_args": game_args,
         "status_interval": 0.0,
         "selfplay": {
             "selfplayprocesses": s.selfplayers,

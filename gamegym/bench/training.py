@@ -46,7 +46,7 @@ from gamegym.bench.windows import self_play_window, session_window
 from gamegym.config import GymConfig
 from gamegym.console import json_object
 from gamegym.data.samples import SampleBatch
-from gamegym.game.graph import load_game
+from gamegym.game.ref import GameRef
 from gamegym.learners import get_learner
 from gamegym.presets import initial_model_path, learner_presets, preset_for
 
@@ -244,11 +244,11 @@ def _configured(s: TrainingSettings) -> _Trained:
 
         session = Session(s.session)
         config = session.load_config()
-        graph = load_game(config.game, config.game_args)
+        graph = config.game_ref.build()
         return _Trained(graph, config, str(s.session), session)
     if s.game is None:
         raise ValueError("give --game MODULE:CLASS (and --learner) or --session SESSION")
-    graph = load_game(s.game, s.game_args)
+    graph = GameRef(s.game, s.game_args).build()
     found = preset_for(s.game, graph.game_args, s.learner)
     if found is None:
         raise ValueError(
@@ -270,9 +270,7 @@ def _load(trained: _Trained, s: TrainingSettings, say) -> None:
         trained.source = f"session {s.session}, iteration {session.current_iteration()}'s window"
         return
     learner = get_learner(config.train.learner)
-    starter = initial_model_path(
-        config.game, graph.game_args, config.network_options(), s.learner, graph
-    )
+    starter = initial_model_path(config.game, graph.game_args, config.network_options(), s.learner)
     if starter is not None:
         trained.model = load_model(starter)
     else:

@@ -13,7 +13,6 @@ from gamegym.cli.util import add_trust_flag, console_ask
 from gamegym.console import ProgressBars
 from gamegym.evaluation.arena import make_player, model_player, run_match
 from gamegym.evaluation.ratings import iteration_name
-from gamegym.game.graph import load_game
 from gamegym.game.playerspecs import describe_player_specs
 
 __all__ = ["add_commands", "cmd_evaluate", "cmd_play"]
@@ -23,11 +22,11 @@ def cmd_evaluate(args) -> int:
     from gamegym.data.trust import read_session
 
     session, config = read_session(args.session, "evaluate", args.trust, console_ask())
-    graph = load_game(config.game, config.game_args)
+    graph = config.game_ref.build()
     iteration = session.current_iteration() if args.iteration is None else args.iteration
     search = dataclasses.replace(config.evaluate.search, searchcount=args.searchcount)
-    opponent = make_player(args.opponent, session, graph, search)  # a bad one: at once
-    player = model_player(session, graph, iteration, search, config)
+    opponent = make_player(args.opponent, session, search, config)  # a bad one: at once
+    player = model_player(session, iteration, search, config)
     with ProgressBars() as bars:
         bar = bars.add(f"{iteration_name(iteration)} vs {args.opponent}", args.games, "games")
         result = run_match(
@@ -57,13 +56,13 @@ def cmd_play(args) -> int:
     from gamegym.evaluation.arena import HumanPlayer, describe_move
 
     session, config = read_session(args.session, "play", args.trust, console_ask())
-    graph = load_game(config.game, config.game_args)
+    graph = config.game_ref.build()
     search = dataclasses.replace(config.evaluate.search, searchcount=args.searchcount)
     if args.opponent:
-        model = make_player(args.opponent, session, graph, search)
+        model = make_player(args.opponent, session, search, config)
         name = args.opponent
     else:
-        model = model_player(session, graph, args.iteration, search, config)
+        model = model_player(session, args.iteration, search, config)
         name = iteration_name(
             session.current_iteration() if args.iteration is None else args.iteration
         )

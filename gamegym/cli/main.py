@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from gamegym.cli.util import Parser, add_trust_flag, console_ask, port_number, read_overrides
-from gamegym.config import ConfigError, GymConfig
+from gamegym.config import ConfigError, GymConfig, merged_settings
 from gamegym.console import json_object, prints_help
 from gamegym.data.session import SessionError
 from gamegym.game.graph import GameGraphError
@@ -17,18 +17,16 @@ from gamegym.registry import BACKENDS
 
 
 def cmd_new(args) -> int:
-    from gamegym.game.graph import load_game
+    from gamegym.game.ref import GameRef
     from gamegym.runtime.gym import GameGym
 
     if Path(args.session, "config.json").exists():
         raise SessionError(f"session {args.session} already exists; use 'gamegym resume'")
-    graph, config, initial_model = None, None, args.initial_model
+    config, initial_model = None, args.initial_model
     if args.preset:
         from gamegym.cli.presets import new_session_settings
 
-        config, starter, graph = new_session_settings(
-            args.preset, args.game, args.game_args, args.config
-        )
+        config, starter = new_session_settings(args.preset, args.game, args.game_args, args.config)
         initial_model = initial_model or starter
     elif args.game is None:
         raise ConfigError(
@@ -36,12 +34,11 @@ def cmd_new(args) -> int:
             "gamegym presets lists them)"
         )
     else:
-        graph = load_game(args.game, args.game_args or {})
-        if args.config:
-            config = GymConfig.from_json_file(
-                args.config, fill={"game": args.game, "game_args": graph.game_args}
-            )
-    gym = GameGym(args.session, graph=graph, config=config, initial_model=initial_model)
+        # the game as --game names it (whatever the file says), every argument spelled out
+        game = GameRef(args.game, args.game_args or {}).complete().settings()
+        file = read_overrides(args.config) if args.config else {}
+        config = GymConfig.from_dict(merged_settings(file, game))
+    gym = GameGym(args.session, config=config, initial_model=initial_model)
     print(
         f"created session {gym.session.path} for {gym.config.game} {gym.config.game_args}"
         + (f" from the preset {args.preset}" if args.preset else "")

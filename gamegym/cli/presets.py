@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from gamegym.cli.util import read_overrides
 from gamegym.config import GymConfig, merged_settings
+from gamegym.game.ref import GameRef
 from gamegym.presets import all_presets, get_preset, preset_learner, registered, starter_model
 
 __all__ = ["add_parser", "cmd_presets", "new_session_settings"]
@@ -71,13 +71,10 @@ def cmd_presets(args) -> int:
 
 def new_session_settings(
     name: str, game: str | None, game_args: dict | None, config_file: Path | None
-) -> tuple[GymConfig, Path | None, Any]:
+) -> tuple[GymConfig, Path | None]:
     """The config of a new session from the preset `name`, changed by a config file (section
-    by section) and then by --game / --game-args; the preset's starter model when the session
-    keeps the preset's game, arguments and network (else None: a fresh network); and the
-    session's game, built once here (a GameGraph), to be passed on."""
-    from gamegym.game.graph import load_game
-
+    by section) and then by --game / --game-args, and the preset's starter model when the
+    session keeps the preset's game, arguments and network (else None: a fresh network)."""
     preset = get_preset(name)
     settings = merged_settings(preset, read_overrides(config_file)) if config_file else preset
     if game is not None and game != settings["game"]:
@@ -85,7 +82,6 @@ def new_session_settings(
     elif game_args is not None:
         settings = merged_settings(settings, {"game_args": game_args})
     config = GymConfig.from_dict(settings)
-    graph = load_game(config.game, config.game_args)
-    same_game = (config.game, config.game_args) == (preset["game"], preset.get("game_args", {}))
-    starter = starter_model(name, config.network_options(), graph) if same_game else None
-    return config, starter, graph
+    same_game = config.game_ref == GameRef(preset["game"], preset.get("game_args", {}))
+    starter = starter_model(name, config.network_options()) if same_game else None
+    return config, starter

@@ -41,17 +41,16 @@ __all__ = [
 
 def model_player(
     session,
-    graph: GameGraph,
     iteration: int | None = None,
     search: SearchConfig | None = None,
     config: GymConfig | None = None,
 ) -> Player:
     """A model iteration of a session as a Player, built by the session's learner (an
-    MCTSPlayer for AlphaZero, the heads' vote for Bootstrapped), its network called in this
-    process: from the model's fast-path file as the Predictor would load it (no TensorFlow),
-    else with TensorFlow.  It searches as `search` says (default: the session's
-    `evaluate.search`), without root noise; `config`: the session's, when the caller holds it
-    (else read from the folder)."""
+    MCTSPlayer for AlphaZero, the heads' vote for Bootstrapped) on this process's graph of
+    the session's game, its network called in this process: from the model's fast-path file
+    as the Predictor would load it (no TensorFlow), else with TensorFlow.  It searches as
+    `search` says (default: the session's `evaluate.search`), without root noise; `config`:
+    the session's, when the caller holds it (else read from the folder)."""
     from gamegym.learners import get_learner
     from gamegym.nets.inference import LocalService
 
@@ -73,7 +72,7 @@ def model_player(
         evaluator = learner.make_evaluator(load_model(path), iteration)
     search = config.evaluate.search if search is None else search
     params = SearchParams.from_config(search, noise=False)
-    return learner.player(graph, LocalService(evaluator), params, config)
+    return learner.player(config.game_ref.build(), LocalService(evaluator), params, config)
 
 
 def _fast_evaluator(learner, path, iteration: int, config: GymConfig):
@@ -206,13 +205,14 @@ def run_match(
 def make_player(
     spec: str,
     session=None,
-    graph: GameGraph | None = None,
     search: SearchConfig | None = None,
+    config: GymConfig | None = None,
 ) -> Player:
     """A player from its spec (gamegym.game.playerspecs): random, alphabeta:D (the game's heuristic at
     the leaves), alphabeta0:D (no heuristic), solver, mcts:N (UCT with N random rollouts a
-    move), iteration:K (needs a session), openspiel-random and openspiel-mcts:N (OpenSpiel's
-    bots, the extra .[openspiel])."""
+    move), iteration:K (needs a session: `model_player`, with `config` the session's when the
+    caller holds it), openspiel-random and openspiel-mcts:N (OpenSpiel's bots, the extra
+    .[openspiel])."""
     problem = check_player_spec(spec)
     if problem is not None:
         raise ValueError(problem)
@@ -227,8 +227,8 @@ def make_player(
         return SolverPlayer(hurry=False)  # hurry needs every ply count: too slow beyond tic-tac-toe
     if name == "mcts":
         return UCTPlayer(int(arg))
-    if name == "iteration" and session is not None and graph is not None:
-        return model_player(session, graph, int(arg), search)
+    if name == "iteration" and session is not None:
+        return model_player(session, int(arg), search, config)
     if name.startswith("openspiel-"):
         from gamegym.adapters.openspiel import make_openspiel_player
 
@@ -237,7 +237,7 @@ def make_player(
             return player
     raise ValueError(
         f"player {spec!r} cannot be made here"
-        + (" without a session and its game" if name == "iteration" else "")
+        + (" without a session" if name == "iteration" else "")
     )
 
 

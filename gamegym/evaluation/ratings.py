@@ -16,7 +16,6 @@ from gamegym import workmeter
 from gamegym.data.figures import new_figure, save_figure
 from gamegym.data.fileio import append_jsonl, atomic_write_json, read_jsonl
 from gamegym.evaluation.arena import fit_ratings, make_player, model_player, run_match
-from gamegym.game.graph import load_game
 from gamegym.game.players import Player
 
 __all__ = [
@@ -41,14 +40,14 @@ class ModelPruned(Exception):
     """A model iteration's file was deleted (`train.keep_models`) before it could be loaded."""
 
 
-def load_model_player(session, graph, iteration: int, search, config=None) -> Player:
+def load_model_player(session, iteration: int, search, config=None) -> Player:
     """`model_player` (`config`: the session's, as read with consent; None: read from the
     folder), with ModelPruned when the iteration's file is gone (a newer one has been
     published since the iteration was named, and the older pruned)."""
     if not session.model_path(iteration).is_file():
         raise ModelPruned(f"model iteration {iteration} was pruned before it could be loaded")
     try:
-        return model_player(session, graph, iteration, search, config=config)
+        return model_player(session, iteration, search, config=config)
     except Exception:
         if session.model_path(iteration).is_file():
             raise
@@ -74,34 +73,34 @@ class CountedPlayer(Player):
         return child
 
 
-def previous_player(
-    session, graph, iteration: int, search, config=None
-) -> tuple[str, Player] | None:
+def previous_player(session, iteration: int, search, config=None) -> tuple[str, Player] | None:
     """The newest iteration before `iteration` that loads, as a player (a pruned one is
     passed over: iteration 0 is always kept); None when there is none."""
     for earlier in reversed([i for i in session.model_iterations() if i < iteration]):
         try:
-            player = load_model_player(session, graph, earlier, search, config)
+            player = load_model_player(session, earlier, search, config)
             return iteration_name(earlier), player
         except ModelPruned as error:
             log.info("%s; taking an older one as the previous iteration", error)
     return None
 
 
-def evaluate_iteration(session, config, graph, iteration: int, rng: np.random.Generator) -> dict:
-    """Play `iteration` against the configured opponents; record results; return ratings.
-    ModelPruned when the iteration's model file is gone."""
+def evaluate_iteration(session, config, iteration: int, rng: np.random.Generator) -> dict:
+    """Play `iteration` against the configured opponents (on this process's graph of the
+    game `config` names); record results; return ratings.  ModelPruned when the iteration's
+    model file is gone."""
     cfg = config.evaluate
-    player = CountedPlayer(load_model_player(session, graph, iteration, cfg.search, config))
+    graph = config.game_ref.build()
+    player = CountedPlayer(load_model_player(session, iteration, cfg.search, config))
     for spec in cfg.opponents:
         if spec == "previous":
-            previous = previous_player(session, graph, iteration, cfg.search, config)
+            previous = previous_player(session, iteration, cfg.search, config)
             if previous is None:
                 continue
             opponent_name, opponent = previous
         else:
             opponent_name = spec
-            opponent = make_player(opponent_name, session, graph, cfg.search)
+            opponent = make_player(opponent_name, session, cfg.search, config)
         started = time.time()
         result = run_match(
             graph,
@@ -165,14 +164,14 @@ def verdict(
 ) -> str:
     """One line on how strong the newest iteration is: a short match against `opponent`."""
     config = session.load_config()
-    graph = load_game(config.game, config.game_args)
+    graph = config.game_ref.build()
     iteration = session.current_iteration()
     search = dataclasses.replace(config.evaluate.search, searchcount=searchcount)
-    player = model_player(session, graph, iteration, search, config)
+    player = model_player(session, iteration, search, config)
     result = run_match(
         graph,
         player,
-        make_player(opponent, session, graph, search),
+        make_player(opponent, session, search, config),
         games,
         np.random.default_rng(seed),
         (iteration_name(iteration), opponent),

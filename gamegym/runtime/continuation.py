@@ -32,7 +32,7 @@ from gamegym.data.reanalysis import reanalysis_path
 from gamegym.data.samplefolder import sample_files, sample_iterations
 from gamegym.data.session import Session, SessionError
 from gamegym.data.trust import record_trust, require_consent, session_code
-from gamegym.game.graph import load_game
+from gamegym.game.ref import GameRef
 
 __all__ = ["continue_session"]
 
@@ -180,7 +180,7 @@ def _copy(source: Path, target: Path, link: bool) -> None:
 def _same_shape(stored: GymConfig, game: str, game_args: dict):
     """The new game's graph, checked to take the carried model: its input shape and action
     space are the old game's (the gym checked the model against the old game)."""
-    before, after = load_game(stored.game, stored.game_args), load_game(game, game_args)
+    before, after = stored.game_ref.build(), GameRef(game, game_args).build()
     shapes = [tuple(g.numpify(g.roots[0]).shape) for g in (before, after)]
     actions = [g.action_space_size for g in (before, after)]
     if shapes[0] != shapes[1] or actions[0] != actions[1]:

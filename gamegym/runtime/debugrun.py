@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 
-from gamegym.game.graph import load_game
 from gamegym.nets.inference import LocalService
 from gamegym.runtime.process import SEED_SELFPLAYER, SEED_TRAINER, process_seed
 
@@ -26,7 +25,7 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
 
     session, config = gym.session, gym.config
     configure_tensorflow(config.predict.use_gpu, config.predict.gpu_memorylimit, announce=True)
-    graph = gym.graph if gym.graph is not None else load_game(config.game, config.game_args)
+    graph = config.game_ref.build()  # the one the trainer, the driver and the gym share
     seed = process_seed(config.seed, SEED_SELFPLAYER, gym.run_number, 0, 0)
     rng = np.random.default_rng(seed)
     reanalyse_rng = np.random.default_rng([seed, 1])
@@ -34,7 +33,6 @@ def run_single_process(gym, max_seconds: float | None, max_iterations: int | Non
         session,
         config,
         np.random.default_rng(process_seed(config.seed, SEED_TRAINER, gym.run_number)),
-        graph=graph,
     )
     learner = trainer.learner
 

@@ -14,7 +14,6 @@ import numpy as np
 from gamegym import workmeter
 from gamegym.data.fileio import read_jsonl
 from gamegym.evaluation.ratings import ModelPruned, evaluate_iteration, iteration_name
-from gamegym.game.graph import load_game
 from gamegym.runtime.messages import Report
 from gamegym.runtime.process import child_entry
 
@@ -28,8 +27,8 @@ class Evaluator:
     the last one rated (an evaluation can take longer than several iterations: none is waited
     for); `listeners` hear each rating (iteration, ratings, that iteration's result rows)."""
 
-    def __init__(self, session, config, graph, rng: np.random.Generator, listeners=()):
-        self.session, self.config, self.graph, self.rng = session, config, graph, rng
+    def __init__(self, session, config, rng: np.random.Generator, listeners=()):
+        self.session, self.config, self.rng = session, config, rng
         self.listeners = list(listeners)
         self.done = {r["iteration"] for r in read_jsonl(session.evaluation_dir / "results.jsonl")}
         self.last = max(self.done, default=0)
@@ -42,7 +41,7 @@ class Evaluator:
         if iteration < self.last + self.config.evaluate.every or iteration in self.done:
             return None
         try:
-            ratings = evaluate_iteration(self.session, self.config, self.graph, iteration, self.rng)
+            ratings = evaluate_iteration(self.session, self.config, iteration, self.rng)
         except ModelPruned as error:
             if self.session.current_iteration() == iteration:  # not pruned: missing
                 raise
@@ -83,8 +82,7 @@ def evaluator_main(session_path, config, seed, *, stop_event, reports):
             )
         )
 
-    graph = load_game(config.game, config.game_args)
-    evaluator = Evaluator(session, config, graph, np.random.default_rng(seed), [rated])
+    evaluator = Evaluator(session, config, np.random.default_rng(seed), [rated])
     while not stop_event.is_set():
         workmeter.tick()  # a look for a new iteration; each move of a match counts too
         evaluator.step()

@@ -1,11 +1,11 @@
 """GameGym: starts, watches and stops the Trainer, the Predictor and the Selfplayers of a session.
 
-gym = GameGym("sessions/ttt", graph=TicTacToe(), config=GymConfig(game=...))
+gym = GameGym("sessions/ttt", config=GymConfig(game="games.tictactoe:TicTacToe"))
 gym.resume(max_seconds=600)      # 'exit' on the console, Ctrl+C or SIGTERM stop it cleanly
 
-A game and a config are built once in a process and passed down as objects: the gym keeps the
-graph it was given (or built when it made the session) as `gym.graph`, and the children build
-their own from the config's game spec, once each.
+The gym takes a config; the config names the game by reference (`GymConfig.game_ref`,
+gamegym.game.ref), and every process, the gym's and each child's, builds the graph from that
+reference once.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from gamegym.config import GymConfig
 from gamegym.data.fileio import disk_full_message, is_disk_full
 from gamegym.data.session import Session, SessionError
 from gamegym.data.trust import record_trust, require_consent, session_code
-from gamegym.game.graph import GameGraph, game_class, game_module_origin, game_spec, load_game
+from gamegym.game.graph import GameGraph, game_module_origin
 from gamegym.nets.tfsetup import tensorflow_imported
 from gamegym.runtime.monitor import Monitor
 from gamegym.runtime.process import in_spawned_child
@@ -42,18 +42,19 @@ class GameGym:
     def __init__(
         self,
         session_path,
-        graph: GameGraph | None = None,
         config: GymConfig | None = None,
         initial_model=None,
         stored: GymConfig | None = None,
         trust: bool = False,
         ask=None,
     ):
-        """`graph` and `config` make a new session (or change a resumed one's config);
-        `stored`: the session's config.json when the caller has read it already.  Reopening a
-        session imports the modules its config.json names only when they are bundled or the
-        user allowed them for the folder (gamegym.data.trust): `trust` allows them now,
-        `ask(question)` asks (None: UntrustedCodeError naming them)."""
+        """`config` makes a new session (its `game` and `game_args` name the game; a graph
+        built in your own code is named by its reference, `GameRef.of(graph).settings()`),
+        or changes a resumed one's config; `stored`: the session's config.json when the
+        caller has read it already.  Reopening a session imports the modules its config.json
+        names only when they are bundled or the user allowed them for the folder
+        (gamegym.data.trust): `trust` allows them now, `ask(question)` asks (None:
+        UntrustedCodeError naming them)."""
         if in_spawned_child():
             # a child started with spawn imports the parent's main script again: without the
             # guard every child would build a gym of its own (and start children of its own)
@@ -65,19 +66,16 @@ class GameGym:
             )
         self.session = Session(session_path)
         self._config_to_save = None  # a changed config, written once the lock is held
-        self.graph = graph  # the game, when this process has it built (else None)
         self._code_told = False  # the modules it imports said on the console
         if self.session.exists():
-            self.config = self._config_for_resume(graph, config, stored, trust, ask)
+            self.config = self._config_for_resume(config, stored, trust, ask)
             if initial_model is not None:
                 raise GymError(
                     f"session {self.session.path} already has models; "
                     "initial_model is only for a new session"
                 )
         else:
-            self.config = self._create(graph, config, initial_model)
-        if self.graph is not None and not _describes(self.config, self.graph):
-            self.graph = None  # another game's arguments: the children's build is the one
+            self.config = self._create(config, initial_model)
         self.run_number = 0  # the session's run number, counted when the lock is taken
         self.stop_requested = threading.Event()
         self.stop_reason = ""
@@ -86,24 +84,16 @@ class GameGym:
         self.monitor = Monitor()
 
     # ----- creating and reopening -----------------------------------------------------------
-    def _config_for_resume(self, graph, config, stored=None, trust=False, ask=None) -> GymConfig:
+    def _config_for_resume(self, config, stored=None, trust=False, ask=None) -> GymConfig:
         stored = stored if stored is not None else self.session.load_config()
-        if graph is not None and game_spec(graph) != stored.game:
-            raise GymError(
-                f"session {self.session.path} is for game {stored.game}, not {game_spec(graph)}"
-            )
         if config is not None:
             if not config.game:
                 config = config.updated({"game": stored.game, "game_args": stored.game_args})
             config.check_resume(stored)
         chosen = stored if config is None else config
         code = session_code(chosen.game, chosen.plugins)  # refuses a game that is no module
-        # what the caller named itself needs no agreement: its own settings' plugins, the
-        # game it built
-        given = (
-            *(chosen.plugins if chosen.runs_plugins else ()),
-            *(() if graph is None else (code.game,)),
-        )
+        # what the caller named itself needs no agreement: its own settings' plugins
+        given = tuple(chosen.plugins) if chosen.runs_plugins else ()
         require_consent(self.session, code, trust=trust, ask=ask, given=given)
         if not chosen.runs_plugins and chosen.plugins:
             self._tell_code(chosen)  # imported here: said before (else when it runs)
@@ -118,28 +108,18 @@ class GameGym:
         print(f"[gamegym] imports {code.describe()}", flush=True)
         self._code_told = True
 
-    def _create(self, graph, config, initial_model) -> GymConfig:
-        if graph is None and (config is None or not config.game):
+    def _create(self, config, initial_model) -> GymConfig:
+        if config is None or not config.game:
             raise GymError(
-                f"no session at {self.session.path}: give a graph or a config "
-                "with 'game' to create one"
+                f"no session at {self.session.path}: give a config that names the game "
+                "('game', 'game_args') to create one"
             )
-        if config is None:
-            config = GymConfig(game=game_spec(graph), game_args=graph.game_args)
-        elif graph is not None and not _describes(config, graph):
-            config = config.updated({"game": game_spec(graph), "game_args": graph.game_args})
         config = config.with_plugins()  # the caller's own settings (or a copy it chose)
-        if graph is None:
-            self.graph = graph = load_game(config.game, config.game_args)
-        elif game_class(config.game) is not type(graph):  # the children rebuild it from the spec
-            raise GymError(
-                f"the game {type(graph).__qualname__} cannot be rebuilt from its spec "
-                f"{config.game!r}: define it at the top level of an importable module"
-            )
+        config.game_ref.build()  # this process's graph: a bad game is refused before the folder
         folder_was_there = self.session.path.exists()
         try:
             self.session.create(config)
-            publish_initial_model(self.session, config, initial_model, graph)
+            publish_initial_model(self.session, config, initial_model)
         except BaseException as error:
             self.session.discard_new(folder_was_there)  # no half-made session
             if is_disk_full(error):
@@ -221,19 +201,14 @@ class GameGym:
         print(f"[gamegym] {self.monitor.status_line()}", flush=True)
 
 
-def publish_initial_model(
-    session: Session, config: GymConfig, initial_model=None, graph: GameGraph | None = None
-) -> None:
-    """Publish models/0.keras of a new session (see `make_initial_model`); `graph`: the
-    session's game when this process has it built.
+def publish_initial_model(session: Session, config: GymConfig, initial_model=None) -> None:
+    """Publish models/0.keras of a new session (see `make_initial_model`).
 
     Making it needs TensorFlow; a process that has not imported TensorFlow yet (the gym's own,
     the `gamegym new` command) makes it in a short-lived child process instead, so it stays
     small (the gym's process only supervises).  An error in the child is raised here."""
     if tensorflow_imported() or not isinstance(initial_model, (str, os.PathLike, type(None))):
-        if graph is None:
-            graph = load_game(config.game, config.game_args)
-        _publish_first(session, config, make_initial_model(graph, config, initial_model), graph)
+        _publish_first(session, config, make_initial_model(config, initial_model))
         return
     ctx = multiprocessing.get_context("spawn")
     receive, send = ctx.Pipe(duplex=False)
@@ -261,22 +236,10 @@ def publish_initial_model(
         raise error
 
 
-def _describes(config: GymConfig, graph: GameGraph) -> bool:
-    """True when the config names `graph`'s game: its spec, and every argument it gives has
-    the value the graph was built with (the graph's also hold the defaults)."""
-    given = graph.game_args
-    return config.game == game_spec(graph) and all(
-        k in given and given[k] == v for k, v in config.game_args.items()
-    )
-
-
 def _initial_model_main(session_path: str, config: GymConfig, initial_model, answer) -> None:
     """The child of `publish_initial_model`: answers None, or the exception that stopped it."""
     try:
-        graph = load_game(config.game, config.game_args)
-        _publish_first(
-            Session(session_path), config, make_initial_model(graph, config, initial_model), graph
-        )
+        _publish_first(Session(session_path), config, make_initial_model(config, initial_model))
     except BaseException as error:
         try:
             answer.send(error)
@@ -286,7 +249,7 @@ def _initial_model_main(session_path: str, config: GymConfig, initial_model, ans
     answer.send(None)
 
 
-def _publish_first(session: Session, config: GymConfig, model, graph: GameGraph) -> None:
+def _publish_first(session: Session, config: GymConfig, model) -> None:
     """models/0.keras, with its fast-path file (gamegym.nets.fastmodels)."""
     import numpy as np
 
@@ -297,18 +260,20 @@ def _publish_first(session: Session, config: GymConfig, model, graph: GameGraph)
         get_learner(config.train.learner),
         model,
         config.predict.precision,
-        int8_inputs(graph, np.random.default_rng(config.seed)),
+        int8_inputs(config.game_ref.build(), np.random.default_rng(config.seed)),
         config.predict.int8_tolerances(),
     )
     session.publish_model(model, 0, fast_form=fast_form)
 
 
-def make_initial_model(graph: GameGraph, config: GymConfig, initial_model=None):
-    """The iteration-0 model: given (a path or a Keras model) or freshly built by the learner."""
+def make_initial_model(config: GymConfig, initial_model=None):
+    """The iteration-0 model of a session of `config`: given (a path or a Keras model) or
+    freshly built by the learner."""
     from gamegym.learners import get_learner
     from gamegym.nets.tfsetup import configure_tensorflow, load_model
 
     configure_tensorflow(use_gpu=False)
+    graph = config.game_ref.build()
     learner = get_learner(config.train.learner)
     if initial_model is None:
         model = learner.build_model(graph, config.network_options())

@@ -23,7 +23,6 @@ import numpy as np
 from gamegym import workmeter
 from gamegym.data.fileio import atomic_write_bytes
 from gamegym.data.samples import GameRecord, SampleShape, encode_sample_file
-from gamegym.game.graph import load_game
 from gamegym.runtime.messages import Report
 from gamegym.runtime.pipes import PipeService, PredictorGone
 from gamegym.runtime.process import child_entry
@@ -221,7 +220,7 @@ def selfplayer_main(session_path, config, index, conn, seed, *, stop_event, repo
     session = Session(session_path)
     if config.selfplay.nice:
         log.info("running at nice %d (selfplay.nice)", lower_priority(config.selfplay.nice))
-    graph = load_game(config.game, config.game_args)
+    graph = config.game_ref.build()
     service = PipeService(conn)
     learner = get_learner(config.train.learner)
     driver = learner.selfplayer(graph, service, config, np.random.default_rng(seed))

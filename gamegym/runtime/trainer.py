@@ -35,7 +35,6 @@ from gamegym import workmeter
 from gamegym.data.fileio import append_jsonl
 from gamegym.data.replay import make_replay
 from gamegym.data.samples import SampleShape
-from gamegym.game.graph import load_game
 from gamegym.nets.fastmodels import fast_model_bytes, int8_inputs
 from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import child_entry
@@ -340,15 +339,14 @@ def _format_losses(losses: dict) -> str:
 
 
 def build_trainer(
-    session, config, rng, listeners=None, graph=None, load: Callable[[], object] | None = None
+    session, config, rng, listeners=None, load: Callable[[], object] | None = None
 ) -> Trainer:
-    """A Trainer on the session's current model, loaded (with TensorFlow) at its first use;
-    `graph`: the session's game when this process has it built already; `load`: what to do
-    just before, e.g. configure TensorFlow."""
+    """A Trainer on the session's current model, loaded (with TensorFlow) at its first use,
+    on the game `config` names (this process's graph of it); `load`: what to do just before,
+    e.g. configure TensorFlow."""
     from gamegym.learners import get_learner
 
-    if graph is None:
-        graph = load_game(config.game, config.game_args)
+    graph = config.game_ref.build()
     learner = get_learner(config.train.learner)
 
     def current_model():

@@ -33,7 +33,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from gamegym.data.trust import read_session
-from gamegym.game.graph import load_game
 from gamegym.serve.guard import RequestGuard
 from gamegym.serve.play import MAX_SEARCHCOUNT, ModelPlayers, PlayError, PlayTable
 from gamegym.serve.progress import SessionProgress
@@ -85,9 +84,10 @@ class Site:
 
     def __init__(self, session, config, players):
         self.session, self.config = session, config
-        self.graph = load_game(config.game, config.game_args)  # the games in play's own
+        self.graph = config.game_ref.build()  # this process's: the games in play are on it
         self.progress = SessionProgress(session)
-        self.selfplay_games = SelfplayGames(session, load_game(config.game, config.game_args))
+        # a graph of its own: its games are read in other threads than the moves are searched
+        self.selfplay_games = SelfplayGames(session, config.game_ref.build_new())
         self.table = PlayTable(self.graph, players(session, config), config.selfplay.max_moves)
 
     async def page(self, request: Request):

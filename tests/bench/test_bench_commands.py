@@ -339,28 +339,25 @@ def test_the_throughput_config_is_the_preset_with_the_runs_settings():
     settings; a network given replaces the preset's whole; Selfplayers never wait for a
     Trainer; a learner preset without settings for the game is named."""
     from gamegym.bench.throughput import ThroughputSettings, bench_config
-    from gamegym.game.graph import load_game
 
     connectfour = "games.connectfour:ConnectFour"
-    graph = load_game(connectfour, {})
-    config = bench_config(ThroughputSettings(connectfour, threads=3, batchsize=8), graph)
+    config = bench_config(ThroughputSettings(connectfour, threads=3, batchsize=8))
     assert (config.network.kind, config.network.width, config.network.blocks) == (
         "residual", 32, 3
     )  # fmt: skip
     assert (config.selfplay.search.threads, config.predict.batchsize) == (3, 8)
     assert config.selfplay.temperature_drop_move == 10  # the preset's
-    assert config.status_interval == 0.0 and config.game_args == graph.game_args
+    assert config.status_interval == 0.0 and config.game_args == {"rows": 6, "columns": 7}
     dense = {"kind": "dense", "width": 16}
-    config = bench_config(ThroughputSettings(connectfour, network=dense), graph)
+    config = bench_config(ThroughputSettings(connectfour, network=dense))
     assert (config.network.kind, config.network.width, config.network.blocks) == ("dense", 16, 2)
-    config = bench_config(ThroughputSettings(connectfour, learner="bootstrapped"), graph)
+    config = bench_config(ThroughputSettings(connectfour, learner="bootstrapped"))
     assert config.learner_config.positions_per_iteration == 0
     assert config.learner_config.concurrent_games == 64  # the preset's own section
-    santorini = load_game("games.santorini:Santorini", {"dimension": 4})
     settings = ThroughputSettings("games.santorini:Santorini", {"dimension": 4}, learner="muzero")
-    assert bench_config(settings, santorini).train.learner == "muzero"  # no preset: defaults
+    assert bench_config(settings).train.learner == "muzero"  # no preset: defaults
     with pytest.raises(ValueError, match="'dqn' is only defined for the bundled games"):
-        bench_config(ThroughputSettings("games.santorini:Santorini", learner="dqn"), santorini)
+        bench_config(ThroughputSettings("games.santorini:Santorini", learner="dqn"))
 
 
 def test_the_curves_go_beside_the_run_never_into_the_current_folder(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
-"""A game and a config are built once in the main process and passed down as objects: the
-learning bench's set-up, `gamegym new` and `gamegym resume` (children build their own)."""
+"""A game is built once per process from its reference (gamegym.game.ref) and a config once in
+the main process and passed down: the learning bench's set-up, `gamegym new` and `gamegym
+resume` (children build their own game from the config's reference)."""
 
 import json
 
@@ -10,6 +11,7 @@ from gamegym.bench import curve, learning
 from gamegym.bench.learning import LearningSettings
 from gamegym.cli.main import main
 from gamegym.game.graph import GameSpecError
+from gamegym.game.ref import GameRef, forget_built
 from gamegym.runtime import gym as gym_module
 
 
@@ -27,8 +29,43 @@ def test_the_learning_bench_builds_its_game_and_config_once(builds, monkeypatch,
     assert figures["final"]["iteration"] == 0
     (game,) = builds["game"]
     (config,) = builds["config"]
-    assert "load_game < run_learning_bench" in game, game
+    assert "build_game < build < run_learning_bench" in game, game
     assert "from_dict < preset_config < run_learning_bench" in config, config
+
+
+def test_the_learning_bench_builds_a_game_named_without_its_arguments_once(monkeypatch, tmp_path):
+    # Connect Four named with no arguments, its preset with all of them: one game either way,
+    # built from its reference once in this process through the set-up (the yardstick, the
+    # preset's starter model judged, the session's first model published); no training
+    import functools
+
+    from games.connectfour import ConnectFour
+
+    forget_built()
+    built = []
+    init = ConnectFour.__init__
+
+    @functools.wraps(init)  # keeps the signature: a graph records its arguments by it
+    def counted(self, *args, **kwargs):
+        built.append(dict(kwargs))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(ConnectFour, "__init__", counted)
+    monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
+    trained = []
+    monkeypatch.setattr(
+        learning, "train_and_measure", lambda gym, *rest: trained.append(gym) or ([], {}, {})
+    )
+    settings = LearningSettings(
+        "games.connectfour:ConnectFour", opponents=("random",), keep=tmp_path / "learn"
+    )
+    figures = learning.run_learning_bench(settings)
+    assert built == [{}]
+    assert trained[0].config.game_ref == GameRef(
+        "games.connectfour:ConnectFour", {"rows": 6, "columns": 7}
+    )
+    assert figures["game_args"] == {"rows": 6, "columns": 7}
+    assert (tmp_path / "learn" / "models" / "0.keras").is_file()
 
 
 def test_a_learning_bench_variant_changes_the_preset_in_the_one_config(builds, monkeypatch):
@@ -72,8 +109,8 @@ def test_runs_side_by_side_share_the_one_game_and_its_one_solve(builds, monkeypa
     solves = []
     real_solver = curve.Solver
 
-    def fake_run(settings, graph=None, solver=None):
-        calls.append({"settings": settings, "graph": graph, "solver": solver})
+    def fake_run(settings, solver=None):
+        calls.append({"settings": settings, "graph": settings.game_ref.build(), "solver": solver})
         return {"learner": settings.learner, "curve": []}
 
     def counted_solver(graph):
@@ -93,25 +130,17 @@ def test_runs_side_by_side_share_the_one_game_and_its_one_solve(builds, monkeypa
     assert solver is not None and all(call["solver"] is solver for call in calls)
     assert calls[0]["settings"].opponents == ("solver",)
     # and a run given the solver does not solve again
-    assert curve.bench_opponents(TICTACTOE, calls[0]["graph"], None, solver)[1] is solver
+    assert curve.bench_opponents(GameRef(TICTACTOE), None, solver)[1] is solver
     assert len(solves) == 1
 
 
-def test_a_graph_its_spec_does_not_rebuild_is_refused_before_the_session_is_made(
-    monkeypatch, tmp_path
-):
-    # the gym keeps the graph it is given, but its children build theirs from the spec
-    import games.tictactoe
-    from games.tictactoe import TicTacToe, TicTacToeVariant
+def test_a_game_that_does_not_build_is_refused_before_the_session_is_made(tmp_path):
+    # the gym builds its graph from the config's reference before it makes the folder
+    from gamegym.config import GymConfig
 
-    class Local(TicTacToe):
-        pass
-
-    with pytest.raises(GameSpecError, match="has no class 'test_a_graph_its_spec"):
-        gym_module.GameGym(tmp_path / "local", graph=Local())
-    monkeypatch.setattr(games.tictactoe, "TicTacToe", TicTacToeVariant)
-    with pytest.raises(gym_module.GymError, match="cannot be rebuilt from its spec"):
-        gym_module.GameGym(tmp_path / "shadowed", graph=TicTacToe())
+    config = GymConfig(game="games.santorini:Santorini", game_args={"dimension": 9})
+    with pytest.raises(GameSpecError, match="cannot build games.santorini:Santorini with"):
+        gym_module.GameGym(tmp_path / "s", config=config)
     assert list(tmp_path.iterdir()) == []
 
 

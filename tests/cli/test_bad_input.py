@@ -80,10 +80,13 @@ def test_resume_of_a_missing_or_foreign_folder(tmp_path):
 
 @pytest.mark.slow
 def test_model_that_does_not_fit_the_game_and_session_of_another_game(tmp_path):
-    from gamegym import GameGym, GymError
+    from gamegym import ConfigError, GameGym, GameRef, GymConfig, GymError
     from gamegym.presets import INITIAL_MODELS
     from games.connectfour import ConnectFour
     from games.tictactoe import TicTacToe
+
+    def game_of(graph):  # a graph built here enters a session by its reference
+        return GymConfig.from_dict(GameRef.of(graph).settings())
 
     with pytest.raises(
         GymError,
@@ -91,27 +94,28 @@ def test_model_that_does_not_fit_the_game_and_session_of_another_game(tmp_path):
         r"shape \(3, 3, 2\) of TicTacToe",
     ):
         GameGym(
-            tmp_path / "a", graph=TicTacToe(), initial_model=INITIAL_MODELS / "connectfour.keras"
+            tmp_path / "a",
+            config=game_of(TicTacToe()),
+            initial_model=INITIAL_MODELS / "connectfour.keras",
         )
     assert not (tmp_path / "a" / "config.json").exists()
-    GameGym(tmp_path / "b", graph=TicTacToe())
+    GameGym(tmp_path / "b", config=game_of(TicTacToe()))
     with pytest.raises(
-        GymError, match="is for game games.tictactoe:TicTacToe, not games.connectfour:ConnectFour"
+        ConfigError,
+        match=r"config field 'game' cannot change on resume \(session has 'games.tictactoe:",
     ):
-        GameGym(tmp_path / "b", graph=ConnectFour())
+        GameGym(tmp_path / "b", config=game_of(ConnectFour()))
     done = gamegym("new", str(tmp_path / "b"), "--game", "games.tictactoe:TicTacToe")
     assert done.returncode == 2 and "already exists" in done.stderr
 
 
 UNGUARDED = """
 import sys
-from games.tictactoe import TicTacToe
 from gamegym import GameGym, GymConfig
 config = GymConfig(game="games.tictactoe:TicTacToe",
                    selfplay={"selfplayprocesses": 1,
                              "search": {"threads": 4, "searchcount": 16}})
-sys.exit(GameGym(sys.argv[1], graph=TicTacToe(), config=config).resume(max_seconds=60,
-                                                                       console=False))
+sys.exit(GameGym(sys.argv[1], config=config).resume(max_seconds=60, console=False))
 """
 
 

@@ -66,9 +66,8 @@ def test_presets_lists_each_with_its_game_learner_and_purpose(capsys):
 
 
 def test_new_from_a_preset_takes_its_settings_and_starter_model():
-    config, model, graph = new_session_settings("tictactoe", None, None, None)
+    config, model = new_session_settings("tictactoe", None, None, None)
     preset = PRESETS["tictactoe"]
-    assert type(graph).__name__ == "TicTacToe"  # the session's game, built once, passed on
     assert (config.game, config.game_args) == (TICTACTOE, {})
     assert config.selfplay.search.searchcount == preset["selfplay"]["search"]["searchcount"]
     assert config.train.min_samplecount == preset["train"]["min_samplecount"]
@@ -78,7 +77,7 @@ def test_new_from_a_preset_takes_its_settings_and_starter_model():
 def test_a_config_file_changes_the_preset_section_by_section(tmp_path):
     changes = tmp_path / "changes.json"
     changes.write_text(json.dumps({"selfplay": {"search": {"searchcount": 32}}, "seed": 7}))
-    config, model, _ = new_session_settings("connectfour", None, None, changes)
+    config, model = new_session_settings("connectfour", None, None, changes)
     preset = PRESETS["connectfour"]
     assert config.selfplay.search.searchcount == 32 and config.seed == 7
     assert config.selfplay.search.threads == preset["selfplay"]["search"]["threads"]
@@ -87,19 +86,14 @@ def test_a_config_file_changes_the_preset_section_by_section(tmp_path):
 
 
 def test_other_game_arguments_or_network_start_from_a_fresh_network(tmp_path, caplog):
-    config, model, graph = new_session_settings(
-        "connectfour", None, {"rows": 5, "columns": 6}, None
-    )
+    config, model = new_session_settings("connectfour", None, {"rows": 5, "columns": 6}, None)
     assert config.game_args == {"rows": 5, "columns": 6} and model is None
-    assert graph.game_args == {"rows": 5, "columns": 6}
-    config, model, _ = new_session_settings(
-        "tictactoe", "games.connectfour:ConnectFour", None, None
-    )
+    config, model = new_session_settings("tictactoe", "games.connectfour:ConnectFour", None, None)
     assert (config.game, config.game_args, model) == ("games.connectfour:ConnectFour", {}, None)
     wider = tmp_path / "wider.json"
     wider.write_text(json.dumps({"network": {"width": 128}}))
     with caplog.at_level("WARNING", logger="gamegym.presets"):
-        config, model, _ = new_session_settings("tictactoe", None, None, wider)
+        config, model = new_session_settings("tictactoe", None, None, wider)
     assert config.network.width == 128 and model is None
     assert "is not the network" in caplog.text
 

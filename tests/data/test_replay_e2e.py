@@ -42,12 +42,10 @@ def new_session(folder, config=CURIOUS, name="ttt"):
     import tensorflow  # noqa: F401 - then the first model is made here, not in a child
 
     from gamegym import GameGym, GymConfig
-    from gamegym.game.graph import load_game
 
     path = folder / name
-    graph = load_game("games.tictactoe:TicTacToe")
     config = GymConfig.from_dict({"game": "games.tictactoe:TicTacToe", **config})
-    GameGym(path, graph=graph, config=config)
+    GameGym(path, config=config)
     assert (path / "models" / "0.keras").is_file()
     return path
 

@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+from conftest import TICTACTOE
 
-from gamegym.config import SearchConfig
+from gamegym.config import GymConfig, SearchConfig
 from gamegym.evaluation.arena import (
     HumanPlayer,
     MatchResult,
@@ -140,12 +141,12 @@ def test_ratings_anchor_random_at_zero_and_order_the_players():
 def test_mcts_player_from_a_session_plays_well_enough_and_names_missing_iterations(tmp_path):
     import tensorflow  # noqa: F401 - the first model is made here, not in a child process
 
-    graph = TicTacToe()
-    gym = GameGym(tmp_path / "s", graph=graph)
+    gym = GameGym(tmp_path / "s", config=GymConfig(game=TICTACTOE))
+    graph = gym.config.game_ref.build()  # the graph the player plays on: this process's
     search = SearchConfig(searchcount=200, core="python")
-    player = model_player(gym.session, graph, 0, search)
+    player = model_player(gym.session, 0, search)
     assert player.params == SearchParams.from_config(search, noise=False)  # the one mapping
-    default = model_player(gym.session, graph, 0).params  # the session's evaluate.search
+    default = model_player(gym.session, 0).params  # the session's evaluate.search
     assert (default.searchcount, default.threads, default.core) == (50, 8, "python")
     assert default.dirichlet_fraction == 0.0  # a player searches without noise
     rng = np.random.default_rng(0)
@@ -157,7 +158,7 @@ def test_mcts_player_from_a_session_plays_well_enough_and_names_missing_iteratio
     result = run_match(graph, player, AlphaBetaPlayer(1), 2, rng)
     assert result.games == 2
     with pytest.raises(ValueError, match=r"has no model iteration 5 \(it has \[0\]\)"):
-        model_player(gym.session, graph, 5)
+        model_player(gym.session, 5)
 
 
 def test_results_are_split_by_the_side_the_player_moved_first_or_second():

@@ -11,14 +11,13 @@ from gamegym.bench.curve import training_figures
 from gamegym.cli.main import main
 from gamegym.data.fileio import read_jsonl
 from gamegym.evaluation.ratings import evaluate_iteration
-from games.tictactoe import TicTacToe
 
 TICTACTOE = "games.tictactoe:TicTacToe"
 
 
 def test_evaluate_iteration_records_results_ratings_and_a_plot(two_iterations):
     session, config = two_iterations.session, two_iterations.config
-    ratings = evaluate_iteration(session, config, TicTacToe(), 1, np.random.default_rng(0))
+    ratings = evaluate_iteration(session, config, 1, np.random.default_rng(0))
     rows = read_jsonl(session.evaluation_dir / "results.jsonl")
     assert [(r["player"], r["opponent"]) for r in rows] == [
         ("iteration:1", "random"),

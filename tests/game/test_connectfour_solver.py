@@ -209,7 +209,7 @@ def test_bad_input_gets_a_clear_error():
 
 
 def test_the_solver_player_plays_connect_four_perfectly_from_the_middle():
-    player = make_player("solver", graph=GAME)
+    player = make_player("solver")
     rng = np.random.default_rng(0)
     s = solver(numba_available())
     for _ in range(4):
@@ -220,7 +220,7 @@ def test_the_solver_player_plays_connect_four_perfectly_from_the_middle():
 
 
 def test_the_solver_player_names_a_position_it_cannot_solve_in_time():
-    player = make_player("solver", graph=GAME)
+    player = make_player("solver")
     rng = np.random.default_rng(0)
     player.solver_for(GAME).seconds = 0.05
     with pytest.raises(SolverTimeout, match="positions nearer the start take longer"):

@@ -594,11 +594,11 @@ def test_side_by_side_runs_share_one_plot(tmp_path, monkeypatch):
             "by_opponent": {"random": {"score": score}, "alphabeta:2": {"score": score / 2}},
         }
 
-    def fake_run(settings, graph=None, solver=None):
+    def fake_run(settings, solver=None):
         learner = settings.learner
         assert settings.plot is None and settings.keep == tmp_path / "kept" / learner
         assert settings.minutes == 3
-        assert graph.action_space_size == 7  # the game, built once for both runs
+        assert settings.game_ref.build().action_space_size == 7  # built once for both runs
         return {
             "learner": learner,
             "game": "games.connectfour:ConnectFour",

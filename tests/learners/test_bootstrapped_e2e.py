@@ -81,13 +81,10 @@ def test_new_resume_then_evaluate(tmp_path, capsys):
     # what the Evaluator process does for an iteration, here in this process
     from gamegym.data.session import Session
     from gamegym.evaluation.ratings import evaluate_iteration
-    from gamegym.game.graph import load_game
 
     stored = Session(session)
     config = stored.load_config()
-    ratings = evaluate_iteration(
-        stored, config, load_game(config.game), first, np.random.default_rng(0)
-    )
+    ratings = evaluate_iteration(stored, config, first, np.random.default_rng(0))
     assert f"iteration:{first}" in ratings and "random" in ratings
 
 

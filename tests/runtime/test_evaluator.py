@@ -10,7 +10,6 @@ from conftest import TICTACTOE, create_session, gamegym, publish_as_trained
 from gamegym.data.fileio import read_jsonl
 from gamegym.nets.tfsetup import load_model
 from gamegym.runtime.evaluator import Evaluator
-from games.tictactoe import TicTacToe
 
 
 def test_the_evaluator_passes_over_a_model_pruned_before_it_was_loaded(two_iterations):
@@ -35,7 +34,7 @@ def test_the_evaluator_passes_over_a_model_pruned_before_it_was_loaded(two_itera
     real = session.current_iteration
     session.current_iteration = lambda: next(named, None) or real()
     session.model_iterations = lambda: listed
-    evaluator = Evaluator(session, config, TicTacToe(), np.random.default_rng(0))
+    evaluator = Evaluator(session, config, np.random.default_rng(0))
     assert evaluator.step() is None  # 1 is gone: nothing rated this time
     assert evaluator.step() == 2
     rows = read_jsonl(session.evaluation_dir / "results.jsonl")

@@ -285,7 +285,6 @@ class SelfplayerActor:
     """Plays the learner's self-play driver in a thread; the gym takes its games and reports."""
 
     def __init__(self, name: str, config, seed: int, address, authkey: bytes):
-        from gamegym.game.graph import load_game
         from gamegym.learners import get_learner
         from gamegym.runtime.pipes import PipeService
 
@@ -299,7 +298,7 @@ class SelfplayerActor:
             self.log.info(
                 "running at nice %d (selfplay.nice)", lower_priority(config.selfplay.nice)
             )
-        graph = load_game(config.game, config.game_args)
+        graph = config.game_ref.build()  # an actor is a process of its own
         self.service = PipeService(Client(address, authkey=authkey))
         self.driver = get_learner(config.train.learner).selfplayer(
             graph, self.service, config, np.random.default_rng(seed)
