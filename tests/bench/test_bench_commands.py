@@ -101,7 +101,7 @@ def test_variants_and_seeds_make_one_run_each_with_the_same_budget(monkeypatch, 
 
     calls = []
 
-    def fake_run(settings, graph=None, solver=None):
+    def fake_run(settings, solver=None):
         calls.append(settings)
         return {
             "learner": settings.learner,

@@ -84,19 +84,24 @@ def test_a_learning_bench_variant_changes_the_preset_in_the_one_config(builds, m
     assert len(builds["game"]) == 1 and len(builds["config"]) == 1
 
 
+def new_process(builds) -> None:
+    """As in a new process (each command runs in its own): nothing built, nothing counted."""
+    forget_built()
+    builds["game"].clear()
+    builds["config"].clear()
+
+
 def test_new_and_resume_build_the_game_and_the_config_once(builds, monkeypatch, tmp_path):
     monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
     session = tmp_path / "s"
     assert main(["new", str(session), "--preset", "tictactoe"]) == 0
     assert len(builds["game"]) == 1 and len(builds["config"]) == 1, builds
-    builds["game"].clear()
-    builds["config"].clear()
+    new_process(builds)
     config = tmp_path / "small.json"
     config.write_text(json.dumps(SMALL))
     assert main(["new", str(tmp_path / "t"), "--game", TICTACTOE, "--config", str(config)]) == 0
     assert len(builds["game"]) == 1 and len(builds["config"]) == 1, builds
-    builds["game"].clear()
-    builds["config"].clear()
+    new_process(builds)
     ran = []
     monkeypatch.setattr(gym_module.GameGym, "resume", lambda self, **options: ran.append(self))
     assert main(["resume", str(session), "--max-iterations", "1"]) in (0, None)

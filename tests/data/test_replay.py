@@ -482,7 +482,7 @@ def test_the_replay_comparison_solves_the_game_once_for_all_its_runs(monkeypatch
         solves.append(graph)
         return real_solver(graph)
 
-    def fake_run(settings, graph=None, solver=None):
+    def fake_run(settings, solver=None):
         calls.append({"settings": settings, "solver": solver})
         return {"curve": [], "final": {}}
 

@@ -571,7 +571,6 @@ def test_a_game_whose_turns_do_not_alternate_is_refused(tmp_path):
     with pytest.raises(GameGraphError, match="turns strictly alternate"):
         GameGym(
             tmp_path / "s",
-            graph=graph,
             config=GymConfig(game=f"{__name__}:PassingTicTacToe", train={"learner": "muzero"}),
         )
     assert not (tmp_path / "s").exists()
@@ -596,7 +595,6 @@ def test_an_alphazero_model_is_refused_for_a_muzero_session(tmp_path):
     with pytest.raises(GymError, match="not a MuZero container"):
         GameGym(
             tmp_path / "s",
-            graph=TicTacToe(),
             initial_model=model,
             config=GymConfig(game=GAME, train={"learner": "muzero"}),
         )
