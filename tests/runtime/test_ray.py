@@ -139,7 +139,7 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
             if p in ours and "SelfplayerActor" in " ".join(p.cmdline())
         ]
         killed[0].kill()  # a killed worker process: restarted on its node
-        read_until(gym, r"selfplayer\d on node \S+ died; restarting it", lines)
+        read_until(gym, r"selfplayer\d on node \S+ died \(.*\); restarting it", lines)
         read_until(gym, r"ray 2 nodes, selfplayers 2/2", lines)
         deadline = time.monotonic() + 150
         while writers(session) != {"selfplayer0", "selfplayer1"}:  # each node's first file
@@ -221,7 +221,7 @@ def test_a_stopped_actor_is_killed_and_restarted_and_sigterm_stops_the_gym_and_i
         [stopped] = [p for p in started if "SelfplayerActor" in " ".join(p.cmdline())]
         stopped.send_signal(signal.SIGSTOP)  # alive, and answering nothing
         read_until(gym, r"selfplayer0 on node \S+ is not responding \(no answer for \d+ s", lines)
-        read_until(gym, r"selfplayer0 on node \S+ died; restarting it", lines)
+        read_until(gym, r"selfplayer0 on node \S+ died \(.*\); restarting it", lines)
         read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
         assert psutil.wait_procs([stopped], timeout=30)[0], "the stopped actor was not killed"
         started += psutil.Process(gym.pid).children(recursive=True)  # and its replacement

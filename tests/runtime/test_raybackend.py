@@ -397,12 +397,13 @@ def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_li
         assert actor.killed
     [actor] = fake_ray.alive("SelfplayerActor")
     assert actor.node == "head0000" and len(set(seeds + [actor.args[2]])) == len(seeds) + 1
-    assert "selfplayer0 on node head00@10.0.0.1 died; restarting it" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "selfplayer0 on node head00@10.0.0.1 died (the actor died); restarting it" in said
     actor.takes[-1].answer(take_answer(error="Traceback ...\nPredictorTimeout: no answer"))
     failure = backend.poll()
     assert failure.startswith(
-        "selfplayer0 on node head00@10.0.0.1 died (too many restarts: "
-        f"{MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
+        "selfplayer0 on node head00@10.0.0.1 died (PredictorTimeout: no answer), too many "
+        f"restarts ({MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
     )
     assert failure.endswith("selfplayer0.log")
 
@@ -442,12 +443,14 @@ def test_a_selfplayer_that_stops_answering_is_named_killed_and_restarted_within_
         assert actor.killed
         out = capsys.readouterr().out
         assert "selfplayer0 on node head00@10.0.0.1 is not responding (no answer for " in out
-        assert "stopped or hung); killing it" in out and "died; restarting it" in out
+        assert "stopped or hung); killing it" in out
+        assert "died (no answer for " in out and "stopped or hung); restarting it" in out
         [actor] = fake_ray.alive("SelfplayerActor")  # its replacement, on the same node
         assert actor.node == "head0000"
     now[0] += STARTUP_GRACE * deadline
     failure = poll_answered(backend, fake_ray)
-    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (too many restarts: ")
+    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (no answer for ")
+    assert "stopped or hung), too many restarts (" in failure
 
 
 def test_an_actor_ray_has_not_placed_yet_waits_and_is_not_called_hung(

@@ -51,6 +51,18 @@ RECONCILE_S = 3.0  # how often nodes are listed and dead actors restarted
 PREDICTOR_POLL_S = 2.0  # how often the Predictors' reports are taken
 
 
+def first_line(error) -> str:
+    """An error's first line (a Ray error's headline), "" for none."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def last_line(traceback: str) -> str:
+    """A traceback's last line (the exception), "" for none."""
+    lines = traceback.strip().splitlines()
+    return lines[-1] if lines else ""
+
+
 @BACKENDS.register
 class RayBackend(SelfplayBackend):
     """Selfplayers and one Predictor per node as Ray actors (see the module docstring)."""
@@ -156,17 +168,11 @@ class RayBackend(SelfplayBackend):
                     self._start_selfplayer(group, slot)
         return ""
 
-    def _restart(self, thing, what: str, log_name: str, action: str) -> str:
+    def _restart(self, thing: NodeGroup | Slot, what: str, log_name: str, action: str) -> str:
         """Count a restart of a slot or a node's Predictor; past the limit, the failure."""
-        if not thing.budget.take(time.monotonic()):
-            return (
-                f"{what} died (too many restarts: {thing.budget.spent()}); see "
-                f"{log_path(self.session.logs_dir, log_name)}"
-            )
-        thing.restarts += 1
-        log.warning("%s died (%s); %s", what, thing.died, action)
-        print(f"[gamegym] {what} died; {action}", flush=True)
-        return ""
+        where = f"see {log_path(self.session.logs_dir, log_name)}"
+        how = f"died ({thing.died})" if thing.died else "died"
+        return thing.budget.tally(self.clock(), thing, what, how, where, action)
 
     def _add_node(self, node: str, info: dict) -> None:
         cfg = self.config.selfplay
@@ -304,7 +310,7 @@ class RayBackend(SelfplayBackend):
             self.host.gym.monitor.add(report)
             self.head.searched(group.label, now, report.figures.get("searches", 0))
         if result["error"]:
-            self._actor_died(group, slot, result["error"].strip().splitlines()[-1])
+            self._actor_died(group, slot, last_line(result["error"]))
         elif result["closed"] and not self.stopping:
             self._actor_died(group, slot, "its self-play ended unasked")
         elif result["closed"]:
@@ -319,7 +325,7 @@ class RayBackend(SelfplayBackend):
         """The next reconcile (now) restarts it, or finds its node gone."""
         self._kill(slot.actor)
         slot.actor = slot.take = None
-        slot.died = str(error)
+        slot.died = first_line(error)
         if self.stopping:
             slot.closed = True
         self._last_reconcile = 0.0
@@ -361,7 +367,7 @@ class RayBackend(SelfplayBackend):
                     self._logs.write(f"predictor-{group.label}", answer["logs"])
                     for report in answer["reports"]:
                         self.host.gym.monitor.add(report)
-                    error = answer["error"]
+                    error = last_line(answer["error"])  # a traceback's: the exception
                 if error:
                     self._predictor_failed(group, error)
 
@@ -390,7 +396,7 @@ class RayBackend(SelfplayBackend):
         try:
             return self.ray.get(ref), ""
         except self.ray.exceptions.RayError as error:
-            return None, str(error).strip().splitlines()[0]
+            return None, first_line(error)
 
     def _predictor_failed(self, group: NodeGroup, error: str) -> None:
         """Its Selfplayers go down with it; the next reconcile (now) restarts them all, or

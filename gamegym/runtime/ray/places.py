@@ -21,7 +21,11 @@ import logging.handlers
 from dataclasses import dataclass, field
 from typing import Any
 
-from gamegym.runtime.backends import RestartBudget
+from gamegym.runtime.backends import (
+    MAX_PREDICTOR_RESTARTS,
+    MAX_SELFPLAYER_RESTARTS,
+    RestartBudget,
+)
 from gamegym.runtime.heartbeat import STARTUP_GRACE
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import PLACING, actor_state
@@ -88,7 +92,7 @@ class Slot:
     take: Any = None  # the open take call (an ObjectRef)
     pid: int | None = None
     restarts: int = 0  # all restarts of the run (each one seeds anew)
-    budget: RestartBudget = field(default_factory=RestartBudget)
+    budget: RestartBudget = field(default_factory=lambda: RestartBudget(MAX_SELFPLAYER_RESTARTS))
     closed: bool = False  # stopped, its last files written
     died: str = ""  # why its last actor died
     liveness: Liveness = field(default_factory=Liveness)  # when its actor last answered
@@ -110,7 +114,7 @@ class NodeGroup:
     tensorflow: bool = False  # its process imported TensorFlow (off the CPU fast path)
     last_poll: float = 0.0
     restarts: int = 0
-    budget: RestartBudget = field(default_factory=RestartBudget)
+    budget: RestartBudget = field(default_factory=lambda: RestartBudget(MAX_PREDICTOR_RESTARTS))
     died: str = ""  # why its last Predictor died
     liveness: Liveness = field(default_factory=Liveness)  # when its Predictor last answered
     slots: list = field(default_factory=list)
