@@ -209,6 +209,16 @@ class SelfplayBackend(ABC):
         return {}
 
 
+def release_unclaimed_handles() -> None:
+    """Close this process's copies of the pipe ends it sent to another process that never
+    took them: multiprocessing keeps each one open (in its resource sharer) until the
+    receiver takes it, so a pipe end sent to a process that died first would never close.
+    Called when no live process is owed one (the Predictor is dead)."""
+    from multiprocessing import resource_sharer
+
+    resource_sharer.stop(timeout=5.0)
+
+
 def restart_seed(seed: int, run: int, index: int, restarts: int) -> int:
     """The seed of Selfplayer slot `index` after `restarts` restarts in run `run` of the
     session (no run and no restart replays the games of another)."""
@@ -302,6 +312,9 @@ class ProcessBackend(SelfplayBackend):
         )
         if failure:
             return failure
+        # a pipe end handed to the dead Predictor (a NewClient) that it never took is held
+        # by this process until taken: let it go, so that Selfplayer finds its pipe closed too
+        release_unclaimed_handles()
         selfplayers = self.selfplayers()
         self.host.join(selfplayers, JOIN_SELFPLAYERS_S)
         for child in selfplayers:

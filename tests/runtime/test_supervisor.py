@@ -189,6 +189,40 @@ def test_a_selfplayer_restarted_as_the_predictor_died_is_restarted_again_with_it
     assert not supervisor.failure
 
 
+def test_a_pipe_handed_to_a_predictor_that_died_before_taking_it_closes_with_its_restart(
+    supervisor,
+):
+    """The Predictor dies after the gym handed it a restarted Selfplayer's pipe end (a
+    NewClient waiting in the joins pipe) and before it took it.  multiprocessing keeps the
+    gym's copy of a sent pipe end until the receiver takes it, so that Selfplayer would wait on
+    a pipe that never closes; the Predictor's restart lets the copy go, and the Selfplayer
+    finds its pipe closed (then writes its games and exits) as the others do."""
+    import os
+    from multiprocessing.connection import Connection
+
+    recording = supervisor.spawn
+    held = []
+
+    def spawn(child):  # what the restarted Selfplayer's process would hold: its end
+        recording(child)
+        if child.name == "selfplayer0" and not held:
+            held.append(Connection(os.dup(child.args[3].fileno())))
+
+    supervisor.spawn = spawn
+    child(supervisor, "selfplayer0").process = DeadProcess(1)
+    check(supervisor)  # restarted; the other end of its pipe goes to the Predictor
+    assert supervisor.joins.poll(5)  # sent, and never taken: the Predictor dies
+    [end] = held
+    assert not end.poll(0.2)  # the gym's unclaimed copy keeps the pipe open
+    predictor_gone(supervisor)
+    check(supervisor)
+    assert supervisor.spawned == ["selfplayer0", "predictor", "selfplayer0", "selfplayer1"]
+    assert end.poll(5)
+    with pytest.raises(EOFError):  # closed: the Selfplayer sees its Predictor gone
+        end.recv()
+    end.close()
+
+
 def test_a_restart_is_tallied_logged_and_said_alike_for_every_role(capsys, caplog):
     budget = RestartBudget(2, window=60.0)
     evaluator = Child("evaluator", None, ())
