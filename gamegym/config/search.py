@@ -45,7 +45,7 @@ class SearchConfig:
     #                     the setting of an older config)
     solver: bool = False  # prove wins/losses in the tree (MCTS-solver); exact endgames
     core: str = "auto"  # "auto": the compiled core where numba is installed and it covers
-    #                     the search (PUCT or Gumbel, no solver or OS threads; MuZero: PUCT),
+    #                     the search (PUCT or Gumbel, no solver; MuZero: PUCT),
     #                     else "python"; "compiled": the search's loops compiled by numba
     #                     (`pip install 'gamegym[fast]'`), the same games faster, or an error
     #                     naming why not
@@ -72,12 +72,12 @@ class SearchConfig:
             not self.os_threads,
             f"{self._section}os_threads",
             "must be false: one thread drives every concurrent search (OS threads were several "
-            "times slower under the GIL and are no longer run)",
+            "times slower under the GIL, and no core runs them)",
         )
         boolean(self, "solver")
         choice(self, "core", CORES)
         if self.core == "compiled":
-            problem = compiled_core_problem(self.rule, self.solver, self.os_threads)
+            problem = compiled_core_problem(self.rule, self.solver)
             check(problem is None, f"{self._section}core", f"'compiled': {problem}")
         float_in(self, "exploration_const", 0.0, 100.0, low_open=True)
         float_in(self, "virtualloss", 0.0, 100.0)
@@ -100,10 +100,10 @@ def compiled_rules() -> list[str]:
     return [name for name, rule in SEARCHES.items() if getattr(rule, "compiled", False)]
 
 
-def compiled_core_problem(rule: str, solver: bool, os_threads: bool) -> str | None:
-    """Why a search with these settings cannot run on the compiled core (None: it can)."""
-    if os_threads:  # no core runs them (gamegym.search.core)
-        return "every search has one driver thread: set search.os_threads to false"
+def compiled_core_problem(rule: str, solver: bool) -> str | None:
+    """Why a search with this rule and solver setting cannot run on the compiled core (None:
+    it can).  (`os_threads`, which no core runs, is refused on its own: by `validate`, and
+    by the Python core for search parameters made in code.)"""
     rules = compiled_rules()
     uncovered = [
         what

@@ -51,6 +51,8 @@ __all__ = [
     "ProcessBackend",
     "RestartBudget",
     "MAX_SELFPLAYER_RESTARTS",
+    "MAX_PREDICTOR_RESTARTS",
+    "MAX_EVALUATOR_RESTARTS",
     "RESTART_WINDOW_S",
     "JOIN_SELFPLAYERS_S",
     "JOIN_PREDICTOR_S",
@@ -60,15 +62,24 @@ log = logging.getLogger("gamegym.runtime.backends")
 
 JOIN_SELFPLAYERS_S = 20.0  # a Selfplayer finishes its move and flushes its games
 JOIN_PREDICTOR_S = 5.0
-MAX_SELFPLAYER_RESTARTS = 5  # per Selfplayer slot within RESTART_WINDOW_S, then the gym stops
-RESTART_WINDOW_S = 3600.0  # with an error; older restarts no longer count
+# restarts within RESTART_WINDOW_S, per role, before the gym stops with an error
+MAX_SELFPLAYER_RESTARTS = 5  # of one Selfplayer slot
+MAX_PREDICTOR_RESTARTS = 5  # of a Predictor (each one restarts its Selfplayers with it)
+MAX_EVALUATOR_RESTARTS = 5  # of the Evaluator
+RESTART_WINDOW_S = 3600.0  # older restarts no longer count
+
+
+class Restarting(Protocol):
+    """What is restarted: a child process, a Ray slot or node group."""
+
+    restarts: int  # all its restarts in this run (each one seeds anew)
 
 
 class RestartBudget:
     """At most `limit` restarts within any `window` seconds: a crash now and then over a
     week-long session never stops it, a slot that keeps dying does."""
 
-    def __init__(self, limit: int = MAX_SELFPLAYER_RESTARTS, window: float = RESTART_WINDOW_S):
+    def __init__(self, limit: int, window: float = RESTART_WINDOW_S):
         self.limit, self.window = limit, window
         self.times: deque[float] = deque()
 
@@ -84,6 +95,36 @@ class RestartBudget:
     def spent(self) -> str:
         """The failure's words: how many restarts in how long."""
         return f"{len(self.times)} restarts in {self.window / 60:g} minutes"
+
+    def tally(
+        self,
+        now: float,
+        thing: Restarting,
+        what: str,
+        how: str,
+        where: str,
+        action: str = "restarting it",
+    ) -> str:
+        """Count a restart of `what` (`thing`), which `how` ("died (exit code -9)", "was
+        killed (no heartbeat for 20 s)"), at `now`.  Within the budget: `thing.restarts` goes
+        up, the restart is logged and said on the console with `action`, and "" is returned
+        (the caller restarts it); past it, the failure that stops the gym, naming `where` its
+        log is."""
+        if not self.take(now):
+            return f"{what} {how}, too many restarts ({self.spent()}); {where}"
+        thing.restarts += 1
+        log.warning(
+            "%s %s; restart %d (%d of %d within %g minutes); %s",
+            what,
+            how,
+            thing.restarts,
+            len(self.times),
+            self.limit,
+            self.window / 60,
+            action,
+        )
+        print(f"[gamegym] {what} {how}; {action}", flush=True)
+        return ""
 
 
 class BackendHost(Protocol):
@@ -168,6 +209,16 @@ class SelfplayBackend(ABC):
         return {}
 
 
+def release_unclaimed_handles() -> None:
+    """Close this process's copies of the pipe ends it sent to another process that never
+    took them: multiprocessing keeps each one open (in its resource sharer) until the
+    receiver takes it, so a pipe end sent to a process that died first would never close.
+    Called when no live process is owed one (the Predictor is dead)."""
+    from multiprocessing import resource_sharer
+
+    resource_sharer.stop(timeout=5.0)
+
+
 def restart_seed(seed: int, run: int, index: int, restarts: int) -> int:
     """The seed of Selfplayer slot `index` after `restarts` restarts in run `run` of the
     session (no run and no restart replays the games of another)."""
@@ -187,7 +238,7 @@ class ProcessBackend(SelfplayBackend):
         super().__init__(host)
         self.children: dict[str, Child] = {}
         self.budgets: dict[str, RestartBudget] = {}
-        self.predictor_budget = RestartBudget()  # as each Selfplayer slot's
+        self.predictor_budget = RestartBudget(MAX_PREDICTOR_RESTARTS)
         self.clock = time.monotonic
         self._control: Connection | None = None
         self._control_in: Connection | None = None  # the Predictor's end of the Trainer's
@@ -248,24 +299,22 @@ class ProcessBackend(SelfplayBackend):
         theirs lost their pipes to it and exit, each writing the games it finished first
         (waited for up to JOIN_SELFPLAYERS_S); each starts again on a new pipe with a seed of
         its own, not counted against its slot's budget (the fault was not its own).  Up to
-        MAX_SELFPLAYER_RESTARTS within RESTART_WINDOW_S; returns the failure past that, or
+        MAX_PREDICTOR_RESTARTS within RESTART_WINDOW_S; returns the failure past that, or
         when a Selfplayer found the disk full as it wrote its games, else ""."""
         logs = self.session.logs_dir
-        if not self.predictor_budget.take(self.clock()):
-            return (
-                f"predictor {how}, too many restarts ({self.predictor_budget.spent()}); "
-                f"{where_to_look(logs, 'predictor')}"
-            )
-        predictor.restarts += 1
-        log.warning(
-            "predictor %s; restart %d (%d of %d within %g minutes), with its Selfplayers",
+        failure = self.predictor_budget.tally(
+            self.clock(),
+            predictor,
+            "predictor",
             how,
-            predictor.restarts,
-            len(self.predictor_budget.times),
-            self.predictor_budget.limit,
-            self.predictor_budget.window / 60,
+            where_to_look(logs, "predictor"),
+            "restarting it and its Selfplayers",
         )
-        print(f"[gamegym] predictor {how}; restarting it and its Selfplayers", flush=True)
+        if failure:
+            return failure
+        # a pipe end handed to the dead Predictor (a NewClient) that it never took is held
+        # by this process until taken: let it go, so that Selfplayer finds its pipe closed too
+        release_unclaimed_handles()
         selfplayers = self.selfplayers()
         self.host.join(selfplayers, JOIN_SELFPLAYERS_S)
         for child in selfplayers:
@@ -309,8 +358,8 @@ class ProcessBackend(SelfplayBackend):
 
     def poll(self) -> str:
         """Restart a dead Selfplayer (up to MAX_SELFPLAYER_RESTARTS per slot within
-        RESTART_WINDOW_S), and a dead or hung Predictor with every Selfplayer (as many times);
-        too many restarts or a full disk stop the gym."""
+        RESTART_WINDOW_S), and a dead or hung Predictor with every Selfplayer (up to
+        MAX_PREDICTOR_RESTARTS); too many restarts or a full disk stop the gym."""
         for child in list(self.children.values()):
             process = child.process
             if process is None or process.is_alive():
@@ -322,27 +371,14 @@ class ProcessBackend(SelfplayBackend):
                     f"{child.name} could not write ({where_to_look(logs, child.name)}): "
                     f"{disk_full_message(self.session.path)}"
                 )
-            if child.name == "predictor":
-                how = f"was killed ({child.hung})" if child.hung else f"died (exit code {code})"
-                return self._restart_predictor(child, how)  # every Selfplayer restarts with it
-            budget = self.budgets.setdefault(child.name, RestartBudget())
-            if not budget.take(self.clock()):
-                return (
-                    f"{child.name} died (too many restarts: {budget.spent()}); "
-                    f"{where_to_look(logs, child.name)}"
-                )
-            child.restarts += 1  # all restarts of the run: each one seeds anew
-            log.warning(
-                "%s died (exit code %s); restart %d (%d of %d within %g minutes)",
-                child.name,
-                code,
-                child.restarts,
-                len(budget.times),
-                budget.limit,
-                budget.window / 60,
-            )
             how = f"was killed ({child.hung})" if child.hung else f"died (exit code {code})"
-            print(f"[gamegym] {child.name} {how}; restarting", flush=True)
+            if child.name == "predictor":
+                return self._restart_predictor(child, how)  # every Selfplayer restarts with it
+            budget = self.budgets.setdefault(child.name, RestartBudget(MAX_SELFPLAYER_RESTARTS))
+            where = where_to_look(logs, child.name)
+            failure = budget.tally(self.clock(), child, child.name, how, where)
+            if failure:
+                return failure
             self._respawn(
                 child,
                 restart_seed(

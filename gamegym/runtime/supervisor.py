@@ -18,6 +18,7 @@ from gamegym.registry import BACKENDS
 from gamegym.runtime.backends import (
     JOIN_PREDICTOR_S,
     JOIN_SELFPLAYERS_S,
+    MAX_EVALUATOR_RESTARTS,
     RestartBudget,
     SelfplayBackend,
 )
@@ -72,7 +73,7 @@ class Supervisor:
         self.failure = ""
         self.clock = time.monotonic
         self._continued = 0  # the gym's count of SIGCONTs when the children were last watched
-        self.evaluator_budget = RestartBudget()  # as each Selfplayer slot's
+        self.evaluator_budget = RestartBudget(MAX_EVALUATOR_RESTARTS)
 
     # ----- start ----------------------------------------------------------------------------
     def spawn(self, child: Child) -> None:
@@ -205,12 +206,10 @@ class Supervisor:
             where = where_to_look(self.session.logs_dir, child.name)
             how = f"was killed ({child.hung})" if child.hung else f"died (exit code {code})"
             if code != EXIT_DISK_FULL and child.name == "evaluator":
-                if self._restart_evaluator(child, how):
+                failure = self._restart_evaluator(child, how, where)
+                if not failure:
                     continue
-                self.failure = (
-                    f"{child.name} {how}, too many restarts ({self.evaluator_budget.spent()}); "
-                    f"{where}"
-                )
+                self.failure = failure
             elif code == EXIT_DISK_FULL:  # a restart would fail the same way
                 self.failure = (
                     f"{child.name} could not write ({where}): "
@@ -225,28 +224,19 @@ class Supervisor:
             self.gym.request_stop(self.failure)
             return
 
-    def _restart_evaluator(self, child: Child, how: str) -> bool:
-        """Start the Evaluator again (False when its restart budget is spent)."""
-        if not self.evaluator_budget.take(self.clock()):
-            return False
-        child.restarts += 1
+    def _restart_evaluator(self, child: Child, how: str, where: str) -> str:
+        """Start the Evaluator again; past its restart budget, the failure instead."""
+        failure = self.evaluator_budget.tally(self.clock(), child, child.name, how, where)
+        if failure:
+            return failure
         path, cfg, _ = child.args
         child.args = (
             path,
             cfg,
             process_seed(cfg.seed, SEED_EVALUATOR, self.run_number, child.restarts),
         )
-        log.warning(
-            "evaluator %s; restart %d (%d of %d within %g minutes)",
-            how,
-            child.restarts,
-            len(self.evaluator_budget.times),
-            self.evaluator_budget.limit,
-            self.evaluator_budget.window / 60,
-        )
-        print(f"[gamegym] evaluator {how}; restarting", flush=True)
         self.spawn(child)
-        return True
+        return ""
 
     def _check_heartbeats(self) -> None:
         """Kill a child whose heartbeat stopped, or that beats but has counted no work for

@@ -31,9 +31,9 @@ def core_for(params: SearchParams) -> str:
     core = params.core
     if core not in CORES:
         raise ValueError(f"selfplay.search.core must be one of {list(CORES)}, got {core!r}")
-    if core == "python":
+    if core == "python" or params.os_threads:  # (the Python core refuses os_threads, named)
         return "python"
-    problem = compiled_core_problem(params.rule, params.solver, params.os_threads)
+    problem = compiled_core_problem(params.rule, params.solver)
     if problem is None:
         return "compiled"
     if core == "compiled":

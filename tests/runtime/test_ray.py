@@ -139,7 +139,7 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
             if p in ours and "SelfplayerActor" in " ".join(p.cmdline())
         ]
         killed[0].kill()  # a killed worker process: restarted on its node
-        read_until(gym, r"selfplayer\d on node \S+ died; restarting it", lines)
+        read_until(gym, r"selfplayer\d on node \S+ died \(.*\); restarting it", lines)
         read_until(gym, r"ray 2 nodes, selfplayers 2/2", lines)
         deadline = time.monotonic() + 150
         while writers(session) != {"selfplayer0", "selfplayer1"}:  # each node's first file
@@ -187,6 +187,18 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
     assert json.loads(status.stdout)["backend"]["name"] == "ray"
 
 
+def running(processes, word: str) -> list:
+    """The processes whose command line holds `word` (those gone meanwhile left out)."""
+    found = []
+    for process in processes:
+        try:
+            if word in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
+
+
 def listening_addresses(processes) -> list[tuple[str, str]]:
     """(process name, address) of every socket the processes listen on."""
     found = []
@@ -200,9 +212,13 @@ def listening_addresses(processes) -> list[tuple[str, str]]:
     return found
 
 
-def test_a_stopped_actor_is_killed_and_restarted_and_sigterm_stops_the_gym_and_its_ray(session):
+def test_a_stopped_actor_and_a_killed_predictor_come_back_and_sigterm_stops_the_gym_and_its_ray(
+    session,
+):
     """On a Ray the gym starts itself: a Selfplayer actor stopped by SIGSTOP is named, killed
-    and restarted; then SIGTERM stops the gym, and every process it started (Ray's too) is
+    and restarted; a Predictor actor killed by SIGKILL is restarted, and its Selfplayer, not
+    killed, hands over the games it finished and starts again on the new one (as with Predictor
+    processes); then SIGTERM stops the gym, and every process it started (Ray's too) is
     gone within seconds. It starts its own Ray even where RAY_ADDRESS (or the last Ray started
     on this machine, such as another test's cluster) names another."""
     config = json.loads((session / "config.json").read_text())
@@ -221,10 +237,23 @@ def test_a_stopped_actor_is_killed_and_restarted_and_sigterm_stops_the_gym_and_i
         [stopped] = [p for p in started if "SelfplayerActor" in " ".join(p.cmdline())]
         stopped.send_signal(signal.SIGSTOP)  # alive, and answering nothing
         read_until(gym, r"selfplayer0 on node \S+ is not responding \(no answer for \d+ s", lines)
-        read_until(gym, r"selfplayer0 on node \S+ died; restarting it", lines)
+        read_until(gym, r"selfplayer0 on node \S+ died \(.*\); restarting it", lines)
         read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
         assert psutil.wait_procs([stopped], timeout=30)[0], "the stopped actor was not killed"
         started += psutil.Process(gym.pid).children(recursive=True)  # and its replacement
+        [predictor] = running(psutil.Process(gym.pid).children(recursive=True), "PredictorActor")
+        predictor.kill()
+        read_until(
+            gym, r"the Predictor on node \S+ died \(.*\); restarting it and its Selfplayers", lines
+        )
+        selfplayer_log = session / "logs" / "selfplayer0.log"
+        deadline = time.monotonic() + 120
+        while selfplayer_log.read_text().count("selfplayer0 starting") < 3:  # then after each
+            assert time.monotonic() < deadline, "".join(lines)  # restart: the stop, the kill
+            read_until(gym, r"\| games ", lines)  # the next status line
+        text = selfplayer_log.read_text()
+        assert "the Predictor is gone; the games finished are handed over" in text
+        started += psutil.Process(gym.pid).children(recursive=True)  # the new actors
         gym.send_signal(signal.SIGTERM)
         assert gym.wait(timeout=60) == 0, "".join(lines) + gym.stdout.read()
     finally:

@@ -202,7 +202,7 @@ def game(n=3):
     return record
 
 
-def take_answer(files=(), reports=(), closed=False, error="", pid=4242):
+def take_answer(files=(), reports=(), closed=False, error="", pid=4242, predictor_gone=False):
     return {
         "files": list(files),
         "reports": list(reports),
@@ -210,6 +210,7 @@ def take_answer(files=(), reports=(), closed=False, error="", pid=4242):
         "closed": closed,
         "error": error,
         "pid": pid,
+        "predictor_gone": predictor_gone,
     }
 
 
@@ -397,12 +398,13 @@ def test_a_dead_selfplayer_is_restarted_on_its_node_with_a_new_seed_until_the_li
         assert actor.killed
     [actor] = fake_ray.alive("SelfplayerActor")
     assert actor.node == "head0000" and len(set(seeds + [actor.args[2]])) == len(seeds) + 1
-    assert "selfplayer0 on node head00@10.0.0.1 died; restarting it" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "selfplayer0 on node head00@10.0.0.1 died (the actor died); restarting it" in said
     actor.takes[-1].answer(take_answer(error="Traceback ...\nPredictorTimeout: no answer"))
     failure = backend.poll()
     assert failure.startswith(
-        "selfplayer0 on node head00@10.0.0.1 died (too many restarts: "
-        f"{MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
+        "selfplayer0 on node head00@10.0.0.1 died (PredictorTimeout: no answer), too many "
+        f"restarts ({MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
     )
     assert failure.endswith("selfplayer0.log")
 
@@ -442,12 +444,14 @@ def test_a_selfplayer_that_stops_answering_is_named_killed_and_restarted_within_
         assert actor.killed
         out = capsys.readouterr().out
         assert "selfplayer0 on node head00@10.0.0.1 is not responding (no answer for " in out
-        assert "stopped or hung); killing it" in out and "died; restarting it" in out
+        assert "stopped or hung); killing it" in out
+        assert "died (no answer for " in out and "stopped or hung); restarting it" in out
         [actor] = fake_ray.alive("SelfplayerActor")  # its replacement, on the same node
         assert actor.node == "head0000"
     now[0] += STARTUP_GRACE * deadline
     failure = poll_answered(backend, fake_ray)
-    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (too many restarts: ")
+    assert failure.startswith("selfplayer0 on node head00@10.0.0.1 died (no answer for ")
+    assert "stopped or hung), too many restarts (" in failure
 
 
 def test_an_actor_ray_has_not_placed_yet_waits_and_is_not_called_hung(
@@ -497,12 +501,18 @@ def test_a_predictor_that_stops_answering_comes_back_with_its_selfplayers(
     for actor in first:
         actor.takes[-1].answer(take_answer())
     assert backend.poll() == ""
-    assert predictor.killed and all(a.killed for a in first)
+    assert predictor.killed and not any(a.killed for a in first)
     out = capsys.readouterr().out
     assert "the Predictor on node head00@10.0.0.1 is not responding (no answer for 21 s" in out
+    assert (
+        "the Predictor on node head00@10.0.0.1 died (no answer for 21 s: stopped or hung); "
+        "restarting it and its Selfplayers"
+    ) in out
+    for actor in first:  # their connections to it close: each ends
+        actor.takes[-1].answer(take_answer(closed=True, predictor_gone=True))
     answer_addresses(backend)
     assert len(fake_ray.alive("PredictorActor")) == 1
-    assert len(fake_ray.alive("SelfplayerActor")) == 2
+    assert len(fake_ray.alive("SelfplayerActor")) == 2 and all(a.killed for a in first)
 
 
 def test_no_heartbeat_deadline_leaves_silent_actors_alone(fake_ray, tmp_path):
@@ -537,19 +547,99 @@ def test_a_lost_node_costs_its_selfplayers_and_restarts_nothing(fake_ray, tmp_pa
     assert sorted(a.node for a in fake_ray.alive("SelfplayerActor")) == ["back0000", "head0000"]
 
 
-def test_a_failed_predictor_takes_its_selfplayers_down_and_comes_back_with_them(fake_ray, tmp_path):
-    backend = make_backend(tmp_path, {"selfplayprocesses": 2})
-    answer_addresses(backend)
-    first = fake_ray.alive("SelfplayerActor")
+def fail_the_predictor(backend, fake_ray):
+    """The node's Predictor answers the gym's take with an error; returns it."""
     backend.groups["head0000"].last_poll = 0.0
     backend.poll()  # opens the Predictor's take
     [predictor] = fake_ray.alive("PredictorActor")
     predictor.takes[-1].answer(take_answer(error="Traceback\nValueError: cannot load model"))
-    backend.poll()  # the failure, then the restart of the Predictor
-    assert predictor.killed and all(a.killed for a in first)
+    return predictor
+
+
+def test_a_failed_predictor_comes_back_and_its_selfplayers_hand_over_their_games_first(
+    fake_ray, tmp_path, capsys
+):
+    """As a Predictor process: a node's Predictor that fails is killed and started again at
+    once; its Selfplayers are not killed but find their connection to it closed, hand over the
+    games they finished (the gym writes them), end, and start again on the new Predictor,
+    each with a seed of its own and its slot's budget untouched."""
+    backend = make_backend(tmp_path, {"selfplayprocesses": 2})
     answer_addresses(backend)
-    assert len(fake_ray.alive("PredictorActor")) == 1
-    assert len(fake_ray.alive("SelfplayerActor")) == 2
+    first = fake_ray.alive("SelfplayerActor")
+    for actor in first:  # playing
+        actor.takes[-1].answer(take_answer())
+    predictor = fail_the_predictor(backend, fake_ray)
+    assert backend.poll() == ""  # the failure, then the Predictor's restart
+    assert predictor.killed and not any(a.killed for a in first)
+    assert (
+        "the Predictor on node head00@10.0.0.1 died (ValueError: cannot load model); "
+        "restarting it and its Selfplayers"
+    ) in capsys.readouterr().out
+    answer_addresses(backend)  # the new Predictor is up
+    assert len(fake_ray.alive("PredictorActor")) == 1  # a new one: the failed one is killed
+    assert fake_ray.alive("SelfplayerActor") == first  # still ending: not replaced yet
+    data, samples = encode_sample_file([game(3)])
+    for actor in first:  # each hands over its last games and ends
+        files = [(0, data, samples, 1)]
+        actor.takes[-1].answer(take_answer(files, closed=True, predictor_gone=True))
+    assert backend.poll() == ""
+    assert all(a.killed for a in first)
+    assert len(list((backend.session.samples_dir / "0").glob("*.npz"))) == 2  # none lost
+    second = fake_ray.alive("SelfplayerActor")
+    assert len(second) == 2 and all(a.args[3] == "socket-head0000" for a in second)
+    assert len({a.args[2] for a in first + second}) == 4  # no seed plays twice
+    [group] = backend.groups.values()
+    assert len(group.budget.times) == 1 and not any(slot.budget.times for slot in group.slots)
+    assert "selfplayer" not in capsys.readouterr().out  # no Selfplayer restart of their own
+
+
+def test_a_selfplayer_that_does_not_end_after_its_predictor_failed_is_killed_and_restarted(
+    fake_ray, tmp_path
+):
+    from gamegym.runtime.backends import JOIN_SELFPLAYERS_S
+
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    [actor] = fake_ray.alive("SelfplayerActor")
+    actor.takes[-1].answer(take_answer())
+    fail_the_predictor(backend, fake_ray)
+    poll_answered(backend, fake_ray)  # failed, restarted
+    poll_answered(backend, fake_ray)  # the new Predictor is up
+    for seconds in (JOIN_SELFPLAYERS_S - 1, 2):  # it answers, and does not end
+        now[0] += seconds
+        actor.takes[-1].answer(take_answer())
+        backend._last_reconcile = 0.0
+        assert poll_answered(backend, fake_ray) == ""
+    assert actor.killed
+    [second] = fake_ray.alive("SelfplayerActor")
+    assert second.args[2] != actor.args[2] and second.args[3] == "socket-head0000"
+    [group] = backend.groups.values()
+    assert not group.slots[0].budget.times
+
+
+def test_a_selfplayer_that_finds_its_predictor_gone_first_has_it_restarted(
+    fake_ray, tmp_path, capsys
+):
+    """A Selfplayer whose connection to its Predictor closed before the gym saw the Predictor
+    fail: the Predictor failed, and is restarted with its Selfplayers."""
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    answer_addresses(backend)
+    [actor] = fake_ray.alive("SelfplayerActor")
+    [predictor] = fake_ray.alive("PredictorActor")
+    actor.takes[-1].answer(take_answer(closed=True, predictor_gone=True))
+    assert backend.poll() == ""
+    assert predictor.killed and actor.killed
+    assert (
+        "the Predictor on node head00@10.0.0.1 died (selfplayer0 found its connection to it "
+        "closed); restarting it and its Selfplayers"
+    ) in capsys.readouterr().out
+    answer_addresses(backend)
+    [second] = fake_ray.alive("SelfplayerActor")
+    assert second.args[2] != actor.args[2] and second.args[3] == "socket-head0000"
+    [group] = backend.groups.values()
+    assert not group.slots[0].budget.times
 
 
 def test_the_stop_takes_the_last_files_then_kills_everything(fake_ray, tmp_path):

@@ -15,7 +15,13 @@ import pytest
 
 from gamegym.config import GymConfig
 from gamegym.nets.inference import NetworkPositionValuer
-from gamegym.runtime.backends import MAX_SELFPLAYER_RESTARTS, ProcessBackend
+from gamegym.runtime.backends import (
+    MAX_EVALUATOR_RESTARTS,
+    MAX_PREDICTOR_RESTARTS,
+    MAX_SELFPLAYER_RESTARTS,
+    ProcessBackend,
+    RestartBudget,
+)
 from gamegym.runtime.messages import EvalRequest, EvalResponse
 from gamegym.runtime.pipes import PipeService, PredictorGone, PredictorTimeout
 from gamegym.runtime.process import EXIT_DISK_FULL
@@ -54,6 +60,10 @@ class FakeGym:
 
 @pytest.fixture
 def supervisor(tmp_path, monkeypatch):
+    return make_supervisor(tmp_path, monkeypatch)
+
+
+def make_supervisor(tmp_path, monkeypatch):
     supervisor = Supervisor(FakeGym(tmp_path), None, None)
     spawned = []
 
@@ -99,7 +109,8 @@ def test_dead_selfplayer_is_restarted_with_a_new_seed_until_the_limit(supervisor
     check(supervisor)
     assert len(supervisor.spawned) == MAX_SELFPLAYER_RESTARTS
     assert supervisor.failure.startswith(
-        f"selfplayer1 died (too many restarts: {MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
+        "selfplayer1 died (exit code -9), too many restarts "
+        f"({MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); see "
     )
     assert supervisor.failure.endswith("selfplayer1.log")
     assert supervisor.gym.reasons == [supervisor.failure]
@@ -131,7 +142,7 @@ def test_a_dead_or_hung_predictor_comes_back_with_every_selfplayer_until_its_bud
     for slot, index in zip(slots, (0, 1)):
         slot.args = ("path", None, index, None, 0)
     seeds = []
-    for restart in range(1, MAX_SELFPLAYER_RESTARTS + 1):
+    for restart in range(1, MAX_PREDICTOR_RESTARTS + 1):
         predictor_gone(supervisor)
         child(supervisor, "predictor").hung = hung
         check(supervisor)
@@ -149,7 +160,7 @@ def test_a_dead_or_hung_predictor_comes_back_with_every_selfplayer_until_its_bud
     child(supervisor, "predictor").hung = hung
     check(supervisor)  # one death too many
     assert supervisor.failure.startswith(
-        f"predictor {how}, too many restarts ({MAX_SELFPLAYER_RESTARTS} restarts in 60 minutes); "
+        f"predictor {how}, too many restarts ({MAX_PREDICTOR_RESTARTS} restarts in 60 minutes); "
         "see "
     )
     assert supervisor.failure.endswith("predictor.log")
@@ -176,6 +187,95 @@ def test_a_selfplayer_restarted_as_the_predictor_died_is_restarted_again_with_it
     check(supervisor)
     assert supervisor.spawned == ["selfplayer0", "predictor", "selfplayer0", "selfplayer1"]
     assert not supervisor.failure
+
+
+def test_a_pipe_handed_to_a_predictor_that_died_before_taking_it_closes_with_its_restart(
+    supervisor,
+):
+    """The Predictor dies after the gym handed it a restarted Selfplayer's pipe end (a
+    NewClient waiting in the joins pipe) and before it took it.  multiprocessing keeps the
+    gym's copy of a sent pipe end until the receiver takes it, so that Selfplayer would wait on
+    a pipe that never closes; the Predictor's restart lets the copy go, and the Selfplayer
+    finds its pipe closed (then writes its games and exits) as the others do."""
+    import os
+    from multiprocessing.connection import Connection
+
+    recording = supervisor.spawn
+    held = []
+
+    def spawn(child):  # what the restarted Selfplayer's process would hold: its end
+        recording(child)
+        if child.name == "selfplayer0" and not held:
+            held.append(Connection(os.dup(child.args[3].fileno())))
+
+    supervisor.spawn = spawn
+    child(supervisor, "selfplayer0").process = DeadProcess(1)
+    check(supervisor)  # restarted; the other end of its pipe goes to the Predictor
+    assert supervisor.joins.poll(5)  # sent, and never taken: the Predictor dies
+    [end] = held
+    assert not end.poll(0.2)  # the gym's unclaimed copy keeps the pipe open
+    predictor_gone(supervisor)
+    check(supervisor)
+    assert supervisor.spawned == ["selfplayer0", "predictor", "selfplayer0", "selfplayer1"]
+    assert end.poll(5)
+    with pytest.raises(EOFError):  # closed: the Selfplayer sees its Predictor gone
+        end.recv()
+    end.close()
+
+
+def test_a_restart_is_tallied_logged_and_said_alike_for_every_role(capsys, caplog):
+    budget = RestartBudget(2, window=60.0)
+    evaluator = Child("evaluator", None, ())
+    where = "see logs/evaluator.log"
+    with caplog.at_level("WARNING", logger="gamegym.runtime.backends"):
+        assert budget.tally(0.0, evaluator, "evaluator", "died (exit code 1)", where) == ""
+    assert evaluator.restarts == 1
+    assert capsys.readouterr().out == "[gamegym] evaluator died (exit code 1); restarting it\n"
+    assert caplog.messages == [
+        "evaluator died (exit code 1); restart 1 (1 of 2 within 1 minutes); restarting it"
+    ]
+    assert budget.tally(1.0, evaluator, "evaluator", "was killed (hung)", where) == ""
+    failure = budget.tally(2.0, evaluator, "evaluator", "died (exit code 1)", where)
+    assert failure == (
+        "evaluator died (exit code 1), too many restarts (2 restarts in 1 minutes); "
+        "see logs/evaluator.log"
+    )
+    assert evaluator.restarts == 2  # not restarted past the budget
+    assert budget.tally(60.5, evaluator, "evaluator", "died (exit code 1)", where) == ""  # window
+
+
+def test_the_predictor_and_the_evaluator_have_restart_budgets_of_their_own(tmp_path, monkeypatch):
+    """A Predictor's restarts count against the Predictor's budget and the Evaluator's against
+    its own, not a Selfplayer slot's; the failure names the role that ran out."""
+    from gamegym.runtime.process import SEED_EVALUATOR, process_seed
+
+    monkeypatch.setattr("gamegym.runtime.backends.MAX_PREDICTOR_RESTARTS", 1)
+    monkeypatch.setattr("gamegym.runtime.supervisor.MAX_EVALUATOR_RESTARTS", 2)
+    supervisor = make_supervisor(tmp_path, monkeypatch)
+    config = supervisor.config
+    evaluator = supervisor.children["evaluator"] = Child(
+        "evaluator", None, ("path", config, process_seed(config.seed, SEED_EVALUATOR, 1)), None
+    )
+    for _ in range(2):
+        evaluator.process = DeadProcess(1)
+        check(supervisor)
+        assert not supervisor.failure
+    evaluator.process = DeadProcess(1)
+    check(supervisor)
+    assert supervisor.failure.startswith(
+        "evaluator died (exit code 1), too many restarts (2 restarts in 60 minutes)"
+    )
+    (tmp_path / "again").mkdir()
+    supervisor = make_supervisor(tmp_path / "again", monkeypatch)
+    predictor_gone(supervisor)
+    check(supervisor)
+    assert not supervisor.failure
+    predictor_gone(supervisor)
+    check(supervisor)
+    assert supervisor.failure.startswith(
+        "predictor died (exit code 1), too many restarts (1 restarts in 60 minutes)"
+    )
+    assert not supervisor.backend.budgets  # no Selfplayer slot's budget was touched
 
 
 def test_a_child_that_found_the_disk_full_is_not_restarted(supervisor):
@@ -251,7 +351,7 @@ def test_the_restart_budget_counts_restarts_in_a_sliding_window(supervisor):
         now[0] += 1.0
         slot.process = DeadProcess(-9)
         check(supervisor)
-    assert supervisor.failure.startswith("selfplayer1 died (too many restarts")
+    assert supervisor.failure.startswith("selfplayer1 died (exit code -9), too many restarts")
     assert f"{MAX_SELFPLAYER_RESTARTS} restarts in" in supervisor.failure
 
 
@@ -506,7 +606,7 @@ def test_a_dead_evaluator_is_restarted_with_a_new_seed_until_its_budget_is_spent
         "evaluator", None, ("path", config, process_seed(config.seed, SEED_EVALUATOR, 1)), None
     )
     seeds = [slot.args[-1]]
-    for _ in range(MAX_SELFPLAYER_RESTARTS):
+    for _ in range(MAX_EVALUATOR_RESTARTS):
         slot.process = DeadProcess(1)
         check(supervisor)
         assert not supervisor.failure and slot.process.is_alive()

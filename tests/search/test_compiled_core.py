@@ -218,6 +218,19 @@ def test_the_config_names_what_the_compiled_core_cannot_do(monkeypatch):
     assert core_for(SearchParams(core="auto")) == "python"  # auto falls back without numba
 
 
+@pytest.mark.parametrize("core", ["auto", "python", "compiled"])
+def test_os_threads_are_refused_by_the_config_and_by_the_python_core_only(core):
+    """No core runs OS threads: the config refuses them whatever the core, and search
+    parameters made in code go to the Python core, which refuses them naming the setting;
+    the compiled core's coverage is a matter of the rule and the solver only."""
+    with pytest.raises(ConfigError, match="search.os_threads' must be false"):
+        selfplay_config(core=core, os_threads=True)
+    params = SearchParams(core=core, os_threads=True)
+    with pytest.raises(ValueError, match="search.os_threads: the search has one driver thread"):
+        make_search(TicTacToe(), uniform_evaluator(9), params)
+    assert config_search.compiled_core_problem("puct", solver=False) is None
+
+
 def four_games(driver) -> list:
     played: list = []
     for finished in driver.play(lambda: len(played) >= 4):

@@ -306,9 +306,11 @@ class SelfplayerActor:
         self.config = config
         self.stop_event = threading.Event()
         self.error = ""
+        self.predictor_gone = False  # it ended because its Predictor's connection closed
         threading.Thread(target=self._play, name="play", daemon=True).start()
 
     def _play(self) -> None:
+        from gamegym.runtime.pipes import PredictorGone
         from gamegym.runtime.selfplay import selfplay_loop
 
         try:
@@ -323,6 +325,9 @@ class SelfplayerActor:
             self.log.info(
                 "played %d games; %d requests to the Predictor", games, self.service.requests
             )
+        except PredictorGone:  # (selfplay_loop handed its finished games to the relay first)
+            self.predictor_gone = True
+            self.log.warning("the Predictor is gone; the games finished are handed over; ending")
         except Exception:
             self.error = traceback.format_exc()
             self.log.exception("%s failed", self.name)
@@ -332,10 +337,12 @@ class SelfplayerActor:
 
     def take(self, wait_s: float) -> dict:
         """Sample files, reports and log lines since the last take (waits up to `wait_s` for
-        one); `closed` once the Selfplayer stopped: this take has its last files."""
+        one); `closed` once the Selfplayer stopped: this take has its last files;
+        `predictor_gone` when it stopped because its Predictor's connection closed."""
         return {
             **self.relay.take(wait_s),
             "error": self.error,
+            "predictor_gone": self.predictor_gone,
             "pid": os.getpid(),
             "tensorflow": tensorflow_imported(),
         }

@@ -15,14 +15,19 @@ actors are pinned to it, so a Selfplayer's requests never leave its node.
   games), which the gym writes into samples/<iteration>/ atomically, as a Selfplayer process
   would.  The object store holds a file only on its way; never the replay buffer.
 - Faults: an actor that stops answering for `heartbeat_timeout` (stopped, hung) is named and
-  killed (`gamegym.runtime.ray.places`), and counts as dead (one Ray has not placed yet is
-  said to wait, not killed); a dead actor's slot is restarted
-  on its node (up to `MAX_SELFPLAYER_RESTARTS` within `RESTART_WINDOW_S`, then the gym stops
-  with an error); a node that leaves takes its actors and their games in flight with it, and a
-  node that joins gets a Predictor and Selfplayers.
+  killed (`gamegym.runtime.ray.places`) and counts as dead (one Ray has not placed yet is said
+  to wait, not killed).  A dead Selfplayer is restarted on its node (up to
+  `MAX_SELFPLAYER_RESTARTS` within `RESTART_WINDOW_S`, then the gym stops with an error), and a
+  failed Predictor too (`MAX_PREDICTOR_RESTARTS`): its Selfplayers, not killed, hand over the
+  games they finished and start again on the new one (`_predictor_failed`).  A node that leaves
+  takes its actors and their games in flight with it; a node that joins gets a Predictor and
+  Selfplayers.
 - Stop: Selfplayers finish their move and their last files are written, then every actor is
   killed; a Ray the gym started itself is shut down (and killed by a reaper process should the
   gym die), a cluster it joined is left running.
+
+The module is one state machine over nodes and actors, a little over 500 lines: what it keeps
+of each node and actor is in `places`, what it measures in `headfigures`.
 """
 
 from __future__ import annotations
@@ -39,7 +44,16 @@ from gamegym.runtime.messages import Reload, Report
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import RayConnection, import_ray
 from gamegym.runtime.ray.headfigures import HeadFigures
-from gamegym.runtime.ray.places import ActorLogs, NodeGroup, Slot, hung, pinned, waits_for_placement
+from gamegym.runtime.ray.places import (
+    ActorLogs,
+    NodeGroup,
+    Slot,
+    first_line,
+    hung,
+    last_line,
+    pinned,
+    waits_for_placement,
+)
 from gamegym.runtime.selfplay import SampleWriter
 
 __all__ = ["RayBackend"]
@@ -126,8 +140,10 @@ class RayBackend(SelfplayBackend):
     # ----- nodes ----------------------------------------------------------------------------
     def _reconcile(self) -> str:
         """Drop the groups of nodes gone; start a group on every node that has none; restart
-        dead actors on their (live) node.  Returns a failure when one died too often."""
+        dead actors on their (live) node, and kill a Selfplayer that outlived its Predictor
+        by JOIN_SELFPLAYERS_S.  Returns a failure when one died too often."""
         self._last_reconcile = time.monotonic()
+        now = self.clock()
         nodes = {n["NodeID"]: n for n in self.ray.nodes() if n.get("Alive")}
         for node, group in list(self.groups.items()):
             if node not in nodes:
@@ -147,26 +163,25 @@ class RayBackend(SelfplayBackend):
                     return failure
                 self._start_predictor(group)
             for slot in group.slots:
+                if slot.ending_too_long(now, JOIN_SELFPLAYERS_S):  # its games still out: lost
+                    why = f"it outlived its Predictor by {JOIN_SELFPLAYERS_S:g} s"
+                    log.warning("%s on node %s: %s; killing it", slot.name, group.label, why)
+                    self._actor_died(group, slot, why)
                 if slot.actor is None and not slot.closed and group.address is not None:
-                    failure = self._restart(
-                        slot, f"{slot.name} on node {group.label}", slot.name, "restarting it"
-                    )
-                    if failure:
-                        return failure
+                    if slot.orphaned is None:  # it died on its own: its budget pays
+                        failure = self._restart(
+                            slot, f"{slot.name} on node {group.label}", slot.name, "restarting it"
+                        )
+                        if failure:
+                            return failure
                     self._start_selfplayer(group, slot)
         return ""
 
-    def _restart(self, thing, what: str, log_name: str, action: str) -> str:
+    def _restart(self, thing: NodeGroup | Slot, what: str, log_name: str, action: str) -> str:
         """Count a restart of a slot or a node's Predictor; past the limit, the failure."""
-        if not thing.budget.take(time.monotonic()):
-            return (
-                f"{what} died (too many restarts: {thing.budget.spent()}); see "
-                f"{log_path(self.session.logs_dir, log_name)}"
-            )
-        thing.restarts += 1
-        log.warning("%s died (%s); %s", what, thing.died, action)
-        print(f"[gamegym] {what} died; {action}", flush=True)
-        return ""
+        where = f"see {log_path(self.session.logs_dir, log_name)}"
+        how = f"died ({thing.died})" if thing.died else "died"
+        return thing.budget.tally(self.clock(), thing, what, how, where, action)
 
     def _add_node(self, node: str, info: dict) -> None:
         cfg = self.config.selfplay
@@ -224,6 +239,9 @@ class RayBackend(SelfplayBackend):
         actor = self.ray.remote(SelfplayerActor).options(
             **pinned(group, num_cpus=self.config.selfplay.ray_selfplayer_cpus)
         )
+        if slot.orphaned is not None:  # its Predictor's fault: a new seed, on no budget
+            slot.orphaned = None
+            slot.restarts += 1
         seed = restart_seed(self.config.seed, self.host.run_number, slot.index, slot.restarts)
         slot.actor = actor.remote(slot.name, self.config, seed, group.address, self.authkey)
         slot.take = slot.actor.take.remote(TAKE_WAIT_S)
@@ -247,7 +265,7 @@ class RayBackend(SelfplayBackend):
             self._kill(slot.actor)
             slot.actor = slot.take = None
         self._kill(group.predictor)
-        group.predictor = group.address = group.address_ref = group.poll_ref = None
+        group.forget_predictor()
 
     def _kill(self, actor) -> None:
         if actor is not None:
@@ -303,8 +321,13 @@ class RayBackend(SelfplayBackend):
         for report in result["reports"]:
             self.host.gym.monitor.add(report)
             self.head.searched(group.label, now, report.figures.get("searches", 0))
+        if result.get("predictor_gone") and slot.orphaned is None and not self.stopping:
+            # it found its Predictor gone before the gym did: the Predictor failed
+            self._predictor_failed(group, f"{slot.name} found its connection to it closed")
         if result["error"]:
-            self._actor_died(group, slot, result["error"].strip().splitlines()[-1])
+            self._actor_died(group, slot, last_line(result["error"]))
+        elif result["closed"] and slot.orphaned is not None:
+            self._actor_died(group, slot, "its Predictor is gone")
         elif result["closed"] and not self.stopping:
             self._actor_died(group, slot, "its self-play ended unasked")
         elif result["closed"]:
@@ -319,15 +342,15 @@ class RayBackend(SelfplayBackend):
         """The next reconcile (now) restarts it, or finds its node gone."""
         self._kill(slot.actor)
         slot.actor = slot.take = None
-        slot.died = str(error)
+        slot.died = first_line(error)
         if self.stopping:
             slot.closed = True
         self._last_reconcile = 0.0
 
     def _poll_predictors(self) -> None:
-        """The Predictors' addresses once they are up (then their Selfplayers start), and their
-        reports every PREDICTOR_POLL_S; a failed Predictor takes its node's Selfplayers down
-        and is restarted with them."""
+        """The Predictors' addresses once they are up (then their Selfplayers start: those
+        still ending after a failed Predictor once they have ended), and their reports every
+        PREDICTOR_POLL_S; a failed Predictor is killed and restarted (`_predictor_failed`)."""
         now = time.monotonic()
         for group in list(self.groups.values()):
             if (
@@ -343,7 +366,7 @@ class RayBackend(SelfplayBackend):
                 group.address = answer
                 group.liveness.answered()
                 for slot in group.slots:
-                    if not slot.closed and not self.stopping:
+                    if slot.actor is None and not slot.closed and not self.stopping:
                         self._start_selfplayer(group, slot)
             if group.predictor is None:
                 continue
@@ -361,14 +384,15 @@ class RayBackend(SelfplayBackend):
                     self._logs.write(f"predictor-{group.label}", answer["logs"])
                     for report in answer["reports"]:
                         self.host.gym.monitor.add(report)
-                    error = answer["error"]
+                    error = last_line(answer["error"])  # a traceback's: the exception
                 if error:
                     self._predictor_failed(group, error)
 
     def _check_liveness(self) -> None:
         """Kill the actors that stopped answering (see gamegym.runtime.ray.places), naming
-        them; each then counts as dead (a Predictor takes its node's Selfplayers with it), and
-        the reconcile that follows restarts it or stops the gym with the reason."""
+        them; each then counts as dead (a Predictor's Selfplayers end with it and start again
+        on the new one), and the reconcile that follows restarts it or stops the gym with the
+        reason."""
         deadline = self.config.heartbeat_timeout
         if not deadline or self.stopping:
             return
@@ -390,13 +414,16 @@ class RayBackend(SelfplayBackend):
         try:
             return self.ray.get(ref), ""
         except self.ray.exceptions.RayError as error:
-            return None, str(error).strip().splitlines()[0]
+            return None, first_line(error)
 
     def _predictor_failed(self, group: NodeGroup, error: str) -> None:
-        """Its Selfplayers go down with it; the next reconcile (now) restarts them all, or
-        finds the node gone."""
-        self._kill_group(group)
-        group.died = error
+        """Kill the node's Predictor; the next reconcile (now) starts it again, or finds the
+        node gone.  Its Selfplayers, left to find their connection to it closed, hand over the
+        games they finished and end (killed if they have not within JOIN_SELFPLAYERS_S), then
+        start again on the new Predictor with seeds of their own, on no budget (the fault was
+        not theirs), as a Predictor process's do (`gamegym.runtime.backends`)."""
+        self._kill(group.predictor)
+        group.orphan(error, self.clock())
         self._last_reconcile = 0.0
 
     def _watch(self, group: NodeGroup, name: str, pid: int) -> None:

@@ -21,7 +21,11 @@ import logging.handlers
 from dataclasses import dataclass, field
 from typing import Any
 
-from gamegym.runtime.backends import RestartBudget
+from gamegym.runtime.backends import (
+    MAX_PREDICTOR_RESTARTS,
+    MAX_SELFPLAYER_RESTARTS,
+    RestartBudget,
+)
 from gamegym.runtime.heartbeat import STARTUP_GRACE
 from gamegym.runtime.process import log_path
 from gamegym.runtime.ray.cluster import PLACING, actor_state
@@ -32,7 +36,9 @@ __all__ = [
     "Liveness",
     "NodeGroup",
     "Slot",
+    "first_line",
     "hung",
+    "last_line",
     "pinned",
     "waits_for_placement",
 ]
@@ -88,10 +94,17 @@ class Slot:
     take: Any = None  # the open take call (an ObjectRef)
     pid: int | None = None
     restarts: int = 0  # all restarts of the run (each one seeds anew)
-    budget: RestartBudget = field(default_factory=RestartBudget)
+    budget: RestartBudget = field(default_factory=lambda: RestartBudget(MAX_SELFPLAYER_RESTARTS))
     closed: bool = False  # stopped, its last files written
     died: str = ""  # why its last actor died
     liveness: Liveness = field(default_factory=Liveness)  # when its actor last answered
+    orphaned: float | None = None  # when its node's Predictor failed (the backend's clock):
+    #   its actor hands over its finished games and ends, and the slot starts again on the
+    #   new Predictor, its budget untouched
+
+    def ending_too_long(self, now: float, limit: float) -> bool:
+        """Its actor, left to end when its Predictor failed, has not ended within `limit` s."""
+        return self.actor is not None and self.orphaned is not None and now - self.orphaned >= limit
 
 
 @dataclass
@@ -110,10 +123,23 @@ class NodeGroup:
     tensorflow: bool = False  # its process imported TensorFlow (off the CPU fast path)
     last_poll: float = 0.0
     restarts: int = 0
-    budget: RestartBudget = field(default_factory=RestartBudget)
+    budget: RestartBudget = field(default_factory=lambda: RestartBudget(MAX_PREDICTOR_RESTARTS))
     died: str = ""  # why its last Predictor died
     liveness: Liveness = field(default_factory=Liveness)  # when its Predictor last answered
     slots: list = field(default_factory=list)
+
+    def forget_predictor(self) -> None:
+        """Its Predictor actor is gone (killed): it has no address, and no call open."""
+        self.predictor = self.address = self.address_ref = self.poll_ref = None
+
+    def orphan(self, why: str, now: float) -> None:
+        """Its Predictor failed at `now` for `why`: each Selfplayer is left to end by itself
+        (`Slot.orphaned`), then to start again on the next Predictor."""
+        self.forget_predictor()
+        self.died = why
+        for slot in self.slots:
+            if not slot.closed and slot.orphaned is None:
+                slot.orphaned = now
 
 
 class ActorLogs:
@@ -169,6 +195,18 @@ def waits_for_placement(actor: Any, liveness: Liveness, what: str, now: float) -
         log.warning(message)
         print(f"[gamegym] {message}", flush=True)
     return True
+
+
+def first_line(error: object) -> str:
+    """An error's first line (a Ray error's headline), "" for none."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def last_line(traceback: str) -> str:
+    """A traceback's last line (the exception), "" for none."""
+    lines = traceback.strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def hung(what: str, silent: float) -> str:
