@@ -314,7 +314,7 @@ def test_the_search_section_is_the_one_table_of_search_defaults():
     mapped = SearchParams.from_config(section)
     same = ("searchcount", "exploration_const", "virtualloss", "dirichlet_alpha", "rule")
     same += ("os_threads", "solver", "gumbel_considered", "gumbel_value_scale")
-    same += ("gumbel_maxvisit_init", "gumbel_rescale")
+    same += ("gumbel_maxvisit_init", "gumbel_rescale", "forced_playouts")
     assert {name: getattr(params, name) for name in same} == {
         name: getattr(mapped, name) for name in same
     }

@@ -6,7 +6,8 @@ Its defaults are the one table of search defaults: gamegym.search's `SearchParam
 Gumbel rule's `GumbelParams` take theirs from it (`SearchParams.from_config` maps a section to
 the search's parameters).  Whether the compiled core covers a search is answered here too
 (`compiled_core_problem`), from what the registered rules declare, so a config that names
-the compiled core is checked without importing the search.
+the compiled core is checked without importing the search; so is whether the rule can force
+playouts (`forcing_problem`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "compiled_core_available",
     "compiled_core_problem",
     "compiled_rules",
+    "forcing_problem",
 ]
 
 CORES = ("auto", "python", "compiled")  # search.core (gamegym.search.cores.core_for)
@@ -55,6 +57,12 @@ class SearchConfig:
     dirichlet_fraction: float | None = None  # weight of the noise in the root priors (0 =
     #                     off; None = the rule's default: puct 0.25, gumbel 0); self-play
     #                     only: a player searches without noise
+    forced_playouts: float = 0.0  # (puct) KataGo's forced playouts, the constant k (0 = off;
+    #                     KataGo uses 2): at the root of a full self-play search, a child
+    #                     visited fewer than sqrt(k P total) times (P its noised prior) is
+    #                     searched next, and the policy target drops the visits PUCT would
+    #                     not have given it; the move is still drawn from all the visits;
+    #                     self-play only: a player never forces
     gumbel_considered: int = 16  # (gumbel) root actions sampled by Gumbel-Top-k (mctx: 16)
     gumbel_value_scale: float = 0.1  # (gumbel) c_scale of sigma(q) = (c_visit + max N)
     #                     c_scale q
@@ -84,6 +92,14 @@ class SearchConfig:
         float_in(self, "dirichlet_alpha", 0.0, 100.0, low_open=True)
         if self.dirichlet_fraction is not None:
             float_in(self, "dirichlet_fraction", 0.0, 1.0)
+        float_in(self, "forced_playouts", 0.0, 100.0)
+        if self.forced_playouts:
+            problem = forcing_problem(self.rule)
+            check(
+                problem is None,
+                f"{self._section}forced_playouts",
+                f"({self.forced_playouts}) {problem}",
+            )
         int_in(self, "gumbel_considered", 1, 65536)
         float_in(self, "gumbel_value_scale", 0.0, 1000.0)
         float_in(self, "gumbel_maxvisit_init", 0.0, 1e9)
@@ -125,3 +141,18 @@ def compiled_core_problem(rule: str, solver: bool) -> str | None:
             "pip install 'gamegym[fast]' (or search.core 'python')"
         )
     return None
+
+
+def forcing_problem(rule: str) -> str | None:
+    """Why the root rule `rule` cannot force playouts (`search.forced_playouts`; None: it can,
+    or it is a plugin's rule not registered yet, whose search then says so itself)."""
+    if rule not in SEARCHES:
+        return None
+    if getattr(SEARCHES.get(rule), "forces_playouts", False):
+        return None
+    able = [name for name, cls in SEARCHES.items() if getattr(cls, "forces_playouts", False)]
+    return (
+        f"cannot be used with search.rule {rule!r}, which picks every root child itself: "
+        f"only the {' and '.join(repr(r) for r in able)} rule forces playouts; set it to 0 "
+        "or change the rule"
+    )

@@ -178,6 +178,12 @@ class EvaluateConfig:
         int_in(self, "games", 1, 10_000)
         self.search.validate()
         check(
+            self.search.forced_playouts == 0,
+            "evaluate.search.forced_playouts",
+            f"must be 0, got {self.search.forced_playouts}: a player's search never forces "
+            "playouts (they shape self-play's policy targets: selfplay.search.forced_playouts)",
+        )
+        check(
             isinstance(self.opponents, list),
             "evaluate.opponents",
             f"must be a list of players, got {self.opponents!r}",

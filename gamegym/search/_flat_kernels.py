@@ -30,6 +30,7 @@ from gamegym.search.flat_layout import (
     EPSILON,
     EXPANDED,
     FIRST,
+    FORCED,
     GUMBEL,
     MAXVISIT_INIT,
     NEW,
@@ -56,6 +57,7 @@ __all__ = [
     "apply_batch",
     "latent_apply",
     "walk",
+    "forced_child",
     "select",
     "take",
     "backup",
@@ -67,17 +69,36 @@ __all__ = [
 @njit(cache=True, nogil=True)
 def walk(nf, ni, ef, ei, n_nodes, root, index, vl, rule, knobs, bounds):
     """One walk from the (expanded) `root`: into its child `index` (a root selection made in
-    Python: Gumbel's halving), or where `index` < 0 the one `select` picks, then by `select`
-    down to a node that is not expanded, which it returns; virtual loss `vl` on every edge
-    taken; a first step onto an edge makes its child, node `n_nodes` (state NEW)."""
+    Python: Gumbel's halving), or where `index` < 0 the one `forced_child` names (while
+    knobs[FORCED] > 0) or else `select` picks, then by `select` down to a node that is not
+    expanded, which it returns; virtual loss `vl` on every edge taken; a first step onto an
+    edge makes its child, node `n_nodes` (state NEW)."""
     node = root
-    k = index if index >= 0 else select(nf, ni, ef, root, rule, knobs, bounds)
+    k = index
+    if k < 0 and knobs[FORCED] > 0.0:
+        k = forced_child(nf, ni, ef, root, knobs[FORCED])
+    if k < 0:
+        k = select(nf, ni, ef, root, rule, knobs, bounds)
     while True:
         child = take(nf, ni, ef, ei, n_nodes, node, ni[FIRST, node] + k, vl)
         if child == n_nodes or ni[STATE, child] != EXPANDED:
             return child
         node = child
         k = select(nf, ni, ef, node, rule, knobs, bounds)
+
+
+@njit(cache=True, nogil=True)
+def forced_child(nf, ni, ef, node, k):
+    """The first child (0-based among the node's edges) visited, virtual visits included, but
+    fewer than sqrt(k * prior * the node's total) times, or -1: KataGo's forced playouts
+    (`gamegym.search.forced.forced_child`, the same float operations in the same order)."""
+    first = ni[FIRST, node]
+    total = nf[TOTAL, node]
+    for j in range(ni[COUNT, node]):
+        n = ef[VISITS, first + j]
+        if n > 0 and n < math.sqrt(k * ef[PRIOR, first + j] * total):
+            return j
+    return -1
 
 
 @njit(cache=True, nogil=True)

@@ -2,14 +2,15 @@
 installed, or "compiled"): the tree core of `gamegym.search.core` with the PUCT or the Gumbel
 rule, with the tree in flat arrays and its hot loops compiled by numba.
 
-What is compiled: the one walk with the rules' selection functions and virtual loss, the one
-backup, the loop that gathers a round's leaves, and writing an evaluated batch's priors
-(gamegym.search._flat_kernels).  What stays Python: the GameGraph (`children_at`, `actions_at`,
-`score_at` of each new leaf), the evaluator, the root's noise, Gumbel's sequential halving,
-the policy target and the move.  The searches run in the same order, with the same float64
-arithmetic and the same tie-breaking as the Python core, so from the same root, evaluator and
-random generator both cores visit the same leaves and play the same games; the Python core is
-the reference the tests hold this one to.
+What is compiled: the one walk with the rules' selection functions (and PUCT's forced playouts
+at the root, gamegym.search.forced) and virtual loss, the one backup, the loop that gathers a
+round's leaves, and writing an evaluated batch's priors (gamegym.search._flat_kernels).  What
+stays Python: the GameGraph (`children_at`, `actions_at`, `score_at` of each new leaf), the
+evaluator, the root's noise, Gumbel's sequential halving, the policy target (pruned of the
+forced playouts where they were on) and the move.  The searches run in the same order, with
+the same float64 arithmetic and the same tie-breaking as the Python core, so from the same
+root, evaluator and random generator both cores visit the same leaves and play the same games;
+the Python core is the reference the tests hold this one to.
 
 The tree lives in flat arrays, one set per search: node `i` has a state, a value, a visit total,
 its first edge and edge count, its parent edge and parent node; edge `e` has a prior, visits, a
@@ -44,6 +45,7 @@ from gamegym.search.flat_layout import (
     CHILD,
     COUNT,
     FIRST,
+    FORCED,
     GUMBEL,
     NEW,
     PARENT_EDGE,
@@ -184,6 +186,7 @@ class FlatSearch:
                 1.0 if params.gumbel_rescale == "score" else 0.0,
                 *SCORE_RANGE,
                 _TINY,
+                0.0,  # FORCED: set by each search the rule begins (`_run`)
             ],
             np.float64,
         )
@@ -203,6 +206,16 @@ class FlatSearch:
         self.edge_vertices: list = []  # per edge: the child's vertex
         self._grow_nodes(1024)
         self._grow_edges(8192)
+
+    @property
+    def low(self) -> float:
+        """The smallest value backed up (`TreeCore.low`: the rules read it by this name)."""
+        return float(self.bounds[0])
+
+    @property
+    def high(self) -> float:
+        """The largest value backed up (`TreeCore.high`)."""
+        return float(self.bounds[1])
 
     # ----- the flat tree -------------------------------------------------------------------------
     def _grow_nodes(self, need: int) -> None:
@@ -314,6 +327,7 @@ class FlatSearch:
         if root.state == TERMINAL:
             return root
         self.rule.begin(self, root, rng, count, explore)  # type: ignore[arg-type]
+        self.knobs[FORCED] = self.rule.forcing  # k of this search's forced playouts, or 0
         slots = min(self.params.threads, count)
         vl = self.params.virtualloss if slots > 1 else 0.0
         if self.rooted:

@@ -7,7 +7,7 @@ kernels (gamegym.search._flat_kernels).
                           reward of the edge into the node (the latent search's; 0 otherwise)
   ef  float64 [3, edges]  prior, visits (virtual ones included), value sum (the parent's view)
   ei  int64 [2, edges]    child node (-1 until made), action id
-  knobs float64 [8]       the selection functions' constants (rows below)
+  knobs float64 [9]       the selection functions' constants (rows below)
 
 May import: gamegym.search.tree (the node states and the discount) only.
 """
@@ -27,5 +27,6 @@ CHILD, ACTION = 0, 1  # rows of ei
 # normalised by the values backed up (MuZero's), Gumbel's deterministic non-root rule
 PUCT, PUCT_NORMALISED, GUMBEL = 0, 1, 2
 # rows of knobs: c_puct; Gumbel's sigma constants, whether q is clipped to the score range
-# [bottom, top] (1.0) or rescaled by the node's own spread (0.0), and the smallest prior
-C_PUCT, VALUE_SCALE, MAXVISIT_INIT, EPSILON, BY_SCORE, BOTTOM, TOP, TINY = range(8)
+# [bottom, top] (1.0) or rescaled by the node's own spread (0.0), and the smallest prior; k of
+# the forced playouts at the root of the search running (0: none; gamegym.search.forced)
+C_PUCT, VALUE_SCALE, MAXVISIT_INIT, EPSILON, BY_SCORE, BOTTOM, TOP, TINY, FORCED = range(9)

@@ -15,13 +15,18 @@ what differs between them:
   compiled     whether the compiled core (gamegym.search.flat) runs it: PUCT's walk is
                compiled whole; a rule with `root_child` (Gumbel) picks each simulation's root
                child in Python and the compiled core walks on below with Gumbel's rule
+  forces_playouts  whether it can force playouts at the root (`selfplay.search.
+               forced_playouts`, gamegym.search.forced): a rule that leaves the root child to
+               PUCT can; one that picks it itself (Gumbel) cannot, and refuses the setting
 
 Rules:
 - "puct" (AlphaZero): PUCT at every node, Dirichlet noise at the root, the visit counts as
   the policy target, the move ~ visits^(1/temperature); the played child's subtree is kept.
   Where the step maps Q to [0, 1] (MuZero's, `TreeCore.normalise_q`), Q is min-max normalised
   by the values backed up so far (once they differ); with the solver, a proven child's exact
-  value replaces its mean.
+  value replaces its mean.  With `forced_playouts` k > 0, a full self-play search forces
+  playouts at the root and the policy target is pruned of them (KataGo's;
+  `gamegym.search.forced`); the move is still drawn from the unpruned counts.
 - "gumbel" (Danihelka et al., ICLR 2022; `gamegym.search.gumbel`): Gumbel-Top-k of the root's
   actions and sequential halving that spends exactly the move's simulations, the
   deterministic non-root rule, the policy target softmax(logits + sigma(completed q)), and
@@ -48,6 +53,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from gamegym.registry import SEARCHES
+from gamegym.search.forced import forced_child, pruned_visits
 from gamegym.search.gumbel import (
     GumbelParams,
     SequentialHalving,
@@ -111,8 +117,16 @@ class SearchRule:
     default_dirichlet_fraction = 0.0  # root noise when the config leaves it unset (None)
     keeps_subtree = True
     compiled = False  # the compiled core (gamegym.search.flat) runs this rule
+    forces_playouts = False  # the rule can force playouts at the root (gamegym.search.forced)
+    forcing = 0.0  # k of the forced playouts of the search begun last (0: none)
 
     def __init__(self, params: SearchParams) -> None:
+        if params.forced_playouts and not self.forces_playouts:
+            raise ValueError(
+                f"selfplay.search.forced_playouts ({params.forced_playouts}): the "
+                f"{self.name!r} rule picks every root child itself, so no playout can be "
+                "forced; set it to 0 or use the 'puct' rule"
+            )
         self.params = params
 
     def begin(
@@ -124,8 +138,9 @@ class SearchRule:
         explore: bool = True,
     ) -> None:
         """Start a move's search of `count` simulations at the expanded `root`: Dirichlet
-        noise mixed into its priors where configured (`explore=False`: none), then the rule's
-        own start (`start`)."""
+        noise mixed into its priors where configured, and forced playouts where configured
+        (`explore=False`, a fast search: neither), then the rule's own start (`start`)."""
+        self.forcing = self.params.forced_playouts if explore else 0.0
         fraction = self.params.dirichlet_fraction if explore else 0.0
         add_root_noise(root, rng, self.params.dirichlet_alpha, fraction)
         self.start(search, root, rng, count)
@@ -160,18 +175,48 @@ def add_root_noise(root: Node, rng: np.random.Generator, alpha: float, fraction:
 @SEARCHES.register
 class PuctRule(SearchRule):
     """AlphaZero's rule: PUCT everywhere (`puct_selector`), Dirichlet noise at the root, visit
-    counts as the target, visits^(1/T) as the move."""
+    counts as the target, visits^(1/T) as the move; with `forced_playouts`, forced playouts
+    at the root and the target pruned of them (gamegym.search.forced)."""
 
     name = "puct"
     default_dirichlet_fraction = 0.25
     compiled = True
+    forces_playouts = True
+
+    def __init__(self, params: SearchParams) -> None:
+        super().__init__(params)
+        self._search: RuleSearch | None = None  # the search begun last (its Q bounds)
+
+    def start(self, search: RuleSearch, root: Node, rng: np.random.Generator, count: int) -> None:
+        self._search = search
 
     def selectors(self, search: RuleSearch) -> tuple[RootSelect, Select]:
+        """PUCT at every node; where playouts may be forced, at the root the first child
+        `forced_child` names, while the search begun forces them (`forcing`)."""
         select = puct_selector(search)
-        return select, select
+        if not self.params.forced_playouts:
+            return select, select
+
+        def select_root(node: Node) -> int:
+            k = self.forcing
+            if k:
+                i = forced_child(node, k)
+                if i >= 0:
+                    return i
+            return select(node)
+
+        return select_root, select
 
     def policy(self, root: Node, size: int) -> NDArray[np.float32]:
-        return visit_policy(root, size)
+        """The root's visit counts, normalised; after a search that forced playouts, pruned
+        of them first (`pruned_visits`)."""
+        if not self.forcing or self._search is None:
+            return visit_policy(root, size)
+        search = self._search
+        low, high = search.low, search.high
+        span = high - low if search.normalise_q and high > low else 0.0
+        counts = pruned_visits(root, self.forcing, self.params.exploration_const, low, span)
+        return visit_policy(root, size, counts)
 
     def choose(self, root: Node, temperature: float, rng: np.random.Generator) -> int:
         return choose_action(root, temperature, rng)
@@ -337,18 +382,22 @@ def among_proven(node: Node, scale: float) -> int:
 
 
 # ----- PUCT's target and move ------------------------------------------------------------------
-def visit_policy(root: Node, action_space_size: int) -> NDArray[np.float32]:
-    """float32 [A]: the root's visit counts over action ids, normalised; with the solver, over
-    the proven-best children only (`Node.proven_best`)."""
+def visit_policy(
+    root: Node, action_space_size: int, counts: list[float] | None = None
+) -> NDArray[np.float32]:
+    """float32 [A]: the root's visit counts (or `counts`, one per child: the pruned ones) over
+    action ids, normalised; with the solver, over the proven-best children only
+    (`Node.proven_best`)."""
+    visits = root.visits if counts is None else counts
     pi = np.zeros(action_space_size, np.float32)
     allowed = root.proven_best()
     indices = range(len(root.actions)) if allowed is None else allowed
-    total = sum(root.visits[i] for i in indices)
+    total = sum(visits[i] for i in indices)
     if total <= 0:
         pi[[root.actions[i] for i in indices]] = 1.0 / max(1, len(indices))
         return pi
     for i in indices:
-        pi[root.actions[i]] = root.visits[i] / total
+        pi[root.actions[i]] = visits[i] / total
     return pi
 
 

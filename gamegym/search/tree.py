@@ -41,6 +41,8 @@ class SearchParams:
     #                                            leaf is evaluated
     dirichlet_alpha: float = DEFAULTS.dirichlet_alpha  # root noise concentration
     dirichlet_fraction: float = 0.0  # root noise weight (0 = none)
+    forced_playouts: float = DEFAULTS.forced_playouts  # k of forced playouts at the root
+    #                                                    (0 = none; gamegym.search.forced)
     os_threads: bool = DEFAULTS.os_threads  # refused (gamegym.search.core): the searches
     #                                         have one driver
     solver: bool = DEFAULTS.solver  # prove wins and losses (MCTS-solver, see gamegym.search.mcts)
@@ -56,7 +58,8 @@ class SearchParams:
     def from_config(cls, search: SearchConfig, noise: bool = True) -> SearchParams:
         """The parameters of a search section (`selfplay.search`, `evaluate.search`): the one
         place a config becomes a search.  An unset `dirichlet_fraction` (None) is the rule's
-        default (PUCT 0.25, Gumbel 0); `noise=False`: none at all (a player)."""
+        default (PUCT 0.25, Gumbel 0); `noise=False`, a player's search: no noise and no forced
+        playouts (they are self-play's)."""
         fraction = search.dirichlet_fraction
         if fraction is None:
             fraction = SEARCHES.get(search.rule).default_dirichlet_fraction
@@ -67,6 +70,7 @@ class SearchParams:
             virtualloss=search.virtualloss,
             dirichlet_alpha=search.dirichlet_alpha,
             dirichlet_fraction=fraction if noise else 0.0,
+            forced_playouts=search.forced_playouts if noise else 0.0,
             os_threads=search.os_threads,
             solver=search.solver,
             core=search.core,

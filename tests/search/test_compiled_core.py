@@ -59,6 +59,39 @@ def test_plays_the_games_of_the_python_core(make_graph, threads):
 
 
 @pytest.mark.parametrize("make_graph", GAMES)
+@pytest.mark.parametrize("threads", [1, 8])
+def test_forced_playouts_play_the_games_of_the_python_core(make_graph, threads):
+    """With forced playouts (k = 2, compiled in the root's walk) and the pruned policy
+    targets, whole self-play games are the Python core's, move for move."""
+    graph = make_graph()
+    cfg = selfplay_config(
+        searchcount=120, threads=threads, temperature_drop_move=4, forced_playouts=2.0
+    )
+    params = SearchParams.from_selfplay(cfg)
+    python = Search(graph, pseudo_network(graph), params)
+    compiled = FlatSearch(graph, pseudo_network(graph), params)
+    games = games_of(python, cfg, graph, 3, seed=5)
+    assert games_of(compiled, cfg, graph, 3, seed=5) == games
+    assert compiled.searches_done == python.searches_done > 0
+    unforced = Search(graph, pseudo_network(graph), dataclasses.replace(params, forced_playouts=0))
+    assert games_of(unforced, cfg, graph, 3, seed=5) != games  # the setting changes the games
+
+
+def test_forced_playouts_with_playout_caps_and_a_submitting_evaluator_play_the_same_games():
+    """Fast searches force nothing; full ones do; batches pipelined: the same games."""
+    graph = ConnectFour(rows=5, columns=5)
+    cfg = selfplay_config(
+        searchcount=80, fast_searchcount=10, playout_cap_probability=0.25, threads=8,
+        forced_playouts=2.0,
+    )  # fmt: skip
+    params = SearchParams.from_selfplay(cfg)
+    python = Search(graph, AsyncUniform(graph.action_space_size), params)
+    compiled = FlatSearch(graph, AsyncUniform(graph.action_space_size), params)
+    assert games_of(compiled, cfg, graph, 2, seed=2) == games_of(python, cfg, graph, 2, seed=2)
+    assert compiled.evaluate.max_outstanding == python.evaluate.max_outstanding
+
+
+@pytest.mark.parametrize("make_graph", GAMES)
 @pytest.mark.parametrize("threads,rescale", [(1, "score"), (8, "score"), (8, "node")])
 def test_the_gumbel_rule_plays_the_games_of_the_python_core(make_graph, threads, rescale):
     """Under the Gumbel rule (sequential halving at the root in Python, the deterministic

@@ -109,6 +109,25 @@ def test_plays_the_games_of_the_python_latent_search(make_graph, threads):
     assert services[1].requests == services[0].requests
 
 
+@pytest.mark.parametrize("make_graph", GAMES)
+@pytest.mark.parametrize("threads", [1, 8])
+def test_forced_playouts_play_the_games_of_the_python_latent_search(make_graph, threads):
+    """With forced playouts at the root (k = 2) and the targets pruned by PUCT on Q
+    normalised by the values backed up, the games are the Python latent search's."""
+    graph = make_graph()
+    cfg = selfplay_config(
+        searchcount=60, threads=threads, temperature_drop_move=4, forced_playouts=2.0
+    )
+    params = SearchParams.from_selfplay(cfg)
+    python, compiled, services = both(graph, params)
+    games = games_of(python, cfg, graph, 2, seed=7)
+    assert games_of(compiled, cfg, graph, 2, seed=7) == games
+    assert compiled.searches_done == python.searches_done > 0
+    assert services[1].requests == services[0].requests
+    unforced, _, _ = both(graph, dataclasses.replace(params, forced_playouts=0.0))
+    assert games_of(unforced, cfg, graph, 2, seed=7) != games  # the setting changes the games
+
+
 @pytest.mark.parametrize("virtualloss", [0.0, 1.0, 3.0])
 def test_the_same_visits_values_and_bounds_under_virtual_loss(virtualloss):
     graph = ConnectFour(rows=6, columns=7)
