@@ -333,9 +333,10 @@ def config_page(sections: list[SectionDoc] | None = None) -> str:
         "",
         "## The settings you will change first",
         "",
-        "Most runs change only these. A preset (`gamegym presets`) sets several of them for "
-        "its game, so a session made from one starts from the preset's values, not the "
-        "defaults shown here; its `config.json` holds what it uses.",
+        "The fields most often changed, with what changing each trades. A preset "
+        "(`gamegym presets`) sets several of them for its game, so a session made from one "
+        "starts from the preset's values, not the defaults shown here; its `config.json` "
+        "holds what it uses.",
         "",
         first_settings_table(sections),
         "",
