@@ -58,6 +58,58 @@ def test_the_records_are_committed_and_hold_the_final_scores_the_page_shows():
     assert named and all((FIGURES / name).is_file() for name in named), named
 
 
+def table_rows(text: str, header: str) -> dict[str, list[str]]:
+    """The rows of the page's table whose header line starts with `header`, by first cell."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        rows[cells[0]] = cells
+    return rows
+
+
+def percent(share: float) -> str:
+    return f"{round(share * 100, 1):g}%"
+
+
+def shows_iteration(cell: str, iteration: int) -> bool:
+    """Whether a cell ("8", "149, 139", "17–22") shows the iteration or a range holding it."""
+    ranges = re.findall(r"(\d+)–(\d+)", cell)
+    if any(int(low) <= iteration <= int(high) for low, high in ranges):
+        return True
+    return str(iteration) in re.findall(r"\d+", re.sub(r"\d+–\d+", "", cell))
+
+
+def test_every_curve_point_of_the_records_is_in_the_table_of_what_to_expect():
+    rows = table_rows(page_text(), "| after | iteration | against `mcts:1000` |")
+    assert len(rows) >= 8
+    checked = 0
+    for records in RECORDS.values():
+        for name, variant in records:
+            for run in preset_runs(name, variant):
+                for point in run["curve"]:
+                    minutes = point["minutes"]
+                    row = rows["the start (iteration 0)" if minutes == 0 else f"{minutes:g} min"]
+                    where = (name, variant, minutes)
+                    assert shows_iteration(row[1], point["iteration"]), (where, row[1])
+                    for opponent, cell in zip(YARDSTICKS, row[2:4]):
+                        score = percent(point["by_opponent"][opponent]["score"])
+                        assert score in re.findall(r"[\d.]+%", cell), (where, opponent, cell)
+                    if "accuracy" in point:
+                        middle = point["accuracy"]["middle"]["search"]["optimal"]
+                        assert f"{middle * 100:.1f}%" in row[4], (where, middle, row[4])
+                    checked += 1
+    assert checked >= 25
+
+
+def test_a_cell_shows_an_iteration_alone_in_a_list_or_in_a_range():
+    assert shows_iteration("149, 139", 139) and shows_iteration("17–22", 18)
+    assert not shows_iteration("17–22", 23) and not shows_iteration("149, 139", 14)
+
+
 # ----- the commands whose output the page shows, run for real ----------------------------------
 FOLDER = "/home/me/gamegym"  # the folder the page's outputs were run in
 # the same lines from fewer positions: what the test adds to a command
