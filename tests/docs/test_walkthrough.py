@@ -105,6 +105,23 @@ def test_every_curve_point_of_the_records_is_in_the_table_of_what_to_expect():
     assert checked >= 25
 
 
+def test_the_progress_of_each_run_is_the_records():
+    """The table of how far the runs had got: each curve point's iteration and training loss,
+    and each run's self-play rate at its end."""
+    rows = table_rows(page_text(), "| after | iteration | training loss")
+    for records in RECORDS.values():
+        for name, variant in records:
+            for run in preset_runs(name, variant):
+                rate = str(run["selfplay_positions_per_s"])
+                assert rate in rows[f"{run['minutes']:g} min"][3], (name, variant, rate)
+                for point in run["curve"][1:]:
+                    row = rows[f"{point['minutes']:g} min"]
+                    assert shows_iteration(row[1], point["iteration"]), (name, point["minutes"])
+                    if point.get("training"):
+                        loss = f"{point['training']['loss']:.2f}"
+                        assert loss in row[2], (name, variant, point["minutes"], loss)
+
+
 def test_a_cell_shows_an_iteration_alone_in_a_list_or_in_a_range():
     assert shows_iteration("149, 139", 139) and shows_iteration("17–22", 18)
     assert not shows_iteration("17–22", 23) and not shows_iteration("149, 139", 14)
