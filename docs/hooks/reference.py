@@ -4,7 +4,8 @@
   dataclasses (`gamegym.config.GymConfig` and every section reachable from it or listed in
   `gamegym.config.SECTIONS`).  The meaning is the field's own documentation: `metadata["doc"]`
   when given, else an attribute docstring under the field, else the comment after it (with the
-  comment lines that continue it), else the comment block above it.
+  comment lines that continue it), else the comment block above it.  Its first table is the
+  settings users change first (`FIRST_SETTINGS`), each with what changing it trades.
 - `reference/cli.md`: every `gamegym` command, sub-command and flag, walked from the argparse
   parser of `gamegym.cli.main.build_parser()`.
 - The package layout on the architecture page: each sub-package's `__init__` docstring, read
@@ -236,6 +237,81 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
+# The settings users change first, each with what changing it trades: the first table of the
+# configuration reference (its default and meaning come from the code, as in every table).
+FIRST_SETTINGS: tuple[tuple[str, str], ...] = (
+    (
+        "selfplay.selfplayprocesses",
+        "more games played at once; each Selfplayer takes a core's share from the Trainer "
+        "and its own memory (as many as the cores, one fewer for the Trainer on a small "
+        "machine)",
+    ),
+    (
+        "selfplay.search.searchcount",
+        "better moves and policy targets per position against fewer positions a second",
+    ),
+    (
+        "network.width",
+        "a network that can learn more against a slower evaluation in every search and a "
+        "slower training step; fixed when the session is made",
+    ),
+    (
+        "network.blocks",
+        "as `network.width`: capacity against the cost of every evaluation and training step",
+    ),
+    (
+        "train.max_samplecount",
+        "a larger window trains each sample fewer times and reaches older games, and an "
+        "iteration takes longer",
+    ),
+    (
+        "train.max_sampleage",
+        "as `train.max_samplecount`: more samples in the window, from games of older "
+        "iterations, played by weaker models",
+    ),
+    (
+        "train.epochs",
+        "a closer fit of the window against longer iterations and each sample trained on "
+        "more times (fitting the window too closely)",
+    ),
+    (
+        "train.learning_rate",
+        "a higher rate learns faster and less steadily; a loss that is not finite calls for a "
+        "lower one, and `train.learning_rate_schedule` "
+        "steps it down from given iterations",
+    ),
+    (
+        "selfplay.nice",
+        "where the Trainer bounds the run, more iterations for it against fewer self-play "
+        "positions",
+    ),
+    (
+        "seed",
+        "another run of the same settings: two seeds show how far a result moves by chance",
+    ),
+)
+
+
+def first_settings_table(sections: list[SectionDoc] | None = None) -> str:
+    """The table of FIRST_SETTINGS: each field with its default and meaning from the code and
+    what changing it trades; a ValueError names a field that does not exist."""
+    every = {
+        f.name: f
+        for section in (config_sections() if sections is None else sections)
+        for f in section.fields
+    }
+    rows = ["| field | default | meaning | what it trades |", "|---|---|---|---|"]
+    for name, trade in FIRST_SETTINGS:
+        if name not in every:
+            raise ValueError(f"the first settings name a config field {name!r} that does not exist")
+        f = every[name]
+        mark = " **fixed**" if f.fixed else ""
+        rows.append(
+            f"| `{f.name}`{mark} | `{_cell(f.default)}` | {_cell(f.meaning)} | {_cell(trade)} |"
+        )
+    return "\n".join(rows)
+
+
 def config_page(sections: list[SectionDoc] | None = None) -> str:
     """The Markdown of reference/config.md."""
     sections = config_sections() if sections is None else sections
@@ -254,6 +330,15 @@ def config_page(sections: list[SectionDoc] | None = None) -> str:
         "",
         "Unknown keys are errors that suggest the closest known one; a value out of range is "
         "an error naming the field. Fields marked **fixed** cannot change on resume.",
+        "",
+        "## The settings you will change first",
+        "",
+        "The fields most often changed, with what changing each trades. A preset "
+        "(`gamegym presets`) sets several of them for its game, so a session made from one "
+        "starts from the preset's values, not the defaults shown here; its `config.json` "
+        "holds what it uses.",
+        "",
+        first_settings_table(sections),
         "",
     ]
     for section in sections:

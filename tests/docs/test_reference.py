@@ -269,3 +269,30 @@ def test_the_command_line_page_states_the_vocabulary_and_typed_defaults():
     sections = page_sections(page)
     assert "| `--seed` `N,N` | `0` |" in sections[("bench", "learning")]  # as typed, not [0]
     assert "`uniform,curious`" in sections[("bench", "replay")]
+
+
+# ----- the settings changed first --------------------------------------------------------------
+def test_the_config_page_opens_with_the_settings_changed_first():
+    page = ref.config_page()
+    first = page.index("## The settings you will change first")
+    assert first < page.index("## Top level")
+    table = ref.first_settings_table()
+    assert table in page[first:]
+    rows = table.splitlines()[2:]
+    assert len(rows) == len(ref.FIRST_SETTINGS) >= 8
+    fields = {f.name: f for section in ref.config_sections() for f in section.fields}
+    for (name, trade), row in zip(ref.FIRST_SETTINGS, rows):
+        field = fields[name]
+        assert field.meaning and trade.strip(), name
+        mark = " **fixed**" if field.fixed else ""
+        assert row == (  # the default and the meaning are the code's, as in the sections
+            f"| `{name}`{mark} | `{ref._cell(field.default)}` | {ref._cell(field.meaning)} "
+            f"| {ref._cell(trade)} |"
+        )
+    assert "`network.width` **fixed**" in table
+
+
+def test_the_settings_changed_first_name_fields_that_exist(monkeypatch):
+    monkeypatch.setattr(ref, "FIRST_SETTINGS", (("train.no_such_field", "nothing"),))
+    with pytest.raises(ValueError, match="train.no_such_field"):
+        ref.first_settings_table()
