@@ -417,11 +417,11 @@ def bound_game_args(
     bind to the constructor (its call then says why)."""
     kwargs = kwargs or {}
     try:
-        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
-    except TypeError:
+        bound = inspect.signature(cls).bind(*args, **kwargs)
+    except (TypeError, ValueError):  # arguments that do not bind; no signature to read
         return dict(kwargs)
     bound.apply_defaults()
-    return dict(list(bound.arguments.items())[1:])
+    return dict(bound.arguments)
 
 
 def game_class(spec: str) -> type[GameGraph[Any]]:
