@@ -517,6 +517,28 @@ def builds(monkeypatch):
 
 
 @pytest.fixture
+def connectfour_builds(monkeypatch):
+    """The arguments of every ConnectFour built in this process while the test runs (the
+    graphs this process built before are forgotten first)."""
+    import functools
+
+    from gamegym.game.ref import forget_built
+    from games.connectfour import ConnectFour
+
+    forget_built()
+    built: list[dict] = []
+    init = ConnectFour.__init__
+
+    @functools.wraps(init)  # keeps the signature: a graph records its arguments by it
+    def counted(self, *args, **kwargs):
+        built.append(dict(kwargs))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(ConnectFour, "__init__", counted)
+    return built
+
+
+@pytest.fixture
 def drawn_bars(monkeypatch):
     """The progress bars a command makes in this process, drawn as on a terminal into a
     buffer (a StringIO: its text is every frame drawn)."""

@@ -33,24 +33,12 @@ def test_the_learning_bench_builds_its_game_and_config_once(builds, monkeypatch,
     assert "from_dict < preset_config < run_learning_bench" in config, config
 
 
-def test_the_learning_bench_builds_a_game_named_without_its_arguments_once(monkeypatch, tmp_path):
+def test_the_learning_bench_builds_a_game_named_without_its_arguments_once(
+    connectfour_builds, monkeypatch, tmp_path
+):
     # Connect Four named with no arguments, its preset with all of them: one game either way,
     # built from its reference once in this process through the set-up (the yardstick, the
     # preset's starter model judged, the session's first model published); no training
-    import functools
-
-    from games.connectfour import ConnectFour
-
-    forget_built()
-    built = []
-    init = ConnectFour.__init__
-
-    @functools.wraps(init)  # keeps the signature: a graph records its arguments by it
-    def counted(self, *args, **kwargs):
-        built.append(dict(kwargs))
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(ConnectFour, "__init__", counted)
     monkeypatch.setattr(gym_module, "tensorflow_imported", lambda: True)
     trained = []
     monkeypatch.setattr(
@@ -60,7 +48,7 @@ def test_the_learning_bench_builds_a_game_named_without_its_arguments_once(monke
         "games.connectfour:ConnectFour", opponents=("random",), keep=tmp_path / "learn"
     )
     figures = learning.run_learning_bench(settings)
-    assert built == [{}]
+    assert connectfour_builds == [{}]
     assert trained[0].config.game_ref == GameRef(
         "games.connectfour:ConnectFour", {"rows": 6, "columns": 7}
     )

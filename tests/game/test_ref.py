@@ -2,7 +2,6 @@
 arguments whatever their order, picklable, built once per process for every equivalent
 reference, refused with the spec named when it is not one."""
 
-import functools
 import pickle
 import threading
 
@@ -12,26 +11,9 @@ import games.tictactoe
 from gamegym.config import GymConfig
 from gamegym.game.graph import GameSpecError
 from gamegym.game.ref import GameRef, forget_built
-from games.connectfour import ConnectFour
 from games.tictactoe import TicTacToe, TicTacToeVariant
 
 CONNECTFOUR = "games.connectfour:ConnectFour"
-
-
-@pytest.fixture
-def connectfour_builds(monkeypatch):
-    """The arguments of every ConnectFour built in this process while the test runs."""
-    forget_built()
-    built: list[dict] = []
-    init = ConnectFour.__init__
-
-    @functools.wraps(init)  # keeps the signature: a graph records its arguments by it
-    def counted(self, *args, **kwargs):
-        built.append(dict(kwargs))
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(ConnectFour, "__init__", counted)
-    return built
 
 
 def test_equal_spec_and_arguments_make_one_reference_whatever_their_order():
