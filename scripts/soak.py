@@ -146,6 +146,16 @@ MUTATION_PLAN = {
     "lock": (("orphan",), ("lock_not_held",)),
     "quarantine": (("bad_sample",), ("bad_sample_not_quarantined",)),
 }
+# the settings a mutation's soak changes: two processes drawing from one seed play the same
+# games only with the same model, so the Trainer of that soak waits for a full buffer (some 800
+# games) before its first model: one published while a Selfplayer was still starting, as on a
+# loaded machine, would part the two processes' games from their first
+MUTATION_SETTINGS = {
+    "seed": {
+        "selfplay": {"positions_per_iteration": 0},
+        "train": {"min_samplecount": 5000, "min_new_samples": 5000},
+    },
+}
 
 
 def settings(changes: dict) -> dict:
@@ -303,6 +313,8 @@ class Soak:
                 if self.inject(survived, role, gym, watcher, family):
                     self.count_fault(survived)
             time.sleep(float(self.rng.uniform(1.0, 6.0)))
+            if self.mutation == "seed":  # a replayed seed shows once two processes have played
+                self.wait_for_samples(gym, writers=2)
             family |= descendants(gym)
             if kind == "disk_full":  # the gym meets the full disk at that kind's next write
                 deadline = time.monotonic() + 90.0
@@ -415,15 +427,9 @@ class Soak:
         whose results `z` are 3, outside [-1, 1]: what a writer with a bug might write), then
         wait until the Trainer has moved it to quarantine, or has trained two iterations
         since (it has read it by then: `check_bad_samples` counts it)."""
-        samples = self.session.samples_dir
-        newest = [
-            p
-            for it in sample_iterations(samples)
-            for p in sample_files(samples, it)
-            if not p.name.startswith("soak-")  # (one of these)
-        ]
+        newest = self.wait_for_samples(gym, writers=1)
         if not newest:
-            return False  # nothing to copy yet
+            return False  # nothing to copy: the gym stopped, or played no game in 120 s
         with np.load(newest[-1]) as data:
             arrays = {name: data[name] for name in data.files}
         arrays["z"] = np.full_like(arrays["z"], 3.0)
@@ -445,6 +451,25 @@ class Soak:
         ):
             time.sleep(0.5)
         return True
+
+    def wait_for_samples(self, gym, writers: int, timeout: float = 120.0) -> list[Path]:
+        """The Selfplayers' sample files (the soak's own left out), once `writers` processes
+        have written one: a loaded machine starts its Selfplayers many seconds after the gym's
+        first status line.  Fewer when the gym stops or `timeout` passes first."""
+        samples = self.session.samples_dir
+        deadline = time.monotonic() + timeout
+        while True:
+            files = [
+                p
+                for it in sample_iterations(samples)
+                for p in sample_files(samples, it)
+                if not p.name.startswith("soak-")  # (a bad file the soak published)
+            ]
+            if len({writer_of(p.name) for p in files}) >= writers:
+                return files
+            if gym.poll() is not None or time.monotonic() > deadline:
+                return files
+            time.sleep(0.5)
 
     def check_bad_samples(self) -> None:
         """Each bad sample file the soak published is in quarantine once the Trainer has
@@ -909,6 +934,8 @@ def mutation_check(folder: Path, seed: int, names: list[str]) -> int:
         run_folder = folder / name
         command = [sys.executable, __file__, "--minutes", "0", "--seed", str(seed), "--json"]
         command += ["--folder", str(run_folder), "--mutate", name, "--faults", *faults]
+        if name in MUTATION_SETTINGS:
+            command += ["--set", json.dumps(MUTATION_SETTINGS[name])]
         done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         try:
             violations = json.loads(done.stdout.strip().splitlines()[-1])["violations"]
