@@ -77,20 +77,6 @@ def test_forced_playouts_play_the_games_of_the_python_core(make_graph, threads):
     assert games_of(unforced, cfg, graph, 3, seed=5) != games  # the setting changes the games
 
 
-def test_forced_playouts_with_playout_caps_and_a_submitting_evaluator_play_the_same_games():
-    """Fast searches force nothing; full ones do; batches pipelined: the same games."""
-    graph = ConnectFour(rows=5, columns=5)
-    cfg = selfplay_config(
-        searchcount=80, fast_searchcount=10, playout_cap_probability=0.25, threads=8,
-        forced_playouts=2.0,
-    )  # fmt: skip
-    params = SearchParams.from_selfplay(cfg)
-    python = Search(graph, AsyncUniform(graph.action_space_size), params)
-    compiled = FlatSearch(graph, AsyncUniform(graph.action_space_size), params)
-    assert games_of(compiled, cfg, graph, 2, seed=2) == games_of(python, cfg, graph, 2, seed=2)
-    assert compiled.evaluate.max_outstanding == python.evaluate.max_outstanding
-
-
 @pytest.mark.parametrize("make_graph", GAMES)
 @pytest.mark.parametrize("threads,rescale", [(1, "score"), (8, "score"), (8, "node")])
 def test_the_gumbel_rule_plays_the_games_of_the_python_core(make_graph, threads, rescale):
@@ -107,16 +93,25 @@ def test_the_gumbel_rule_plays_the_games_of_the_python_core(make_graph, threads,
     assert compiled.evaluations == python.evaluations > 0
 
 
-def test_gumbel_with_playout_caps_and_a_submitting_evaluator_plays_the_same_games():
+@pytest.mark.parametrize(
+    "settings,seed",
+    [
+        ({"searchcount": 80, "fast_searchcount": 10, "forced_playouts": 2.0}, 2),
+        ({"rule": "gumbel", "searchcount": 32, "fast_searchcount": 4}, 4),
+    ],
+    ids=["forced-playouts", "gumbel"],
+)
+def test_playout_caps_with_a_submitting_evaluator_play_the_same_games(settings, seed):
+    """Playout caps with forced playouts (the fast searches force nothing, the full ones do)
+    and with the Gumbel rule, the batches pipelined by an evaluator that submits them: the
+    Python core's games, with as many batches outstanding at most."""
     graph = ConnectFour(rows=5, columns=5)
-    cfg = selfplay_config(
-        rule="gumbel", searchcount=32, fast_searchcount=4, playout_cap_probability=0.25,
-        threads=8,
-    )  # fmt: skip
+    cfg = selfplay_config(**settings, playout_cap_probability=0.25, threads=8)
     params = SearchParams.from_selfplay(cfg)
     python = Search(graph, AsyncUniform(graph.action_space_size), params)
     compiled = FlatSearch(graph, AsyncUniform(graph.action_space_size), params)
-    assert games_of(compiled, cfg, graph, 2, seed=4) == games_of(python, cfg, graph, 2, seed=4)
+    games = games_of(python, cfg, graph, 2, seed=seed)
+    assert games_of(compiled, cfg, graph, 2, seed=seed) == games
     assert compiled.evaluate.max_outstanding == python.evaluate.max_outstanding
 
 
