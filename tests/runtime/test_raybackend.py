@@ -619,6 +619,34 @@ def test_a_selfplayer_that_does_not_end_after_its_predictor_failed_is_killed_and
     assert not group.slots[0].budget.times
 
 
+def test_a_selfplayer_silent_while_it_ends_after_its_predictor_failed_has_the_whole_grace(
+    fake_ray, tmp_path, capsys
+):
+    """Left to end when its Predictor failed, a Selfplayer may answer nothing for longer than
+    the heartbeat timeout (waiting on the dead Predictor until Ray says it died, on a loaded
+    machine): the hand-over's grace bounds it, not the liveness watch."""
+    from gamegym.runtime.backends import JOIN_SELFPLAYERS_S
+
+    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
+    now = [1000.0]
+    backend.clock = lambda: now[0]
+    answer_addresses(backend)
+    [actor] = fake_ray.alive("SelfplayerActor")
+    actor.takes[-1].answer(take_answer())
+    fail_the_predictor(backend, fake_ray)
+    poll_answered(backend, fake_ray)  # failed, restarted
+    poll_answered(backend, fake_ray)  # the new Predictor is up
+    backend.config.heartbeat_timeout = 5.0  # (as the gym-started Ray test's)
+    now[0] += JOIN_SELFPLAYERS_S - 1  # silent all along
+    backend._last_reconcile = 0.0
+    assert poll_answered(backend, fake_ray) == ""
+    assert not actor.killed and "not responding" not in capsys.readouterr().out
+    now[0] += 2
+    backend._last_reconcile = 0.0
+    assert poll_answered(backend, fake_ray) == ""
+    assert actor.killed  # its grace is over
+
+
 def test_a_selfplayer_that_finds_its_predictor_gone_first_has_it_restarted(
     fake_ray, tmp_path, capsys
 ):

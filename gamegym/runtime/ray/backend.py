@@ -392,7 +392,8 @@ class RayBackend(SelfplayBackend):
         """Kill the actors that stopped answering (see gamegym.runtime.ray.places), naming
         them; each then counts as dead (a Predictor's Selfplayers end with it and start again
         on the new one), and the reconcile that follows restarts it or stops the gym with the
-        reason."""
+        reason.  A Selfplayer left to end when its Predictor failed may wait on that Predictor
+        until Ray says it died: the hand-over's grace (JOIN_SELFPLAYERS_S) bounds it instead."""
         deadline = self.config.heartbeat_timeout
         if not deadline or self.stopping:
             return
@@ -404,6 +405,8 @@ class RayBackend(SelfplayBackend):
                 self._predictor_failed(group, hung(what, silent))
                 continue
             for slot in group.slots:
+                if slot.orphaned is not None:  # ending: its grace bounds it (ending_too_long)
+                    continue
                 what = f"{slot.name} on node {group.label}"
                 silent = slot.liveness.hung(now, deadline) if slot.actor is not None else 0.0
                 if silent and not waits_for_placement(slot.actor, slot.liveness, what, now):
