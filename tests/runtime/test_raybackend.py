@@ -593,11 +593,9 @@ def test_a_failed_predictor_comes_back_and_its_selfplayers_hand_over_their_games
     assert "selfplayer" not in capsys.readouterr().out  # no Selfplayer restart of their own
 
 
-def test_a_selfplayer_that_does_not_end_after_its_predictor_failed_is_killed_and_restarted(
-    fake_ray, tmp_path
-):
-    from gamegym.runtime.backends import JOIN_SELFPLAYERS_S
-
+def left_to_end(fake_ray, tmp_path):
+    """A backend on a clock of the test's, its one Selfplayer playing when its Predictor
+    failed and was restarted: that Selfplayer's actor is left to end."""
     backend = make_backend(tmp_path, {"selfplayprocesses": 1})
     now = [1000.0]
     backend.clock = lambda: now[0]
@@ -607,6 +605,15 @@ def test_a_selfplayer_that_does_not_end_after_its_predictor_failed_is_killed_and
     fail_the_predictor(backend, fake_ray)
     poll_answered(backend, fake_ray)  # failed, restarted
     poll_answered(backend, fake_ray)  # the new Predictor is up
+    return backend, now, actor
+
+
+def test_a_selfplayer_that_does_not_end_after_its_predictor_failed_is_killed_and_restarted(
+    fake_ray, tmp_path
+):
+    from gamegym.runtime.backends import JOIN_SELFPLAYERS_S
+
+    backend, now, actor = left_to_end(fake_ray, tmp_path)
     for seconds in (JOIN_SELFPLAYERS_S - 1, 2):  # it answers, and does not end
         now[0] += seconds
         actor.takes[-1].answer(take_answer())
@@ -627,15 +634,7 @@ def test_a_selfplayer_silent_while_it_ends_after_its_predictor_failed_has_the_wh
     machine): the hand-over's grace bounds it, not the liveness watch."""
     from gamegym.runtime.backends import JOIN_SELFPLAYERS_S
 
-    backend = make_backend(tmp_path, {"selfplayprocesses": 1})
-    now = [1000.0]
-    backend.clock = lambda: now[0]
-    answer_addresses(backend)
-    [actor] = fake_ray.alive("SelfplayerActor")
-    actor.takes[-1].answer(take_answer())
-    fail_the_predictor(backend, fake_ray)
-    poll_answered(backend, fake_ray)  # failed, restarted
-    poll_answered(backend, fake_ray)  # the new Predictor is up
+    backend, now, actor = left_to_end(fake_ray, tmp_path)
     backend.config.heartbeat_timeout = 5.0  # (as the gym-started Ray test's)
     now[0] += JOIN_SELFPLAYERS_S - 1  # silent all along
     backend._last_reconcile = 0.0
