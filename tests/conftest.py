@@ -490,7 +490,6 @@ def builds(monkeypatch):
     "config" (a GymConfig), each a list with one entry per build: the names of the functions
     that led to it, innermost first ("build_game < build < run_learning_bench < ...").  The
     graphs this process built before (gamegym.game.ref keeps them) are forgotten first."""
-    import functools
     import traceback
 
     from gamegym.config import GymConfig
@@ -500,19 +499,11 @@ def builds(monkeypatch):
     forget_built()
     made: dict[str, list] = {"game": [], "config": []}
 
-    def counted(cls, method: str, kind: str) -> None:
-        original = getattr(cls, method)
+    def callers(_kwargs) -> str:  # (the frames of callers and record_calls' wrapper left out)
+        return " < ".join(frame.name for frame in traceback.extract_stack(limit=9)[-3::-1])
 
-        @functools.wraps(original)  # keeps the signature: a graph records its arguments by it
-        def wrapper(*args, **kwargs):
-            callers = traceback.extract_stack(limit=8)[-2::-1]
-            made[kind].append(" < ".join(frame.name for frame in callers))
-            return original(*args, **kwargs)
-
-        monkeypatch.setattr(cls, method, wrapper)
-
-    counted(TicTacToe, "__init__", "game")
-    counted(GymConfig, "__post_init__", "config")
+    record_calls(monkeypatch, TicTacToe, "__init__", made["game"], callers)
+    record_calls(monkeypatch, GymConfig, "__post_init__", made["config"], callers)
     return made
 
 
@@ -520,22 +511,28 @@ def builds(monkeypatch):
 def connectfour_builds(monkeypatch):
     """The arguments of every ConnectFour built in this process while the test runs (the
     graphs this process built before are forgotten first)."""
-    import functools
-
     from gamegym.game.ref import forget_built
     from games.connectfour import ConnectFour
 
     forget_built()
     built: list[dict] = []
-    init = ConnectFour.__init__
-
-    @functools.wraps(init)  # keeps the signature: a graph records its arguments by it
-    def counted(self, *args, **kwargs):
-        built.append(dict(kwargs))
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(ConnectFour, "__init__", counted)
+    record_calls(monkeypatch, ConnectFour, "__init__", built, dict)
     return built
+
+
+def record_calls(monkeypatch, cls, method: str, entries: list, entry) -> None:
+    """Patch `cls.method` to append `entry(kwargs)` to `entries` at each call, then call it
+    (its signature kept: a graph records its arguments by it)."""
+    import functools
+
+    original = getattr(cls, method)
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        entries.append(entry(kwargs))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cls, method, wrapper)
 
 
 @pytest.fixture
