@@ -238,8 +238,13 @@ def test_a_stopped_actor_and_a_killed_predictor_come_back_and_sigterm_stops_the_
         stopped.send_signal(signal.SIGSTOP)  # alive, and answering nothing
         read_until(gym, r"selfplayer0 on node \S+ is not responding \(no answer for \d+ s", lines)
         read_until(gym, r"selfplayer0 on node \S+ died \(.*\); restarting it", lines)
-        read_until(gym, r"ray 1 node, selfplayers 1/1", lines)
+        restarted = read_until(gym, r"\| games (\d+) .*ray 1 node, selfplayers 1/1", lines)
         assert psutil.wait_procs([stopped], timeout=30)[0], "the stopped actor was not killed"
+        games, deadline = int(restarted.group(1)), time.monotonic() + 120
+        while int(read_until(gym, r"\| games (\d+) ", lines).group(1)) <= games:
+            assert time.monotonic() < deadline, "".join(lines)  # until the new Selfplayer
+            # hands in games: past its start (its first search compiles for seconds, touching
+            # no connection), it finds its Predictor gone at its next request
         started += psutil.Process(gym.pid).children(recursive=True)  # and its replacement
         [predictor] = running(psutil.Process(gym.pid).children(recursive=True), "PredictorActor")
         predictor.kill()
