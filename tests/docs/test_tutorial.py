@@ -25,24 +25,31 @@ sys.path.insert(0, str(TUTORIAL))
 from hex import Hex  # noqa: E402
 
 
-class BrokenHex(Hex):
-    """The page's example of a mistake: no stop when a player has won."""
-
-    def expansion(self, vertex):
-        mine, theirs = vertex
-        empty = [i for i in range(self.size * self.size) if not (mine | theirs) >> i & 1]
-        children = tuple((self._transpose(theirs), self._transpose(mine | 1 << i)) for i in empty)
-        return children, tuple(empty)
-
-
 @pytest.mark.parametrize("size", [2, 3, 4, 5])
 def test_hex_keeps_the_contract(size):
     assert check_graph(Hex(size), games=30, seed=size) == []
 
 
-def test_the_checker_catches_the_pages_broken_hex():
-    kinds = {v.kind for v in check_graph(BrokenHex(4), games=30)}
-    assert "score-at-nonterminal" in kinds
+def page_block(word: str, language: str) -> str:
+    """The page's first `language` block that holds `word`."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", PAGE.read_text(encoding="utf-8"), flags=re.S)
+    return next(block for block in blocks if word in block)
+
+
+def test_the_pages_broken_hex_fails_the_check_as_the_page_shows(tmp_path, monkeypatch, capsys):
+    """The page's broken Hex, saved as broken_hex.py, fails the `gamegym check` the page shows
+    with exit status 1 and prints the lines the page shows (its report on stderr), apart from
+    their numbers."""
+    from gamegym.cli.main import main
+
+    (tmp_path / "broken_hex.py").write_text(page_block("class BrokenHex", "python"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    command, *shown = page_block("$ gamegym check", "text").splitlines()
+    assert main(shlex.split(command.removeprefix("$ "))[1:]) == 1
+    printed = capsys.readouterr()
+    assert "score-at-nonterminal" in printed.err
+    lines = (printed.out + printed.err).splitlines()
+    assert [shape(x, tmp_path) for x in lines if x] == [shape(x, tmp_path) for x in shown if x]
 
 
 def test_every_game_has_exactly_one_winner():
