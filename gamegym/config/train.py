@@ -18,10 +18,11 @@ from gamegym.config.checks import (
 )
 from gamegym.registry import LEARNERS, REPLAYS
 
-__all__ = ["TrainConfig", "COMPILES", "WEIGHT_AVERAGES"]
+__all__ = ["TrainConfig", "COMPILES", "WEIGHT_AVERAGES", "WINDOW_SHAPES"]
 
 COMPILES = ("auto", "xla", "traced")  # train.compile (gamegym.nets.trainstep)
 WEIGHT_AVERAGES = ("none", "ema")  # train.weight_average (gamegym.runtime.weightaverage)
+WINDOW_SHAPES = ("fixed", "growing")  # train.window_shape (gamegym.data.replay)
 
 
 @dataclass
@@ -50,6 +51,15 @@ class TrainConfig:
     max_samplecount: int = 20_000  # at most this many of the newest samples per iteration
     max_sampleage: int = 4  # samples of iterations at most this far behind are used
     min_new_samples: int = 500  # new samples needed since the last iteration to train again
+    window_shape: str = "fixed"  # the window replay's size: "fixed" = the samples of the last
+    #                                 max_sampleage iterations, at most max_samplecount;
+    #                                 "growing" = KataGo's window (Wu 2019), which grows with
+    #                                 the samples N the session holds: all N up to window_base,
+    #                                 then window_base * (1 + 0.4 * ((N / window_base) ** 0.75
+    #                                 - 1) / 0.75) newest samples of any iteration, at most
+    #                                 max_samplecount (max_sampleage then picks only the files
+    #                                 train.reanalyze searches again)
+    window_base: int = 20_000  # "growing": the samples N up to which the window holds them all
     validation_split: float = 0.1  # fraction of the window held out to report val_loss
     augment_symmetries: bool = True  # show each sample in a random symmetric image at every
     #                                  training step (one image drawn per sample and step, not
@@ -109,6 +119,8 @@ class TrainConfig:
         )
         int_in(self, "max_sampleage", 0)
         int_in(self, "min_new_samples", 0)
+        choice(self, "window_shape", WINDOW_SHAPES)
+        int_in(self, "window_base", 1)
         float_in(self, "validation_split", 0.0, 0.9)
         boolean(self, "augment_symmetries")
         int_in(self, "num_updates_per_train_iter", 0)

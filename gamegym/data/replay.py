@@ -35,7 +35,8 @@ learns which learner it runs):
 
 `window` (the default) is the original scheme: every sample of the last `max_sampleage`
 iterations, newest first, at most `max_samplecount`, in epochs (or `num_updates_per_train_iter`
-uniform minibatches); it needs no sampler and keeps no state.
+uniform minibatches); it needs no sampler and keeps no state.  With `window_shape` "growing"
+its size follows the samples the session holds instead (`growing_window`).
 
 `uniform`, `prioritized` and `curious` (Kauvar et al. 2023, "Curious Replay") keep a buffer of
 the newest `replay_capacity` positions, each with a replay count and a priority that decide how
@@ -62,6 +63,7 @@ __all__ = [
     "Replay",
     "Sampler",
     "WindowReplay",
+    "growing_window",
     "make_replay",
 ]
 
@@ -134,6 +136,20 @@ def readiness(
     return True, f"{held} samples in {where}"
 
 
+GROWTH_ALPHA = 0.75  # KataGo's shaped window (Wu 2019, "Accelerating Self-Play Learning in
+GROWTH_BETA = 0.4  # Go"): past its base it grows as the samples N to the power alpha, scaled
+
+
+def growing_window(samples: int, base: int) -> int:
+    """How many of the newest samples the "growing" window trains on when the session holds
+    `samples`: all of them up to `base`, then base * (1 + beta * ((samples / base) ** alpha
+    - 1) / alpha), which grows ever more slowly (train.window_shape)."""
+    if samples <= base:
+        return samples
+    growth = ((samples / base) ** GROWTH_ALPHA - 1) / GROWTH_ALPHA
+    return int(base * (1 + GROWTH_BETA * growth))
+
+
 @REPLAYS.register
 class WindowReplay(Replay):
     """All samples of recent iterations, newest first (the original scheme)."""
@@ -147,7 +163,17 @@ class WindowReplay(Replay):
         self.counter = SampleCounter(session.samples_dir)
 
     def window_start(self, iteration: int) -> int:
+        """The oldest iteration whose samples may be in the window."""
+        if self.config.train.window_shape == "growing":
+            return 0
         return max(0, iteration - self.config.train.max_sampleage)
+
+    def window_size(self, counts: dict[int, int]) -> int:
+        """At most this many of the newest samples, given the samples per iteration held."""
+        cfg = self.config.train
+        if cfg.window_shape == "growing":
+            return min(cfg.max_samplecount, growing_window(sum(counts.values()), cfg.window_base))
+        return cfg.max_samplecount
 
     def ready(self, iteration: int) -> tuple[bool, str]:
         cfg = self.config.train
@@ -155,7 +181,7 @@ class WindowReplay(Replay):
         window = sum(n for it, n in counts.items() if it >= self.window_start(iteration))
         return readiness(
             cfg,
-            min(window, cfg.max_samplecount),
+            min(window, self.window_size(counts)),
             window,
             counts.get(iteration, 0),
             iteration,
@@ -165,10 +191,11 @@ class WindowReplay(Replay):
     def load(self, iteration: int) -> tuple[SampleBatch | None, dict[str, Any]]:
         sources: dict[str, int] = {}
         reanalysed: dict[str, int] = {}
+        size = self.window_size(self.counter.samples_per_iteration())
         batch = load_samples(
             self.session.samples_dir,
             self.window_start(iteration),
-            self.config.train.max_samplecount,
+            size,
             self.session.quarantine_dir,
             sources,
             self.shape,
@@ -177,6 +204,7 @@ class WindowReplay(Replay):
         facts: dict[str, Any] = {
             "sources": sources,
             "window": [self.window_start(iteration), iteration],
+            "window_size": size,
         }
         if reanalysed:  # samples trained on with reanalysed targets (train.reanalyze)
             facts["reanalysed"] = sum(reanalysed.values())

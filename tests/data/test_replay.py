@@ -10,7 +10,7 @@ import pytest
 
 from gamegym.config import ConfigError, GymConfig, TrainConfig
 from gamegym.data.prioritized import BufferReplay, Priorities
-from gamegym.data.replay import make_replay
+from gamegym.data.replay import WindowReplay, growing_window, make_replay
 from gamegym.data.replaybuffer import ReplayBuffer
 from gamegym.data.samples import GameRecord, write_sample_file
 from gamegym.data.session import Session
@@ -132,6 +132,56 @@ def train_steps(replay, iteration: int, steps: int, seed: int = 0) -> None:
     for _ in range(steps):
         index = sampler.draw(8)
         sampler.update(index, batch.z[index] * 0 + 0.5)
+
+
+# ----- the window ------------------------------------------------------------------------------
+def test_the_growing_window_is_katagos():
+    """All samples up to the base, then KataGo's shaped growth (alpha 0.75, beta 0.4): at 16
+    times the base the window is base * (1 + 0.4 * (16 ** 0.75 - 1) / 0.75) = 4.73 bases."""
+    assert [growing_window(n, 20_000) for n in (0, 500, 20_000)] == [0, 500, 20_000]
+    assert growing_window(16 * 250_000, 250_000) == int(250_000 * (1 + 0.4 * 7 / 0.75))
+    sizes = [growing_window(n, 20_000) for n in range(20_000, 2_000_000, 20_000)]
+    assert all(a < b for a, b in zip(sizes, sizes[1:], strict=False))  # it always grows...
+    steps = np.diff(sizes)
+    assert all(a >= b for a, b in zip(steps, steps[1:], strict=False))  # ...ever more slowly
+    assert steps[0] < 20_000  # by less than the samples added
+
+
+def window_config(**train) -> GymConfig:
+    settings = {"min_samplecount": 5, "min_new_samples": 1, "validation_split": 0.0, **train}
+    return GymConfig(game="games.tictactoe:TicTacToe", train=settings)
+
+
+def test_the_growing_window_takes_the_newest_samples_of_any_age(tmp_path):
+    """With six iterations of 10 samples held, the fixed window takes the last max_sampleage
+    iterations; the growing one (base 20) the newest growing_window(60, 20) = 33 samples, from
+    iterations older than that, at most max_samplecount."""
+    session = Session(tmp_path / "s")
+    session.create(window_config())
+    for iteration in range(6):
+        write_files(session, iteration, [10])
+    fixed = make_replay(session, window_config(max_sampleage=1))
+    assert isinstance(fixed, WindowReplay)
+    batch, facts = fixed.load(5)
+    assert len(batch) == 20 and facts["window"] == [4, 5] and facts["window_size"] == 20_000
+    growing = make_replay(
+        session, window_config(max_sampleage=1, window_shape="growing", window_base=20)
+    )
+    assert growing_window(60, 20) == 33
+    batch, facts = growing.load(5)
+    assert len(batch) == 33 and facts["window_size"] == 33
+    assert sorted(facts["sources"]) == [f"{it}/f{it}-000.npz" for it in (2, 3, 4, 5)]
+    assert facts["sources"]["2/f2-000.npz"] == 3  # the oldest file, cut at the window's size
+    assert growing.ready(5) == (True, "60 samples in the window")
+    capped = window_config(window_shape="growing", window_base=20, max_samplecount=25)
+    assert len(make_replay(session, capped).load(5)[0]) == 25
+
+
+def test_a_window_shape_that_does_not_exist_is_refused():
+    with pytest.raises(ConfigError, match="train.window_shape"):
+        window_config(window_shape="katago")
+    with pytest.raises(ConfigError, match="train.window_base"):
+        window_config(window_base=0)
 
 
 # ----- the priority rule ----------------------------------------------------------------------
