@@ -53,6 +53,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -137,24 +138,37 @@ INVARIANTS = (
     "live_writer_temp_deleted",
     "bad_sample_not_quarantined",
 )
-# the mutation check: per protection switched off (GAMEGYM_MUTATE, gamegym/data/faults.py),
-# the faults of its short soak and the violations that catch it
-MUTATION_PLAN = {
-    "atomic_publish": (("disk_full:model",), ("unsound_model", "model_does_not_load")),
-    "seed": (("exit",), ("repeated_game",)),
-    "heartbeat": (("stop_long:trainer",), ("hung_process_not_killed",)),
-    "lock": (("orphan",), ("lock_not_held",)),
-    "quarantine": (("bad_sample",), ("bad_sample_not_quarantined",)),
-}
-# the settings a mutation's soak changes: two processes drawing from one seed play the same
-# games only with the same model, so the Trainer of that soak waits for a full buffer (some 800
-# games) before its first model: one published while a Selfplayer was still starting, as on a
-# loaded machine, would part the two processes' games from their first
-MUTATION_SETTINGS = {
-    "seed": {
-        "selfplay": {"positions_per_iteration": 0},
-        "train": {"min_samplecount": 5000, "min_new_samples": 5000},
-    },
+
+
+@dataclass(frozen=True)
+class MutationCheck:
+    """The short soak that must catch one protection switched off in the gym (GAMEGYM_MUTATE,
+    gamegym/data/faults.py)."""
+
+    faults: tuple[str, ...]  # the faults its soak draws from
+    catches: tuple[str, ...]  # the violations, one of which it must report
+    settings: dict = field(default_factory=dict)  # changes to its session's settings (--set)
+    writers: int = 0  # processes whose sample files its cycle waits for before the fault
+
+
+MUTATION_CHECKS = {
+    "atomic_publish": MutationCheck(("disk_full:model",), ("unsound_model", "model_does_not_load")),
+    # two processes drawing from one seed play the same games only with the same model, so the
+    # Trainer of this soak waits for a full buffer (some 800 games) before its first model: one
+    # published while a Selfplayer was still starting, as on a loaded machine, would part the
+    # two processes' games from their first; a repeat shows once both have written games
+    "seed": MutationCheck(
+        ("exit",),
+        ("repeated_game",),
+        settings={
+            "selfplay": {"positions_per_iteration": 0},
+            "train": {"min_samplecount": 5000, "min_new_samples": 5000},
+        },
+        writers=2,
+    ),
+    "heartbeat": MutationCheck(("stop_long:trainer",), ("hung_process_not_killed",)),
+    "lock": MutationCheck(("orphan",), ("lock_not_held",)),
+    "quarantine": MutationCheck(("bad_sample",), ("bad_sample_not_quarantined",)),
 }
 
 
@@ -313,8 +327,9 @@ class Soak:
                 if self.inject(survived, role, gym, watcher, family):
                     self.count_fault(survived)
             time.sleep(float(self.rng.uniform(1.0, 6.0)))
-            if self.mutation == "seed":  # a replayed seed shows once two processes have played
-                self.wait_for_samples(gym, writers=2)
+            check = MUTATION_CHECKS.get(self.mutation)
+            if check is not None and check.writers:
+                self.wait_for_samples(gym, writers=check.writers)
             family |= descendants(gym)
             if kind == "disk_full":  # the gym meets the full disk at that kind's next write
                 deadline = time.monotonic() + 90.0
@@ -930,12 +945,12 @@ def mutation_check(folder: Path, seed: int, names: list[str]) -> int:
     object, {mutation: {caught, violations}}; exit status 1 unless every mutation is caught."""
     report = {}
     for name in names:
-        faults, catches = MUTATION_PLAN[name]
+        check = MUTATION_CHECKS[name]
         run_folder = folder / name
         command = [sys.executable, __file__, "--minutes", "0", "--seed", str(seed), "--json"]
-        command += ["--folder", str(run_folder), "--mutate", name, "--faults", *faults]
-        if name in MUTATION_SETTINGS:
-            command += ["--set", json.dumps(MUTATION_SETTINGS[name])]
+        command += ["--folder", str(run_folder), "--mutate", name, "--faults", *check.faults]
+        if check.settings:
+            command += ["--set", json.dumps(check.settings)]
         done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         try:
             violations = json.loads(done.stdout.strip().splitlines()[-1])["violations"]
@@ -943,7 +958,7 @@ def mutation_check(folder: Path, seed: int, names: list[str]) -> int:
             violations = {}
             print(f"[soak] the soak of mutation {name} failed: {done.stderr[-2000:]}", flush=True)
         found = {v: n for v, n in violations.items() if n}
-        report[name] = {"caught": any(found.get(v) for v in catches), "violations": found}
+        report[name] = {"caught": any(found.get(v) for v in check.catches), "violations": found}
     print(json.dumps(report, sort_keys=True))
     return 0 if all(r["caught"] for r in report.values()) else 1
 
@@ -979,7 +994,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--mutation-check",
         nargs="*",
-        choices=sorted(MUTATION_PLAN),
+        choices=sorted(MUTATION_CHECKS),
         metavar="MUTATION",
         help="a short soak per mutation (all, or those named) in --folder/<mutation>; fails "
         "unless each reports its violation",
@@ -987,7 +1002,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.mutation_check is not None:
         return mutation_check(
-            args.folder.resolve(), args.seed, args.mutation_check or sorted(MUTATION_PLAN)
+            args.folder.resolve(), args.seed, args.mutation_check or sorted(MUTATION_CHECKS)
         )
     if args.minutes is None:
         parser.error("--minutes is required (except with --mutation-check)")
