@@ -1,6 +1,7 @@
 """The main job as a user meets it: `python script_trialrun.py` on a fresh session runs the gym,
-stops by itself, and ends with one line saying how strong the newest model is; its console has no TensorFlow noise and
-the gym's own process never imported TensorFlow."""
+stops by itself, and ends with one line saying how strong the newest model is (the line the README
+and getting-started show, apart from its numbers); its console has no TensorFlow noise and the
+gym's own process never imported TensorFlow."""
 
 import re
 import subprocess
@@ -10,6 +11,10 @@ import pytest
 from conftest import ROOT, user_env
 
 pytestmark = pytest.mark.slow
+
+
+def numbers_apart(line: str) -> str:
+    return re.sub(r"\d+", "N", line)
 
 
 def test_trial_run_trains_and_ends_with_a_verdict(tmp_path):
@@ -37,4 +42,8 @@ def test_trial_run_trains_and_ends_with_a_verdict(tmp_path):
         r"solver\): \d+ wins, \d+ draws, \d+ losses in 20 games \(\d+ s\)",
         last,
     ), done.stdout
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):  # as they show it
+        lines = page.read_text(encoding="utf-8").splitlines()
+        shown = [x for x in lines if x.startswith("[gamegym] iteration")]
+        assert [numbers_apart(x) for x in shown] == [numbers_apart(last)], page
     assert "gym exiting (TensorFlow not imported)" in (session / "logs" / "gym.log").read_text()
