@@ -177,11 +177,13 @@ def test_the_growing_window_takes_the_newest_samples_of_any_age(tmp_path):
     assert len(make_replay(session, capped).load(5)[0]) == 25
 
 
-def test_a_window_shape_that_does_not_exist_is_refused():
+def test_a_window_shape_that_does_not_exist_or_has_no_window_is_refused():
     with pytest.raises(ConfigError, match="train.window_shape"):
         window_config(window_shape="katago")
     with pytest.raises(ConfigError, match="train.window_base"):
         window_config(window_base=0)
+    with pytest.raises(ConfigError, match="'train.window_shape' \\('growing'\\) sizes the window"):
+        buffer_config(window_shape="growing")  # a buffer has no window to grow
 
 
 # ----- the priority rule ----------------------------------------------------------------------
