@@ -150,7 +150,7 @@ class TrainConfig:
         float_in(self, "curious_epsilon", 0.0, 1e6, low_open=True)
         float_in(self, "priority_max", 0.0, 1e15, low_open=True)
         replay = REPLAYS.get(self.replay) if self.replay in REPLAYS else None  # else a plugin's
-        problem = replay.check_config(self) if replay is not None else None
+        problem = replay.config_problem(self) if replay is not None else None
         if problem:
             raise ConfigError(f"config field {problem}")
 

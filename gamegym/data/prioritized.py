@@ -153,12 +153,6 @@ class BufferReplay(Replay):
                 )
                 + "; whole-window epochs are replay 'window'"
             )
-        if cfg.window_shape != "fixed":
-            return (
-                f"'train.window_shape' ({cfg.window_shape!r}) sizes the window of train.replay "
-                f"'window'; the {cls.name!r} buffer holds the newest train.replay_capacity "
-                "positions"
-            )
         if cfg.replay_capacity < cfg.min_samplecount:
             return (
                 f"'train.replay_capacity' ({cfg.replay_capacity}) must be >= "

@@ -82,6 +82,19 @@ class Replay(ABC):
 
     name: str = ""
     uses_buffer = False  # keeps a replay buffer with a state file per iteration
+    shaped_window = False  # takes a window of recent samples that train.window_shape sizes
+
+    @classmethod
+    def config_problem(cls, train_config: TrainConfig) -> str | None:
+        """What is wrong with `train_config` for this replay (`check_config`), after what every
+        replay checks: train.window_shape sizes only a window that takes a shape."""
+        if train_config.window_shape != "fixed" and not cls.shaped_window:
+            return (
+                f"'train.window_shape' ({train_config.window_shape!r}) sizes the window of "
+                f"train.replay 'window'; train.replay {cls.name!r} has no window it sizes"
+                + (" (its buffer holds train.replay_capacity positions)" if cls.uses_buffer else "")
+            )
+        return cls.check_config(train_config)
 
     @classmethod
     def check_config(cls, train_config: TrainConfig) -> str | None:
@@ -155,6 +168,7 @@ class WindowReplay(Replay):
     """All samples of recent iterations, newest first (the original scheme)."""
 
     name = "window"
+    shaped_window = True
 
     def __init__(
         self, session: Session, config: GymConfig, shape: SampleShape | None = None

@@ -186,6 +186,26 @@ def test_a_window_shape_that_does_not_exist_or_has_no_window_is_refused():
         buffer_config(window_shape="growing")  # a buffer has no window to grow
 
 
+def test_a_replay_of_ones_own_is_refused_a_window_shape_it_does_not_take():
+    """What every replay checks comes before its own `check_config`: a plugin's replay that
+    says nothing of windows is refused train.window_shape "growing" all the same."""
+
+    class Newest(WindowReplay):
+        name = "newest"
+        shaped_window = False
+
+        @classmethod
+        def check_config(cls, train_config):
+            return None if train_config.batchsize <= 64 else "'train.batchsize' is over 64"
+
+    assert Newest.config_problem(TrainConfig()) is None
+    assert "train.replay 'newest' has no window it sizes" in Newest.config_problem(
+        TrainConfig(window_shape="growing")
+    )
+    assert Newest.config_problem(TrainConfig(batchsize=128)) == "'train.batchsize' is over 64"
+    assert WindowReplay.config_problem(TrainConfig(window_shape="growing")) is None
+
+
 # ----- the priority rule ----------------------------------------------------------------------
 def test_priority_formula_on_known_numbers():
     curious = Priorities.of(TrainConfig(replay="curious", num_updates_per_train_iter=1))
