@@ -39,11 +39,11 @@ from gamegym.bench.endtoend import (
     end_to_end,
     on_backend,
     ray_figures,
-    ray_lines,
     session_network_path,
 )
-from gamegym.bench.networks import network_ceiling, paths_table, sample_positions
+from gamegym.bench.networks import network_ceiling, sample_positions
 from gamegym.bench.presets import preset_config
+from gamegym.bench.throughputreport import ORIGINAL, print_report
 from gamegym.config import PRECISIONS, GymConfig, learner_config_class
 from gamegym.config.search import CORES
 from gamegym.console import ProgressBars, comma_list, json_object
@@ -54,12 +54,6 @@ from gamegym.registry import SEARCHES
 __all__ = ["COMMAND", "ThroughputSettings", "add_parser", "print_report", "run_bench"]
 
 DEFAULT_GAME = "games.santorini:Santorini"
-ORIGINAL = {
-    "searches_per_s": 410,
-    "positions_per_s": 4,
-    "games_per_s": 0.24,
-    "game": "Santorini 3x3-1, 2 Selfplayers, 25 threads, 100 searches/move, batch 16",
-}
 
 
 @dataclass(frozen=True)
@@ -271,66 +265,14 @@ def _figures(s: ThroughputSettings, graph, config: GymConfig, measured: dict) ->
     }
 
 
-def print_report(figures: dict) -> None:
-    """A run's figures as the lines of a report."""
-    c = figures["config"]
-    play = (
-        f"{c['threads']} threads, {c['searchcount']} searches/move"
-        if c["searchcount"]
-        else f"{c['concurrent_games']} games at once, no search"
-    )
-    print(
-        f"game {figures['game']} {figures['game_args']}, {figures['label']}: "
-        f"{c['selfplayers']} Selfplayers x {play}, {c['seconds']:g} s, {c['cores']} cores"
-    )
-    if figures["ceiling_searches_per_s_per_core"] is not None:
-        print(
-            f"  search ceiling      {figures['ceiling_searches_per_s_per_core']:>10.0f} "
-            f"searches/s on one core (uniform evaluator; "
-            f"{figures['ceiling_searches_per_cpu_s']:.0f} per CPU-second)"
-        )
-    print(
-        f"  end to end          {figures['searches_per_s']:>10.0f} searches/s, "
-        f"{figures['positions_per_s']:.1f} positions/s, {figures['games_per_s']:.2f} games/s, "
-        f"mean batch {figures['mean_batch']:.1f}"
-    )
-    if figures["efficiency"] is not None:
-        print(
-            f"  efficiency          {figures['efficiency']:.2f}   (CPU efficiency "
-            f"{figures['cpu_efficiency']:.2f}; x{figures['vs_original']['searches_per_s']} "
-            f"the original's {ORIGINAL['searches_per_s']} searches/s)"
-        )
-    roles = sorted(figures["cpu_by_role"])
-    print(
-        "  by role             "
-        + ", ".join(
-            f"{r} {figures['cpu_by_role'][r]:.0f}% CPU {figures['rss_mb_by_role'].get(r, 0):.0f} MB"
-            for r in roles
-        )
-        + " (CPU summed over a role's processes, RSS per process)"
-    )
-    for line in paths_table(figures["network_evals_per_cpu_s"], figures["network_path"]):
-        print(line)
-    for line in ray_lines(figures):
-        print(line)
-
-
 def cmd_throughput(args) -> int:
     """`gamegym bench throughput`: one run per learner preset, a report or one JSON object."""
     if args.backend != "processes":
         from gamegym.runtime.ray.cluster import import_ray
 
         import_ray(local=True)
-    learners = _choices("--learner", args.learner, learner_presets(), "learner presets")
-    precisions = _choices("--precision", args.precision, PRECISIONS, "precisions")
-    cores: list[str | None] = (
-        list(_choices("--core", args.core, CORES, "search cores")) if args.core else [None]
-    )
-    searches: list[str | None] = (
-        list(_choices("--search", args.search, SEARCHES.names(), "search rules"))
-        if args.search
-        else [None]
-    )
+    cores: list[str | None] = args.core or [None]  # (None: the preset's)
+    searches: list[str | None] = args.search or [None]
     if args.network_batchsize and min(args.network_batchsize) < 1:
         raise ValueError(
             f"--network-batchsize {args.network_batchsize}: a batch holds at least 1 position"
@@ -354,8 +296,8 @@ def cmd_throughput(args) -> int:
     )
     choices = [
         dataclasses.replace(common, learner=learner, precision=precision, core=core, search=search)
-        for learner in learners
-        for precision in precisions
+        for learner in args.learner
+        for precision in args.precision
         for search in searches
         for core in cores
     ]
@@ -382,15 +324,6 @@ def cmd_throughput(args) -> int:
             )
         )
     return 0
-
-
-def _choices(flag: str, spec: str, known, what: str) -> list[str]:
-    """The names of a comma-separated `flag` value; an empty list or an unknown name is named
-    now, with the known ones (`what` they are)."""
-    names = [name.strip() for name in spec.split(",") if name.strip()]
-    if not names or any(name not in known for name in names):
-        raise ValueError(f"{flag} {spec!r}: known {what} are {', '.join(known)}")
-    return names
 
 
 def _ratios(runs: list[dict]) -> dict:
@@ -491,6 +424,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--learner",
+        type=comma_list(choices=learner_presets()),
         metavar="NAME,NAME",
         default="alphazero",
         help="learner preset(s), comma-separated: "
@@ -499,12 +433,14 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--core",
+        type=comma_list(choices=CORES),
         metavar="CORE,CORE",
         help="selfplay.search.core(s), comma-separated: auto, python, compiled (one run each, "
         "with ratios to the first; default: the preset's)",
     )
     p.add_argument(
         "--search",
+        type=comma_list(choices=SEARCHES.names()),
         metavar="RULE,RULE",
         help="selfplay.search.rule(s), comma-separated: "
         + ", ".join(SEARCHES.names())
@@ -512,6 +448,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--precision",
+        type=comma_list(choices=PRECISIONS),
         metavar="PRECISION,PRECISION",
         default="float32",
         help="the fast path's precision(s), comma-separated: float32, int8 (predict.precision; "
