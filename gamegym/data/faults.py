@@ -41,6 +41,12 @@ MUTATIONS = {
     "heartbeat": "the gym never kills a child whose heartbeat or work stopped",
     "lock": "a dead gym's children neither hold the session lock nor are waited for",
     "quarantine": "a sample file's values go unchecked: a bad one is trained on, not quarantined",
+    "tidy": "a write that fails leaves its temporary file, and no tidy-up removes leftovers",
+    "parent_watch": "a child does not watch its gym: one whose gym died plays on",
+    "publish_order": "current.json names a new model before the model's file is in place",
+    "stale_lock": "the lock record a dead gym left is taken for a held lock (a pid file)",
+    "fast_form": "with weight averaging, the fast-path file is made from the weights trained, "
+    "not from the average published",
 }
 _writes: dict[str, int] = {}
 

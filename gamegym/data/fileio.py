@@ -67,20 +67,21 @@ def atomic_write_bytes(path: Path, data: bytes, replace: bool = True) -> None:
     path = Path(path)
     make_folder(path.parent)
     # (the soak's mutation check: written in place, a torn write is a torn file)
-    in_place = replace and mutated("atomic_publish")
+    in_place = mutated("atomic_publish")
     tmp = path if in_place else temporary_path(path)
     try:
-        with open(tmp, "wb") as handle:
+        with open(tmp, "xb" if in_place and not replace else "wb") as handle:
             disk_full_here(path, handle, data)  # a test switch (data/faults.py)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if replace:
-            os.replace(tmp, path)
-        else:
-            _move_new(tmp, path)
-    except BaseException:
         if not in_place:
+            if replace:
+                os.replace(tmp, path)
+            else:
+                _move_new(tmp, path)
+    except BaseException:
+        if not in_place and not mutated("tidy"):  # (the soak's mutation check: left behind)
             tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
@@ -191,7 +192,7 @@ def last_jsonl(path: Path, tail_bytes: int = 1 << 16) -> dict | None:
 def remove_leftovers(folder: Path) -> int:
     """Delete temporary files left by writers that died; returns how many."""
     count = 0
-    if not folder.is_dir():
+    if not folder.is_dir() or mutated("tidy"):  # (the soak's mutation check: none removed)
         return 0
     for tmp in folder.rglob(f".*{TMP_MARK}*"):
         tmp.unlink(missing_ok=True)

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.config import ConfigError, GymConfig
+from gamegym.data.faults import mutated
 from gamegym.data.fileio import (
     atomic_publish,
     atomic_write_bytes,
@@ -304,10 +305,7 @@ class Session:
                         current,
                         iteration,
                     )
-                    atomic_write_json(
-                        self.models_dir / "current.json",
-                        {"iteration": iteration, "file": f"{iteration}.keras", "time": time.time()},
-                    )
+                    self._point_current(iteration)
                 return iteration
             quarantine(self.model_path(iteration), self.quarantine_dir)
             if self.raw_model_path(iteration).exists():
@@ -356,6 +354,8 @@ class Session:
         models/<iteration>.raw.keras; without them such a file left from an earlier model of
         that iteration is removed, so a resume never continues from weights of another."""
         path = self.model_path(iteration)
+        if mutated("publish_order"):  # (the soak's mutation check: named before it is there)
+            self._point_current(iteration)
         if raw_weights is None:
             self.raw_model_path(iteration).unlink(missing_ok=True)
         else:
@@ -372,13 +372,17 @@ class Session:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        atomic_write_json(
-            self.models_dir / "current.json",
-            {"iteration": iteration, "file": path.name, "time": time.time()},
-        )
+        self._point_current(iteration)
         if keep:
             self.prune_models(keep)
         return path
+
+    def _point_current(self, iteration: int) -> None:
+        """Name model `iteration` the current one (models/current.json)."""
+        atomic_write_json(
+            self.models_dir / "current.json",
+            {"iteration": iteration, "file": self.model_path(iteration).name, "time": time.time()},
+        )
 
     def _save_weights(self, model, weights: list, path: Path) -> None:
         """Save `model` holding `weights` atomically at `path`; `model` keeps its own."""

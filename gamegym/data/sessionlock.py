@@ -64,6 +64,10 @@ class SessionLock:
                 os.close(fd)
                 continue
             holder = self.read_record()
+            if locked and holder and mutated("stale_lock"):  # (the soak's mutation check)
+                _unlock(fd)
+                os.close(fd)
+                raise LockHeld(f"session {self.folder} is in use: {self.path} names a gym")
             # (the soak's mutation check: the processes of a dead gym's run are not waited for)
             survivors = [] if mutated("lock") else _survivors(holder)
             if locked and not survivors:

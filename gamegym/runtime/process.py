@@ -131,7 +131,8 @@ def child_entry(role: str):
                 if stop_event is not None:
                     stop_event.set()
 
-            watch_parent(parent_died)
+            if not mutated("parent_watch"):  # (the soak's mutation check: an orphan plays on)
+                watch_parent(parent_died)
             logger.info("%s starting (pid %d)", name or role, os.getpid())
             code = 0
             try:

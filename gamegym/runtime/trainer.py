@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from gamegym import workmeter
+from gamegym.data.faults import mutated
 from gamegym.data.fileio import append_jsonl
 from gamegym.data.replay import make_replay
 from gamegym.data.samples import SampleShape
@@ -252,9 +253,11 @@ class Trainer:
             )
             return
         assert self.average is not None
+        # (the soak's mutation check: the fast form of the weights trained, not published)
+        trained_form = self._fast_form(batch) if mutated("fast_form") else None
         self.model.set_weights(averaged)
         try:
-            fast_form = self._fast_form(batch)  # of the model published: the average
+            fast_form = trained_form or self._fast_form(batch)  # of the model published
             self.session.publish_model(
                 self.model, iteration, keep=keep, fast_form=fast_form, raw_weights=trained
             )

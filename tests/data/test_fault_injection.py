@@ -1,7 +1,9 @@
 """The test-only switches of gamegym/data/faults.py the chaos soak uses: an injected ENOSPC
 in the writer of one kind of file (the published file stays as it was, no temporary file is
 left, each failure is recorded), and the `atomic_publish` mutation, which leaves the torn
-file the soak must see."""
+file the soak must see, and the other protections the soak's mutation check switches off
+where a unit can show them (the rest, a process's watch of its gym and the fast form of
+averaged weights, only a running gym shows: `scripts/soak.py --mutation-check`)."""
 
 import errno
 import json
@@ -9,8 +11,8 @@ import json
 import pytest
 
 from gamegym.data import faults
-from gamegym.data.fileio import append_jsonl, atomic_write_bytes, read_jsonl
-from gamegym.data.session import Session
+from gamegym.data.fileio import append_jsonl, atomic_write_bytes, read_jsonl, remove_leftovers
+from gamegym.data.session import Session, SessionLockedError
 
 
 @pytest.mark.parametrize(
@@ -88,3 +90,82 @@ def test_the_atomic_publish_mutation_leaves_a_torn_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         atomic_write_bytes(path, b"abcdefghij")
     assert path.read_bytes() == b"abcde"
+
+
+def test_the_atomic_publish_mutation_tears_a_sample_file_in_place_and_never_replaces_one(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(faults, "_writes", {})
+    monkeypatch.setenv(faults.MUTATE_VAR, "atomic_publish")
+    monkeypatch.setenv(faults.ENOSPC_VAR, "sample:2")
+    folder = tmp_path / "samples" / "3"
+    atomic_write_bytes(folder / "a.npz", b"0123456789", replace=False)
+    with pytest.raises(FileExistsError):  # a published name stays taken, mutated or not
+        atomic_write_bytes(folder / "a.npz", b"abcdefghij", replace=False)
+    with pytest.raises(OSError, match="No space left"):
+        atomic_write_bytes(folder / "b.npz", b"abcdefghij", replace=False)
+    assert (folder / "a.npz").read_bytes() == b"0123456789"
+    assert (folder / "b.npz").read_bytes() == b"abcde"  # torn, under its own name
+
+
+def test_the_tidy_mutation_leaves_a_failed_write_s_temporary_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(faults, "_writes", {})
+    monkeypatch.setenv(faults.ENOSPC_VAR, "sample:1")
+    folder = tmp_path / "samples" / "3"
+    with pytest.raises(OSError):
+        atomic_write_bytes(folder / "a.npz", b"0123456789", replace=False)
+    assert list(folder.iterdir()) == []  # the protection: the writer removes its temporary
+    monkeypatch.setenv(faults.MUTATE_VAR, "tidy")
+    with pytest.raises(OSError):
+        atomic_write_bytes(folder / "b.npz", b"0123456789", replace=False)
+    [left] = folder.iterdir()
+    assert left.name.startswith(".b.") and ".tmp" in left.name
+    assert remove_leftovers(tmp_path) == 0 and left.exists()  # and no tidy-up removes it
+    monkeypatch.delenv(faults.MUTATE_VAR)
+    assert remove_leftovers(tmp_path) == 1 and not left.exists()
+
+
+class TornSave:
+    """A model whose file cannot be written: the disk is full."""
+
+    def save(self, path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+
+def test_the_publish_order_mutation_names_a_model_that_is_not_there(tmp_path, monkeypatch):
+    """current.json names a model only once its file is in place; switched off, a model that
+    could not be written is named, and the gym's next start steps back to the one there is."""
+    session = Session(tmp_path / "s")
+    session.models_dir.mkdir(parents=True)
+    (session.models_dir / "0.keras").write_bytes(zipped())
+    with pytest.raises(OSError):
+        session.publish_model(TornSave(), 1)
+    assert session.current_iteration() == -1  # current.json was never written
+    monkeypatch.setenv(faults.MUTATE_VAR, "publish_order")
+    with pytest.raises(OSError):
+        session.publish_model(TornSave(), 1)
+    assert session.current_iteration() == 1 and not session.model_path(1).exists()
+    assert session.recover_models() == 0 == session.current_iteration()  # back it goes
+
+
+def test_the_stale_lock_mutation_takes_a_dead_gym_s_record_for_a_held_lock(tmp_path, monkeypatch):
+    session = Session(tmp_path / "s")
+    session.path.mkdir()
+    dead = {"pid": 2**22 + 1, "create_time": 0.0, "started": 0.0, "host": "", "children": {}}
+    session.lock_path.write_text(json.dumps(dead))  # left by a gym killed with SIGKILL
+    session.acquire_lock(wait=0)  # the OS lock is free: the record is only information
+    session.lock.release()
+    session.lock_path.write_text(json.dumps(dead))
+    monkeypatch.setenv(faults.MUTATE_VAR, "stale_lock")
+    with pytest.raises(SessionLockedError, match="is in use"):
+        session.acquire_lock(wait=0)
+
+
+def zipped() -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("config.json", "{}")
+    return buffer.getvalue()

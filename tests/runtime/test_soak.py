@@ -2,8 +2,10 @@
 schedule, every invariant checked after every cycle.  `--minutes 0` runs one cycle; with
 `--faults kill_gym` it ends in a SIGKILL of the gym after the faults the gym plays on after that
 seed 0 draws (the soak CI runs for minutes draws each cycle's fault from every kind).  The
-mutation check shows that the soak fails when a protection is switched off.  How a soak run again on its folder adds to
-its counts is tested in tests/runtime/test_soak_models.py, without processes."""
+mutation check, which shows that the soak fails when a protection is switched off, runs in CI
+(.ci/run: a soak per check is too long for the suite).  How a soak run again on its folder adds
+to its counts, and how the mutation check judges its soaks, are tested in
+tests/runtime/test_soak_models.py, without processes."""
 
 import json
 import subprocess
@@ -59,56 +61,12 @@ def test_a_short_soak_injects_faults_and_finds_no_violation(tmp_path):
     assert config["selfplay"]["positions_per_iteration"] == 100
 
 
-def test_the_mutation_check_catches_a_replayed_seed_and_a_dead_liveness_watch(tmp_path):
-    """One cycle with every process drawing from one seed must report repeated games; one with
-    the gym's heartbeat watch off, a Trainer stopped that nobody kills."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "soak.py"),
-            "--mutation-check",
-            "seed",
-            "heartbeat",
-            "--folder",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert done.returncode == 0, (report, done.stderr[-3000:])
-    assert report["seed"]["caught"] and report["seed"]["violations"]["repeated_game"] > 0
-    assert report["heartbeat"]["violations"]["hung_process_not_killed"] == 1
-    assert report["heartbeat"]["violations"]["unexpected_stop"] == 1  # not the stop it must be
-
-
-def test_a_bad_sample_file_is_quarantined_and_the_mutation_check_catches_one_trained_on(tmp_path):
+def test_a_bad_sample_file_is_quarantined(tmp_path):
     """The soak publishes a sample file of bad data (results outside [-1, 1]): the Trainer
-    moves it to quarantine, which the soak expects; with the checks of a sample file's values
-    switched off (GAMEGYM_MUTATE=quarantine) it is trained on instead, and the soak says so."""
+    moves it to quarantine, which the soak expects (the mutation check "quarantine" shows the
+    soak reporting one trained on)."""
     done, summary = soak(tmp_path / "soak", "--minutes", "0", "--faults", "bad_sample")
     assert done.returncode == 0, (summary["violations"], done.stderr[-3000:])
     assert summary["faults_by_kind"].get("bad_sample") == 1, summary
     quarantined = list((tmp_path / "soak" / "session" / "quarantine").iterdir())
     assert [p.name.endswith("-bad.npz") for p in quarantined] == [True]
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "soak.py"),
-            "--mutation-check",
-            "quarantine",
-            "--folder",
-            str(tmp_path / "mutated"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert done.returncode == 0, (report, done.stderr[-3000:])
-    found = report["quarantine"]["violations"]
-    assert report["quarantine"]["caught"] and found["bad_sample_not_quarantined"] == 1
-    assert set(found) <= {"bad_sample_not_quarantined", "replay_state_mismatch"}  # (it names it)

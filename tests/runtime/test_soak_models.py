@@ -2,11 +2,15 @@
 fast-path file, both answering alike (`load_as_runtime`), and a fast form of another model, a
 cut fast file and a sound archive without weights are each a violation; a game two processes
 wrote is a repeat; its settings take changes by section; a soak run again on its folder
-(`--resume`) adds to its record, a line per run (its cycles stubbed: no processes here)."""
+(`--resume`) adds to its record, a line per run, and `--cycles` runs that many (its cycles
+stubbed: no processes here); the watch of the current iteration sees a step back the end of a
+cycle hides; the mutation check needs each violation a check names (its soaks stubbed)."""
 
 import json
 import shutil
+import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -261,3 +265,82 @@ def test_a_bad_sample_file_must_reach_quarantine_within_two_iterations(tmp_path)
     assert checker.bad == {} and checker.totals["violations"]["bad_sample_not_quarantined"] == 1
     checker.check_samples()  # the soak's own files are neither read as samples nor lost
     assert checker.seen == set() and checker.totals["violations"]["sample_file_invalid"] == 0
+
+
+def test_cycles_runs_that_many_cycles_at_least(tmp_path, monkeypatch, capsys):
+    def cycle(self):
+        self.count_fault("exit")
+        self.totals["resumes"] += 1
+        self.totals["cycles"] += 1
+
+    monkeypatch.setattr(soak.Soak, "cycle", cycle)
+    folder = str(tmp_path / "soak")
+    assert soak.main(["--minutes", "0", "--cycles", "3", "--json", "--folder", folder]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["cycles"] == 3
+    with pytest.raises(SystemExit):
+        soak.main(["--minutes", "0", "--cycles", "0", "--folder", folder, "--resume"])
+    assert "--cycles must be at least 1" in capsys.readouterr().err
+
+
+def test_the_iteration_watch_sees_a_step_back_that_the_end_of_a_cycle_hides(tmp_path):
+    """A gym that steps back at its start, then trains past the iteration again, ends the
+    cycle higher than it began: only a watch while it runs sees the step back."""
+    session = Session(tmp_path / "s")
+    session.models_dir.mkdir(parents=True)
+
+    def point(iteration):
+        (session.models_dir / "current.json").write_text(json.dumps({"iteration": iteration}))
+
+    point(4)
+    watch = soak.IterationWatch(session, session.current_iteration(), interval=0.01)
+    for iteration in (5, 3, 6):
+        point(iteration)
+        time.sleep(0.2)
+    assert watch.stop() == ["3 after 5"] and watch.highest == 6
+    calm = soak.IterationWatch(session, 6, interval=0.01)
+    point(7)
+    assert calm.stop() == [] and calm.highest == 7  # (the last look, after the stop)
+
+
+def test_the_mutation_check_needs_every_violation_a_check_names_and_says_what_it_showed(
+    tmp_path, monkeypatch, capsys
+):
+    """Each check's soak (stubbed here) must report each violation it names, one of the names
+    of an entry "a|b"; the report names the invariants shown to fire and why others are not."""
+    seen = {
+        "atomic_publish:sample": {"quarantined_file": 1},  # the Trainer read the torn file first
+        "heartbeat": {"hung_process_not_killed": 1},  # the stop after it went unchecked
+    }
+    commands = []
+
+    def run(command, **_):
+        commands.append(command)
+        name = command[command.index("--folder") + 1].rsplit("/", 1)[1].replace("-", ":", 1)
+        out = json.dumps({"violations": {"repeated_game": 0, **seen[name]}})
+        return subprocess.CompletedProcess(command, 1, out + "\n", "")
+
+    monkeypatch.setattr(soak.subprocess, "run", run)
+    assert soak.mutation_check(tmp_path, 0, sorted(seen)) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["checks"] == {
+        "atomic_publish:sample": {"caught": True, "violations": {"quarantined_file": 1}},
+        "heartbeat": {"caught": False, "violations": {"hung_process_not_killed": 1}},
+    }
+    assert report["shown"] == ["hung_process_not_killed", "quarantined_file"]
+    assert set(report["not_shown"]) == set(soak.INVARIANTS) - set(report["shown"])
+    assert report["not_shown"]["sample_file_lost"] == soak.NOT_MUTATED["sample_file_lost"]
+    sample = commands[0]
+    assert sample[sample.index("--mutate") + 1] == "atomic_publish"
+    assert sample[sample.index("--cycles") + 1] == "1"
+    assert sample[sample.index("--faults") + 1 :] == ["disk_full:sample"]
+
+
+def test_every_mutation_check_switches_off_a_mutation_and_names_invariants_the_soak_has():
+    for name, check in soak.MUTATION_CHECKS.items():
+        assert check.mutation in soak.MUTATIONS, name
+        for entry in check.catches:
+            assert set(entry.split("|")) <= set(soak.INVARIANTS), name
+        for fault in check.faults:
+            soak.fault_spec(fault)  # a fault --faults takes
+    assert set(soak.MUTATIONS) == {c.mutation for c in soak.MUTATION_CHECKS.values()}
+    assert set(soak.NOT_MUTATED) <= set(soak.INVARIANTS)
