@@ -5,7 +5,8 @@ Each sub-package (and each module at the package's top) stands on one floor; a m
 import modules of its own floor and of the floors below, never one above (FLOORS, from the
 top).  docs/architecture.md draws the same floors.  The graph is drawn from every `import`
 statement in every module (those inside functions and under TYPE_CHECKING too); the implicit
-import of a parent package's __init__ is not an edge.
+import of a parent package's __init__ is not an edge.  No module (of the package or of
+scripts/) is over 500 lines unless its docstring says why.
 """
 
 from __future__ import annotations
@@ -225,3 +226,14 @@ def test_the_architecture_page_draws_these_floors():
         for member in members:
             if member != "gamegym":
                 assert member.removeprefix("gamegym.") in drawing, member
+
+
+def test_no_module_is_over_500_lines_unless_its_docstring_says_why():
+    """A module over 500 lines (the package's, and the scripts') says in its docstring why it
+    is one module: the words "500 lines" there."""
+    long = {}
+    for path in sorted([*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "scripts").glob("*.py")]):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 500 and "500 lines" not in (ast.get_docstring(ast.parse(text)) or ""):
+            long[str(path.relative_to(PACKAGE.parent))] = text.count("\n")
+    assert long == {}

@@ -25,7 +25,9 @@ from gamegym.learners import get_learner
 from gamegym.nets.builders import build_network
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import soak  # noqa: E402 (a script, not a package)
+import soak  # noqa: E402 (scripts, not a package)
+import soak_checks  # noqa: E402
+import soak_mutations  # noqa: E402
 
 
 def test_published_models_load_as_the_runtime_loads_them_and_broken_ones_are_violations(
@@ -39,22 +41,24 @@ def test_published_models_load_as_the_runtime_loads_them_and_broken_ones_are_vio
     for iteration in (0, 1):
         model = build_network(shape, graph.action_space_size, "dense", 16, 1, seed=iteration)
         publish_as_trained(session, model, iteration)
-    x = soak.positions(graph)
+    x = soak_checks.positions(graph)
     assert len(x) > 1  # a batch, cut where the first moves end the game
     for iteration in (0, 1):
         assert session.fast_model_path(iteration).is_file()
-        assert soak.load_as_runtime(learner, session.model_path(iteration), iteration, x) == []
+        assert (
+            soak_checks.load_as_runtime(learner, session.model_path(iteration), iteration, x) == []
+        )
 
     bad = tmp_path / "bad"
     bad.mkdir()
     shutil.copy(session.model_path(1), bad / "1.keras")
     shutil.copy(session.fast_model_path(0), bad / "1.fast.npz")  # another model's fast form
-    [(name, detail)] = soak.load_as_runtime(learner, bad / "1.keras", 1, x)
+    [(name, detail)] = soak_checks.load_as_runtime(learner, bad / "1.keras", 1, x)
     assert name == "fast_form_differs" and "1.fast.npz" in detail
 
     data = session.fast_model_path(1).read_bytes()
     (bad / "1.fast.npz").write_bytes(data[: len(data) // 2])
-    [(name, detail)] = soak.load_as_runtime(learner, bad / "1.keras", 1, x)
+    [(name, detail)] = soak_checks.load_as_runtime(learner, bad / "1.keras", 1, x)
     assert name == "model_does_not_load" and "1.fast.npz" in detail
 
     whole = zipfile.ZipFile(session.model_path(1))
@@ -62,7 +66,7 @@ def test_published_models_load_as_the_runtime_loads_them_and_broken_ones_are_vio
         for member in whole.namelist():
             if "weights" not in member:
                 cut.writestr(member, whole.read(member))
-    [(name, detail)] = soak.load_as_runtime(learner, bad / "2.keras", 2, x)
+    [(name, detail)] = soak_checks.load_as_runtime(learner, bad / "2.keras", 2, x)
     assert name == "model_does_not_load" and "weights" in detail
 
 
@@ -106,9 +110,9 @@ def test_a_game_two_processes_wrote_is_a_repeat_and_one_processs_own_twin_is_not
     session = Session(tmp_path / "s")
     session.create(GymConfig(game=soak.GAME))
     checker = soak.Soak.__new__(soak.Soak)  # its checks only, on this folder
-    checker.session, checker.shape = session, soak.SampleShape.of(graph)
+    checker.session, checker.shape = session, soak_checks.SampleShape.of(graph)
     checker.games, checker.seen, checker.bad_all = {}, set(), set()
-    checker.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
+    checker.totals = {"violations": dict.fromkeys(soak_checks.INVARIANTS, 0)}
     folder = session.samples_dir / "0"
     folder.mkdir(parents=True, exist_ok=True)
     write_sample_file(
@@ -178,11 +182,11 @@ def test_what_the_checks_saw_is_kept_for_the_next_run_on_the_folder(tmp_path):
 
     def checker() -> soak.Soak:
         made = soak.Soak.__new__(soak.Soak)  # its checks and state only, on this folder
-        made.session, made.shape = session, soak.SampleShape.of(graph)
+        made.session, made.shape = session, soak_checks.SampleShape.of(graph)
         made.state_path = tmp_path / "soak-state.npz"
         made.games, made.seen, made.published = {}, set(), {}
         made.bad_all, made.bad = set(), {}
-        made.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
+        made.totals = {"violations": dict.fromkeys(soak_checks.INVARIANTS, 0)}
         return made
 
     first = checker()
@@ -208,22 +212,25 @@ def test_what_the_checks_saw_is_kept_for_the_next_run_on_the_folder(tmp_path):
 
 
 def test_each_fault_has_its_expected_stop_and_a_stop_has_a_short_reason():
-    assert soak.expected_stop("kill_trainer", "trainer") == ({1}, "trainer died")
-    assert soak.expected_stop("stop_long", "trainer") == ({1}, "trainer stopped responding")
+    assert soak_checks.expected_stop("kill_trainer", "trainer") == ({1}, "trainer died")
+    assert soak_checks.expected_stop("stop_long", "trainer") == ({1}, "trainer stopped responding")
     # the gym plays on after these: the Predictor comes back with its Selfplayers
-    assert soak.expected_stop("stop_long", "predictor") == ({0}, soak.EXIT_TYPED)
-    assert soak.expected_stop("kill_predictor", "predictor") == ({0}, soak.EXIT_TYPED)
-    assert soak.expected_stop("bad_sample", None) == ({0}, soak.EXIT_TYPED)
-    assert soak.expected_stop("stop_long", "selfplayer0") == ({0}, soak.EXIT_TYPED)
-    assert soak.expected_stop("kill_gym", None) == ({-9}, "")
-    assert soak.expected_stop("disk_full", "lock")[0] == {2}
-    assert soak.expected_stop("disk_full", "model") == ({1}, "is full")
-    assert soak.stop_key(1, "trainer died (exit code -9); see logs/trainer.log") == "trainer died"
-    assert soak.stop_key(-9, "") == "killed by SIGKILL"
-    assert soak.stop_key(1, "trainer could not write (see x): the disk holding s is full") == (
-        "disk full"
+    assert soak_checks.expected_stop("stop_long", "predictor") == ({0}, soak_checks.EXIT_TYPED)
+    assert soak_checks.expected_stop("kill_predictor", "predictor") == ({0}, soak_checks.EXIT_TYPED)
+    assert soak_checks.expected_stop("bad_sample", None) == ({0}, soak_checks.EXIT_TYPED)
+    assert soak_checks.expected_stop("stop_long", "selfplayer0") == ({0}, soak_checks.EXIT_TYPED)
+    assert soak_checks.expected_stop("kill_gym", None) == ({-9}, "")
+    assert soak_checks.expected_stop("disk_full", "lock")[0] == {2}
+    assert soak_checks.expected_stop("disk_full", "model") == ({1}, "is full")
+    assert (
+        soak_checks.stop_key(1, "trainer died (exit code -9); see logs/trainer.log")
+        == "trainer died"
     )
-    assert soak.stop_key(0, soak.EXIT_TYPED) == soak.EXIT_TYPED
+    assert soak_checks.stop_key(-9, "") == "killed by SIGKILL"
+    assert soak_checks.stop_key(
+        1, "trainer could not write (see x): the disk holding s is full"
+    ) == ("disk full")
+    assert soak_checks.stop_key(0, soak_checks.EXIT_TYPED) == soak_checks.EXIT_TYPED
 
 
 def test_a_bad_sample_file_must_reach_quarantine_within_two_iterations(tmp_path):
@@ -235,10 +242,10 @@ def test_a_bad_sample_file_must_reach_quarantine_within_two_iterations(tmp_path)
     session = Session(tmp_path / "session")
     session.create(GymConfig(game=soak.GAME))
     checker = soak.Soak.__new__(soak.Soak)
-    checker.session, checker.shape = session, soak.SampleShape.of(graph)
+    checker.session, checker.shape = session, soak_checks.SampleShape.of(graph)
     checker.state_path = tmp_path / "soak-state.npz"
     checker.games, checker.seen, checker.published = {}, set(), {}
-    checker.totals = {"violations": dict.fromkeys(soak.INVARIANTS, 0)}
+    checker.totals = {"violations": dict.fromkeys(soak_checks.INVARIANTS, 0)}
     folder = session.samples_dir / "3"
     folder.mkdir(parents=True)
     moved, left = "soak-1-000001-5-bad.npz", "soak-1-000002-6-bad.npz"
@@ -292,12 +299,12 @@ def test_the_iteration_watch_sees_a_step_back_that_the_end_of_a_cycle_hides(tmp_
         (session.models_dir / "current.json").write_text(json.dumps({"iteration": iteration}))
 
     point(4)
-    watch = soak.IterationWatch(session, session.current_iteration(), interval=0.01)
+    watch = soak_checks.IterationWatch(session, session.current_iteration(), interval=0.01)
     for iteration in (5, 3, 6):
         point(iteration)
         time.sleep(0.2)
     assert watch.stop() == ["3 after 5"] and watch.highest == 6
-    calm = soak.IterationWatch(session, 6, interval=0.01)
+    calm = soak_checks.IterationWatch(session, 6, interval=0.01)
     point(7)
     assert calm.stop() == [] and calm.highest == 7  # (the last look, after the stop)
 
@@ -319,16 +326,16 @@ def test_the_mutation_check_needs_every_violation_a_check_names_and_says_what_it
         out = json.dumps({"violations": {"repeated_game": 0, **seen[name]}})
         return subprocess.CompletedProcess(command, 1, out + "\n", "")
 
-    monkeypatch.setattr(soak.subprocess, "run", run)
-    assert soak.mutation_check(tmp_path, 0, sorted(seen)) == 1
+    monkeypatch.setattr(soak_mutations.subprocess, "run", run)
+    assert soak_mutations.mutation_check(tmp_path, 0, sorted(seen)) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["checks"] == {
         "atomic_publish:sample": {"caught": True, "violations": {"quarantined_file": 1}},
         "heartbeat": {"caught": False, "violations": {"hung_process_not_killed": 1}},
     }
     assert report["shown"] == ["hung_process_not_killed", "quarantined_file"]
-    assert set(report["not_shown"]) == set(soak.INVARIANTS) - set(report["shown"])
-    assert report["not_shown"]["sample_file_lost"] == soak.NOT_MUTATED["sample_file_lost"]
+    assert set(report["not_shown"]) == set(soak_checks.INVARIANTS) - set(report["shown"])
+    assert report["not_shown"]["sample_file_lost"] == soak_mutations.NOT_MUTATED["sample_file_lost"]
     sample = commands[0]
     assert sample[sample.index("--mutate") + 1] == "atomic_publish"
     assert sample[sample.index("--cycles") + 1] == "1"
@@ -336,11 +343,11 @@ def test_the_mutation_check_needs_every_violation_a_check_names_and_says_what_it
 
 
 def test_every_mutation_check_switches_off_a_mutation_and_names_invariants_the_soak_has():
-    for name, check in soak.MUTATION_CHECKS.items():
+    for name, check in soak_mutations.MUTATION_CHECKS.items():
         assert check.mutation in soak.MUTATIONS, name
         for entry in check.catches:
-            assert set(entry.split("|")) <= set(soak.INVARIANTS), name
+            assert set(entry.split("|")) <= set(soak_checks.INVARIANTS), name
         for fault in check.faults:
             soak.fault_spec(fault)  # a fault --faults takes
-    assert set(soak.MUTATIONS) == {c.mutation for c in soak.MUTATION_CHECKS.values()}
-    assert set(soak.NOT_MUTATED) <= set(soak.INVARIANTS)
+    assert set(soak.MUTATIONS) == {c.mutation for c in soak_mutations.MUTATION_CHECKS.values()}
+    assert set(soak_mutations.NOT_MUTATED) <= set(soak_checks.INVARIANTS)
