@@ -20,14 +20,14 @@ end in (`expected_stop`); no two processes wrote a game with the same moves, sea
 policy targets (such a repeat is a replayed seed; one process's two equal games are the
 coincidence of a collapsed network), across --resume runs too (soak-state.npz keeps the
 digests); the current iteration never goes back (read five times a second while the gym
-runs, and as it starts) and none is published twice; every model file is a sound
-archive that loads as the runtime loads it (Keras, as the Trainer and a TensorFlow Predictor do,
-and its fast-path file where there is one, as a Predictor on the CPU fast path does), each
-answering one batch of positions, the fast form what the model answers; the newest replay state
-names only sample files on disk with their row counts; a bad sample file the soak published is
-in quarantine once two iterations were trained after it; no temporary file after a clean stop,
-and nothing else in quarantine; no process of the gym left running; every
-sample file seen before is still there and valid.
+runs, and as it starts) and none is published twice (once current.json names it); every model
+file is a sound archive that loads as the runtime loads it (Keras, as the Trainer and a
+TensorFlow Predictor do, and its fast-path file where there is one, as a Predictor on the CPU
+fast path does), each answering one batch of positions, the fast form what the model answers;
+the newest replay state names only sample files on disk with their row counts; a bad sample
+file the soak published is in quarantine once two iterations were trained after it; no
+temporary file after a clean stop, and nothing else in quarantine; no process of the gym left
+running; every sample file seen before is still there and valid.
 
 `--set '{"selfplay": {...}}'` changes the session's settings, section by section, when the soak
 makes its session (a resumed soak keeps the session's).  Counts are kept in <folder>/soak.json;

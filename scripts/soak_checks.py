@@ -137,10 +137,14 @@ class Checks:
 
     def check_models_load(self, unsound: set[int]) -> None:
         """Load each model file not loaded before, by this run or (older than the record's
-        last save) by an earlier one; a file a later run rewrote is new."""
+        last save) by an earlier one; a file a later run rewrote is new.  A model is published
+        once current.json names it (or a later one): a file beyond that, whose current.json
+        could not be written, is trained and written again by the next gym, not published
+        twice."""
         from gamegym.learners import get_learner
 
         learner = get_learner(self.session.load_config().train.learner)
+        current = self.session.current_iteration()
         for iteration in self.session.model_iterations():
             path = self.session.model_path(iteration)
             try:
@@ -148,8 +152,8 @@ class Checks:
             except FileNotFoundError:
                 continue  # pruned
             key = (iteration, stat.st_mtime_ns, stat.st_size)
-            first = self.published.setdefault(iteration, key[1:])
-            if first != key[1:]:  # published again: a second writer, or a step back
+            first = self.published.setdefault(iteration, key[1:]) if iteration <= current else None
+            if first is not None and first != key[1:]:  # a second writer, or a step back
                 self.violation("iteration_published_twice", 1, f"{path.name}: {first} {key[1:]}")
                 self.published[iteration] = key[1:]
             if key in self.loaded or iteration in unsound or stat.st_mtime_ns < self.checked_until:

@@ -70,6 +70,35 @@ def test_published_models_load_as_the_runtime_loads_them_and_broken_ones_are_vio
     assert name == "model_does_not_load" and "weights" in detail
 
 
+def test_a_model_is_published_twice_only_once_current_json_named_it(tmp_path):
+    """A model file whose current.json could not be written (the disk filled between the two)
+    is not published: the next gym trains that iteration again and writes it anew.  Once
+    current.json names it, a second file of that iteration is a violation."""
+    graph = soak.load_game(soak.GAME)
+    session = Session(tmp_path / "s")
+    session.create(GymConfig(game=soak.GAME))
+    shape = graph.numpify(graph.roots[0]).shape
+    checker = soak.Soak.__new__(soak.Soak)
+    checker.session, checker.positions = session, soak_checks.positions(graph)
+    checker.published, checker.loaded, checker.checked_until = {}, set(), -1
+    checker.totals = {"violations": dict.fromkeys(soak_checks.INVARIANTS, 0)}
+
+    def publish(iteration: int, seed: int, named: bool = True) -> None:
+        model = build_network(shape, graph.action_space_size, "dense", 16, 1, seed=seed)
+        before = session.current_iteration()
+        publish_as_trained(session, model, iteration)
+        if not named:  # as when the write of current.json found the disk full
+            (session.models_dir / "current.json").write_text(json.dumps({"iteration": before}))
+        checker.check_models_load(set())
+
+    publish(0, seed=0)
+    publish(1, seed=1, named=False)
+    publish(1, seed=2)  # trained again by the next gym: its first publication
+    assert checker.totals["violations"]["iteration_published_twice"] == 0
+    publish(1, seed=3)
+    assert checker.totals["violations"]["iteration_published_twice"] == 1
+
+
 def test_soak_settings_take_changes_by_section_and_refuse_what_names_nothing():
     changed = soak.settings({"selfplay": {"positions_per_iteration": 100}})
     assert changed["selfplay"]["positions_per_iteration"] == 100
