@@ -42,6 +42,10 @@ The soak's parts: its faults (scripts/soak_faults.py), its invariants
 (scripts/soak_mutations.py); this file runs them and keeps the record.
 
 `--cycles N` runs at least N cycles (the soak stops after --minutes and N cycles).
+`--faults-in-order` takes the --faults one a cycle, in turn, instead of drawing them; before each
+cycle's fault, `--wait-writers N` waits until N processes have written sample files and
+`--wait-iterations N` until the gym has trained N iterations (each up to 120 s): the mutation
+check's soaks use them.
 
 `--mutation-check` runs a soak of one or two cycles per check (MUTATION_CHECKS: a protection
 switched off in the gym, GAMEGYM_MUTATE, with the fault that exposes it), and exits 1 unless
@@ -122,10 +126,16 @@ class Soak(Faults, Checks):
         changes: dict | None = None,
         faults: tuple[str, ...] = (),
         mutation: str = "",
+        in_order: bool = False,
+        wait_writers: int = 0,
+        wait_iterations: int = 0,
     ):
         self.folder = folder
         self.faults = faults  # --faults: the kinds drawn from (all when empty)
+        self.in_order = in_order  # --faults-in-order: one a cycle, in turn, not drawn
         self.mutation = mutation  # GAMEGYM_MUTATE for the gym (the mutation check)
+        # before each fault: processes that have written sample files, iterations trained
+        self.wait_writers, self.wait_iterations = wait_writers, wait_iterations
         self.session = Session(folder / "session")
         self.config = settings(changes or {})
         self.record_path = folder / "soak.json"
@@ -217,9 +227,10 @@ class Soak(Faults, Checks):
                 if self.inject(survived, role, gym, watcher, family):
                     self.count_fault(survived)
             time.sleep(float(self.rng.uniform(1.0, 6.0)))
-            writers = [c.writers for c in MUTATION_CHECKS.values() if c.mutation == self.mutation]
-            if max(writers, default=0):
-                self.wait_for_samples(gym, writers=max(writers))
+            if self.wait_writers:
+                self.wait_for_samples(gym, writers=self.wait_writers)
+            if self.wait_iterations:
+                self.wait_for_iterations(gym, self.wait_iterations, since=self.max_iteration)
             family |= descendants(gym)
             if kind == "disk_full":  # the gym meets the full disk at that kind's next write
                 deadline = time.monotonic() + 90.0
@@ -320,6 +331,25 @@ def main(argv=None) -> int:
         help="draw the faults from these only (a target: a role, or a file kind of disk_full)",
     )
     parser.add_argument(
+        "--faults-in-order",
+        action="store_true",
+        help="take the --faults one a cycle, in turn, instead of drawing them",
+    )
+    parser.add_argument(
+        "--wait-writers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="before each cycle's fault, wait (up to 120 s) until N processes wrote sample files",
+    )
+    parser.add_argument(
+        "--wait-iterations",
+        type=int,
+        default=0,
+        metavar="N",
+        help="before each cycle's fault, wait (up to 120 s) until the gym trained N iterations",
+    )
+    parser.add_argument(
         "--mutate",
         choices=sorted(MUTATIONS),
         default="",
@@ -343,7 +373,15 @@ def main(argv=None) -> int:
     if args.cycles is not None and args.cycles < 1:
         parser.error(f"--cycles must be at least 1, not {args.cycles}")
     soak = Soak(
-        args.folder.resolve(), args.seed, args.resume, args.set, tuple(args.faults), args.mutate
+        args.folder.resolve(),
+        args.seed,
+        args.resume,
+        args.set,
+        tuple(args.faults),
+        args.mutate,
+        args.faults_in_order,
+        args.wait_writers,
+        args.wait_iterations,
     )
     started = time.monotonic()
     while True:

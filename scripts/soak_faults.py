@@ -53,6 +53,9 @@ class Faults:
     session: Session
     config: dict
     faults: tuple[str, ...]
+    in_order: bool
+    totals: dict
+    run_start: dict
     rng: np.random.Generator
     bad: dict[str, int]
     bad_all: set[str]
@@ -61,7 +64,13 @@ class Faults:
         """This cycle's fault and its target (a role, or a file kind for `disk_full`): from
         the seed, or from --faults ("kind" or "kind:target")."""
         if self.faults:
-            kind, _, target = self.faults[int(self.rng.integers(len(self.faults)))].partition(":")
+            turn = self.totals["cycles"] - self.run_start["cycles"]  # (this run's cycles so far)
+            pick = (
+                turn % len(self.faults)
+                if self.in_order
+                else int(self.rng.integers(len(self.faults)))
+            )
+            kind, _, target = self.faults[pick].partition(":")
             if target:
                 return kind, target
         else:
@@ -187,6 +196,15 @@ class Faults:
         ):
             time.sleep(0.5)
         return True
+
+    def wait_for_iterations(self, gym, count: int, since: int, timeout: float = 120.0) -> None:
+        """Wait until the gym has trained `count` iterations after `since`, or has stopped, or
+        `timeout` has passed."""
+        deadline = time.monotonic() + timeout
+        while gym.poll() is None and time.monotonic() < deadline:
+            if self.session.current_iteration() >= since + count:
+                return
+            time.sleep(0.5)
 
     def wait_for_samples(self, gym, writers: int, timeout: float = 120.0) -> list[Path]:
         """The Selfplayers' sample files (the soak's own left out), once `writers` processes

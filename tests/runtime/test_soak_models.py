@@ -341,10 +341,10 @@ def test_the_iteration_watch_sees_a_step_back_that_the_end_of_a_cycle_hides(tmp_
 def test_the_mutation_check_needs_every_violation_a_check_names_and_says_what_it_showed(
     tmp_path, monkeypatch, capsys
 ):
-    """Each check's soak (stubbed here) must report each violation it names, one of the names
-    of an entry "a|b"; the report names the invariants shown to fire and why others are not."""
+    """Each check's soak (stubbed here) must report each violation it names; the report names
+    the invariants shown to fire, whatever check showed them, and why the others are not."""
     seen = {
-        "atomic_publish:sample": {"quarantined_file": 1},  # the Trainer read the torn file first
+        "atomic_publish:sample": {"quarantined_file": 2, "sample_file_lost": 2},
         "heartbeat": {"hung_process_not_killed": 1},  # the stop after it went unchecked
     }
     commands = []
@@ -359,24 +359,42 @@ def test_the_mutation_check_needs_every_violation_a_check_names_and_says_what_it
     assert soak_mutations.mutation_check(tmp_path, 0, sorted(seen)) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["checks"] == {
-        "atomic_publish:sample": {"caught": True, "violations": {"quarantined_file": 1}},
+        "atomic_publish:sample": {
+            "caught": True,
+            "violations": {"quarantined_file": 2, "sample_file_lost": 2},
+        },
         "heartbeat": {"caught": False, "violations": {"hung_process_not_killed": 1}},
     }
-    assert report["shown"] == ["hung_process_not_killed", "quarantined_file"]
+    assert report["shown"] == ["hung_process_not_killed", "quarantined_file", "sample_file_lost"]
     assert set(report["not_shown"]) == set(soak_checks.INVARIANTS) - set(report["shown"])
-    assert report["not_shown"]["sample_file_lost"] == soak_mutations.NOT_MUTATED["sample_file_lost"]
+    not_shown = report["not_shown"]
+    assert not_shown["model_does_not_load"] == soak_mutations.NOT_MUTATED["model_does_not_load"]
+    assert not_shown["unsound_model"] == "no check reported it"
     sample = commands[0]
     assert sample[sample.index("--mutate") + 1] == "atomic_publish"
-    assert sample[sample.index("--cycles") + 1] == "1"
-    assert sample[sample.index("--faults") + 1 :] == ["disk_full:sample"]
+    assert sample[sample.index("--cycles") + 1] == "2"
+    assert sample[sample.index("--wait-iterations") + 1] == "1" and "--faults-in-order" in sample
+    assert sample[sample.index("--faults") + 1 :] == ["disk_full:sample", "exit"]
 
 
 def test_every_mutation_check_switches_off_a_mutation_and_names_invariants_the_soak_has():
     for name, check in soak_mutations.MUTATION_CHECKS.items():
         assert check.mutation in soak.MUTATIONS, name
-        for entry in check.catches:
-            assert set(entry.split("|")) <= set(soak_checks.INVARIANTS), name
+        assert set(check.catches) <= set(soak_checks.INVARIANTS), name
         for fault in check.faults:
             soak.fault_spec(fault)  # a fault --faults takes
     assert set(soak.MUTATIONS) == {c.mutation for c in soak_mutations.MUTATION_CHECKS.values()}
     assert set(soak_mutations.NOT_MUTATED) <= set(soak_checks.INVARIANTS)
+
+
+def test_faults_in_order_are_taken_one_a_cycle_in_turn():
+    made = soak.Soak.__new__(soak.Soak)
+    made.faults = ("disk_full:sample", "exit", "kill_selfplayer")
+    made.in_order, made.rng = True, np.random.default_rng(0)
+    made.totals, made.run_start = {"cycles": 7}, {"cycles": 7}  # a resumed soak's 8th cycle
+    kinds = []
+    for _ in range(4):
+        kinds.append(made.draw())
+        made.totals["cycles"] += 1
+    assert kinds[:2] == [("disk_full", "sample"), ("exit", None)]
+    assert [kind for kind, _ in kinds[2:]] == ["kill_selfplayer", "disk_full"]
