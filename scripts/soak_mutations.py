@@ -74,11 +74,13 @@ MUTATION_CHECKS = {
     ),
     # the record of the gym killed in the first cycle keeps the second from starting
     "stale_lock": MutationCheck("stale_lock", ("kill_gym",), ("gym_did_not_start",), cycles=2),
+    # the first averaged model holds the weights trained; from the second they differ
     "fast_form": MutationCheck(
         "fast_form",
         ("exit",),
         ("fast_form_differs",),
         settings={"train": {"weight_average": "ema"}},
+        iterations=3,
     ),
 }
 # the invariants no mutation check shows firing, and why (docs/guides/reliability.md)
