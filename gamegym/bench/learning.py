@@ -36,6 +36,7 @@ from gamegym.bench.curve import (
     train_and_measure,
 )
 from gamegym.bench.presets import bundled_preset, preset_config
+from gamegym.bench.spread import spread_over_seeds, spread_text
 from gamegym.bench.training import trainer_share
 from gamegym.config import GymConfig
 from gamegym.console import ProgressBars, comma_list, json_object
@@ -242,6 +243,9 @@ def run_learning_benches(
         "runs": results,
         "minutes_to": {r["label"]: minutes_to(r["curve"]) for r in results},
     }
+    spread = spread_over_seeds(results)
+    if spread:
+        figures["across_seeds"] = spread
     if settings.plot is not None:
         plot_curves(results, settings.plot)
         figures["plot"] = str(settings.plot)
@@ -278,8 +282,8 @@ def cmd_learning(args) -> int:
 
 
 def print_report(figures: dict) -> None:
-    """Each run's final point, self-play rate, memory and Trainer share; the minutes to each
-    threshold."""
+    """Each run's final point, self-play rate, memory and Trainer share; the middle band of the
+    solved positions over the seeds of each variant; the minutes to each threshold."""
     for run in figures.get("runs", [figures]):
         rss = ", ".join(f"{k} {v:.0f}" for k, v in sorted(run["peak_rss_mib_by_role"].items()))
         print(
@@ -294,6 +298,8 @@ def print_report(figures: dict) -> None:
                 f"{share['wall_seconds']:,.0f} s between its first and last iteration "
                 f"({share['training_share']:.0%}), the rest waiting for samples"
             )
+    for line in spread_text(figures.get("across_seeds", {})):
+        print(line)
     for label, reached in figures.get("minutes_to", {}).items():
         print(
             f"minutes to ({label}): "
