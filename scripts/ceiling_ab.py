@@ -55,7 +55,8 @@ if nested:
     search = selfplay.setdefault("search", {})
     search.update({k: case[k] for k in ("rule", "core") if case[k]})
 else:
-    selfplay.update({n: case[k] for k, n in (("rule", "search"), ("core", "search_core")) if case[k]})
+    names = {"rule": "search", "core": "search_core"}
+    selfplay.update({names[k]: case[k] for k in names if case[k]})
 config = GymConfig.from_dict(settings)
 graph = load_game(config.game, config.game_args)
 figures = search_ceiling(graph, config.selfplay, case["seconds"], learner=config.train.learner)

@@ -98,7 +98,8 @@ def mutation_check(folder: Path, seed: int, names: list[str]) -> int:
     """A short soak per mutation check (one protection switched off, GAMEGYM_MUTATE), each
     with the faults that expose it: every one must report the violations it names.  Prints one
     JSON object: checks ({check: {caught, violations}}), shown (the invariants some check saw
-    fire) and not_shown (the others, each with why); exit status 1 unless every check caught its violations."""
+    fire) and not_shown (the others, each with why); exit status 1 unless every check caught
+    its violations."""
     report = {}
     for name in names:
         check = MUTATION_CHECKS[name]
