@@ -22,8 +22,9 @@ sequential halving ranks the root's actions between phases): the round then ends
 
 The backup: the value a parent sees of an edge is `reward + DISCOUNT * value below` with
 DISCOUNT -1 (negamax: every node's statistics are from the view of the player to move there,
-and the turn passes at every ply).  The smallest and largest value backed up are kept (`low`,
-`high`; MuZero's PUCT maps Q to [0, 1] by them).  Virtual loss `vl`: a walk adds `vl` visits of
+and the turn passes at every ply).  Where the step normalises Q (`normalise_q`: MuZero's), the
+smallest and largest value backed up are kept (`low`, `high`; its PUCT maps Q to [0, 1] by
+them).  Virtual loss `vl`: a walk adds `vl` visits of
 value -1 on each edge it takes; its backup takes them off as it adds the real visit.
 
 With `solver=True` (off by default) the search is also an MCTS-solver (Winands, Bjornsson and
@@ -81,6 +82,7 @@ class TreeCore:
 
     core = "python"  # selfplay.search.core (gamegym.search.flat.FlatSearch: "compiled")
     normalise_q = False  # PUCT maps Q to [0, 1] by the values backed up (MuZero's step)
+    edge_rewards = False  # the step's edges carry rewards (MuZero's); else every one is 0
     restarts_allowed = 0  # searches started again from the root on a StaleIteration
     # the step's `_apply(batch, *answer)`: the evaluator's answer (its own shape: AlphaZero's
     # probs and values, MuZero's also rewards and hidden states) written into the nodes of
@@ -264,13 +266,16 @@ class TreeCore:
         plus DISCOUNT times the value below, and the walk's virtual loss is taken off.
         `proven`: the leaf has just been proven, so its parent may now be proven too."""
         vl = self._virtualloss
+        bounds = self.normalise_q  # only a step whose PUCT normalises Q reads them
+        rewards = self.edge_rewards
         low, high = self.low, self.high
         for node, i in reversed(path):
-            value = node.children[i].reward + DISCOUNT * value
-            if value < low:
-                low = value
-            if value > high:
-                high = value
+            value = node.children[i].reward + DISCOUNT * value if rewards else DISCOUNT * value
+            if bounds:
+                if value < low:
+                    low = value
+                if value > high:
+                    high = value
             if vl:
                 node.visits[i] += 1 - vl
                 node.values[i] += value + vl

@@ -90,6 +90,7 @@ class LatentSearch(TreeCore):
     (probs [B, A], values [B], rewards [B], hidden [B, ...])."""
 
     normalise_q = True  # PUCT's Q by the bounds of the values backed up (the paper's)
+    edge_rewards = True  # the reward the dynamics network predicts for each edge
     restarts_allowed = RESTARTS
 
     def __init__(self, graph: GameGraph, evaluate, params: SearchParams):
@@ -110,8 +111,8 @@ class LatentSearch(TreeCore):
         cast(LatentNode, root).reset()  # the latent search's roots are LatentNodes
 
     # ----- tree operations --------------------------------------------------------------------
-    def _open(self, node: Node) -> None:
-        node = cast(LatentNode, node)  # the latent tree holds LatentNodes only
+    # the latent tree holds LatentNodes only (typed so rather than cast: a call per new node)
+    def _open(self, node: LatentNode) -> None:  # type: ignore[override]
         if node.parent is None:  # the real position: legal moves only, or the final score
             vertex = node.vertex
             children = self.graph.children_at(vertex)
@@ -155,8 +156,8 @@ class LatentSearch(TreeCore):
             node.hidden = hidden[j] if hidden is not None else None
             node.state = Node.EXPANDED
 
-    def _make_child(self, node: Node, i: int) -> LatentNode:
-        return LatentNode(None, cast(LatentNode, node), node.actions[i])
+    def _make_child(self, node: LatentNode, i: int) -> LatentNode:  # type: ignore[override]
+        return LatentNode(None, node, node.actions[i])
 
 
 class NetworkLatentValuer:

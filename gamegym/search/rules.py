@@ -340,17 +340,18 @@ def puct_selector(search: RuleSearch) -> Select:
         scale = c * sqrt(node.total + 1)
         if node.solved:
             return among_proven(node, scale)
-        low = search.low
-        span = search.high - low if normalise and search.high > low else 0.0
         best, best_score, i = 0, -1e30, 0
+        if normalise and search.high > search.low:  # (two loops: no test per child)
+            low = search.low
+            span = search.high - low
+            for n, w, p in zip(node.visits, node.values, node.priors):
+                score = ((w / n - low) / span + scale * p / (1 + n)) if n else scale * p
+                if score > best_score:
+                    best, best_score = i, score
+                i += 1  # noqa: SIM113 - faster than enumerate over zip here
+            return best
         for n, w, p in zip(node.visits, node.values, node.priors):  # floats as Q + U
-            if n:
-                q = w / n
-                if span:
-                    q = (q - low) / span
-                score = q + scale * p / (1 + n)
-            else:
-                score = scale * p
+            score = (w / n + scale * p / (1 + n)) if n else scale * p
             if score > best_score:
                 best, best_score = i, score
             i += 1  # noqa: SIM113 - faster than enumerate over zip here
