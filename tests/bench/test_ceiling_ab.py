@@ -44,3 +44,38 @@ def test_a_bad_case_or_a_folder_that_is_no_tree_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         ceiling_ab.main(["--before", str(tmp_path), "--after", str(tmp_path)])
     assert "not a gamegym source tree" in capsys.readouterr().err
+
+
+def test_instructions_per_search_take_one_game_from_three_under_valgrind(
+    tmp_path, monkeypatch, capsys
+):
+    """The count of one game is taken from that of three, so the interpreter's start and
+    imports cancel; the ceiling's ratio is before's count over after's."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    for tree in (before, after):
+        (tree / "gamegym").mkdir(parents=True)
+        (tree / "gamegym" / "__init__.py").write_text("")
+    monkeypatch.setattr(ceiling_ab.shutil, "which", lambda name: "/usr/bin/" + name)
+    counts = {  # (tree, games): (instructions, searches)
+        (before, 1): (5_000_000_000, 1_000),
+        (before, 3): (5_300_000_000, 3_000),
+        (after, 1): (5_100_000_000, 1_000),
+        (after, 3): (5_420_000_000, 3_000),
+    }
+
+    def measure(tree, case, under=()):
+        assert under[:2] == ("valgrind", "--tool=cachegrind") and case["core"] == "python"
+        instructions, searches = counts[tree, case["games"]]
+        return {"searches": searches, "stderr": f"==1== I   refs:      {instructions:,}\n"}
+
+    monkeypatch.setattr(ceiling_ab, "measure", measure)
+    argv = ["--before", str(before), "--after", str(after), "--case", "connectfour:puct:python"]
+    assert ceiling_ab.main([*argv, "--instructions", "--json"]) == 0
+    [case] = json.loads(capsys.readouterr().out)["cases"]
+    assert case["before_instructions_per_search"] == 150_000  # 300 M over 2,000 searches
+    assert case["after_instructions_per_search"] == 160_000
+    assert case["after_over_before"] == 0.938  # 150,000 / 160,000: after is the slower
+    assert case["searches"] == {"before": 2_000, "after": 2_000}
+    with pytest.raises(SystemExit):  # the compiled core's are timed
+        ceiling_ab.main([*argv[:4], "--case", "connectfour:puct:compiled", "--instructions"])
+    assert "counts the Python core only" in capsys.readouterr().err
