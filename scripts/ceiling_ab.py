@@ -20,8 +20,8 @@ On a shared machine the rates of 5-second rounds move by 15-30% from round to ro
 the 3% a restructuring may cost.  `--instructions` measures the Python core without that noise:
 the machine instructions per search, counted by valgrind's cachegrind (`apt install valgrind`)
 in whole seeded self-play games of each tree, the count of one game taken from that of three so
-that the interpreter's start and imports cancel out.  The count repeats to 0.1% from run to run, and
-both trees play the same games (the restructuring changed no search).  It weighs every
+that the interpreter's start and imports cancel out.  The count repeats to 0.1% from run to
+run, and both trees play the same games (the restructuring changed no search).  It weighs every
 instruction alike, so it shows the work a change adds, not what a cache miss costs; the
 compiled core's are left to the timed rounds (valgrind runs numba's machine code too, but the
 kernels' first compile would dominate).

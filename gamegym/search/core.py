@@ -24,8 +24,9 @@ The backup: the value a parent sees of an edge is `reward + DISCOUNT * value bel
 DISCOUNT -1 (negamax: every node's statistics are from the view of the player to move there,
 and the turn passes at every ply).  Where the step normalises Q (`normalise_q`: MuZero's), the
 smallest and largest value backed up are kept (`low`, `high`; its PUCT maps Q to [0, 1] by
-them).  Virtual loss `vl`: a walk adds `vl` visits of
-value -1 on each edge it takes; its backup takes them off as it adds the real visit.
+them); where its edges carry rewards (`edge_rewards`: MuZero's), they are added.  Virtual loss
+`vl`: a walk adds `vl` visits of value -1 on each edge it takes; its backup takes them off as it
+adds the real visit.
 
 With `solver=True` (off by default) the search is also an MCTS-solver (Winands, Bjornsson and
 Saito, 2008): terminal scores are exact, and a node is *proven* once one child is a proven loss
