@@ -80,12 +80,12 @@ if "games" in case:  # a fixed number of seeded games (the instruction count): t
     cfg = config.selfplay
     search = stub_search(config.train.learner, graph, SearchParams.from_selfplay(cfg))
     rng = np.random.default_rng(0)
-    for _ in range(case["games"]):  # (a tree whose games are written into a record given)
-        if "record" in inspect.signature(selfplay_game).parameters:
-            from gamegym.data.samples import GameRecord
-            selfplay_game(graph, search, cfg, rng, GameRecord())
-        else:
-            selfplay_game(graph, search, cfg, rng)
+    record = ()  # a tree whose games are written into a record given takes a new one a game
+    if "record" in inspect.signature(selfplay_game).parameters:
+        from gamegym.data.samples import GameRecord
+        record = (GameRecord,)
+    for _ in range(case["games"]):
+        selfplay_game(graph, search, cfg, rng, *(make() for make in record))
     figures = {"searches": search.searches_done}
 else:
     figures = search_ceiling(graph, config.selfplay, case["seconds"], learner=config.train.learner)
