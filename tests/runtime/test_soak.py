@@ -42,9 +42,12 @@ def soak(folder, *args):
 
 def test_a_short_soak_injects_faults_and_finds_no_violation(tmp_path):
     # the Selfplayers wait for each new model after 100 positions: the soak's machinery is
-    # the point here, and they leave the cores to the rest of the suite meanwhile
+    # the point here, and they leave the cores to the rest of the suite meanwhile.  The kill
+    # waits for a first sample file: on a loaded machine the soak's few seconds of play can
+    # end before any game is written, and the record's games must count one
     pause = json.dumps({"selfplay": {"positions_per_iteration": 100}})
-    done, first = soak(tmp_path / "soak", "--minutes", "0", "--set", pause, "--faults", "kill_gym")
+    args = ("--minutes", "0", "--set", pause, "--faults", "kill_gym", "--wait-writers", "1")
+    done, first = soak(tmp_path / "soak", *args)
     assert first["violations"] and not any(first["violations"].values()), done.stderr
     assert done.returncode == 0
     assert first["faults"] >= first["cycles"] >= 1 and first["resumes"] == first["cycles"]
