@@ -327,7 +327,8 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 # seconds each long test took (setup, call and teardown) in a whole run of the suite on 2 cores;
-# `GAMEGYM_STORE_DURATIONS=1 python -m pytest` rewrites it at the end of a run with no failure
+# `GAMEGYM_STORE_DURATIONS=1 python -m pytest` rewrites it at the end of a run with no failure,
+# keeping the lines of the tests that run skipped (a machine without Chromium skips the browser's)
 DURATIONS = Path(__file__).with_name("durations.json")
 STORED_FROM = 1.0  # tests faster than this are not worth a line of the file
 UNKNOWN_SLOW = 5.0  # the guess for a slow test the file does not have yet
@@ -381,11 +382,14 @@ def dealt(items: list, weights: dict[str, float], shares: int) -> list:
 
 
 _measured: dict[str, float] = {}
+_skipped: set[str] = set()
 
 
 def pytest_runtest_logreport(report):
     if os.environ.get("GAMEGYM_STORE_DURATIONS"):
         _measured[report.nodeid] = _measured.get(report.nodeid, 0.0) + report.duration
+        if report.skipped:
+            _skipped.add(report.nodeid)
     for key, value in report.user_properties:
         if key == "cpu_s":
             _cpu_by_test[report.nodeid] = _cpu_by_test.get(report.nodeid, 0.0) + value
@@ -398,9 +402,19 @@ def pytest_sessionfinish(session, exitstatus):
         and exitstatus == 0
         and _measured
     ):
-        long = {k: round(v, 1) for k, v in _measured.items() if v >= STORED_FROM}
-        ordered = dict(sorted(long.items(), key=lambda kv: (-kv[1], kv[0])))
-        DURATIONS.write_text(json.dumps(ordered, indent=1) + "\n")
+        DURATIONS.write_text(
+            json.dumps(stored_durations(_durations(), _measured, _skipped), indent=1) + "\n"
+        )
+
+
+def stored_durations(
+    old: dict[str, float], measured: dict[str, float], skipped: set[str]
+) -> dict[str, float]:
+    """The new `durations.json`: the tests that ran and took `STORED_FROM` seconds or more, and
+    the old line of each test this run skipped; the longest first."""
+    kept = {k: v for k, v in old.items() if k in skipped}
+    ran = {k: round(v, 1) for k, v in measured.items() if v >= STORED_FROM and k not in skipped}
+    return dict(sorted({**kept, **ran}.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 # `GAMEGYM_CPU_REPORT=N python -m pytest`: after the run, the N tests that used the most CPU

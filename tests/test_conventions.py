@@ -1,12 +1,12 @@
 """The suite's own conventions: the order its workers take the tests in (`conftest.dealt`),
-and the quick run holding no real process (`conftest.slow_if_it_starts_processes`)."""
+the durations file that order comes from (`conftest.stored_durations`), and the quick run holding no real process (`conftest.slow_if_it_starts_processes`)."""
 
 import multiprocessing
 import subprocess
 import sys
 
 import pytest
-from conftest import dealt
+from conftest import dealt, stored_durations
 
 
 class Item:
@@ -41,6 +41,15 @@ def test_the_long_tests_start_the_shares_and_each_share_has_worksteals_size():
 def test_one_worker_runs_the_slow_tests_first_longest_first():
     items = [Item("q", slow=False), Item("s1", slow=True), Item("s2", slow=True)]
     assert [i.nodeid for i in dealt(items, {"s1": 2.0, "s2": 9.0}, 1)] == ["s2", "s1", "q"]
+
+
+def test_the_stored_durations_keep_the_skipped_tests_lines_and_drop_the_quick_and_the_gone():
+    old = {"browser": 25.1, "gone": 9.0, "soak": 30.0, "now_quick": 3.0}
+    measured = {"browser": 0.01, "soak": 27.94, "now_quick": 0.4, "new": 1.26}
+    stored = stored_durations(old, measured, skipped={"browser"})
+    # the skipped test keeps its line, the rest are this run's, rounded, the longest first;
+    # a test under STORED_FROM (1 s) and one this run did not have lose theirs
+    assert list(stored.items()) == [("soak", 27.9), ("browser", 25.1), ("new", 1.3)]
 
 
 def test_a_quick_test_that_starts_a_process_is_told_to_mark_itself_slow():
