@@ -1,5 +1,6 @@
 """The suite's own conventions: the order its workers take the tests in (`conftest.dealt`),
-the durations file that order comes from (`conftest.stored_durations`), and the quick run holding no real process (`conftest.slow_if_it_starts_processes`)."""
+the durations file that order comes from (`conftest.stored_durations`), and the quick run
+holding no real process (`conftest.slow_if_it_starts_processes`)."""
 
 import multiprocessing
 import subprocess

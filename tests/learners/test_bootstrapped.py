@@ -105,7 +105,7 @@ def test_negamax_targets_on_hand_made_positions(graph, tmp_path):
     assert list(ids) == [0, 1, 2, 3, 4]
     assert np.allclose(y[4], 1.0)  # the move that wins now: +1 for every head
     # 600 updates: over seeds 0-7 every head ends above 0.98 on the winning move and below -0.98
-    # on the blunder (300 left one unseeded head at 0.89)
+    # on the blunder (at 300, an unseeded model can leave a head at 0.89)
     longer = {**CONFIG, "num_updates_per_train_iter": 600}
     learner.train_iteration(model, batch, longer, np.random.default_rng(0), graph=graph)
     online, _ = parts(model)
