@@ -372,7 +372,9 @@ class Outbox:
     The Predictor's loop never waits on a client's pipe: a client may be sending a large
     request while an answer larger than the pipe's buffers waits to go to it (MuZero's hidden
     states), and a loop blocked in that send would never read the request that blocks the
-    client.  A client that is gone makes its sends fail; they are dropped."""
+    client.  A client that is gone makes its sends fail; they are dropped, and the pipe is
+    closed only when the loop drops the client (`close`): closed under the loop's wait for
+    its clients, it would stop the Predictor ("handle is closed")."""
 
     def __init__(self, conn: Connection):
         self.conn = conn
@@ -388,15 +390,18 @@ class Outbox:
         self.queue.put(None)
 
     def _run(self) -> None:
+        gone = False
         try:
             while True:
                 message = self.queue.get()
                 if message is None:
                     return
+                if gone:
+                    continue
                 try:
                     self.conn.send(message)
                 except (OSError, ValueError):  # that Selfplayer is gone (or its pipe closed)
-                    return
+                    gone = True  # the loop reads the pipe's end next, and drops the client
         finally:
             self.conn.close()
 

@@ -570,3 +570,32 @@ def test_the_predictor_closes_the_pipes_of_clients_that_are_gone(tmp_path):
     joins.close()
     assert not serving.is_alive()
     assert after - before < 5, f"{after - before} file descriptors more after 20 restarts"
+
+
+def test_an_answer_to_a_client_that_is_gone_leaves_the_loop_serving(tmp_path):
+    """A Selfplayer dies with an answer on its way: the send of that answer fails, and the
+    pipe stays open until the Predictor's loop reads its end and drops the client (closed
+    earlier, under the loop's wait, it would stop the Predictor: "handle is closed")."""
+    from gamegym.runtime.predictor import Predictor
+    from gamegym.runtime.stopflag import StopFlag
+
+    _, shape, session, config = answering_session(tmp_path)
+    session.publish_model(build_network(shape, 73, "dense", 16, 1, seed=0), 0)
+    predictor_end, selfplayer_end = multiprocessing.Pipe(duplex=True)
+    predictor = Predictor(session, config, [predictor_end], None)
+    selfplayer_end.close()  # the Selfplayer dies
+    predictor._send(predictor_end, Reload(0))  # the answer it will never read
+    outbox = predictor._outboxes[id(predictor_end)]
+    deadline = time.monotonic() + 10
+    while not outbox.queue.empty() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # the send has failed by now
+    assert not predictor_end.closed  # it is in the loop's list of clients still
+    stop = StopFlag()
+    stop.set()
+    predictor.serve(stop)  # reads the end, drops the client, and returns: no client is left
+    assert predictor.live == []
+    deadline = time.monotonic() + 10
+    while not predictor_end.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert predictor_end.closed  # and its pipe is closed: no file descriptor is left behind
