@@ -6,6 +6,7 @@ bundled games run clean (with fewer games).  Fast: everything runs in this proce
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import shlex
 from pathlib import Path
@@ -42,14 +43,19 @@ def words_of(command: str) -> list[str]:
 
 def parser_for(words: list[str]) -> tuple[list[str], argparse.ArgumentParser]:
     """The command words after `gamegym` (as far as they name subcommands) and the parser of
-    the last one."""
-    parser, path = build_parser(), []
+    the last one (of one parser for every call: it is only read)."""
+    parser, path = _parser(), []
     for word in words[1:]:
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if not subs or word not in subs[0].choices:
             break
         parser, path = subs[0].choices[word], [*path, word]
     return path, parser
+
+
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    return build_parser()
 
 
 def every_shown_command() -> list[tuple[str, str]]:

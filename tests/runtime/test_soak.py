@@ -68,7 +68,10 @@ def test_a_bad_sample_file_is_quarantined(tmp_path):
     """The soak publishes a sample file of bad data (results outside [-1, 1]): the Trainer
     moves it to quarantine, which the soak expects (the mutation check "quarantine" shows the
     soak reporting one trained on)."""
-    done, summary = soak(tmp_path / "soak", "--minutes", "0", "--faults", "bad_sample")
+    pause = json.dumps({"selfplay": {"positions_per_iteration": 100}})  # (as above)
+    done, summary = soak(
+        tmp_path / "soak", "--minutes", "0", "--set", pause, "--faults", "bad_sample"
+    )
     assert done.returncode == 0, (summary["violations"], done.stderr[-3000:])
     assert summary["faults_by_kind"].get("bad_sample") == 1, summary
     quarantined = list((tmp_path / "soak" / "session" / "quarantine").iterdir())
