@@ -17,6 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 SURVIVED = ("kill_selfplayer", "kill_evaluator", "stop_short", "stop_gym")
+# the Selfplayers wait for each new model after 100 positions: the soak's machinery is the
+# point here, and they leave the cores to the rest of the suite meanwhile
+PAUSE = json.dumps({"selfplay": {"positions_per_iteration": 100}})
 
 
 def soak(folder, *args):
@@ -41,12 +44,9 @@ def soak(folder, *args):
 
 
 def test_a_short_soak_injects_faults_and_finds_no_violation(tmp_path):
-    # the Selfplayers wait for each new model after 100 positions: the soak's machinery is
-    # the point here, and they leave the cores to the rest of the suite meanwhile.  The kill
-    # waits for a first sample file: on a loaded machine the soak's few seconds of play can
-    # end before any game is written, and the record's games must count one
-    pause = json.dumps({"selfplay": {"positions_per_iteration": 100}})
-    args = ("--minutes", "0", "--set", pause, "--faults", "kill_gym", "--wait-writers", "1")
+    # the kill waits for a first sample file: on a loaded machine the soak's few seconds of
+    # play can end before any game is written, and the record's games must count one
+    args = ("--minutes", "0", "--set", PAUSE, "--faults", "kill_gym", "--wait-writers", "1")
     done, first = soak(tmp_path / "soak", *args)
     assert first["violations"] and not any(first["violations"].values()), done.stderr
     assert done.returncode == 0
@@ -68,9 +68,8 @@ def test_a_bad_sample_file_is_quarantined(tmp_path):
     """The soak publishes a sample file of bad data (results outside [-1, 1]): the Trainer
     moves it to quarantine, which the soak expects (the mutation check "quarantine" shows the
     soak reporting one trained on)."""
-    pause = json.dumps({"selfplay": {"positions_per_iteration": 100}})  # (as above)
     done, summary = soak(
-        tmp_path / "soak", "--minutes", "0", "--set", pause, "--faults", "bad_sample"
+        tmp_path / "soak", "--minutes", "0", "--set", PAUSE, "--faults", "bad_sample"
     )
     assert done.returncode == 0, (summary["violations"], done.stderr[-3000:])
     assert summary["faults_by_kind"].get("bad_sample") == 1, summary
