@@ -128,7 +128,9 @@ def writers(session) -> set[str]:
 
 
 def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster):
-    gym = start_gym(session, "--ray", cluster.address, "--max-iterations", "8")
+    # a bound for a test gone wrong, above any iteration the test waits for (lost_at + 3 <= 12):
+    # a stop at that bound would race the `exit` typed below
+    gym = start_gym(session, "--ray", cluster.address, "--max-iterations", "30")
     lines = []
     try:
         read_until(gym, r"ray 2 nodes, selfplayers 2/2, searches/s by node \S+ \d+ \S+ \d+", lines)
@@ -158,7 +160,7 @@ def test_two_nodes_a_killed_actor_a_node_lost_mid_run_and_exit(session, cluster)
             gym.kill()
     output = "".join(lines) + gym.stdout.read()
     finish(gym)
-    assert "stopping: 'exit' typed" in output
+    assert "stopping: 'exit' typed" in output, output
     deadline = time.monotonic() + 15
     while actor_processes(cluster.mark) and time.monotonic() < deadline:
         time.sleep(0.5)
