@@ -41,6 +41,8 @@ The soak's parts: its faults (scripts/soak_faults.py), its invariants
 (scripts/soak_checks.py), the gym's process (scripts/soak_gym.py) and the mutation check
 (scripts/soak_mutations.py); this file runs them and keeps the record.
 
+Each gym runs in a session of its own, so no job control outside the soak continues a process
+it stopped; Ctrl+C stops the soak and the gym it runs (`interrupt_gyms`).
 `--cycles N` runs at least N cycles (the soak stops after --minutes and N cycles).
 `--faults-in-order` takes the --faults one a cycle, in turn, instead of drawing them; before each
 cycle's fault, `--wait-writers N` waits until N processes have written sample files and
@@ -65,7 +67,7 @@ from pathlib import Path
 import numpy as np
 from soak_checks import INVARIANTS, Checks, IterationWatch, expected_stop
 from soak_faults import Faults, fault_spec
-from soak_gym import Lines, descendants, hits, start_gym, stop
+from soak_gym import Lines, descendants, hits, interrupt_gyms, start_gym, stop
 from soak_mutations import MUTATION_CHECKS, mutation_check
 
 from gamegym.config import merged_settings
@@ -386,7 +388,14 @@ def main(argv=None) -> int:
     started = time.monotonic()
     while True:
         cycle_start = time.monotonic()
-        soak.cycle()
+        try:
+            soak.cycle()
+        except KeyboardInterrupt:
+            interrupt_gyms()
+            raise SystemExit(
+                f"[soak] interrupted: the gym was stopped; {soak.record_path} holds the "
+                "cycles before this one"
+            ) from None
         soak.totals["minutes"] = round(
             soak.totals["minutes"] + (time.monotonic() - cycle_start) / 60, 3
         )

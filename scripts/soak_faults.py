@@ -8,12 +8,13 @@ import io
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from soak_checks import writer_of
-from soak_gym import Lines, role_pid, running, start_gym, stop
+from soak_gym import Lines, role_pid, running, start_gym, stop, stopped
 
 from gamegym.data.faults import FILE_KINDS
 from gamegym.data.fileio import atomic_write_bytes
@@ -127,7 +128,13 @@ class Faults:
         else:  # stop_long: the gym must see the stopped heartbeat and kill the process
             os.kill(pid, signal.SIGSTOP)
             deadline = time.monotonic() + self.config["heartbeat_timeout"] + 15.0
+            seen_stopped = False
             while time.monotonic() < deadline and running(pid):
+                if stopped(pid):
+                    seen_stopped = True
+                elif seen_stopped:  # continued, not by the soak: nothing for the gym to kill
+                    print(f"[soak] {role} (pid {pid}) was continued from outside", file=sys.stderr)
+                    return False
                 time.sleep(0.5)
             if running(pid):
                 self.violation("hung_process_not_killed", 1, f"{role} (pid {pid})")

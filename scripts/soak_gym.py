@@ -3,6 +3,8 @@ reads its console, stops it and waits for its processes, and finds them by role.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -53,15 +55,47 @@ def gamegym(*args) -> list[str]:
     return [sys.executable, "-m", "gamegym", *map(str, args)]
 
 
+GYMS: list[subprocess.Popen] = []  # the gyms started and not seen to stop (`interrupt_gyms`)
+
+
 def start_gym(session: Path, env: dict[str, str]):
-    return subprocess.Popen(
+    """`gamegym resume` in a session of its own: no job control outside reaches its processes.
+    In the soak's process group, the exit of the shell that started the soak would leave that
+    group orphaned, and the kernel sends an orphaned group that holds a stopped process SIGHUP
+    and SIGCONT (POSIX job control), continuing a process the soak stopped."""
+    gym = subprocess.Popen(
         gamegym("resume", session),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env=env,
+        start_new_session=True,
     )
+    GYMS[:] = [*(started for started in GYMS if started.poll() is None), gym]
+    return gym
+
+
+def interrupt_gyms(wait_s: float = 60.0) -> None:
+    """Ctrl+C of the soak: send each running gym's process group what the terminal sends its
+    own (the gyms are in sessions of their own): SIGCONT for a process the soak stopped, then
+    SIGINT, the gym's clean stop; wait for each gym, and SIGKILL its group after `wait_s`."""
+    running_gyms = [gym for gym in GYMS if gym.poll() is None]
+    for gym in running_gyms:
+        for sig in (signal.SIGCONT, signal.SIGINT):
+            try:
+                os.killpg(gym.pid, sig)
+            except ProcessLookupError:
+                pass
+    for gym in running_gyms:
+        try:
+            gym.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(gym.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            gym.wait()
 
 
 def stop(gym, watcher, family: set[int], expect_stop: bool, wait_s: float = 60.0):
@@ -137,6 +171,14 @@ def describe(pids: list[int], logs_dir: Path) -> str:
 def running(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped (SIGSTOP), not continued since."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_STOPPED
     except psutil.Error:
         return False
 

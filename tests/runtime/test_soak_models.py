@@ -4,12 +4,17 @@ cut fast file and a sound archive without weights are each a violation; a game t
 wrote is a repeat; its settings take changes by section; a soak run again on its folder
 (`--resume`) adds to its record, a line per run, and `--cycles` runs that many (its cycles
 stubbed: no processes here); the watch of the current iteration sees a step back the end of a
-cycle hides; the mutation check needs each violation a check names (its soaks stubbed)."""
+cycle hides; the mutation check needs each violation a check names (its soaks stubbed); a
+long stop that something else continues is a missed fault; each gym runs in a session of its
+own, which the soak's Ctrl+C stops (stand-ins for the target and the gym: `sleep`, `sh`)."""
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -27,6 +32,7 @@ from gamegym.nets.builders import build_network
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import soak  # noqa: E402 (scripts, not a package)
 import soak_checks  # noqa: E402
+import soak_gym  # noqa: E402
 import soak_mutations  # noqa: E402
 
 
@@ -398,3 +404,57 @@ def test_faults_in_order_are_taken_one_a_cycle_in_turn():
         made.totals["cycles"] += 1
     assert kinds[:2] == [("disk_full", "sample"), ("exit", None)]
     assert [kind for kind, _ in kinds[2:]] == ["kill_selfplayer", "disk_full"]
+
+
+def test_a_long_stop_continued_from_outside_the_soak_is_missed_not_the_gyms_failure(tmp_path):
+    """A `stop_long` target that something else continues before the gym's deadline (the
+    kernel does so to an orphaned process group that holds a stopped process) is neither
+    killed nor a violation: the fault did not reach its target."""
+    target = subprocess.Popen(["sleep", "60"])
+    gym = subprocess.Popen(["sleep", "60"])  # what `inject` asks: is the gym running
+    try:
+        logs = tmp_path / "logs"
+        logs.mkdir()
+        (logs / "selfplayer1.log").write_text(f"selfplayer1 starting (pid {target.pid})\n")
+        made = soak.Soak.__new__(soak.Soak)
+        made.session = type("FakeSession", (), {"logs_dir": logs})()
+        made.config, made.rng = {"heartbeat_timeout": 6.0}, np.random.default_rng(0)
+        made.totals = {"violations": {}}
+
+        def continue_it():
+            deadline = time.monotonic() + 10.0
+            while not soak_gym.stopped(target.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1.0)
+            os.kill(target.pid, signal.SIGCONT)
+
+        threading.Thread(target=continue_it, daemon=True).start()
+        started = time.monotonic()
+        reached = made.inject("stop_long", "selfplayer1", gym, None, {target.pid})
+        assert reached is False and time.monotonic() - started < 6.0
+        assert made.totals["violations"] == {}
+        assert soak_gym.running(target.pid) and not soak_gym.stopped(target.pid)
+    finally:
+        for process in (target, gym):
+            process.kill()
+            process.wait()
+
+
+def test_each_gym_runs_in_a_session_of_its_own_and_ctrl_c_of_the_soak_stops_it(
+    tmp_path, monkeypatch
+):
+    """Outside job control cannot reach a gym the soak started (its own session), so the
+    soak's Ctrl+C sends the gym's group what a terminal would: SIGCONT, then SIGINT."""
+    gym_code = "trap 'echo SIGINT; exit 0' INT; echo ready; while :; do sleep 0.1; done"
+    monkeypatch.setattr(soak_gym, "gamegym", lambda *args: ["sh", "-c", gym_code])
+    gym = soak_gym.start_gym(tmp_path, dict(os.environ))
+    try:
+        assert gym.stdout.readline() == "ready\n"
+        assert os.getsid(gym.pid) == os.getpgid(gym.pid) == gym.pid != os.getsid(0)
+        assert gym in soak_gym.GYMS
+        soak_gym.interrupt_gyms(wait_s=20.0)
+        assert gym.returncode == 0 and gym.stdout.read() == "SIGINT\n"
+    finally:
+        if gym.poll() is None:
+            os.killpg(gym.pid, signal.SIGKILL)
+            gym.wait()
