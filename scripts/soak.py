@@ -67,7 +67,7 @@ from pathlib import Path
 import numpy as np
 from soak_checks import INVARIANTS, Checks, IterationWatch, expected_stop
 from soak_faults import Faults, fault_spec
-from soak_gym import Lines, descendants, hits, interrupt_gyms, start_gym, stop
+from soak_gym import GYMS, Lines, descendants, hits, interrupt_gyms, start_gym, stop
 from soak_mutations import MUTATION_CHECKS, mutation_check
 
 from gamegym.config import merged_settings
@@ -205,6 +205,7 @@ class Soak(Faults, Checks):
 
     # ----- one cycle ------------------------------------------------------------------------
     def cycle(self) -> None:
+        GYMS.clear()  # the gyms a Ctrl+C stops: this cycle's
         kind, target = self.draw()
         record = self.folder / "enospc.txt"  # the writes a disk_full fault failed
         record.unlink(missing_ok=True)

@@ -55,7 +55,7 @@ def gamegym(*args) -> list[str]:
     return [sys.executable, "-m", "gamegym", *map(str, args)]
 
 
-GYMS: list[subprocess.Popen] = []  # the gyms started and not seen to stop (`interrupt_gyms`)
+GYMS: list[subprocess.Popen] = []  # this cycle's gyms (`interrupt_gyms`; soak.py clears it)
 
 
 def start_gym(session: Path, env: dict[str, str]):
@@ -72,16 +72,17 @@ def start_gym(session: Path, env: dict[str, str]):
         env=env,
         start_new_session=True,
     )
-    GYMS[:] = [*(started for started in GYMS if started.poll() is None), gym]
+    GYMS.append(gym)
     return gym
 
 
 def interrupt_gyms(wait_s: float = 60.0) -> None:
-    """Ctrl+C of the soak: send each running gym's process group what the terminal sends its
-    own (the gyms are in sessions of their own): SIGCONT for a process the soak stopped, then
-    SIGINT, the gym's clean stop; wait for each gym, and SIGKILL its group after `wait_s`."""
+    """Ctrl+C of the soak: send the process group of each of this cycle's gyms what the
+    terminal sends its own (the gyms are in sessions of their own): SIGCONT for a process the
+    soak stopped (a killed gym's stopped child too), then SIGINT, the gym's clean stop; wait
+    for each gym, and SIGKILL its group after `wait_s`."""
     running_gyms = [gym for gym in GYMS if gym.poll() is None]
-    for gym in running_gyms:
+    for gym in GYMS:
         for sig in (signal.SIGCONT, signal.SIGINT):
             try:
                 os.killpg(gym.pid, sig)
