@@ -21,6 +21,11 @@ from gamegym.data.fileio import atomic_write_bytes
 from gamegym.data.samplefolder import sample_files, sample_iterations
 from gamegym.data.session import Session
 
+# how long a stopped process that left the stopped state must live on to count as continued: a
+# process the gym killed runs for a moment as it exits (tearing down its memory) before it is
+# a zombie
+CONTINUED_S = 2.0
+
 # the gym plays on after these (a Selfplayer and the Evaluator are restarted; a stopped gym
 # watches its children afresh once continued)
 SURVIVED = ("kill_selfplayer", "kill_evaluator", "stop_short", "stop_gym")
@@ -132,7 +137,7 @@ class Faults:
             while time.monotonic() < deadline and running(pid):
                 if stopped(pid):
                     seen_stopped = True
-                elif seen_stopped:  # continued, not by the soak: nothing for the gym to kill
+                elif seen_stopped and lives_on(pid):  # continued, not by the soak, not killed
                     print(f"[soak] {role} (pid {pid}) was continued from outside", file=sys.stderr)
                     return False
                 time.sleep(0.5)
@@ -244,3 +249,14 @@ def fault_spec(text: str) -> str:
             f"no target {target!r} of {kind}; the targets: {', '.join(targets)}"
         )
     return text
+
+
+def lives_on(pid: int) -> bool:
+    """Whether a process that left the stopped state runs on (continued) rather than dying
+    (killed: it leaves the stopped state to exit) within CONTINUED_S seconds."""
+    deadline = time.monotonic() + CONTINUED_S
+    while time.monotonic() < deadline:
+        if not running(pid):
+            return False
+        time.sleep(0.1)
+    return running(pid) and not stopped(pid)

@@ -5,7 +5,8 @@ wrote is a repeat; its settings take changes by section; a soak run again on its
 (`--resume`) adds to its record, a line per run, and `--cycles` runs that many (its cycles
 stubbed: no processes here); the watch of the current iteration sees a step back the end of a
 cycle hides; the mutation check needs each violation a check names (its soaks stubbed); a
-long stop that something else continues is a missed fault; each gym runs in a session of its
+long stop that something else continues is a missed fault, one the gym kills (it leaves the
+stopped state as it exits) is reached; each gym runs in a session of its
 own, which the soak's Ctrl+C stops (stand-ins for the target and the gym: `sleep`, `sh`)."""
 
 import json
@@ -458,3 +459,26 @@ def test_each_gym_runs_in_a_session_of_its_own_and_ctrl_c_of_the_soak_stops_it(
         if gym.poll() is None:
             os.killpg(gym.pid, signal.SIGKILL)
             gym.wait()
+
+
+def test_a_long_stopped_process_the_gym_kills_is_reached_though_it_leaves_the_stopped_state(
+    tmp_path, monkeypatch
+):
+    """A stopped process that the gym kills runs for a moment as it exits before it is a
+    zombie: that moment is not a continue from outside, and the fault reached its target."""
+    import soak_faults
+
+    clock = [0.0]
+    monkeypatch.setattr(soak_faults.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(soak_faults.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    # as seen once a second: stopped for 3 s, then killed: exiting for 1 s, then a zombie
+    monkeypatch.setattr(soak_faults, "stopped", lambda pid: clock[0] < 3.0)
+    monkeypatch.setattr(soak_faults, "running", lambda pid: clock[0] < 4.0)
+    monkeypatch.setattr(soak_faults, "role_pid", lambda session, role, family: 4242)
+    monkeypatch.setattr(soak_faults.os, "kill", lambda pid, sig: None)
+    made = soak.Soak.__new__(soak.Soak)
+    made.session, made.config = None, {"heartbeat_timeout": 6.0}
+    made.rng, made.totals = np.random.default_rng(0), {"violations": {}}
+    gym = type("LiveGym", (), {"poll": lambda self: None})()
+    assert made.inject("stop_long", "trainer", gym, None, {4242}) is True
+    assert made.totals["violations"] == {} and clock[0] < 10.0
