@@ -432,7 +432,7 @@ def test_a_long_stop_continued_from_outside_the_soak_is_missed_not_the_gyms_fail
         threading.Thread(target=continue_it, daemon=True).start()
         started = time.monotonic()
         reached = made.inject("stop_long", "selfplayer1", gym, None, {target.pid})
-        assert reached is False and time.monotonic() - started < 6.0
+        assert reached is False and time.monotonic() - started < 15.0  # the deadline: 21 s
         assert made.totals["violations"] == {}
         assert soak_gym.running(target.pid) and not soak_gym.stopped(target.pid)
     finally:
