@@ -169,19 +169,21 @@ def describe(pids: list[int], logs_dir: Path) -> str:
     return "; ".join(parts)
 
 
-def running(pid: int) -> bool:
+def status(pid: int) -> str | None:
+    """The process's state (psutil's STATUS_*), None when there is no such process."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return psutil.Process(pid).status()
     except psutil.Error:
-        return False
+        return None
+
+
+def running(pid: int) -> bool:
+    return status(pid) not in (None, psutil.STATUS_ZOMBIE)
 
 
 def stopped(pid: int) -> bool:
     """Whether the process is stopped (SIGSTOP), not continued since."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_STOPPED
-    except psutil.Error:
-        return False
+    return status(pid) == psutil.STATUS_STOPPED
 
 
 def role_pid(session: Session, role: str, family: set[int]) -> int | None:
