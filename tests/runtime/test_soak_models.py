@@ -462,20 +462,28 @@ def test_each_gym_runs_in_a_session_of_its_own_and_ctrl_c_of_the_soak_stops_it(
 
 
 def test_a_long_stopped_process_the_gym_kills_is_reached_though_it_leaves_the_stopped_state(
-    tmp_path, monkeypatch
+    monkeypatch,
 ):
     """A stopped process that the gym kills runs for a moment as it exits before it is a
     zombie: that moment is not a continue from outside, and the fault reached its target."""
     import soak_faults
 
-    clock = [0.0]
-    monkeypatch.setattr(soak_faults.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(soak_faults.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
-    # as seen once a second: stopped for 3 s, then killed: exiting for 1 s, then a zombie
+    clock = [0.0]  # soak_faults' own clock (the time module itself stays as it is)
+    fake_time = type(
+        "FakeTime",
+        (),
+        {
+            "monotonic": staticmethod(lambda: clock[0]),
+            "sleep": staticmethod(lambda s: clock.__setitem__(0, clock[0] + s)),
+        },
+    )
+    monkeypatch.setattr(soak_faults, "time", fake_time)
+    # on that clock: stopped until 3 s, then killed: exiting until 4 s, then a zombie
     monkeypatch.setattr(soak_faults, "stopped", lambda pid: clock[0] < 3.0)
     monkeypatch.setattr(soak_faults, "running", lambda pid: clock[0] < 4.0)
     monkeypatch.setattr(soak_faults, "role_pid", lambda session, role, family: 4242)
-    monkeypatch.setattr(soak_faults.os, "kill", lambda pid, sig: None)
+    fake_os = type("FakeOs", (), {"kill": staticmethod(lambda pid, sig: None)})  # no signal sent
+    monkeypatch.setattr(soak_faults, "os", fake_os)
     made = soak.Soak.__new__(soak.Soak)
     made.session, made.config = None, {"heartbeat_timeout": 6.0}
     made.rng, made.totals = np.random.default_rng(0), {"violations": {}}
