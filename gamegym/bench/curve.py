@@ -128,8 +128,9 @@ def optimal_move_rate(
 
 def training_figures(report: dict | None) -> dict:
     """What the Trainer reported for the iteration a point measures: its last epoch's losses
-    (`loss`, `val_loss`, ...), the samples it trained on and its learning rate ({}: no report,
-    as for the starting model)."""
+    (`loss`, `val_loss`, ...), the samples it trained on, how many of them with reanalysed
+    targets (`reanalysed`, train.reanalyze) and its learning rate ({}: no report, as for the
+    starting model)."""
     if not report:
         return {}
     figures = {
@@ -137,7 +138,7 @@ def training_figures(report: dict | None) -> dict:
         for name, value in (report.get("losses") or {}).items()
         if isinstance(value, (int, float))
     }
-    for name in ("samples", "learning_rate"):
+    for name in ("samples", "reanalysed", "learning_rate"):
         if isinstance(report.get(name), (int, float)):
             figures[name] = report[name]
     return figures

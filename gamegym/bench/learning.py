@@ -37,7 +37,7 @@ from gamegym.bench.curve import (
 )
 from gamegym.bench.presets import bundled_preset, preset_config
 from gamegym.bench.spread import spread_over_seeds, spread_text
-from gamegym.bench.training import trainer_share
+from gamegym.bench.training import reanalysed_share, trainer_share
 from gamegym.config import GymConfig
 from gamegym.console import ProgressBars, comma_list, json_object
 from gamegym.game.players import Solver
@@ -125,8 +125,12 @@ def run_learning_bench(settings: LearningSettings, solver: Solver | None = None)
             # training against waiting for samples (gamegym.bench.training.trainer_share)
             "trainer_share": trainer_share(gym.session.train_reports()),
         }
+        if config.train.reanalyze:  # how much of what was trained on had reanalysed targets
+            run["reanalysed"] = reanalysed_share(gym.session.train_reports())
         int8 = int8_share(gym.session) if config.predict.precision == "int8" else None
     figures = _figures(s, graph, config, yardstick.opponents, searches, run)
+    if "reanalysed" in run:
+        figures["reanalysed"] = run["reanalysed"]
     if int8 is not None:
         figures["int8_models"] = {"int8": int8[0], "models": int8[1]}
         print(
@@ -297,6 +301,12 @@ def print_report(figures: dict) -> None:
                 f"Trainer: training {share['training_seconds']:,.0f} s of "
                 f"{share['wall_seconds']:,.0f} s between its first and last iteration "
                 f"({share['training_share']:.0%}), the rest waiting for samples"
+            )
+        reanalysed = run.get("reanalysed")
+        if reanalysed:
+            print(
+                f"Reanalyze: {reanalysed['reanalysed']:,} of the {reanalysed['samples']:,} samples "
+                f"trained on ({reanalysed['share']:.0%}) had reanalysed targets"
             )
     for line in spread_text(figures.get("across_seeds", {})):
         print(line)

@@ -145,6 +145,19 @@ def trainer_share(reports: list[dict]) -> dict:
     }
 
 
+def reanalysed_share(reports: list[dict]) -> dict:
+    """The samples the Trainer trained on over a run, from its train/<it>.json reports (a
+    sample counted at each iteration whose window held it), and how many of them had
+    reanalysed targets (train.reanalyze)."""
+    samples = sum(int(r.get("samples") or 0) for r in reports)
+    reanalysed = sum(int(r.get("reanalysed") or 0) for r in reports)
+    return {
+        "samples": samples,
+        "reanalysed": reanalysed,
+        "share": round(reanalysed / samples, 4) if samples else 0.0,
+    }
+
+
 class _Run:
     """One path's learner and model copy, and its rounds' figures."""
 

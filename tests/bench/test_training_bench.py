@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import TICTACTOE
 
-from gamegym.bench.training import TrainingPath, parse_paths, trainer_share
+from gamegym.bench.training import TrainingPath, parse_paths, reanalysed_share, trainer_share
 from gamegym.cli.main import main
 from gamegym.data.session import Session
 
@@ -33,6 +33,16 @@ def test_the_trainer_share_is_training_against_the_wall_time_between_reports():
         "training_share": 0.5,
     }
     assert trainer_share(reports[:1]) == {}
+
+
+def test_the_reanalysed_share_counts_the_samples_trained_on_with_reanalysed_targets():
+    reports = [
+        {"iteration": 1, "samples": 300},  # nothing reanalysed yet: no key
+        {"iteration": 2, "samples": 500, "reanalysed": 100},
+        {"iteration": 3, "samples": 200, "reanalysed": 150},
+    ]
+    assert reanalysed_share(reports) == {"samples": 1000, "reanalysed": 250, "share": 0.25}
+    assert reanalysed_share([]) == {"samples": 0, "reanalysed": 0, "share": 0.0}
 
 
 def test_paths_are_a_compile_setting_at_a_batch_size():

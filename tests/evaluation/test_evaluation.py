@@ -168,6 +168,7 @@ def test_a_curve_point_carries_the_trainers_last_epoch_losses_samples_and_rate()
     report = {
         "iteration": 7,
         "samples": 3000,
+        "reanalysed": 1200,
         "learning_rate": 3e-4,
         "losses": {"loss": 1.234567, "val_loss": 1.5, "value_loss": 0.25},
         "history": {"loss": [2.0, 1.234567]},
@@ -177,6 +178,7 @@ def test_a_curve_point_carries_the_trainers_last_epoch_losses_samples_and_rate()
         "val_loss": 1.5,
         "value_loss": 0.25,
         "samples": 3000,
+        "reanalysed": 1200,
         "learning_rate": 3e-4,
     }
     assert training_figures(None) == {} and training_figures({"losses": {}}) == {}
