@@ -114,6 +114,7 @@ def run_learning_bench(settings: LearningSettings, solver: Solver | None = None)
         curve, final, peak_rss = train_and_measure(
             gym, yardstick, s.minutes, s.interval, rng, s.final_factor, bars
         )
+        reports = gym.session.train_reports()
         run = {
             "curve": curve,
             "final": final,
@@ -123,14 +124,12 @@ def run_learning_bench(settings: LearningSettings, solver: Solver | None = None)
                 gym.monitor.totals.get("selfplayer.positions", 0.0) / max(1e-9, s.minutes * 60), 1
             ),
             # training against waiting for samples (gamegym.bench.training.trainer_share)
-            "trainer_share": trainer_share(gym.session.train_reports()),
+            "trainer_share": trainer_share(reports),
         }
         if config.train.reanalyze:  # how much of what was trained on had reanalysed targets
-            run["reanalysed"] = reanalysed_share(gym.session.train_reports())
+            run["reanalysed"] = reanalysed_share(reports)
         int8 = int8_share(gym.session) if config.predict.precision == "int8" else None
     figures = _figures(s, graph, config, yardstick.opponents, searches, run)
-    if "reanalysed" in run:
-        figures["reanalysed"] = run["reanalysed"]
     if int8 is not None:
         figures["int8_models"] = {"int8": int8[0], "models": int8[1]}
         print(
@@ -184,6 +183,7 @@ def _figures(
         "trainer_share": run["trainer_share"],
         "seed": s.seed,
         "peak_rss_mib_by_role": run["peak_rss_mib_by_role"],
+        **({"reanalysed": run["reanalysed"]} if "reanalysed" in run else {}),
     }
 
 
