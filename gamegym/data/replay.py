@@ -65,6 +65,8 @@ __all__ = [
     "WindowReplay",
     "growing_window",
     "make_replay",
+    "window_size",
+    "window_start",
 ]
 
 
@@ -163,6 +165,23 @@ def growing_window(samples: int, base: int) -> int:
     return int(base * (1 + GROWTH_BETA * growth))
 
 
+def window_start(train_config: TrainConfig, iteration: int) -> int:
+    """The oldest iteration whose samples may be in train.replay "window"'s window when model
+    `iteration` is trained on (train.max_sampleage; the "growing" shape has no age bound)."""
+    if train_config.window_shape == "growing":
+        return 0
+    return max(0, iteration - train_config.max_sampleage)
+
+
+def window_size(train_config: TrainConfig, counts: dict[int, int]) -> int:
+    """How many of the newest samples train.replay "window" trains on at most, given the
+    samples per iteration the session holds (train.max_samplecount, train.window_shape)."""
+    if train_config.window_shape == "growing":
+        base = train_config.window_base
+        return min(train_config.max_samplecount, growing_window(sum(counts.values()), base))
+    return train_config.max_samplecount
+
+
 @REPLAYS.register
 class WindowReplay(Replay):
     """All samples of recent iterations, newest first (the original scheme)."""
@@ -178,16 +197,11 @@ class WindowReplay(Replay):
 
     def window_start(self, iteration: int) -> int:
         """The oldest iteration whose samples may be in the window."""
-        if self.config.train.window_shape == "growing":
-            return 0
-        return max(0, iteration - self.config.train.max_sampleage)
+        return window_start(self.config.train, iteration)
 
     def window_size(self, counts: dict[int, int]) -> int:
         """At most this many of the newest samples, given the samples per iteration held."""
-        cfg = self.config.train
-        if cfg.window_shape == "growing":
-            return min(cfg.max_samplecount, growing_window(sum(counts.values()), cfg.window_base))
-        return cfg.max_samplecount
+        return window_size(self.config.train, counts)
 
     def ready(self, iteration: int) -> tuple[bool, str]:
         cfg = self.config.train

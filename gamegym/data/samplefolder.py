@@ -51,16 +51,22 @@ class SampleCounter:
         for it in sample_iterations(self.samples_dir):
             samples = games = 0
             for path in sample_files(self.samples_dir, it):
-                known = self._known.get(path)
+                known = self.of_file(path)
                 if known is None:
-                    known = self._count(path)
-                    if known is None:
-                        continue
-                    self._known[path] = known
+                    continue
                 samples += known[0]
                 games += known[1]
             counts[it] = (samples, games)
         return counts
+
+    def of_file(self, path: Path) -> tuple[int, int] | None:
+        """(samples, games) of one published sample file, None for a damaged one."""
+        known = self._known.get(path)
+        if known is None:
+            known = self._count(path)
+            if known is not None:
+                self._known[path] = known
+        return known
 
     def samples_per_iteration(self) -> dict[int, int]:
         return {it: n for it, (n, _) in self.per_iteration().items()}

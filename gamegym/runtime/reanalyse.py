@@ -13,12 +13,16 @@ Pacing.  Each position played earns r / (1 - r) positions of reanalysis; whole s
 are searched again while the credit lasts (a file may overdraw it, the next games pay it
 back).  Credit earned while no file needs it is not saved up.
 
-Which files.  A file of the training window (its iteration at most `train.max_sampleage`
-behind the model that plays) whose targets come from an older model than the one playing now:
-those played, or last reanalysed, by the oldest model first, the newer file first among
-equals.  Each file belongs to one Selfplayer (by a hash of its name, over the session's
-Selfplayers), so two never search the same file at once; a restarted Selfplayer takes its
-files on again.
+Which files.  A file the Trainer trains on (train.replay "window": the newest
+`train.max_samplecount` samples of the last `train.max_sampleage` iterations) once its targets
+are due: when the samples played since the model its targets come from reach (1 - r) of the
+window.  A file then spends about (1 - r) of its time in the window with its own targets and r
+with reanalysed ones, and the r / (1 - r) positions searched per position played are what that
+takes.  Among the files due, the one the Trainer will use most goes first: the age of its
+targets times the share of the window still ahead of it (oldest first would refresh files
+about to leave the window, which the Trainer then hardly trains on).  Each file belongs to one
+Selfplayer (by a hash of its name, over the session's Selfplayers), so two never search the
+same file at once; a restarted Selfplayer takes its files on again.
 
 Crash safety.  A file's new targets are written at once when its last position is searched
 (atomically, in place of the ones before); a Selfplayer stopped or killed part way leaves the
@@ -37,7 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from gamegym.data.reanalysis import reanalysed_iteration, reanalysis_path, write_reanalysis
-from gamegym.data.samplefolder import sample_files, sample_iterations
+from gamegym.data.replay import window_size, window_start
+from gamegym.data.samplefolder import SampleCounter, sample_files, sample_iterations
 from gamegym.data.samples import SampleShape, read_sample_file
 
 __all__ = ["Reanalyser"]
@@ -65,8 +70,10 @@ class Reanalyser:
         if not 0.0 < share < 1.0:
             raise ValueError(f"a Reanalyser needs train.reanalyze in (0, 1), got {share}")
         self.samples_dir = Path(samples_dir)
+        self.share = share
         self.ratio = share / (1.0 - share)  # positions reanalysed per position played
-        self.max_age = int(config.train.max_sampleage)
+        self.train = config.train  # the Trainer's window (gamegym.data.replay)
+        self.counter = SampleCounter(self.samples_dir)
         self.search = search
         self.rng = rng
         self.index, self.count = index % max(1, count), max(1, count)
@@ -85,18 +92,32 @@ class Reanalyser:
         return zlib.crc32(name.encode("utf-8")) % self.count == self.index
 
     def next_file(self, current: int) -> Path | None:
-        """The file of the window with the oldest targets older than model `current`, or
-        None when every one of its files has targets of `current` (see the module)."""
+        """The file of the Trainer's window due for a refresh by model `current` that the
+        Trainer will use most, or None when no file is due (see the module)."""
+        counts = self.counter.samples_per_iteration()
+        start = window_start(self.train, current)
+        held = sum(n for it, n in counts.items() if it >= start)
+        size = min(window_size(self.train, counts), held)
+        due = (1.0 - self.share) * size  # the age, in samples played since, of targets due
         best: tuple | None = None
-        for it in sample_iterations(self.samples_dir):
-            if it < current - self.max_age or it >= current:
-                continue
-            for path in sample_files(self.samples_dir, it):
-                if not self.owns(path.name):
+        newer = 0  # samples newer than the file looked at, as load_samples walks the window
+        for it in reversed(sample_iterations(self.samples_dir)):
+            if it < start or newer >= size:
+                break
+            for path in reversed(sample_files(self.samples_dir, it)):
+                if newer >= size:
+                    break
+                known = self.counter.of_file(path)
+                if known is None:
+                    continue  # damaged: the Trainer quarantines it
+                ahead = 1.0 - newer / size  # its share of the window's samples still ahead
+                newer += known[0]
+                if it >= current or not self.owns(path.name):
                     continue
                 targets = self.targets_of(it, path)
-                if targets < current:
-                    key = (targets, -it, path.name)
+                age = sum(n for later, n in counts.items() if later > targets)
+                if targets < current and age >= due:
+                    key = (-age * ahead, -it, path.name)
                     if best is None or key < best[0]:
                         best = (key, path)
         return None if best is None else best[1]

@@ -230,19 +230,22 @@ def test_a_truncated_games_value_target_bootstraps_from_the_new_last_value():
 
 
 def files_of(tmp_path, iterations, per_iteration=3):
+    """Sample files of the same game, `per_iteration` of each iteration."""
+    games = blind_games(1)
     paths = []
     for it in iterations:
         for k in range(per_iteration):
             path = tmp_path / "samples" / str(it) / f"selfplayer0-{it}-{k}.npz"
-            write_sample_file(path, blind_games(1, seed=10 * it + k))
+            write_sample_file(path, games)
             paths.append(path)
     return paths
 
 
-def test_the_selfplayers_reanalyse_the_oldest_targets_of_the_window_at_the_share_set(tmp_path):
+def test_the_selfplayers_reanalyse_the_windows_files_at_the_share_set(tmp_path):
     """At reanalyze 0.5 as many positions are reanalysed as played (whole files, the debt
-    paid back by the next games); the window's files go oldest targets first, newer files
-    first among equals; files with targets of the model playing are left alone, and so are
+    paid back by the next games); a file of the window is due once half the window's samples
+    were played after the model of its targets, the newest file due first (the most of the
+    window ahead of it); files with targets of the model playing are left alone, and so are
     files past the window."""
     paths = files_of(tmp_path, (0, 1, 2, 3))
     cfg = config(max_sampleage=2)
@@ -253,7 +256,9 @@ def test_the_selfplayers_reanalyse_the_oldest_targets_of_the_window_at_the_share
         return Reanalysis(np.full((len(x), 9), 1 / 9, np.float32), np.zeros(len(x)), 3)
 
     reanalyser = Reanalyser(tmp_path / "samples", cfg, search, np.random.default_rng(0))
-    assert reanalyser.next_file(3) == paths[3]  # the oldest targets: iteration 1 (0 is too old)
+    # the window of model 3: iterations 1 to 3 (0 is too old), 9 files; due: iteration 1,
+    # with 6 files played after it, and its newest file first
+    assert reanalyser.next_file(3) == paths[5]
     reanalyser.earn(1)
     done = reanalyser.spend(3, lambda: False)
     assert calls == [done] and reanalyser.credit == 1 - done  # overdrawn by one file
@@ -262,10 +267,63 @@ def test_the_selfplayers_reanalyse_the_oldest_targets_of_the_window_at_the_share
     reanalyser.earn(1000)
     reanalyser.spend(3, lambda: False)
     done_files = {p for p in paths if reanalysis_path(p).exists()}
-    assert done_files == set(paths[3:9])  # iterations 1 and 2: the window below model 3
+    assert done_files == set(paths[3:6])  # iteration 2 is not due: 3 files played after it
     assert reanalyser.credit == 0  # nothing left to refresh: not saved up
-    # all of targets 3 for model 4: the newer file first (iteration 3, not 2 reanalysed)
-    assert reanalyser.next_file(3) is None and reanalyser.next_file(4) == paths[9]
+    # model 4's window: iterations 2 and 3; iteration 2 is due (3 of 6 files played after it)
+    assert reanalyser.next_file(3) is None and reanalyser.next_file(4) == paths[8]
+
+
+def fixed_search(state):
+    """A search that returns uniform targets of model state["model"]."""
+
+    def search(x, legal, rng, should_stop):
+        n = len(x)
+        return Reanalysis(np.full((n, 9), 1 / 9, np.float32), np.zeros(n), state["model"])
+
+    return search
+
+
+def test_files_past_the_trainers_sample_count_are_left_alone(tmp_path):
+    """max_samplecount cuts the Trainer's window short of max_sampleage: the files it no
+    longer trains on are not searched again."""
+    games = blind_games(1)
+    paths = []
+    for it in range(5):
+        paths.append(tmp_path / "samples" / str(it) / f"selfplayer0-{it}.npz")
+        per_file = write_sample_file(paths[-1], games)
+    cfg = config(max_sampleage=30, min_samplecount=1, max_samplecount=2 * per_file)
+    reanalyser = Reanalyser(tmp_path / "samples", cfg, fixed_search({"model": 4}), None)
+    reanalyser.earn(100 * per_file)
+    reanalyser.spend(4, lambda: False)
+    # the window: iterations 3 and 4; 4 has targets of the model playing
+    assert [p for p in paths if reanalysis_path(p).exists()] == [paths[3]]
+
+
+@pytest.mark.parametrize("share", [0.5, 0.75])
+def test_the_share_of_samples_trained_on_with_reanalysed_targets_follows_the_setting(
+    tmp_path, share
+):
+    """Forty iterations of one sample file each, a window of six files (of thirty
+    iterations' age): the Trainer's window holds about `share` of its samples with
+    reanalysed targets, within a file's sixth (the oldest targets first would refresh each
+    file as it leaves the window: none of them)."""
+    games = blind_games(1)
+    samples = tmp_path / "samples"
+    state = {"model": 0}
+    per_file = write_sample_file(samples / "0" / "selfplayer0-0.npz", games)
+    cfg = config(reanalyze=share, max_sampleage=30, min_samplecount=1, max_samplecount=6 * per_file)
+    reanalyser = Reanalyser(samples, cfg, fixed_search(state), None)
+    shares = []
+    for it in range(1, 40):
+        state["model"] = it
+        write_sample_file(samples / str(it) / f"selfplayer0-{it}.npz", games)
+        reanalyser.earn(per_file)
+        reanalyser.spend(it, lambda: False)
+        reanalysed: dict[str, int] = {}
+        batch = load_samples(samples, 0, 6 * per_file, reanalysed=reanalysed)
+        assert batch is not None
+        shares.append(sum(reanalysed.values()) / (6 * per_file))
+    assert abs(np.mean(shares[15:]) - share) <= 1 / 6 + 1e-9
 
 
 def test_each_file_is_one_selfplayers(tmp_path):

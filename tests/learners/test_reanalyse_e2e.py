@@ -117,7 +117,8 @@ def test_every_role_in_one_process_reanalyses_too(tmp_path):
 
     config = GymConfig.from_dict({**SETTINGS, "game": TICTACTOE, "debug_single_process": True})
     gym = GameGym(tmp_path / "one", config=config)
-    assert gym.resume(max_iterations=2, console=False) == 0
-    report = json.loads((tmp_path / "one" / "train" / "2.json").read_text())
+    # iteration 0's files are due once half the window was played after them: by model 2
+    assert gym.resume(max_iterations=3, console=False) == 0
+    report = json.loads((tmp_path / "one" / "train" / "3.json").read_text())
     assert 0 < report["reanalysed"] <= report["samples"]
     assert list((tmp_path / "one" / "samples" / "0" / REANALYSIS_FOLDER).glob("debug-*.npz"))
