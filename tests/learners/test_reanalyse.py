@@ -304,9 +304,9 @@ def test_the_share_of_samples_trained_on_with_reanalysed_targets_follows_the_set
     tmp_path, share
 ):
     """Forty iterations of one sample file each, a window of six files (of thirty
-    iterations' age): the Trainer's window holds about `share` of its samples with
-    reanalysed targets, within a file's sixth (the oldest targets first would refresh each
-    file as it leaves the window: none of them)."""
+    iterations' age): the Trainer's window holds `share` of its samples with reanalysed
+    targets, give or take one file of the six (the oldest targets of the thirty iterations
+    first would refresh files past the window, none of the six)."""
     games = blind_games(1)
     samples = tmp_path / "samples"
     state = {"model": 0}
