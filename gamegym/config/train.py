@@ -77,9 +77,10 @@ class TrainConfig:
     #                                 and root values replace the stored ones, in files beside
     #                                 the samples) instead of moves of new games; in [0, 1).
     #                                 0.5 reanalyses one stored position per position played,
-    #                                 so new games come at half the rate; the Trainer's work
-    #                                 stays the same (train.learner "muzero", train.replay
-    #                                 "window", selfplay.backend "processes")
+    #                                 so new games come at half the rate, and about half the
+    #                                 samples trained on have reanalysed targets; the
+    #                                 Trainer's work stays the same (train.learner "muzero",
+    #                                 train.replay "window", selfplay.backend "processes")
     keep_models: int = 0  # keep only the newest N model files (0 = keep all)
     weight_average: str = "none"  # the weights of the model the Trainer publishes (self-play,
     #                                 evaluation and play use it): "none" = the weights it
