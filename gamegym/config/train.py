@@ -77,7 +77,7 @@ class TrainConfig:
     #                                 and root values replace the stored ones, in files beside
     #                                 the samples) instead of moves of new games; in [0, 1).
     #                                 0.5 reanalyses one stored position per position played,
-    #                                 so new games come at half the rate, and about half the
+    #                                 so new games come at half the rate, and up to half the
     #                                 samples trained on have reanalysed targets; the
     #                                 Trainer's work stays the same (train.learner "muzero",
     #                                 train.replay "window", selfplay.backend "processes")
