@@ -35,7 +35,9 @@ from __future__ import annotations
 import logging
 import time
 import zlib
+from bisect import bisect_right
 from collections.abc import Callable
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +101,9 @@ class Reanalyser:
         held = sum(n for it, n in counts.items() if it >= start)
         size = min(window_size(self.train, counts), held)
         due = (1.0 - self.share) * size  # the age, in samples played since, of targets due
+        held_its = sorted(counts)
+        # after[i]: the samples of iterations held_its[i:] (counted once, not per file)
+        after = [*accumulate(counts[it] for it in reversed(held_its))][::-1] + [0]
         best: tuple | None = None
         newer = 0  # samples newer than the file looked at, as load_samples walks the window
         for it in reversed(sample_iterations(self.samples_dir)):
@@ -115,7 +120,7 @@ class Reanalyser:
                 if it >= current or not self.owns(path.name):
                     continue
                 targets = self.targets_of(it, path)
-                age = sum(n for later, n in counts.items() if later > targets)
+                age = after[bisect_right(held_its, targets)]  # samples of later iterations
                 if targets < current and age >= due:
                     key = (-age * ahead, -it, path.name)
                     if best is None or key < best[0]:
