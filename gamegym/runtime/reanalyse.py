@@ -15,8 +15,9 @@ back).  Credit earned while no file needs it is not saved up.
 
 Which files.  A file the Trainer trains on (train.replay "window": the newest
 `train.max_samplecount` samples of the last `train.max_sampleage` iterations) once its targets
-are due: when the samples played since the model its targets come from reach (1 - r) of the
-window.  A file then spends about (1 - r) of its time in the window with its own targets and r
+are due: when the samples played after it (after the model that searched it again, once
+reanalysed) reach (1 - r) of the window.  Counted per file, not per iteration: an iteration's
+first files would otherwise wait for its last.  A file then spends about (1 - r) of its time in the window with its own targets and r
 with reanalysed ones, and the r / (1 - r) positions searched per position played are what that
 takes.  Among the files due, the one the Trainer will use most goes first: the age of its
 targets times the share of the window still ahead of it (oldest first would refresh files
@@ -120,7 +121,9 @@ class Reanalyser:
                 if it >= current or not self.owns(path.name):
                     continue
                 targets = self.targets_of(it, path)
-                age = after[bisect_right(held_its, targets)]  # samples of later iterations
+                # its own targets: the samples played after it; reanalysed ones: the samples
+                # of the iterations after the model that searched it again
+                age = newer - known[0] if targets == it else after[bisect_right(held_its, targets)]
                 if targets < current and age >= due:
                     key = (-age * ahead, -it, path.name)
                     if best is None or key < best[0]:
@@ -145,7 +148,7 @@ class Reanalyser:
         while self.credit > 0 and not should_stop():
             path = self.next_file(current)
             if path is None:
-                self.credit = 0.0  # nothing to refresh: not saved up for later
+                self.credit = 0.0
                 break
             rows = self.reanalyse(path, should_stop)
             if rows is None:

@@ -244,9 +244,9 @@ def files_of(tmp_path, iterations, per_iteration=3):
 def test_the_selfplayers_reanalyse_the_windows_files_at_the_share_set(tmp_path):
     """At reanalyze 0.5 as many positions are reanalysed as played (whole files, the debt
     paid back by the next games); a file of the window is due once half the window's samples
-    were played after the model of its targets, the newest file due first (the most of the
-    window ahead of it); files with targets of the model playing are left alone, and so are
-    files past the window."""
+    were played after it (after the model of its targets, once reanalysed), the one with the
+    largest age times share of the window ahead first; files with targets of the model
+    playing are left alone, and so are files past the window."""
     paths = files_of(tmp_path, (0, 1, 2, 3))
     cfg = config(max_sampleage=2)
     calls = []
@@ -256,9 +256,10 @@ def test_the_selfplayers_reanalyse_the_windows_files_at_the_share_set(tmp_path):
         return Reanalysis(np.full((len(x), 9), 1 / 9, np.float32), np.zeros(len(x)), 3)
 
     reanalyser = Reanalyser(tmp_path / "samples", cfg, search, np.random.default_rng(0))
-    # the window of model 3: iterations 1 to 3 (0 is too old), 9 files; due: iteration 1,
-    # with 6 files played after it, and its newest file first
-    assert reanalyser.next_file(3) == paths[5]
+    # the window of model 3: iterations 1 to 3 (0 is too old), 9 files; due: the files with 5
+    # or more played after them (2-0 and iteration 1), 2-0 first (5 files after it times 4
+    # of 9 ahead, against 6 times 3 of 9 for 1-2)
+    assert reanalyser.next_file(3) == paths[6]
     reanalyser.earn(1)
     done = reanalyser.spend(3, lambda: False)
     assert calls == [done] and reanalyser.credit == 1 - done  # overdrawn by one file
@@ -267,9 +268,10 @@ def test_the_selfplayers_reanalyse_the_windows_files_at_the_share_set(tmp_path):
     reanalyser.earn(1000)
     reanalyser.spend(3, lambda: False)
     done_files = {p for p in paths if reanalysis_path(p).exists()}
-    assert done_files == set(paths[3:6])  # iteration 2 is not due: 3 files played after it
+    assert done_files == {*paths[3:7]}  # 2-1 and 2-2 are not due: 4 and 3 files after them
     assert reanalyser.credit == 0  # nothing left to refresh: not saved up
-    # model 4's window: iterations 2 and 3; iteration 2 is due (3 of 6 files played after it)
+    # model 4's window: iterations 2 and 3; 2-2 and 2-1 are due (3 and 4 of 6 files after
+    # them), 2-0 has targets of model 3
     assert reanalyser.next_file(3) is None and reanalyser.next_file(4) == paths[8]
 
 
@@ -299,31 +301,35 @@ def test_files_past_the_trainers_sample_count_are_left_alone(tmp_path):
     assert [p for p in paths if reanalysis_path(p).exists()] == [paths[3]]
 
 
-@pytest.mark.parametrize("share", [0.5, 0.75])
+@pytest.mark.parametrize(("share", "files"), [(0.5, 1), (0.75, 1), (0.5, 4), (0.75, 4)])
 def test_the_share_of_samples_trained_on_with_reanalysed_targets_follows_the_setting(
-    tmp_path, share
+    tmp_path, share, files
 ):
-    """Forty iterations of one sample file each, a window of six files (of thirty
-    iterations' age): the Trainer's window holds `share` of its samples with reanalysed
-    targets, give or take one file of the six (the oldest targets of the thirty iterations
-    first would refresh files past the window, none of the six)."""
+    """Forty iterations of `files` sample files each, a window of six iterations' files (of
+    thirty iterations' age), a file reanalysed when due after each file played: the
+    Trainer's window holds `share` of its samples with reanalysed targets, give or take one
+    file (the oldest targets of the thirty iterations first would refresh files past the
+    window; ages counted in whole iterations would keep an iteration's files waiting on its
+    last one, half an iteration too long)."""
     games = blind_games(1)
     samples = tmp_path / "samples"
     state = {"model": 0}
-    per_file = write_sample_file(samples / "0" / "selfplayer0-0.npz", games)
-    cfg = config(reanalyze=share, max_sampleage=30, min_samplecount=1, max_samplecount=6 * per_file)
+    per_file = write_sample_file(samples / "0" / "selfplayer0-0-0.npz", games)
+    window = 6 * files * per_file
+    cfg = config(reanalyze=share, max_sampleage=30, min_samplecount=1, max_samplecount=window)
     reanalyser = Reanalyser(samples, cfg, fixed_search(state), None)
     shares = []
     for it in range(1, 40):
         state["model"] = it
-        write_sample_file(samples / str(it) / f"selfplayer0-{it}.npz", games)
-        reanalyser.earn(per_file)
-        reanalyser.spend(it, lambda: False)
-        reanalysed: dict[str, int] = {}
-        batch = load_samples(samples, 0, 6 * per_file, reanalysed=reanalysed)
-        assert batch is not None
-        shares.append(sum(reanalysed.values()) / (6 * per_file))
-    assert abs(np.mean(shares[15:]) - share) <= 1 / 6 + 1e-9
+        for file in range(files):
+            write_sample_file(samples / str(it) / f"selfplayer0-{it}-{file}.npz", games)
+            reanalyser.earn(per_file)
+            reanalyser.spend(it, lambda: False)
+            reanalysed: dict[str, int] = {}
+            batch = load_samples(samples, 0, window, reanalysed=reanalysed)
+            assert batch is not None
+            shares.append(sum(reanalysed.values()) / window)
+    assert abs(np.mean(shares[15 * files :]) - share) <= per_file / window + 1e-9
 
 
 def test_each_file_is_one_selfplayers(tmp_path):
