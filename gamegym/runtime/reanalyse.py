@@ -17,11 +17,12 @@ Which files.  A file the Trainer trains on (train.replay "window": the newest
 `train.max_samplecount` samples of the last `train.max_sampleage` iterations) once its targets
 are due: when the samples played after it (after the model that searched it again, once
 reanalysed) reach (1 - r) of the window.  Counted per file, not per iteration: an iteration's
-first files would otherwise wait for its last.  A file then spends about (1 - r) of its time in the window with its own targets and r
-with reanalysed ones, and the r / (1 - r) positions searched per position played are what that
-takes.  Among the files due, the one the Trainer will use most goes first: the age of its
-targets times the share of the window still ahead of it (oldest first would refresh files
-about to leave the window, which the Trainer then hardly trains on).  Each file belongs to one
+first files would otherwise wait for its last.  A file then spends about (1 - r) of its time in
+the window with its own targets and r with reanalysed ones, and the r / (1 - r) positions
+searched per position played are what that takes.  Among the files due, the one the Trainer
+will use most goes first: the age of its targets times the share of the window still ahead of
+it (oldest first would refresh files about to leave the window, which the Trainer then hardly
+trains on).  Each file belongs to one
 Selfplayer (by a hash of its name, over the session's Selfplayers), so two never search the
 same file at once; a restarted Selfplayer takes its files on again.
 
@@ -148,7 +149,7 @@ class Reanalyser:
         while self.credit > 0 and not should_stop():
             path = self.next_file(current)
             if path is None:
-                self.credit = 0.0
+                self.credit = 0.0  # nothing to refresh: not saved up for later
                 break
             rows = self.reanalyse(path, should_stop)
             if rows is None:
