@@ -22,9 +22,9 @@ the window with its own targets and r with reanalysed ones, and the r / (1 - r) 
 searched per position played are what that takes.  Among the files due, the one the Trainer
 will use most goes first: the age of its targets times the share of the window still ahead of
 it (oldest first would refresh files about to leave the window, which the Trainer then hardly
-trains on).  Each file belongs to one
-Selfplayer (by a hash of its name, over the session's Selfplayers), so two never search the
-same file at once; a restarted Selfplayer takes its files on again.
+trains on).  Each file belongs to one Selfplayer (by a hash of its name, over the session's
+Selfplayers), so two never search the same file at once; a restarted Selfplayer takes its
+files on again.
 
 Crash safety.  A file's new targets are written at once when its last position is searched
 (atomically, in place of the ones before); a Selfplayer stopped or killed part way leaves the
