@@ -117,14 +117,15 @@ class Reanalyser:
                 known = self.counter.of_file(path)
                 if known is None:
                     continue  # damaged: the Trainer quarantines it
-                ahead = 1.0 - newer / size  # its share of the window's samples still ahead
+                played_after = newer
                 newer += known[0]
                 if it >= current or not self.owns(path.name):
                     continue
+                ahead = 1.0 - played_after / size  # its share of the window still ahead
                 targets = self.targets_of(it, path)
                 # its own targets: the samples played after it; reanalysed ones: the samples
                 # of the iterations after the model that searched it again
-                age = newer - known[0] if targets == it else after[bisect_right(held_its, targets)]
+                age = played_after if targets == it else after[bisect_right(held_its, targets)]
                 if targets < current and age >= due:
                     key = (-age * ahead, -it, path.name)
                     if best is None or key < best[0]:
